@@ -1,0 +1,185 @@
+"""flowserve's dataflow engine: TensorFlow 1.x graphs and sessions on numpy and cupy.
+
+``import engine as tf`` runs classic TF1 graph-mode programs for the subset covered::
+
+    import engine as tf
+
+    x = tf.placeholder(tf.float32, shape=[None, 3], name="x")
+    y = tf.reduce_sum(tf.square(x), axis=1)
+    with tf.Session() as sess:
+        print(sess.run(y, {x: [[1.0, 2.0, 3.0]]}))
+"""
+
+from __future__ import annotations
+
+from engine import dtypes, errors, tensor_shape
+from engine.config import (
+                           ConfigProto,
+                           GPUOptions,
+                           GraphOptions,
+                           OptimizerOptions,
+                           RunMetadata,
+                           RunOptions,
+)
+from engine.dtypes import (
+                           DType,
+                           as_dtype,
+                           bool,
+                           double,
+                           float16,
+                           float32,
+                           float64,
+                           half,
+                           int8,
+                           int16,
+                           int32,
+                           int64,
+                           resource,
+                           string,
+                           uint8,
+                           uint16,
+                           uint32,
+                           uint64,
+                           variant,
+)
+from engine.framework.constant_op import (
+                           constant,
+                           convert_to_tensor,
+                           register_tensor_conversion_function,
+)
+from engine.framework.device_spec import DeviceSpec
+from engine.framework.graph import (
+                           Graph,
+                           GraphKeys,
+                           NodeDef,
+                           Operation,
+                           Tensor,
+                           add_to_collection,
+                           add_to_collections,
+                           colocate_with,
+                           control_dependencies,
+                           device,
+                           get_collection,
+                           get_collection_ref,
+                           get_default_graph,
+                           get_name_scope,
+                           name_scope,
+                           reset_default_graph,
+)
+from engine.framework.registry import not_differentiable as NotDifferentiable  # noqa: N812
+from engine.framework.registry import register_gradient as RegisterGradient  # noqa: N812
+from engine.framework.tensor_util import constant_value
+from engine.init_ops import (
+                           constant_initializer,
+                           glorot_normal_initializer,
+                           glorot_uniform_initializer,
+                           ones_initializer,
+                           random_normal_initializer,
+                           random_uniform_initializer,
+                           truncated_normal_initializer,
+                           variance_scaling_initializer,
+                           zeros_initializer,
+)
+from engine.ops.array import *  # noqa: F403
+from engine.ops.control_flow import group, no_op, tuple, with_dependencies  # noqa: A004
+from engine.ops.math import (  # noqa: A004
+                           abs,
+                           add,
+                           add_n,
+                           bitwise_and,
+                           bitwise_or,
+                           bitwise_xor,
+                           cast,
+                           ceil,
+                           clip_by_value,
+                           cos,
+                           div,
+                           divide,
+                           equal,
+                           exp,
+                           expm1,
+                           floor,
+                           floor_div,
+                           floordiv,
+                           floormod,
+                           greater,
+                           greater_equal,
+                           invert,
+                           is_finite,
+                           is_inf,
+                           is_nan,
+                           less,
+                           less_equal,
+                           log,
+                           log1p,
+                           logical_and,
+                           logical_not,
+                           logical_or,
+                           logical_xor,
+                           matmul,
+                           maximum,
+                           minimum,
+                           mod,
+                           multiply,
+                           negative,
+                           not_equal,
+                           pow,
+                           realdiv,
+                           reciprocal,
+                           round,
+                           rsqrt,
+                           sigmoid,
+                           sign,
+                           sin,
+                           sqrt,
+                           square,
+                           squared_difference,
+                           subtract,
+                           tan,
+                           tanh,
+                           to_double,
+                           to_float,
+                           to_int32,
+                           to_int64,
+                           truediv,
+                           where,
+                           where_v2,
+)
+from engine.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
+from engine.ops.state import assign, assign_add, assign_sub
+from engine.session import InteractiveSession, Session, get_default_session
+from engine.tensor_shape import Dimension, TensorShape
+from engine.variable_scope import (
+                           AUTO_REUSE,
+                           VariableScope,
+                           get_local_variable,
+                           get_variable,
+                           get_variable_scope,
+                           make_template,
+                           no_regularizer,
+                           variable_op_scope,
+                           variable_scope,
+)
+from engine.variables import (
+                           Variable,
+                           all_variables,
+                           global_variables,
+                           global_variables_initializer,
+                           initialize_all_variables,
+                           initialize_local_variables,
+                           initialize_variables,
+                           is_variable_initialized,
+                           local_variables,
+                           local_variables_initializer,
+                           model_variables,
+                           moving_average_variables,
+                           report_uninitialized_variables,
+                           trainable_variables,
+                           variables_initializer,
+)
+
+Variable._overload_operators()
+
+__version__ = "0.1.0"
+sub = subtract
+mul = multiply

@@ -1,0 +1,9 @@
+"""Op families. Importing this package registers every op type."""
+
+from engine.ops import (  # noqa: F401 - imported for their registrations
+    array,
+    control_flow,
+    math,
+    random,
+    state,
+)

@@ -1,0 +1,115 @@
+"""Helpers shared by the op families: dtype sets, inference functions, op creation."""
+
+from __future__ import annotations
+
+from engine import dtypes
+from engine.framework.graph import Operation, Tensor, get_default_graph
+from engine.framework.registry import ShapeError
+from engine.tensor_shape import TensorShape, unknown_shape
+
+FLOATS = frozenset([dtypes.float16, dtypes.float32, dtypes.float64])
+SIGNED_INTS = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64])
+UNSIGNED_INTS = frozenset([dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64])
+INTS = SIGNED_INTS | UNSIGNED_INTS
+NUMERIC = FLOATS | INTS
+SIGNED_NUMERIC = FLOATS | SIGNED_INTS
+INDEX = frozenset([dtypes.int32, dtypes.int64])
+BOOL = frozenset([dtypes.bool])
+ALL = NUMERIC | BOOL | frozenset([dtypes.string])
+ORDERED = NUMERIC
+EQUALITY = ALL
+
+_TYPE_NAMES = {dtypes.float16: "half", dtypes.float32: "float", dtypes.float64: "double"}
+
+
+def create(op_type: str, inputs, attrs=None, name=None) -> Operation:
+    """Creates an op in the default graph; ``name`` ending in '/' is used as is."""
+    return get_default_graph()._create_op(op_type, list(inputs), attrs or {}, name or op_type)
+
+
+def base(t: Tensor) -> dtypes.DType:
+    return t._dtype.base_dtype
+
+
+def check_dtype(op: Operation, i: int, allowed, attr: str = "T") -> dtypes.DType:
+    """The base dtype of input ``i``; TypeError when it is not in ``allowed``."""
+    d = op._inputs[i]._dtype.base_dtype
+    if d not in allowed:
+        names = ", ".join(sorted(x.name for x in allowed))
+        raise TypeError(f"Value for attr '{attr}' of {d.name} is not in the list of allowed "
+                        f"values: {names}\n\t; NodeDef: {{{{node {op._name}}}}}; Op<name="
+                        f"{op._type}> (input '{op._opdef.input_name(i)}' of op "
+                        f"'{op._name}')")
+    return d
+
+
+def check_same_dtype(op: Operation, indices=None) -> dtypes.DType:
+    """All listed inputs share one base dtype (TypeError naming the mismatch otherwise)."""
+    indices = range(len(op._inputs)) if indices is None else indices
+    first = None
+    for i in indices:
+        d = op._inputs[i]._dtype.base_dtype
+        if first is None:
+            first, first_i = d, i
+        elif d is not first:
+            raise TypeError(f"Input '{op._opdef.input_name(i)}' of '{op._type}' Op has type "
+                            f"{d.name} that does not match type {first.name} of argument "
+                            f"'{op._opdef.input_name(first_i)}'.")
+    return first
+
+
+def broadcast_shape(a: TensorShape, b: TensorShape) -> TensorShape:
+    """Numpy broadcasting of two partially known shapes; ShapeError when incompatible."""
+    da, db = a.as_tuple(), b.as_tuple()
+    if da is None or db is None:
+        return unknown_shape()
+    n = max(len(da), len(db))
+    da = (1,) * (n - len(da)) + da
+    db = (1,) * (n - len(db)) + db
+    out = []
+    for x, y in zip(da, db):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None:
+            out.append(y)
+        elif y is None:
+            out.append(x)
+        elif x == y:
+            out.append(x)
+        else:
+            raise ShapeError(f"Dimensions must be equal, but are {x} and {y}")
+    return TensorShape._from_tuple(tuple(out))
+
+
+def unary(allowed, out_dtype=None):
+    """Inference for an elementwise op of one input."""
+
+    def infer(op):
+        d = check_dtype(op, 0, allowed)
+        return [(out_dtype or d, op._inputs[0]._shape)]
+
+    return infer
+
+
+def binary(allowed, out_dtype=None):
+    """Inference for an elementwise, broadcasting op of two inputs of one dtype."""
+
+    def infer(op):
+        d = check_same_dtype(op, (0, 1))
+        check_dtype(op, 0, allowed)
+        return [(out_dtype or d, broadcast_shape(op._inputs[0]._shape, op._inputs[1]._shape))]
+
+    return infer
+
+
+def same_as_input(op):
+    return [(op._inputs[0]._dtype.base_dtype, op._inputs[0]._shape)]
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise ShapeError(f"{what} {axis} is out of range for a tensor of rank {rank} "
+                         f"(expected [{-rank}, {rank}))")
+    return axis + rank if axis < 0 else axis

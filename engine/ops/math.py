@@ -1,0 +1,613 @@
+"""Math ops: elementwise arithmetic, comparisons, logic, casts, matmul, and the Tensor
+operator overloads (``+ - * / // % ** @``, unary ``-``, ``abs``, ``< <= > >=``, ``& | ^ ~``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import dtypes
+from engine.framework.constant_op import convert_to_tensor
+from engine.framework.graph import Tensor, name_scope
+from engine.framework.registry import ShapeError, op
+from engine.ops._common import (
+    ALL,
+    BOOL,
+    EQUALITY,
+    FLOATS,
+    INTS,
+    NUMERIC,
+    ORDERED,
+    SIGNED_NUMERIC,
+    base,
+    binary,
+    broadcast_shape,
+    check_same_dtype,
+    create,
+    unary,
+)
+from engine.tensor_shape import TensorShape, unknown_shape
+
+# -----------------------------------------------------------------------------------------
+# Elementwise ops, one row each: (op type, allowed dtypes, kernel)
+# -----------------------------------------------------------------------------------------
+
+
+def _check_int_divisor(x, y):
+    if x.dtype.kind in "iu" and not y.all():
+        from engine import errors
+        raise errors.InvalidArgumentError(None, None, "Integer division by zero")
+
+
+def _safe_floordiv(xp, x, y):
+    _check_int_divisor(x, y)
+    return xp.floor_divide(x, y)
+
+
+def _safe_mod(xp, x, y):
+    # Python/TF semantics: the result takes the sign of the divisor, for ints and floats.
+    _check_int_divisor(x, y)
+    return xp.mod(x, y)
+
+
+def _int_pow(xp, x, y):
+    if x.dtype.kind in "iu" and (y < 0).any():
+        from engine import errors
+        raise errors.InvalidArgumentError(None, None,
+                                          "Integers to negative integer powers are not allowed")
+    return xp.power(x, y)
+
+
+def _sigmoid(xp, x):
+    # exp(-|x|) never overflows; the two branches agree at 0.
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+_BINARY = [
+    ("AddV2", NUMERIC | frozenset([dtypes.string]), lambda xp, x, y: _add(xp, x, y)),
+    ("Sub", NUMERIC, lambda xp, x, y: xp.subtract(x, y)),
+    ("Mul", NUMERIC, lambda xp, x, y: xp.multiply(x, y)),
+    ("RealDiv", NUMERIC, lambda xp, x, y: _realdiv(xp, x, y)),
+    ("FloorDiv", NUMERIC, _safe_floordiv),
+    ("FloorMod", NUMERIC, _safe_mod),
+    ("Pow", NUMERIC, _int_pow),
+    ("Maximum", NUMERIC, lambda xp, x, y: xp.maximum(x, y)),
+    ("Minimum", NUMERIC, lambda xp, x, y: xp.minimum(x, y)),
+    ("SquaredDifference", NUMERIC, lambda xp, x, y: xp.square(xp.subtract(x, y))),
+    ("BitwiseAnd", INTS, lambda xp, x, y: xp.bitwise_and(x, y)),
+    ("BitwiseOr", INTS, lambda xp, x, y: xp.bitwise_or(x, y)),
+    ("BitwiseXor", INTS, lambda xp, x, y: xp.bitwise_xor(x, y)),
+]
+
+_COMPARE = [
+    ("Equal", EQUALITY, lambda xp, x, y: xp.equal(x, y)),
+    ("NotEqual", EQUALITY, lambda xp, x, y: xp.not_equal(x, y)),
+    ("Less", ORDERED, lambda xp, x, y: xp.less(x, y)),
+    ("LessEqual", ORDERED, lambda xp, x, y: xp.less_equal(x, y)),
+    ("Greater", ORDERED, lambda xp, x, y: xp.greater(x, y)),
+    ("GreaterEqual", ORDERED, lambda xp, x, y: xp.greater_equal(x, y)),
+    ("LogicalAnd", BOOL, lambda xp, x, y: xp.logical_and(x, y)),
+    ("LogicalOr", BOOL, lambda xp, x, y: xp.logical_or(x, y)),
+]
+
+_UNARY = [
+    ("Neg", SIGNED_NUMERIC, lambda xp, x: xp.negative(x)),
+    ("Abs", SIGNED_NUMERIC, lambda xp, x: xp.abs(x)),
+    ("Sign", SIGNED_NUMERIC, lambda xp, x: xp.sign(x)),
+    ("Square", NUMERIC, lambda xp, x: xp.square(x)),
+    ("Sqrt", FLOATS, lambda xp, x: xp.sqrt(x)),
+    ("Rsqrt", FLOATS, lambda xp, x: xp.reciprocal(xp.sqrt(x))),
+    ("Reciprocal", FLOATS, lambda xp, x: xp.reciprocal(x)),
+    ("Exp", FLOATS, lambda xp, x: xp.exp(x)),
+    ("Expm1", FLOATS, lambda xp, x: xp.expm1(x)),
+    ("Log", FLOATS, lambda xp, x: xp.log(x)),
+    ("Log1p", FLOATS, lambda xp, x: xp.log1p(x)),
+    ("Sin", FLOATS, lambda xp, x: xp.sin(x)),
+    ("Cos", FLOATS, lambda xp, x: xp.cos(x)),
+    ("Tan", FLOATS, lambda xp, x: xp.tan(x)),
+    ("Tanh", FLOATS, lambda xp, x: xp.tanh(x)),
+    ("Sigmoid", FLOATS, _sigmoid),
+    ("Floor", FLOATS, lambda xp, x: xp.floor(x)),
+    ("Ceil", FLOATS, lambda xp, x: xp.ceil(x)),
+    ("Round", NUMERIC, lambda xp, x: xp.round(x)),
+    ("IsNan", FLOATS, lambda xp, x: xp.isnan(x)),
+    ("IsInf", FLOATS, lambda xp, x: xp.isinf(x)),
+    ("IsFinite", FLOATS, lambda xp, x: xp.isfinite(x)),
+    ("LogicalNot", BOOL, lambda xp, x: xp.logical_not(x)),
+    ("Invert", INTS, lambda xp, x: xp.invert(x)),
+]
+_BOOL_RESULT = {"IsNan", "IsInf", "IsFinite"}
+
+
+def _add(xp, x, y):
+    if x.dtype.kind == "O":  # strings concatenate, as TF's Add does for tf.string
+        return xp.char.add(x.astype(bytes), y.astype(bytes)).astype(object) if x.size and \
+            y.size else xp.broadcast_arrays(x, y)[0].copy()
+    return xp.add(x, y)
+
+
+def _realdiv(xp, x, y):
+    if x.dtype.kind in "iu":
+        # RealDiv on integers truncates toward zero, as C++ (and TF) integer division does.
+        _check_int_divisor(x, y)
+        q = xp.floor_divide(x, y)
+        return q + ((xp.mod(x, y) != 0) & ((x < 0) != (y < 0))).astype(q.dtype)
+    return xp.true_divide(x, y)
+
+
+for _name, _allowed, _kernel in _BINARY:
+    op(_name, infer=binary(_allowed), inputs=("x", "y"))(_kernel)
+for _name, _allowed, _kernel in _COMPARE:
+    op(_name, infer=binary(_allowed, out_dtype=dtypes.bool), inputs=("x", "y"))(_kernel)
+for _name, _allowed, _kernel in _UNARY:
+    op(_name, infer=unary(_allowed, dtypes.bool if _name in _BOOL_RESULT else None),
+       inputs=("x",))(_kernel)
+
+
+def _binary_op(op_type: str, default_name: str):
+    def fn(x, y, name=None):
+        with name_scope(name, default_name, [x, y]) as scope:
+            x, y = _convert_pair(x, y)
+            return create(op_type, [x, y], {}, scope).outputs[0]
+
+    fn.__name__ = default_name
+    fn.__doc__ = f"Elementwise {default_name} of ``x`` and ``y`` with numpy broadcasting."
+    return fn
+
+
+def _unary_op(op_type: str, default_name: str):
+    def fn(x, name=None):
+        with name_scope(name, default_name, [x]) as scope:
+            x = convert_to_tensor(x, name="x")
+            return create(op_type, [x], {}, scope).outputs[0]
+
+    fn.__name__ = default_name
+    fn.__doc__ = f"Elementwise {default_name} of ``x``."
+    return fn
+
+
+def _convert_pair(x, y):
+    """Converts two operands, giving Python values the dtype of the tensor operand."""
+    if isinstance(x, Tensor) or not isinstance(y, Tensor):
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(y, dtype_hint=x.dtype.base_dtype, name="y")
+    else:
+        y = convert_to_tensor(y, name="y")
+        x = convert_to_tensor(x, dtype_hint=y.dtype.base_dtype, name="x")
+    return x, y
+
+
+add = _binary_op("AddV2", "Add")
+subtract = _binary_op("Sub", "Sub")
+multiply = _binary_op("Mul", "Mul")
+realdiv = _binary_op("RealDiv", "RealDiv")
+floordiv = _binary_op("FloorDiv", "FloorDiv")
+floormod = _binary_op("FloorMod", "FloorMod")
+maximum = _binary_op("Maximum", "Maximum")
+minimum = _binary_op("Minimum", "Minimum")
+squared_difference = _binary_op("SquaredDifference", "SquaredDifference")
+equal = _binary_op("Equal", "Equal")
+not_equal = _binary_op("NotEqual", "NotEqual")
+less = _binary_op("Less", "Less")
+less_equal = _binary_op("LessEqual", "LessEqual")
+greater = _binary_op("Greater", "Greater")
+greater_equal = _binary_op("GreaterEqual", "GreaterEqual")
+logical_and = _binary_op("LogicalAnd", "LogicalAnd")
+logical_or = _binary_op("LogicalOr", "LogicalOr")
+bitwise_and = _binary_op("BitwiseAnd", "BitwiseAnd")
+bitwise_or = _binary_op("BitwiseOr", "BitwiseOr")
+bitwise_xor = _binary_op("BitwiseXor", "BitwiseXor")
+mod = floormod
+sub = subtract
+mul = multiply
+
+negative = _unary_op("Neg", "Neg")
+sign = _unary_op("Sign", "Sign")
+square = _unary_op("Square", "Square")
+sqrt = _unary_op("Sqrt", "Sqrt")
+rsqrt = _unary_op("Rsqrt", "Rsqrt")
+reciprocal = _unary_op("Reciprocal", "Reciprocal")
+exp = _unary_op("Exp", "Exp")
+expm1 = _unary_op("Expm1", "Expm1")
+log = _unary_op("Log", "Log")
+log1p = _unary_op("Log1p", "Log1p")
+sin = _unary_op("Sin", "Sin")
+cos = _unary_op("Cos", "Cos")
+tan = _unary_op("Tan", "Tan")
+tanh = _unary_op("Tanh", "Tanh")
+sigmoid = _unary_op("Sigmoid", "Sigmoid")
+floor = _unary_op("Floor", "Floor")
+ceil = _unary_op("Ceil", "Ceil")
+round = _unary_op("Round", "Round")  # noqa: A001 - TF's name
+is_nan = _unary_op("IsNan", "IsNan")
+is_inf = _unary_op("IsInf", "IsInf")
+is_finite = _unary_op("IsFinite", "IsFinite")
+logical_not = _unary_op("LogicalNot", "LogicalNot")
+invert = _unary_op("Invert", "Invert")
+
+
+def abs(x, name=None):  # noqa: A001 - TF's name
+    """Elementwise absolute value."""
+    with name_scope(name, "Abs", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        return create("Abs", [x], {}, scope).outputs[0]
+
+
+def pow(x, y, name=None):  # noqa: A001 - TF's name
+    """Elementwise ``x ** y``."""
+    with name_scope(name, "Pow", [x, y]) as scope:
+        x, y = _convert_pair(x, y)
+        return create("Pow", [x, y], {}, scope).outputs[0]
+
+
+def logical_xor(x, y, name="LogicalXor"):
+    """Elementwise exclusive or of two bool tensors (composed as TF composes it)."""
+    with name_scope(name, "LogicalXor", [x, y]) as scope:
+        x, y = _convert_pair(x, y)
+        return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=scope)
+
+
+_TRUEDIV_TARGET = {dtypes.int8: dtypes.float32, dtypes.uint8: dtypes.float32,
+                   dtypes.int16: dtypes.float32, dtypes.uint16: dtypes.float32,
+                   dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64,
+                   dtypes.uint32: dtypes.float64, dtypes.uint64: dtypes.float64}
+
+
+def truediv(x, y, name=None):
+    """Python 3 division: integer inputs are cast to float first (int32 -> float64)."""
+    with name_scope(name, "truediv", [x, y]) as scope:
+        x, y = _convert_pair(x, y)
+        check = check_same_dtype_pair(x, y, "RealDiv")
+        target = _TRUEDIV_TARGET.get(check)
+        if target is not None:
+            x = cast(x, target)
+            y = cast(y, target)
+        return create("RealDiv", [x, y], {}, scope).outputs[0]
+
+
+def check_same_dtype_pair(x, y, op_type):
+    if x.dtype.base_dtype is not y.dtype.base_dtype:
+        raise TypeError(f"Input 'y' of '{op_type}' Op has type {y.dtype.base_dtype.name} that "
+                        f"does not match type {x.dtype.base_dtype.name} of argument 'x'.")
+    return x.dtype.base_dtype
+
+
+divide = truediv
+
+
+def div(x, y, name=None):
+    """TF1's ``div``: floor division for integers, true division for floats."""
+    with name_scope(name, "div", [x, y]) as scope:
+        x, y = _convert_pair(x, y)
+        t = "FloorDiv" if check_same_dtype_pair(x, y, "Div").is_integer else "RealDiv"
+        return create(t, [x, y], {}, scope).outputs[0]
+
+
+def floor_div(x, y, name=None):
+    return floordiv(x, y, name=name)
+
+
+# -----------------------------------------------------------------------------------------
+# Cast, select, add_n, clip
+# -----------------------------------------------------------------------------------------
+
+
+def _cast_infer(o):
+    src = base(o._inputs[0])
+    dst = o._attrs["DstT"]
+    if (src == dtypes.string) != (dst == dtypes.string):
+        raise TypeError(f"Cast from {src.name} to {dst.name} is not supported")
+    return [(dst, o._inputs[0]._shape)]
+
+
+@op("Cast", infer=_cast_infer, aliases=True, inputs=("x",))
+def _cast_kernel(xp, x, *, DstT, Truncate=False):  # noqa: N803 - TF's attr names
+    if x.dtype == DstT.np:
+        return x
+    if DstT.is_bool:
+        return x != 0
+    return x.astype(DstT.np)
+
+
+def cast(x, dtype, name=None):
+    """``x`` converted elementwise to ``dtype`` (floats truncate toward zero to ints)."""
+    dtype = dtypes.as_dtype(dtype).base_dtype
+    if isinstance(x, Tensor) and x.dtype.base_dtype is dtype:
+        return x
+    with name_scope(name, "Cast", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        if x.dtype.base_dtype is dtype:
+            return x
+        return create("Cast", [x], {"DstT": dtype, "Truncate": False}, scope).outputs[0]
+
+
+def to_float(x, name="ToFloat"):
+    return cast(x, dtypes.float32, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, dtypes.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, dtypes.int64, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    return cast(x, dtypes.float64, name=name)
+
+
+def _select_infer(o):
+    cond, x, y = o._inputs
+    if base(cond) is not dtypes.bool:
+        raise TypeError(f"where's condition must be bool, got {base(cond).name}")
+    d = check_same_dtype(o, (1, 2))
+    shape = broadcast_shape(broadcast_shape(cond._shape, x._shape), y._shape)
+    return [(d, shape)]
+
+
+@op("SelectV2", infer=_select_infer, inputs=("condition", "t", "e"))
+def _select_kernel(xp, c, x, y):
+    return xp.where(c, x, y)
+
+
+def _select_v1_infer(o):
+    cond, x, y = o._inputs
+    if base(cond) is not dtypes.bool:
+        raise TypeError(f"where's condition must be bool, got {base(cond).name}")
+    d = check_same_dtype(o, (1, 2))
+    try:
+        shape = x._shape.merge_with(y._shape)
+    except ValueError:
+        raise ShapeError(f"Shapes must be equal rank, but are {x._shape.rank} and "
+                         f"{y._shape.rank}") from None
+    cs = cond._shape
+    if cs.rank is not None and shape.rank is not None and cs.rank != shape.rank:
+        if cs.rank != 1:
+            raise ShapeError("condition must be a scalar, a vector matching the first "
+                             "dimension of x, or the shape of x")
+    return [(d, shape)]
+
+
+@op("Select", infer=_select_v1_infer, inputs=("condition", "t", "e"))
+def _select_v1_kernel(xp, c, x, y):
+    if c.ndim == 1 and x.ndim > 1:
+        c = c.reshape(c.shape + (1,) * (x.ndim - 1))
+    return xp.where(c, x, y)
+
+
+def where(condition, x=None, y=None, name=None):
+    """TF1's ``where``: with x and y, picks elementwise from x where condition else y.
+
+    ``condition`` may also be a vector selecting whole rows (TF1 semantics).
+    """
+    if x is None and y is None:
+        from engine.ops import array as array_ops
+
+        return array_ops.where_indices(condition, name=name)
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    with name_scope(name, "Select", [condition, x, y]) as scope:
+        c = convert_to_tensor(condition, name="condition")
+        x, y = _convert_pair(x, y)
+        return create("Select", [c, x, y], {}, scope).outputs[0]
+
+
+def where_v2(condition, x=None, y=None, name=None):
+    """Elementwise select with full broadcasting of condition, x and y."""
+    if x is None and y is None:
+        from engine.ops import array as array_ops
+
+        return array_ops.where_indices(condition, name=name)
+    with name_scope(name, "SelectV2", [condition, x, y]) as scope:
+        c = convert_to_tensor(condition, name="condition")
+        x, y = _convert_pair(x, y)
+        return create("SelectV2", [c, x, y], {}, scope).outputs[0]
+
+
+def _add_n_infer(o):
+    d = check_same_dtype(o)
+    if d not in NUMERIC:
+        raise TypeError(f"add_n does not support dtype {d.name}")
+    merged = unknown_shape()
+    for t in o._inputs:
+        try:
+            merged = merged.merge_with(t._shape)
+        except ValueError:
+            raise ShapeError(f"Shapes must be equal rank, but are {merged.rank} and "
+                             f"{t._shape.rank}" if merged.rank != t._shape.rank else
+                             f"Dimensions must be equal: {merged} vs {t._shape}") from None
+    return [(d, merged)]
+
+
+@op("AddN", infer=_add_n_infer, inputs=("inputs*",))
+def _add_n_kernel(xp, *inputs):
+    out = inputs[0] + inputs[1] if len(inputs) > 1 else inputs[0].copy()
+    for x in inputs[2:]:
+        out += x
+    return out
+
+
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of tensors of one shape and dtype."""
+    if not inputs or not isinstance(inputs, (list, tuple)):
+        raise ValueError("inputs must be a non-empty list of tensors of one shape and dtype.")
+    with name_scope(name, "AddN", list(inputs)) as scope:
+        ts = [convert_to_tensor(x) for x in inputs]
+        if len(ts) == 1:
+            from engine.ops import array as array_ops
+
+            return array_ops.identity(ts[0], name=scope)
+        return create("AddN", ts, {}, scope).outputs[0]
+
+
+def _clip_infer(o):
+    x, lo, hi = o._inputs
+    d = check_same_dtype(o)
+    if d not in NUMERIC:
+        raise TypeError(f"clip_by_value does not support dtype {d.name}")
+    for t, what in ((lo, "clip_value_min"), (hi, "clip_value_max")):
+        broadcast_shape(x._shape, t._shape)
+        if t._shape.rank is not None and x._shape.rank is not None and \
+                broadcast_shape(x._shape, t._shape).rank != x._shape.rank:
+            raise ShapeError(f"{what} must broadcast to the shape of t")
+    return [(d, x._shape)]
+
+
+@op("ClipByValue", infer=_clip_infer, inputs=("t", "clip_value_min", "clip_value_max"))
+def _clip_kernel(xp, x, lo, hi):
+    return xp.minimum(xp.maximum(x, lo), hi).astype(x.dtype, copy=False)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """Clips ``t`` elementwise to ``[clip_value_min, clip_value_max]``."""
+    with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
+        x = convert_to_tensor(t, name="t")
+        lo = convert_to_tensor(clip_value_min, dtype_hint=x.dtype.base_dtype,
+                               name="clip_value_min")
+        hi = convert_to_tensor(clip_value_max, dtype_hint=x.dtype.base_dtype,
+                               name="clip_value_max")
+        return create("ClipByValue", [x, lo, hi], {}, scope).outputs[0]
+
+
+# -----------------------------------------------------------------------------------------
+# Matrix multiplication
+# -----------------------------------------------------------------------------------------
+
+
+def _matmul_infer(o):
+    a, b = o._inputs
+    d = check_same_dtype(o)
+    if d not in NUMERIC:
+        raise TypeError(f"Value for attr 'T' of {d.name} is not in the list of allowed values "
+                        "for MatMul")
+    ta, tb = o._attrs["transpose_a"], o._attrs["transpose_b"]
+    for t in (a, b):
+        if t._shape.rank is not None and t._shape.rank != 2:
+            raise ShapeError(f"Shape must be rank 2 but is rank {t._shape.rank}")
+    ad = a._shape.as_tuple() or (None, None)
+    bd = b._shape.as_tuple() or (None, None)
+    m, k1 = (ad[1], ad[0]) if ta else ad
+    k2, n = (bd[1], bd[0]) if tb else bd
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ShapeError(f"Dimensions must be equal, but are {k1} and {k2}")
+    return [(d, TensorShape([m, n]))]
+
+
+@op("MatMul", infer=_matmul_infer, inputs=("a", "b"))
+def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
+    return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+
+
+def _batch_matmul_infer(o):
+    a, b = o._inputs
+    d = check_same_dtype(o)
+    if d not in NUMERIC:
+        raise TypeError(f"matmul does not support dtype {d.name}")
+    adj_a, adj_b = o._attrs["adj_x"], o._attrs["adj_y"]
+    sa, sb = a._shape, b._shape
+    if sa.rank is None or sb.rank is None:
+        return [(d, unknown_shape())]
+    for s in (sa, sb):
+        if s.rank < 2:
+            raise ShapeError(f"In[0] and In[1] must have rank >= 2, got rank {s.rank}")
+    ad, bd = sa.as_tuple(), sb.as_tuple()
+    m, k1 = (ad[-1], ad[-2]) if adj_a else (ad[-2], ad[-1])
+    k2, n = (bd[-1], bd[-2]) if adj_b else (bd[-2], bd[-1])
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ShapeError(f"Dimensions must be equal, but are {k1} and {k2}")
+    batch = broadcast_shape(TensorShape(ad[:-2]), TensorShape(bd[:-2]))
+    return [(d, batch.concatenate([m, n]))]
+
+
+@op("BatchMatMulV2", infer=_batch_matmul_infer, inputs=("x", "y"))
+def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
+    if adj_x:
+        a = xp.swapaxes(a, -1, -2)
+    if adj_y:
+        b = xp.swapaxes(b, -1, -2)
+    return xp.matmul(a, b)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None):
+    """Matrix product ``a @ b``; rank > 2 inputs multiply batches of matrices."""
+    with name_scope(name, "MatMul", [a, b]) as scope:
+        a, b = _convert_pair(a, b)
+        ta = bool(transpose_a or adjoint_a)
+        tb = bool(transpose_b or adjoint_b)
+        ra, rb = a.shape.rank, b.shape.rank
+        if (ra is not None and ra > 2) or (rb is not None and rb > 2):
+            return create("BatchMatMulV2", [a, b], {"adj_x": ta, "adj_y": tb},
+                          scope).outputs[0]
+        return create("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb},
+                      scope).outputs[0]
+
+
+# -----------------------------------------------------------------------------------------
+# Operator overloads
+# -----------------------------------------------------------------------------------------
+
+
+def _overload(fn, default_name, reverse=False):
+    if reverse:
+        def r(self, other):
+            return fn(other, self, name=default_name)
+    else:
+        def r(self, other):
+            return fn(self, other, name=default_name)
+    return r
+
+
+def _logical_or_bitwise(logical, bitwise):
+    def fn(x, y, name=None):
+        x, y = _convert_pair(x, y)
+        if x.dtype.base_dtype is dtypes.bool:
+            return logical(x, y, name=name)
+        return bitwise(x, y, name=name)
+
+    return fn
+
+
+def _xor(x, y, name=None):
+    x, y = _convert_pair(x, y)
+    if x.dtype.base_dtype is dtypes.bool:
+        return logical_xor(x, y, name=name)
+    return bitwise_xor(x, y, name=name)
+
+
+def _invert(x):
+    if x.dtype.base_dtype is dtypes.bool:
+        return logical_not(x)
+    return invert(x)
+
+
+def _binary_overloads():
+    table = [
+        ("add", add, "add"), ("sub", subtract, "sub"), ("mul", multiply, "mul"),
+        ("truediv", truediv, "truediv"), ("floordiv", floordiv, "floordiv"),
+        ("mod", floormod, "mod"), ("pow", pow, "pow"), ("matmul", matmul, "matmul"),
+        ("lt", less, "Less"), ("le", less_equal, "LessEqual"), ("gt", greater, "Greater"),
+        ("ge", greater_equal, "GreaterEqual"),
+        ("and", _logical_or_bitwise(logical_and, bitwise_and), "and"),
+        ("or", _logical_or_bitwise(logical_or, bitwise_or), "or"),
+        ("xor", _xor, "xor"),
+    ]
+    out = {}
+    for key, fn, default in table:
+        out[f"__{key}__"] = _overload(fn, default)
+        if key not in ("lt", "le", "gt", "ge"):
+            out[f"__r{key}__"] = _overload(fn, default, reverse=True)
+    out["__neg__"] = lambda self: negative(self)
+    out["__abs__"] = lambda self: abs(self)
+    out["__invert__"] = _invert
+    return out
+
+
+OVERLOADS = _binary_overloads()
+for _k, _fn in OVERLOADS.items():
+    Tensor._override_operator(_k, _fn)
+
+# Silence "imported but unused" for names re-exported to engine's namespace.
+_ = (ALL, np)
