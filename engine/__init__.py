@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, tensor_shape
+from engine import dtypes, errors, layers, nn, tensor_shape
 from engine.config import (
                            ConfigProto,
                            GPUOptions,
@@ -82,6 +82,8 @@ from engine.init_ops import (
 )
 from engine.ops.array import *  # noqa: F403
 from engine.ops.control_flow import group, no_op, tuple, with_dependencies  # noqa: A004
+from engine.ops.linalg import *  # noqa: F403
+from engine.ops.logging_ops import *  # noqa: F403
 from engine.ops.math import (  # noqa: A004
                            abs,
                            add,
@@ -146,6 +148,8 @@ from engine.ops.math import (  # noqa: A004
                            where_v2,
 )
 from engine.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
+from engine.ops.reduction import *  # noqa: F403
+from engine.ops.script import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
 from engine.session import InteractiveSession, Session, get_default_session
 from engine.tensor_shape import Dimension, TensorShape

@@ -3,7 +3,12 @@
 from engine.ops import (  # noqa: F401 - imported for their registrations
     array,
     control_flow,
+    linalg,
+    logging_ops,
     math,
+    nn,
     random,
+    reduction,
+    script,
     state,
 )

@@ -9,7 +9,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import name_scope
 from engine.framework.registry import ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
-from engine.ops._common import ALL, INDEX, NUMERIC, create, same_as_input
+from engine.ops._common import INDEX, NUMERIC, create, same_as_input
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
