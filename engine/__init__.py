@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, layers, nn, tensor_shape
+from engine import dtypes, errors, layers, nn, tensor_shape, test, train
 from engine.config import (
                            ConfigProto,
                            GPUOptions,
@@ -67,8 +67,8 @@ from engine.framework.graph import (
                            reset_default_graph,
 )
 from engine.framework.registry import not_differentiable as NotDifferentiable  # noqa: N812
-from engine.framework.registry import register_gradient as RegisterGradient  # noqa: N812
 from engine.framework.tensor_util import constant_value
+from engine.gradients import AggregationMethod, RegisterGradient, gradients, hessians
 from engine.init_ops import (
                            constant_initializer,
                            glorot_normal_initializer,

@@ -92,7 +92,7 @@ def to_numpy(value, dtype: dtypes.DType | None = None) -> np.ndarray:
         return arr
     dtype = dtypes.as_dtype(dtype).base_dtype
     kind = arr.dtype.kind
-    ok = (
+    ok = arr.size == 0 or (
         (dtype.is_floating and kind in "biuf")
         or (dtype.is_integer and kind in "biu")
         or (dtype.is_bool and kind == "b")
@@ -250,7 +250,7 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
 def _autopack(value, dtype, name) -> Tensor:
     from engine.ops import array as array_ops
 
-    with name_scope(name, "packed"):
+    with name_scope(name, "packed") as scope:
         elems = []
         for v in value:
             if isinstance(v, (list, tuple)) and _contains_tensor(v):
@@ -260,7 +260,7 @@ def _autopack(value, dtype, name) -> Tensor:
         first = next((e for e in elems if isinstance(e, Tensor)), None)
         target = dtype or (first.dtype.base_dtype if first is not None else None)
         elems = [convert_to_tensor(e, dtype=target) for e in elems]
-        return array_ops.stack(elems, name=None)
+        return array_ops.stack(elems, name=scope)
 
 
 def convert_n_to_tensor(values, dtype=None, name=None, preferred_dtype=None) -> list[Tensor]:

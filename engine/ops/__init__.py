@@ -3,6 +3,7 @@
 from engine.ops import (  # noqa: F401 - imported for their registrations
     array,
     control_flow,
+    grad_util,
     linalg,
     logging_ops,
     math,
@@ -11,4 +12,5 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     reduction,
     script,
     state,
+    training_ops,
 )

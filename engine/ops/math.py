@@ -26,6 +26,7 @@ from engine.ops._common import (
     create,
     unary,
 )
+from engine.ops.grad_util import unbroadcast
 from engine.tensor_shape import TensorShape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
@@ -64,20 +65,114 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
+# -- gradients (TF's formulas; broadcasting is undone by grad_util.unbroadcast) -------------
+
+
+def _ub(g, x):
+    return unbroadcast(g, x)
+
+
+def _add_grad(o, g):
+    x, y = o.inputs
+    return [_ub(g, x), _ub(g, y)]
+
+
+def _sub_grad(o, g):
+    x, y = o.inputs
+    return [_ub(g, x), _ub(negative(g), y)]
+
+
+def _mul_grad(o, g):
+    x, y = o.inputs
+    return [_ub(multiply(g, y), x), _ub(multiply(x, g), y)]
+
+
+def _realdiv_grad(o, g):
+    x, y = o.inputs
+    if not base(x).is_floating:
+        return [None, None]
+    return [_ub(realdiv(g, y), x),
+            _ub(multiply(g, realdiv(realdiv(negative(x), y), y)), y)]
+
+
+def _floormod_grad(o, g):
+    x, y = o.inputs
+    if not base(x).is_floating:
+        return [None, None]
+    return [_ub(g, x), _ub(multiply(negative(g), floor(realdiv(x, y))), y)]
+
+
+def _pow_grad(o, g):
+    x, y = o.inputs
+    if not base(x).is_floating:
+        return [None, None]
+    z = o.outputs[0]
+    gx = multiply(g, multiply(y, pow(x, subtract(y, 1))))
+    safe_log = where_v2(greater(x, 0), log(where_v2(greater(x, 0), x, 1)), 0)
+    gy = multiply(g, multiply(z, safe_log))
+    return [_ub(gx, x), _ub(gy, y)]
+
+
+def _minmax_grad(select_x_when):
+    def grad(o, g):
+        x, y = o.inputs
+        if not base(x).is_floating:
+            return [None, None]
+        mask = select_x_when(x, y)
+        zeros = _zeros_like_rt(g)
+        return [_ub(where_v2(mask, g, zeros), x), _ub(where_v2(mask, zeros, g), y)]
+
+    return grad
+
+
+def _sqdiff_grad(o, g):
+    x, y = o.inputs
+    d = multiply(multiply(g, 2.0 if base(x).is_floating else 2), subtract(x, y))
+    return [_ub(d, x), _ub(negative(d), y)]
+
+
+def _zeros_like_rt(t):
+    from engine.ops import array as array_ops
+
+    return array_ops.zeros_like(t)
+
+
+def _float_only(fn):
+    def grad(o, g):
+        if not base(o.inputs[0]).is_floating:
+            return [None] * len(o.inputs)
+        return fn(o, g)
+
+    return grad
+
+
+def _fused(op_type):
+    """Gradient through a fused ``<Op>Grad(y, dy)`` kernel (one pass instead of several)."""
+
+    def grad(o, g):
+        return [create(op_type, [o.outputs[0], g], {}, None).outputs[0]]
+
+    return _float_only(grad)
+
+
 _BINARY = [
-    ("AddV2", NUMERIC | frozenset([dtypes.string]), lambda xp, x, y: _add(xp, x, y)),
-    ("Sub", NUMERIC, lambda xp, x, y: xp.subtract(x, y)),
-    ("Mul", NUMERIC, lambda xp, x, y: xp.multiply(x, y)),
-    ("RealDiv", NUMERIC, lambda xp, x, y: _realdiv(xp, x, y)),
-    ("FloorDiv", NUMERIC, _safe_floordiv),
-    ("FloorMod", NUMERIC, _safe_mod),
-    ("Pow", NUMERIC, _int_pow),
-    ("Maximum", NUMERIC, lambda xp, x, y: xp.maximum(x, y)),
-    ("Minimum", NUMERIC, lambda xp, x, y: xp.minimum(x, y)),
-    ("SquaredDifference", NUMERIC, lambda xp, x, y: xp.square(xp.subtract(x, y))),
-    ("BitwiseAnd", INTS, lambda xp, x, y: xp.bitwise_and(x, y)),
-    ("BitwiseOr", INTS, lambda xp, x, y: xp.bitwise_or(x, y)),
-    ("BitwiseXor", INTS, lambda xp, x, y: xp.bitwise_xor(x, y)),
+    ("AddV2", NUMERIC | frozenset([dtypes.string]), lambda xp, x, y: _add(xp, x, y),
+     _add_grad),
+    ("Sub", NUMERIC, lambda xp, x, y: xp.subtract(x, y), _sub_grad),
+    ("Mul", NUMERIC, lambda xp, x, y: xp.multiply(x, y), _float_only(_mul_grad)),
+    ("RealDiv", NUMERIC, lambda xp, x, y: _realdiv(xp, x, y), _realdiv_grad),
+    ("FloorDiv", NUMERIC, _safe_floordiv, None),
+    ("FloorMod", NUMERIC, _safe_mod, _floormod_grad),
+    ("Pow", NUMERIC, _int_pow, _pow_grad),
+    ("Maximum", NUMERIC, lambda xp, x, y: xp.maximum(x, y),
+     _minmax_grad(lambda x, y: greater_equal(x, y))),
+    ("Minimum", NUMERIC, lambda xp, x, y: xp.minimum(x, y),
+     _minmax_grad(lambda x, y: less_equal(x, y))),
+    ("SquaredDifference", NUMERIC, lambda xp, x, y: xp.square(xp.subtract(x, y)),
+     _float_only(_sqdiff_grad)),
+    ("BitwiseAnd", INTS, lambda xp, x, y: xp.bitwise_and(x, y), None),
+    ("BitwiseOr", INTS, lambda xp, x, y: xp.bitwise_or(x, y), None),
+    ("BitwiseXor", INTS, lambda xp, x, y: xp.bitwise_xor(x, y), None),
 ]
 
 _COMPARE = [
@@ -92,30 +187,55 @@ _COMPARE = [
 ]
 
 _UNARY = [
-    ("Neg", SIGNED_NUMERIC, lambda xp, x: xp.negative(x)),
-    ("Abs", SIGNED_NUMERIC, lambda xp, x: xp.abs(x)),
-    ("Sign", SIGNED_NUMERIC, lambda xp, x: xp.sign(x)),
-    ("Square", NUMERIC, lambda xp, x: xp.square(x)),
-    ("Sqrt", FLOATS, lambda xp, x: xp.sqrt(x)),
-    ("Rsqrt", FLOATS, lambda xp, x: xp.reciprocal(xp.sqrt(x))),
-    ("Reciprocal", FLOATS, lambda xp, x: xp.reciprocal(x)),
-    ("Exp", FLOATS, lambda xp, x: xp.exp(x)),
-    ("Expm1", FLOATS, lambda xp, x: xp.expm1(x)),
-    ("Log", FLOATS, lambda xp, x: xp.log(x)),
-    ("Log1p", FLOATS, lambda xp, x: xp.log1p(x)),
-    ("Sin", FLOATS, lambda xp, x: xp.sin(x)),
-    ("Cos", FLOATS, lambda xp, x: xp.cos(x)),
-    ("Tan", FLOATS, lambda xp, x: xp.tan(x)),
-    ("Tanh", FLOATS, lambda xp, x: xp.tanh(x)),
-    ("Sigmoid", FLOATS, _sigmoid),
-    ("Floor", FLOATS, lambda xp, x: xp.floor(x)),
-    ("Ceil", FLOATS, lambda xp, x: xp.ceil(x)),
-    ("Round", NUMERIC, lambda xp, x: xp.round(x)),
-    ("IsNan", FLOATS, lambda xp, x: xp.isnan(x)),
-    ("IsInf", FLOATS, lambda xp, x: xp.isinf(x)),
-    ("IsFinite", FLOATS, lambda xp, x: xp.isfinite(x)),
-    ("LogicalNot", BOOL, lambda xp, x: xp.logical_not(x)),
-    ("Invert", INTS, lambda xp, x: xp.invert(x)),
+    ("Neg", SIGNED_NUMERIC, lambda xp, x: xp.negative(x), lambda o, g: [negative(g)]),
+    ("Abs", SIGNED_NUMERIC, lambda xp, x: xp.abs(x),
+     _float_only(lambda o, g: [multiply(g, sign(o.inputs[0]))])),
+    ("Sign", SIGNED_NUMERIC, lambda xp, x: xp.sign(x),
+     _float_only(lambda o, g: [_zeros_like_rt(o.inputs[0])])),
+    ("Square", NUMERIC, lambda xp, x: xp.square(x),
+     _float_only(lambda o, g: [multiply(g, multiply(o.inputs[0], 2.0))])),
+    ("Sqrt", FLOATS, lambda xp, x: xp.sqrt(x), _fused("SqrtGrad")),
+    ("Rsqrt", FLOATS, lambda xp, x: xp.reciprocal(xp.sqrt(x)), _fused("RsqrtGrad")),
+    ("Reciprocal", FLOATS, lambda xp, x: xp.reciprocal(x), _fused("ReciprocalGrad")),
+    ("Exp", FLOATS, lambda xp, x: xp.exp(x), lambda o, g: [multiply(g, o.outputs[0])]),
+    ("Expm1", FLOATS, lambda xp, x: xp.expm1(x), lambda o, g: [multiply(g, exp(o.inputs[0]))]),
+    ("Log", FLOATS, lambda xp, x: xp.log(x), lambda o, g: [multiply(g, reciprocal(o.inputs[0]))]),
+    ("Log1p", FLOATS, lambda xp, x: xp.log1p(x),
+     lambda o, g: [multiply(g, reciprocal(add(o.inputs[0], 1.0)))]),
+    ("Sin", FLOATS, lambda xp, x: xp.sin(x), lambda o, g: [multiply(g, cos(o.inputs[0]))]),
+    ("Cos", FLOATS, lambda xp, x: xp.cos(x),
+     lambda o, g: [negative(multiply(g, sin(o.inputs[0])))]),
+    ("Tan", FLOATS, lambda xp, x: xp.tan(x),
+     lambda o, g: [multiply(g, square(reciprocal(cos(o.inputs[0]))))]),
+    ("Tanh", FLOATS, lambda xp, x: xp.tanh(x), _fused("TanhGrad")),
+    ("Sigmoid", FLOATS, _sigmoid, _fused("SigmoidGrad")),
+    ("Floor", FLOATS, lambda xp, x: xp.floor(x), lambda o, g: [None]),
+    ("Ceil", FLOATS, lambda xp, x: xp.ceil(x), lambda o, g: [None]),
+    ("Round", NUMERIC, lambda xp, x: xp.round(x), lambda o, g: [None]),
+    ("IsNan", FLOATS, lambda xp, x: xp.isnan(x), None),
+    ("IsInf", FLOATS, lambda xp, x: xp.isinf(x), None),
+    ("IsFinite", FLOATS, lambda xp, x: xp.isfinite(x), None),
+    ("LogicalNot", BOOL, lambda xp, x: xp.logical_not(x), None),
+    ("Invert", INTS, lambda xp, x: xp.invert(x), None),
+]
+
+# Fused gradient kernels: f(y, dy) where y is the forward output.
+_FUSED_GRADS = [
+    ("SqrtGrad", lambda xp, y, dy: dy * (y.dtype.type(0.5) / y),
+     lambda o, g: [negative(multiply(g, realdiv(o.outputs[0], o.inputs[0]))),
+                   multiply(g, realdiv(0.5, o.inputs[0]))]),
+    ("RsqrtGrad", lambda xp, y, dy: dy * (y * y * y) * y.dtype.type(-0.5),
+     lambda o, g: [multiply(multiply(g, o.inputs[1]), multiply(square(o.inputs[0]), -1.5)),
+                   multiply(g, multiply(multiply(o.inputs[0], square(o.inputs[0])), -0.5))]),
+    ("ReciprocalGrad", lambda xp, y, dy: -dy * y * y,
+     lambda o, g: [multiply(multiply(g, o.inputs[1]), multiply(o.inputs[0], -2.0)),
+                   negative(multiply(g, square(o.inputs[0])))]),
+    ("TanhGrad", lambda xp, y, dy: dy * (1 - y * y),
+     lambda o, g: [multiply(multiply(g, o.inputs[1]), multiply(o.inputs[0], -2.0)),
+                   multiply(g, subtract(1.0, square(o.inputs[0])))]),
+    ("SigmoidGrad", lambda xp, y, dy: dy * y * (1 - y),
+     lambda o, g: [multiply(multiply(g, o.inputs[1]), subtract(1.0, multiply(o.inputs[0], 2.0))),
+                   multiply(g, multiply(o.inputs[0], subtract(1.0, o.inputs[0])))]),
 ]
 _BOOL_RESULT = {"IsNan", "IsInf", "IsFinite"}
 
@@ -136,13 +256,17 @@ def _realdiv(xp, x, y):
     return xp.true_divide(x, y)
 
 
-for _name, _allowed, _kernel in _BINARY:
-    op(_name, infer=binary(_allowed), inputs=("x", "y"))(_kernel)
+for _name, _allowed, _kernel, _grad in _BINARY:
+    op(_name, infer=binary(_allowed), grad=_grad, differentiable=_grad is not None,
+       inputs=("x", "y"))(_kernel)
 for _name, _allowed, _kernel in _COMPARE:
-    op(_name, infer=binary(_allowed, out_dtype=dtypes.bool), inputs=("x", "y"))(_kernel)
-for _name, _allowed, _kernel in _UNARY:
+    op(_name, infer=binary(_allowed, out_dtype=dtypes.bool), differentiable=False,
+       inputs=("x", "y"))(_kernel)
+for _name, _allowed, _kernel, _grad in _UNARY:
     op(_name, infer=unary(_allowed, dtypes.bool if _name in _BOOL_RESULT else None),
-       inputs=("x",))(_kernel)
+       grad=_grad, differentiable=_grad is not None, inputs=("x",))(_kernel)
+for _name, _kernel, _grad in _FUSED_GRADS:
+    op(_name, infer=binary(FLOATS), grad=_grad, inputs=("y", "dy"))(_kernel)
 
 
 def _binary_op(op_type: str, default_name: str):
@@ -301,7 +425,14 @@ def _cast_infer(o):
     return [(dst, o._inputs[0]._shape)]
 
 
-@op("Cast", infer=_cast_infer, aliases=True, inputs=("x",))
+def _cast_grad(o, g):
+    src, dst = base(o.inputs[0]), o.outputs[0].dtype.base_dtype
+    if src.is_floating and dst.is_floating:
+        return [cast(g, src)]
+    return [None]
+
+
+@op("Cast", infer=_cast_infer, aliases=True, grad=_cast_grad, inputs=("x",))
 def _cast_kernel(xp, x, *, DstT, Truncate=False):  # noqa: N803 - TF's attr names
     if x.dtype == DstT.np:
         return x
@@ -347,7 +478,13 @@ def _select_infer(o):
     return [(d, shape)]
 
 
-@op("SelectV2", infer=_select_infer, inputs=("condition", "t", "e"))
+def _select_v2_grad(o, g):
+    c, x, y = o.inputs
+    zeros = _zeros_like_rt(g)
+    return [None, _ub(where_v2(c, g, zeros), x), _ub(where_v2(c, zeros, g), y)]
+
+
+@op("SelectV2", infer=_select_infer, grad=_select_v2_grad, inputs=("condition", "t", "e"))
 def _select_kernel(xp, c, x, y):
     return xp.where(c, x, y)
 
@@ -370,7 +507,14 @@ def _select_v1_infer(o):
     return [(d, shape)]
 
 
-@op("Select", infer=_select_v1_infer, inputs=("condition", "t", "e"))
+def _select_grad(o, g):
+    c = o.inputs[0]
+    zeros = _zeros_like_rt(g)
+    return [None, create("Select", [c, g, zeros], {}, None).outputs[0],
+            create("Select", [c, zeros, g], {}, None).outputs[0]]
+
+
+@op("Select", infer=_select_v1_infer, grad=_select_grad, inputs=("condition", "t", "e"))
 def _select_v1_kernel(xp, c, x, y):
     if c.ndim == 1 and x.ndim > 1:
         c = c.reshape(c.shape + (1,) * (x.ndim - 1))
@@ -421,7 +565,7 @@ def _add_n_infer(o):
     return [(d, merged)]
 
 
-@op("AddN", infer=_add_n_infer, inputs=("inputs*",))
+@op("AddN", infer=_add_n_infer, grad=lambda o, g: [g] * len(o.inputs), inputs=("inputs*",))
 def _add_n_kernel(xp, *inputs):
     out = inputs[0] + inputs[1] if len(inputs) > 1 else inputs[0].copy()
     for x in inputs[2:]:
@@ -455,7 +599,19 @@ def _clip_infer(o):
     return [(d, x._shape)]
 
 
-@op("ClipByValue", infer=_clip_infer, inputs=("t", "clip_value_min", "clip_value_max"))
+def _clip_grad(o, g):
+    x, lo, hi = o.inputs
+    if not base(x).is_floating:
+        return [None, None, None]
+    zeros = _zeros_like_rt(g)
+    below, above = less(x, lo), greater(x, hi)
+    inside = logical_not(logical_or(below, above))
+    return [where_v2(inside, g, zeros), _ub(where_v2(below, g, zeros), lo),
+            _ub(where_v2(above, g, zeros), hi)]
+
+
+@op("ClipByValue", infer=_clip_infer, grad=_clip_grad,
+    inputs=("t", "clip_value_min", "clip_value_max"))
 def _clip_kernel(xp, x, lo, hi):
     return xp.minimum(xp.maximum(x, lo), hi).astype(x.dtype, copy=False)
 
@@ -495,7 +651,23 @@ def _matmul_infer(o):
     return [(d, TensorShape([m, n]))]
 
 
-@op("MatMul", infer=_matmul_infer, inputs=("a", "b"))
+def _matmul_grad(o, g):
+    a, b = o.inputs
+    if not base(a).is_floating:
+        return [None, None]
+    ta, tb = o.get_attr("transpose_a"), o.get_attr("transpose_b")
+    mm = matmul
+    if not ta and not tb:
+        return [mm(g, b, transpose_b=True), mm(a, g, transpose_a=True)]
+    if not ta and tb:
+        return [mm(g, b), mm(g, a, transpose_a=True)]
+    if ta and not tb:
+        return [mm(b, g, transpose_b=True), mm(a, g)]
+    return [mm(b, g, transpose_a=True, transpose_b=True),
+            mm(g, a, transpose_a=True, transpose_b=True)]
+
+
+@op("MatMul", infer=_matmul_infer, grad=_matmul_grad, inputs=("a", "b"))
 def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
     return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
 
@@ -521,7 +693,28 @@ def _batch_matmul_infer(o):
     return [(d, batch.concatenate([m, n]))]
 
 
-@op("BatchMatMulV2", infer=_batch_matmul_infer, inputs=("x", "y"))
+def _batch_matmul_grad(o, g):
+    x, y = o.inputs
+    if not base(x).is_floating:
+        return [None, None]
+    ax, ay = o.get_attr("adj_x"), o.get_attr("adj_y")
+
+    def bmm(a, b, adj_a=False, adj_b=False):
+        return create("BatchMatMulV2", [a, b], {"adj_x": adj_a, "adj_y": adj_b},
+                      None).outputs[0]
+
+    if not ax and not ay:
+        gx, gy = bmm(g, y, adj_b=True), bmm(x, g, adj_a=True)
+    elif not ax and ay:
+        gx, gy = bmm(g, y), bmm(g, x, adj_a=True)
+    elif ax and not ay:
+        gx, gy = bmm(y, g, adj_b=True), bmm(x, g)
+    else:
+        gx, gy = bmm(y, g, adj_a=True, adj_b=True), bmm(g, x, adj_a=True, adj_b=True)
+    return [_ub(gx, x), _ub(gy, y)]
+
+
+@op("BatchMatMulV2", infer=_batch_matmul_infer, grad=_batch_matmul_grad, inputs=("x", "y"))
 def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
     if adj_x:
         a = xp.swapaxes(a, -1, -2)

@@ -1,0 +1,177 @@
+"""Engine overhead over raw numpy, measured in one process.
+
+For each computation the same arithmetic runs three ways: raw numpy, ``Session.run`` and a
+``Session.make_callable`` callable. Prints microseconds per call, the engine/numpy ratio, the
+per-call overhead and the budget the project holds itself to with ``make_callable``:
+10 us + 1.5 us per executed op.
+
+    python bench/engine_overhead.py [--json out.json] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import engine as tf  # noqa: E402
+
+
+def time_per_call(fn, min_time=0.2, repeats=7) -> float:
+    """Median seconds per call over ``repeats`` runs of a calibrated loop."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / 4:
+            break
+        n *= 2
+    n = max(1, int(n * (min_time / 4) / max(dt, 1e-9)))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - t0) / n)
+    return statistics.median(samples)
+
+
+def executed_ops(sess, fetch, feeds) -> int:
+    """Kernel steps the compiled plan runs per call (constants are hoisted out)."""
+    plan = sess._plan_for(tuple(feeds), (fetch,))
+    return len(plan.steps)
+
+
+# -- workloads ------------------------------------------------------------------------------
+
+
+def scalar_add():
+    g = tf.Graph()
+    with g.as_default():
+        out = tf.constant(2) + tf.constant(3)
+    a, b = np.asarray(2, np.int32), np.asarray(3, np.int32)
+    return g, out, [], [], lambda: np.add(a, b)
+
+
+def mlp(batch: int):
+    rng = np.random.default_rng(0)
+    sizes = [784, 256, 128, 10]
+    weights = [(rng.standard_normal((i, o)).astype(np.float32) * 0.05,
+                np.zeros(o, np.float32)) for i, o in zip(sizes, sizes[1:])]
+    x_val = rng.standard_normal((batch, 784)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 784], name="x")
+        h = x
+        for k, (w, b) in enumerate(weights):
+            wv = tf.Variable(w, name=f"w{k}")
+            bv = tf.Variable(b, name=f"b{k}")
+            h = tf.matmul(h, wv) + bv
+            if k < len(weights) - 1:
+                h = tf.nn.relu(h) if hasattr(tf.nn, "relu") else tf.maximum(h, 0.0)
+        out = tf.nn.softmax(h) if hasattr(tf.nn, "softmax") else h
+
+    def numpy_mlp():
+        h = x_val
+        for k, (w, b) in enumerate(weights):
+            h = h @ w + b
+            if k < len(weights) - 1:
+                h = np.maximum(h, 0)
+        e = np.exp(h - h.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return g, out, [x], [x_val], numpy_mlp
+
+
+def chain(n_ops: int = 200):
+    x_val = np.linspace(-1, 1, 16, dtype=np.float32)
+    c1, c2 = np.float32(1.0001), np.float32(0.001)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [16], name="x")
+        k1, k2 = tf.constant(c1), tf.constant(c2)
+        h = x
+        for i in range(n_ops):
+            h = h * k1 if i % 2 == 0 else h + k2
+        out = h
+
+    def numpy_chain():
+        h = x_val
+        for i in range(n_ops):
+            h = h * c1 if i % 2 == 0 else h + c2
+        return h
+
+    return g, out, [x], [x_val], numpy_chain
+
+
+def measure(name, build, quick=False):
+    g, out, feeds, feed_vals, numpy_fn = build()
+    min_time = 0.05 if quick else 0.2
+    with g.as_default():
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        feed_dict = dict(zip(feeds, feed_vals))
+        engine_val = sess.run(out, feed_dict)
+        np.testing.assert_allclose(engine_val, numpy_fn(), rtol=1e-4, atol=1e-6)
+        fn = sess.make_callable(out, feed_list=feeds)
+        n_ops = executed_ops(sess, out, feeds)
+        t_np = time_per_call(numpy_fn, min_time)
+        t_run = time_per_call(lambda: sess.run(out, feed_dict), min_time)
+        t_call = time_per_call(lambda: fn(*feed_vals), min_time)
+    overhead_us = (t_call - t_np) * 1e6
+    budget_us = 10 + 1.5 * n_ops
+    return {
+        "workload": name, "executed_ops": n_ops,
+        "numpy_us": round(t_np * 1e6, 2), "session_run_us": round(t_run * 1e6, 2),
+        "make_callable_us": round(t_call * 1e6, 2),
+        "ratio_run": round(t_run / t_np, 2), "ratio_callable": round(t_call / t_np, 2),
+        "callable_overhead_us": round(overhead_us, 2), "budget_us": round(budget_us, 1),
+        "within_budget": overhead_us <= budget_us,
+    }
+
+
+WORKLOADS = [
+    ("scalar 2+3", scalar_add),
+    ("MLP 784-256-128-10 batch 1", lambda: mlp(1)),
+    ("MLP 784-256-128-10 batch 64", lambda: mlp(64)),
+    ("chain of 200 elementwise ops", chain),
+]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="shorter timing loops")
+    args = parser.parse_args(argv)
+    rows = [measure(name, build, args.quick) for name, build in WORKLOADS]
+    header = (f"{'workload':32} {'ops':>4} {'numpy us':>9} {'run us':>9} {'call us':>9} "
+              f"{'run/np':>7} {'call/np':>8} {'overhead':>9} {'budget':>7}  ok")
+    print(f"engine overhead on {platform.processor() or platform.machine()}, "
+          f"python {platform.python_version()}, numpy {np.__version__}")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['workload']:32} {r['executed_ops']:>4} {r['numpy_us']:>9.2f} "
+              f"{r['session_run_us']:>9.2f} {r['make_callable_us']:>9.2f} "
+              f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
+              f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
+              f"{'yes' if r['within_budget'] else 'NO'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0 if all(r["within_budget"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

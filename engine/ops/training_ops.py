@@ -1,0 +1,177 @@
+"""Optimizer update ops: one fused kernel per optimizer step of one variable.
+
+Each op takes references to the variable and its slots, updates them, and returns the
+variable's reference. A kernel updates arrays in place only when nothing else holds them
+(``_exclusive``): then no reader can observe the change; otherwise it stores new arrays.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine import errors
+from engine.framework.registry import ShapeError, op
+from engine.ops._common import FLOATS
+
+_getrefcount = sys.getrefcount
+# References to a slot's array while a kernel holds it in one local: the slot attribute, the
+# local name and getrefcount's own argument.
+_OWNED_REFS = 3
+
+
+def _exclusive(arr) -> bool:
+    return _getrefcount(arr) <= _OWNED_REFS
+
+
+def _apply_infer(n_refs: int, what: str):
+    def infer(o):
+        refs = o._inputs[:n_refs]
+        var = refs[0]
+        for r in refs:
+            if not r._dtype._is_ref:
+                raise TypeError(f"{what} requires variable (reference) inputs; {r.name} has "
+                                f"dtype {r._dtype.name}")
+        d = var._dtype.base_dtype
+        if d not in FLOATS:
+            raise TypeError(f"{what} updates floating point variables, not {d.name}")
+        for t in o._inputs:
+            if t._dtype.base_dtype is not d:
+                raise TypeError(f"Input {t.name} of {what} has type {t._dtype.base_dtype.name} "
+                                f"that does not match type {d.name} of the variable")
+        grad = o._inputs[-1]
+        if not var._shape.is_compatible_with(grad._shape):
+            raise ShapeError(f"var and grad do not have the same shape: {var._shape} vs "
+                             f"{grad._shape}")
+        return [(var._dtype, var._shape)]
+
+    return infer
+
+
+def _check_grad(var_value, grad):
+    if var_value.shape != grad.shape:
+        raise errors.InvalidArgumentError(
+            None, None, f"var and grad do not have the same shape {list(var_value.shape)} "
+                        f"{list(grad.shape)}")
+
+
+def _read(ref):
+    return ref.read()
+
+
+@op("ApplyGradientDescent", infer=_apply_infer(1, "ApplyGradientDescent"), stateful=True,
+    ref_inputs=(0,), differentiable=False, inputs=("var", "alpha", "delta"))
+def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
+    w = _read(var)
+    _check_grad(w, delta)
+    if _exclusive(w):
+        w -= alpha * delta
+    else:
+        var.value = w - alpha * delta
+    return var
+
+
+@op("ApplyMomentum", infer=_apply_infer(2, "ApplyMomentum"), stateful=True,
+    ref_inputs=(0, 1), differentiable=False,
+    inputs=("var", "accum", "lr", "grad", "momentum"))
+def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nesterov):
+    w, a = _read(var), _read(accum)
+    _check_grad(w, grad)
+    a_new = a * momentum + grad
+    accum.value = a_new
+    step = (grad * lr + a_new * (lr * momentum)) if use_nesterov else a_new * lr
+    if _exclusive(w):
+        w -= step
+    else:
+        var.value = w - step
+    return var
+
+
+@op("ApplyAdam", infer=_apply_infer(3, "ApplyAdam"), stateful=True, ref_inputs=(0, 1, 2),
+    differentiable=False,
+    inputs=("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon",
+            "grad"))
+def _apply_adam(xp, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, *,
+                use_locking, use_nesterov):
+    w, mv, vv = _read(var), _read(m), _read(v)
+    _check_grad(w, grad)
+    one = w.dtype.type(1)
+    lr_t = lr * xp.sqrt(one - beta2_power) / (one - beta1_power)
+    if _exclusive(mv):
+        mv *= beta1
+        mv += (one - beta1) * grad
+    else:
+        mv = beta1 * mv + (one - beta1) * grad
+        m.value = mv
+    g2 = grad * grad
+    if _exclusive(vv):
+        vv *= beta2
+        g2 *= one - beta2
+        vv += g2
+    else:
+        vv = beta2 * vv + (one - beta2) * g2
+        v.value = vv
+    denom = xp.sqrt(vv)
+    denom += epsilon
+    num = (mv * beta1 + (one - beta1) * grad) if use_nesterov else mv * lr_t
+    if use_nesterov:
+        num *= lr_t
+    num /= denom
+    if _exclusive(w):
+        w -= num
+    else:
+        var.value = w - num
+    return var
+
+
+@op("ApplyAdagrad", infer=_apply_infer(2, "ApplyAdagrad"), stateful=True, ref_inputs=(0, 1),
+    differentiable=False, inputs=("var", "accum", "lr", "grad"))
+def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
+    w, a = _read(var), _read(accum)
+    _check_grad(w, grad)
+    if update_slots:
+        a = a + grad * grad
+        accum.value = a
+    step = grad * lr / xp.sqrt(a)
+    if _exclusive(w):
+        w -= step
+    else:
+        var.value = w - step
+    return var
+
+
+@op("ApplyRMSProp", infer=_apply_infer(3, "ApplyRMSProp"), stateful=True,
+    ref_inputs=(0, 1, 2), differentiable=False,
+    inputs=("var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"))
+def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_locking):
+    w, msv, momv = _read(var), _read(ms), _read(mom)
+    _check_grad(w, grad)
+    one = w.dtype.type(1)
+    msv = msv + (grad * grad - msv) * (one - rho)
+    ms.value = msv
+    momv = momv * momentum + grad * lr / xp.sqrt(msv + epsilon)
+    mom.value = momv
+    if _exclusive(w):
+        w -= momv
+    else:
+        var.value = w - momv
+    return var
+
+
+@op("ApplyCenteredRMSProp", infer=_apply_infer(4, "ApplyCenteredRMSProp"), stateful=True,
+    ref_inputs=(0, 1, 2, 3), differentiable=False,
+    inputs=("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"))
+def _apply_centered_rmsprop(xp, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, *,
+                            use_locking):
+    w, mgv, msv, momv = _read(var), _read(mg), _read(ms), _read(mom)
+    _check_grad(w, grad)
+    one = w.dtype.type(1)
+    msv = msv + (grad * grad - msv) * (one - rho)
+    mgv = mgv + (grad - mgv) * (one - rho)
+    ms.value, mg.value = msv, mgv
+    momv = momv * momentum + grad * lr / xp.sqrt(msv - mgv * mgv + epsilon)
+    mom.value = momv
+    if _exclusive(w):
+        w -= momv
+    else:
+        var.value = w - momv
+    return var

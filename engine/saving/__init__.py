@@ -1,0 +1,1 @@
+"""Saving graphs, variables and models to disk (msgpack + raw tensor bytes; never pickle)."""

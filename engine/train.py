@@ -1,0 +1,25 @@
+"""The ``engine.train`` namespace (TF1's ``tf.train``): optimizers, global step, checkpoints."""
+
+from engine.training.optimizer import (  # noqa: F401
+    AdagradOptimizer,
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+    RMSPropOptimizer,
+)
+from engine.training.training_util import (  # noqa: F401
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
+from engine.training.saver import (  # noqa: F401
+    CheckpointState,
+    Saver,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    update_checkpoint_state,
+)

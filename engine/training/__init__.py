@@ -1,0 +1,1 @@
+"""Training: optimizers, the global step and checkpoints (exposed as ``engine.train``)."""
