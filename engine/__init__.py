@@ -81,7 +81,15 @@ from engine.init_ops import (
                            zeros_initializer,
 )
 from engine.ops.array import *  # noqa: F403
-from engine.ops.control_flow import group, no_op, tuple, with_dependencies  # noqa: A004
+from engine.ops.control_flow import (  # noqa: A004
+    cond,
+    group,
+    no_op,
+    tuple,
+    while_loop,
+    with_dependencies,
+)
+from engine.ops.tensor_array import TensorArray
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.logging_ops import *  # noqa: F403
 from engine.ops.math import (  # noqa: A004

@@ -441,7 +441,7 @@ class BaseSession:
         self._lock = threading.RLock()
         self._plans: dict = {}
         self._slots: dict[str, VariableSlot] = {}
-        self._rngs: dict[str, object] = {}
+        self._rngs: dict[Operation, object] = {}
         self._devices = [_cpu_device()]
         self._default_graph_cm = None
         self._default_session_cm = None
@@ -509,14 +509,14 @@ class BaseSession:
     def _rng_for(self, op: Operation, seeds):
         """The random generator of ``op`` in this session: each run draws the next values."""
         with self._lock:
-            rng = self._rngs.get(op._name)
+            rng = self._rngs.get(op)
             if rng is None:
                 seed, seed2 = seeds
                 if seed == 0 and seed2 == 0:
                     rng = np.random.default_rng()
                 else:
                     rng = np.random.default_rng([seed, seed2])
-                self._rngs[op._name] = rng
+                self._rngs[op] = rng
             return rng
 
     # -- running --------------------------------------------------------------------------
@@ -631,8 +631,12 @@ class BaseSession:
         return self._devices[0]
 
     # -- compilation ----------------------------------------------------------------------
-    def _compile(self, feeds: tuple, fetches: tuple) -> _Plan:
-        """Prunes, orders and binds the computation of ``fetches`` given ``feeds``."""
+    def _compile(self, feeds: tuple, fetches: tuple, function: bool = False) -> _Plan:
+        """Prunes, orders and binds the computation of ``fetches`` given ``feeds``.
+
+        ``function`` compiles the body of a control-flow op: fed tensors then may carry
+        variable references (a captured variable) as well as values.
+        """
         fed: dict[Tensor, int] = {}
         for t in feeds:
             if t in fed:
@@ -701,11 +705,11 @@ class BaseSession:
                 s = read_slot[t]
                 takes_ref = ref_in == "all" or i in ref_in
                 if t._dtype._is_ref:
-                    if takes_ref and t in fed:
+                    if takes_ref and t in fed and not function:
                         raise errors.InvalidArgumentError(
                             op.node_def, op, f"Input {i} of {op._type} op '{op._name}' needs "
                                              f"the variable {t.name} itself, which cannot be fed")
-                    if not takes_ref and t not in fed:
+                    if not takes_ref:
                         s = deref_slot(s, op)
                 ins.append(s)
             ctx = BindContext(self, op, device, tuple(s in persistent for s in ins),
@@ -733,7 +737,7 @@ class BaseSession:
             s = read_slot[f] if f in read_slot else None
             if s is None:  # fetched but fed: read_slot covers it; keep the check explicit
                 raise errors.InternalError(None, None, f"No value for fetch {f.name}")
-            if f._dtype._is_ref and f not in fed:
+            if f._dtype._is_ref and not function:
                 s = deref_slot(s, f._op)
             fetch_slots.append(s)
             fetch_copy.append(s in persistent)
@@ -759,6 +763,43 @@ class BaseSession:
             for op in order:
                 print(f"{op._name}: ({op._type}): {device.name}", file=sys.stderr)
         return plan
+
+    # -- functions (control-flow bodies) --------------------------------------------------
+    def _compile_function(self, fg, device=None):
+        """A callable running function graph ``fg``: ``f(*inputs) -> list of outputs``.
+
+        Inputs and outputs are raw runtime values (arrays, variable references, handles).
+        """
+        fetches = tuple(fg.outputs) + tuple(fg.control_outputs)
+        n_out = len(fg.outputs)
+        with self._lock:
+            plan = self._compile(tuple(fg.inputs), fetches, function=True)
+        steps = plan.steps
+        template = plan.template
+        feed_slots = plan.feed_slots
+        out_slots = plan.fetch_slots[:n_out]
+        n_in = len(feed_slots)
+
+        def call(*args):
+            vals = template.copy()
+            for i in range(n_in):
+                vals[feed_slots[i]] = args[i]
+            try:
+                if CHECK_KERNELS:
+                    _execute_checked(steps, vals)
+                else:
+                    _execute(steps, vals)
+            except errors.OpError as exc:
+                if exc.op is None:
+                    op, ins = _failing_step(exc, steps)
+                    raise _op_error(op, exc, vals, ins) from None
+                raise
+            except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
+                op, ins = _failing_step(exc, steps)
+                raise _op_error(op, exc, vals, ins) from exc
+            return [vals[s] for s in out_slots]
+
+        return call
 
     # -- callables ----------------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False):
@@ -809,14 +850,12 @@ class BaseSession:
 
 
 def _failing_step(exc, steps):
-    """The op whose kernel raised ``exc`` (from the traceback's interpreter frame)."""
+    """The op whose kernel raised ``exc`` (the traceback's first interpreter frame)."""
     tb = exc.__traceback__
     while tb is not None:
         frame = tb.tb_frame
         if frame.f_code in (_execute.__code__, _execute_checked.__code__):
-            op = frame.f_locals.get("op")
-            ins = frame.f_locals.get("ins", ())
-            return op, ins
+            return frame.f_locals.get("op"), frame.f_locals.get("ins", ())
         tb = tb.tb_next
     return None, ()
 

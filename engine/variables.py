@@ -56,6 +56,9 @@ class Variable:
         collections = list(collections)
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        if ops.get_default_graph()._is_function_graph:
+            raise ValueError("Variables cannot be created inside a cond branch or a while_loop "
+                             "body; create them outside and use them inside.")
         init_from_fn = callable(initial_value)
         self._trainable = bool(trainable)
         self._constraint = constraint

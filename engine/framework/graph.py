@@ -498,7 +498,7 @@ class Graph:
             ops = []
             for c in control_inputs:
                 op = self._as_control_op(c)
-                if op not in ops:
+                if op is not None and op not in ops:
                     ops.append(op)
             scope = _ControlScope(ops)
         state.control_scopes.append(scope)

@@ -12,5 +12,6 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     reduction,
     script,
     state,
+    tensor_array,
     training_ops,
 )

@@ -75,7 +75,7 @@ def _check_declared(slot, value, op_name):
 
 
 @op("Assign", infer=_assign_infer, stateful=True, ref_inputs=(0,), bind=_assign_bind,
-    inputs=("ref", "value"))
+    differentiable=False, inputs=("ref", "value"))
 def _assign_kernel(xp, ref, value, *, validate_shape, use_locking, copy):
     if validate_shape:
         current = ref.value
@@ -113,9 +113,9 @@ def _update_kernel(fn):
 
 
 op("AssignAdd", infer=_update_infer("AssignAdd"), stateful=True, ref_inputs=(0,),
-   inputs=("ref", "value"))(_update_kernel(lambda a, b: a + b))
+   differentiable=False, inputs=("ref", "value"))(_update_kernel(lambda a, b: a + b))
 op("AssignSub", infer=_update_infer("AssignSub"), stateful=True, ref_inputs=(0,),
-   inputs=("ref", "value"))(_update_kernel(lambda a, b: a - b))
+   differentiable=False, inputs=("ref", "value"))(_update_kernel(lambda a, b: a - b))
 
 
 def _ref_of(ref):

@@ -218,7 +218,7 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         return create("ApplyGradientDescent",
                       [var._ref(), _scalar(self._lr_t, var, "learning_rate"), grad],
-                      {"use_locking": self._use_locking}, None).op
+                      {"use_locking": self._use_locking}, None)
 
 
 class MomentumOptimizer(Optimizer):
@@ -245,7 +245,7 @@ class MomentumOptimizer(Optimizer):
                       [var._ref(), accum._ref(), _scalar(self._lr_t, var, "lr"), grad,
                        _scalar(self._momentum_t, var, "momentum")],
                       {"use_locking": self._use_locking, "use_nesterov": self._use_nesterov},
-                      None).op
+                      None)
 
 
 class AdamOptimizer(Optimizer):
@@ -285,7 +285,7 @@ class AdamOptimizer(Optimizer):
             math_ops.cast(b2p.value(), d), _scalar(self._lr_t, var, "lr"),
             _scalar(self._beta1_t, var, "beta1"), _scalar(self._beta2_t, var, "beta2"),
             _scalar(self._epsilon_t, var, "epsilon"), grad],
-            {"use_locking": self._use_locking, "use_nesterov": False}, None).op
+            {"use_locking": self._use_locking, "use_nesterov": False}, None)
 
     def _finish(self, update_ops, name_scope_name):
         b1p, b2p = self._get_beta_accumulators()
@@ -318,7 +318,7 @@ class AdagradOptimizer(Optimizer):
         acc = self.get_slot(var, "accumulator")
         return create("ApplyAdagrad", [var._ref(), acc._ref(),
                                        _scalar(self._lr_t, var, "lr"), grad],
-                      {"use_locking": self._use_locking, "update_slots": True}, None).op
+                      {"use_locking": self._use_locking, "update_slots": True}, None)
 
 
 class RMSPropOptimizer(Optimizer):
@@ -352,9 +352,9 @@ class RMSPropOptimizer(Optimizer):
             mg = self.get_slot(var, "mg")
             return create("ApplyCenteredRMSProp",
                           [var._ref(), mg._ref(), rms._ref(), mom._ref(), *scalars, grad],
-                          {"use_locking": self._use_locking}, None).op
+                          {"use_locking": self._use_locking}, None)
         return create("ApplyRMSProp", [var._ref(), rms._ref(), mom._ref(), *scalars, grad],
-                      {"use_locking": self._use_locking}, None).op
+                      {"use_locking": self._use_locking}, None)
 
 
 _ = dtypes
