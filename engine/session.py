@@ -552,17 +552,26 @@ class BaseSession:
             values.append(value)
         return tuple(tensors), values
 
-    def _plan_for(self, feeds: tuple, fetches: tuple) -> _Plan:
-        key = (feeds, fetches)
+    def _plan_for(self, feeds: tuple, fetches: tuple, owned_feeds: bool = False) -> _Plan:
+        key = (feeds, fetches, owned_feeds)
         plan = self._plans.get(key)
         if plan is None:
             with self._lock:
                 self._check_open()
                 plan = self._plans.get(key)
                 if plan is None:
-                    plan = self._compile(feeds, fetches)
+                    plan = self._compile(feeds, fetches, owned_feeds=owned_feeds)
                     self._plans[key] = plan
         return plan
+
+    def _run_owned(self, fetches, feed_dict):
+        """Runs with feeds the caller hands over (never used again by it): ops that store a
+        fed value, such as the Assigns of a restore, keep it without copying."""
+        self._check_open()
+        structure = _FetchStructure(self._graph, fetches)
+        feed_tensors, feed_values = self._resolve_feeds(feed_dict)
+        plan = self._plan_for(feed_tensors, tuple(structure.elements), owned_feeds=True)
+        return structure.build(self._run_plan(plan, feed_values))
 
     def _run_plan(self, plan: _Plan, feed_values, trace=False, run_metadata=None):
         vals = plan.template.copy()
@@ -631,7 +640,8 @@ class BaseSession:
         return self._devices[0]
 
     # -- compilation ----------------------------------------------------------------------
-    def _compile(self, feeds: tuple, fetches: tuple, function: bool = False) -> _Plan:
+    def _compile(self, feeds: tuple, fetches: tuple, function: bool = False,
+                 owned_feeds: bool = False) -> _Plan:
         """Prunes, orders and binds the computation of ``fetches`` given ``feeds``.
 
         ``function`` compiles the body of a control-flow op: fed tensors then may carry
@@ -685,7 +695,7 @@ class BaseSession:
             if isinstance(f, Tensor):
                 used.add(f)
 
-        persistent: set[int] = set(plan.feed_slots)
+        persistent: set[int] = set() if owned_feeds else set(plan.feed_slots)
         steps: list = []
         device = self._devices[0]
 

@@ -23,3 +23,5 @@ from engine.training.saver import (  # noqa: F401
     latest_checkpoint,
     update_checkpoint_state,
 )
+from engine.saving.graph_def import write_graph  # noqa: F401
+from engine.saving.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401

@@ -96,6 +96,22 @@ class Variable:
         for key in collections:
             g.add_to_collection(key, self)
 
+    @classmethod
+    def _from_graph(cls, graph, name, initializer, snapshot, initial_value, trainable):
+        """The Variable whose ops (already in ``graph``) have these names (for imports)."""
+        v = cls.__new__(cls)
+        v._variable = graph.get_tensor_by_name(name + ":0")
+        if v._variable.op.type != "VariableV2":
+            raise ValueError(f"{name} is a {v._variable.op.type} op, not a variable")
+        v._initializer_op = graph.get_operation_by_name(initializer)
+        v._snapshot = graph.get_tensor_by_name(snapshot)
+        v._initial_value = graph.get_tensor_by_name(initial_value)
+        v._trainable = trainable
+        v._constraint = None
+        v._save_slice_info = None
+        v._graph = graph
+        return v
+
     # -- graph element ----------------------------------------------------------------------
     def _as_graph_element(self) -> Tensor:
         return self._variable

@@ -778,6 +778,13 @@ class Graph:
         with self._lock:
             self._collections.pop(name, None)
 
+    # -- serialization --------------------------------------------------------------------
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """The graph as a serializable ``GraphDef`` (see ``engine/saving/graph_def.py``)."""
+        from engine.saving.graph_def import graph_to_def
+
+        return graph_to_def(self)
+
     # -- misc -------------------------------------------------------------------------------
     def is_feedable(self, tensor) -> bool:
         return True
