@@ -256,4 +256,4 @@ class Saver:
                     None, None, f"Restoring {key} from {save_path}: the checkpoint holds shape "
                                 f"{list(e.shape)}, the variable has shape {v.shape}")
         values = bundle.read_bundle(save_path, names=[k for k, _ in self._vars])
-        sess.run(self._restore_op, {self._feeds[k]: values[k] for k, _ in self._vars})
+        sess._run_owned(self._restore_op, {self._feeds[k]: values[k] for k, _ in self._vars})
