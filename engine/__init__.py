@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, layers, nn, tensor_shape, test, train
+from engine import dtypes, errors, layers, losses, nn, saved_model, tensor_shape, test, train
 from engine.config import (
                            ConfigProto,
                            GPUOptions,
@@ -81,15 +81,15 @@ from engine.init_ops import (
                            zeros_initializer,
 )
 from engine.ops.array import *  # noqa: F403
+from engine.ops.array_transform import *  # noqa: F403
 from engine.ops.control_flow import (  # noqa: A004
-    cond,
-    group,
-    no_op,
-    tuple,
-    while_loop,
-    with_dependencies,
+                           cond,
+                           group,
+                           no_op,
+                           tuple,
+                           while_loop,
+                           with_dependencies,
 )
-from engine.ops.tensor_array import TensorArray
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.logging_ops import *  # noqa: F403
 from engine.ops.math import (  # noqa: A004
@@ -158,7 +158,11 @@ from engine.ops.math import (  # noqa: A004
 from engine.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
+from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
+from engine.ops.tensor_array import TensorArray
+from engine.saving.graph_def import GraphDef, import_graph_def
+from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (

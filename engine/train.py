@@ -1,5 +1,7 @@
 """The ``engine.train`` namespace (TF1's ``tf.train``): optimizers, global step, checkpoints."""
 
+from engine.saving.graph_def import write_graph  # noqa: F401
+from engine.saving.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401
 from engine.training.optimizer import (  # noqa: F401
     AdagradOptimizer,
     AdamOptimizer,
@@ -7,13 +9,6 @@ from engine.training.optimizer import (  # noqa: F401
     MomentumOptimizer,
     Optimizer,
     RMSPropOptimizer,
-)
-from engine.training.training_util import (  # noqa: F401
-    assert_global_step,
-    create_global_step,
-    get_global_step,
-    get_or_create_global_step,
-    global_step,
 )
 from engine.training.saver import (  # noqa: F401
     CheckpointState,
@@ -23,5 +18,10 @@ from engine.training.saver import (  # noqa: F401
     latest_checkpoint,
     update_checkpoint_state,
 )
-from engine.saving.graph_def import write_graph  # noqa: F401
-from engine.saving.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401
+from engine.training.training_util import (  # noqa: F401
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)

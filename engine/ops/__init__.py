@@ -2,6 +2,7 @@
 
 from engine.ops import (  # noqa: F401 - imported for their registrations
     array,
+    array_transform,
     control_flow,
     grad_util,
     linalg,
@@ -11,6 +12,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     random,
     reduction,
     script,
+    slicing,
     state,
     tensor_array,
     training_ops,

@@ -151,8 +151,13 @@ def _print_infer(o):
     return [(x._dtype.base_dtype, x._shape)]
 
 
+def _print_grad(o, g):
+    # TF's _PrintGrad: the gradient passes through to ``input``; the printed data get none.
+    return [g] + [None] * (len(o.inputs) - 1)
+
+
 @op("Print", infer=_print_infer, stateful=True, aliases=True, bind=_print_bind,
-    inputs=("input", "data*"), device_types=("CPU",))
+    grad=_print_grad, inputs=("input", "data*"), device_types=("CPU",))
 def _print_kernel(xp, x, *data, message, first_n, summarize, counter):
     if first_n >= 0:
         with counter.lock:

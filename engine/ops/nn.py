@@ -11,16 +11,18 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
-from engine.framework.graph import Tensor, name_scope
+from engine.framework.graph import Tensor, control_dependencies, name_scope
 from engine.framework.registry import ShapeError, op
-from engine.framework.tensor_util import constant_value
+from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
 from engine.ops import random as random_ops
 from engine.ops import reduction
 from engine.ops._common import (
     FLOATS,
+    INDEX,
     NUMERIC,
+    binary,
     check_dtype,
     check_same_dtype,
     create,
@@ -29,7 +31,9 @@ from engine.ops._common import (
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "softplus", "softmax", "log_softmax",
-           "l2_loss", "bias_add", "top_k", "moments", "batch_normalization", "dropout"]
+           "l2_loss", "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
+           "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
+           "bias_add", "top_k", "moments", "batch_normalization", "dropout"]
 
 
 def _dims(shape) -> str:
@@ -42,31 +46,113 @@ def _dims(shape) -> str:
 # -----------------------------------------------------------------------------------------
 
 
-@op("Relu", infer=unary(NUMERIC), inputs=("features",))
+# Gradients go through fused ``<Op>Grad(dy, y_or_x)`` kernels: one pass over the data instead
+# of a chain of elementwise ops. Each fused kernel has its own gradient (second order).
+
+
+def _float_only(fn):
+    def grad(o, *gs):
+        if not o.inputs[0].dtype.base_dtype.is_floating:
+            return [None] * len(o.inputs)
+        return fn(o, *gs)
+
+    return grad
+
+
+def _grad_op(op_type: str, dy: Tensor, t: Tensor, attrs=None) -> Tensor:
+    return create(op_type, [dy, t], attrs or {}, None).outputs[0]
+
+
+def _zeros(t: Tensor) -> Tensor:
+    return array_ops.zeros_like(t)
+
+
+def _zero(x):
+    return x.dtype.type(0)
+
+
+@op("Relu", infer=unary(NUMERIC), inputs=("features",),
+    grad=_float_only(lambda o, g: [_grad_op("ReluGrad", g, o.outputs[0])]))
 def _relu(xp, x):
     return xp.maximum(x, 0)
 
 
-@op("Relu6", infer=unary(NUMERIC), inputs=("features",))
+@op("ReluGrad", infer=binary(FLOATS), inputs=("gradients", "outputs"),
+    grad=lambda o, g: [_grad_op("ReluGrad", g, o.inputs[1]), _zeros(o.inputs[1])])
+def _relu_grad(xp, dy, y):
+    # y > 0 exactly where the input was > 0.
+    return xp.where(y > 0, dy, _zero(dy))
+
+
+@op("Relu6", infer=unary(NUMERIC), inputs=("features",),
+    grad=_float_only(lambda o, g: [_grad_op("Relu6Grad", g, o.outputs[0])]))
 def _relu6(xp, x):
     return xp.minimum(xp.maximum(x, 0), 6)
 
 
-@op("LeakyRelu", infer=unary(FLOATS), inputs=("features",))
+@op("Relu6Grad", infer=binary(FLOATS), inputs=("gradients", "outputs"),
+    grad=lambda o, g: [_grad_op("Relu6Grad", g, o.inputs[1]), _zeros(o.inputs[1])])
+def _relu6_grad(xp, dy, y):
+    return xp.where((y > 0) & (y < 6), dy, _zero(dy))
+
+
+def _leaky_relu_grad(o, g):
+    return [_grad_op("LeakyReluGrad", g, o.inputs[0], {"alpha": o.get_attr("alpha")})]
+
+
+@op("LeakyRelu", infer=unary(FLOATS), inputs=("features",), grad=_leaky_relu_grad)
 def _leaky_relu(xp, x, *, alpha):
     return xp.where(x > 0, x, x * x.dtype.type(alpha))
 
 
-@op("Elu", infer=unary(FLOATS), inputs=("features",))
+@op("LeakyReluGrad", infer=binary(FLOATS), inputs=("gradients", "features"),
+    grad=lambda o, g: [_grad_op("LeakyReluGrad", g, o.inputs[1],
+                                {"alpha": o.get_attr("alpha")}), _zeros(o.inputs[1])])
+def _leaky_relu_grad_kernel(xp, dy, x, *, alpha):
+    return xp.where(x > 0, dy, dy * dy.dtype.type(alpha))
+
+
+@op("Elu", infer=unary(FLOATS), inputs=("features",),
+    grad=lambda o, g: [_grad_op("EluGrad", g, o.outputs[0])])
 def _elu(xp, x):
     # expm1 of min(x, 0) never overflows on the branch that is thrown away.
     return xp.where(x < 0, xp.expm1(xp.minimum(x, 0)), x)
 
 
-@op("Softplus", infer=unary(FLOATS), inputs=("features",))
+def _elu_grad_grad(o, g):
+    dy, y = o.inputs
+    negative = math_ops.less(y, array_ops.zeros([], dtype=y.dtype.base_dtype))
+    return [_grad_op("EluGrad", g, y),
+            math_ops.where_v2(negative, math_ops.multiply(g, dy), _zeros(y))]
+
+
+@op("EluGrad", infer=binary(FLOATS), inputs=("gradients", "outputs"), grad=_elu_grad_grad)
+def _elu_grad(xp, dy, y):
+    # d elu / dx = exp(x) = y + 1 where x < 0.
+    return xp.where(y < 0, dy * (y + 1), dy)
+
+
+@op("Softplus", infer=unary(FLOATS), inputs=("features",),
+    grad=lambda o, g: [_grad_op("SoftplusGrad", g, o.inputs[0])])
 def _softplus(xp, x):
     # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): finite for every finite x.
     return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _softplus_grad_grad(o, g):
+    dy, x = o.inputs
+    # d sigmoid(x) / dx = 1 / (e^-x + 2 + e^x), written with sigmoids to stay finite.
+    s = math_ops.sigmoid(x)
+    return [_grad_op("SoftplusGrad", g, x),
+            math_ops.multiply(math_ops.multiply(g, dy),
+                              math_ops.multiply(s, math_ops.subtract(1.0, s)))]
+
+
+@op("SoftplusGrad", infer=binary(FLOATS), inputs=("gradients", "features"),
+    grad=_softplus_grad_grad)
+def _softplus_grad(xp, dy, x):
+    e = xp.exp(-xp.abs(x))  # sigmoid(x) without overflow
+    return dy * xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(dy.dtype, copy=False)
 
 
 def _activation(op_type: str, default_name: str, doc: str):
@@ -125,7 +211,8 @@ def _shifted(xp, x):
     return x - xp.max(x, axis=-1, keepdims=True)
 
 
-@op("Softmax", infer=_softmax_infer, inputs=("logits",))
+@op("Softmax", infer=_softmax_infer, inputs=("logits",),
+    grad=lambda o, g: [_grad_op("SoftmaxGrad", g, o.outputs[0])])
 def _softmax_kernel(xp, x):
     _check_logits(x)
     if x.size == 0:
@@ -134,13 +221,53 @@ def _softmax_kernel(xp, x):
     return (e / xp.sum(e, axis=-1, keepdims=True)).astype(x.dtype, copy=False)
 
 
-@op("LogSoftmax", infer=_softmax_infer, inputs=("logits",))
+@op("LogSoftmax", infer=_softmax_infer, inputs=("logits",),
+    grad=lambda o, g: [_grad_op("LogSoftmaxGrad", g, o.outputs[0])])
 def _log_softmax_kernel(xp, x):
     _check_logits(x)
     if x.size == 0:
         return xp.empty_like(x)
     s = _shifted(xp, x)
     return (s - xp.log(xp.sum(xp.exp(s), axis=-1, keepdims=True))).astype(x.dtype, copy=False)
+
+
+def _row_sum(t: Tensor) -> Tensor:
+    return reduction.reduce_sum(t, -1, keepdims=True)
+
+
+def _softmax_grad_grad(o, g):
+    # out = (dy - s) * y with s = sum(dy * y): d/d dy = (g - sum(g * y)) * y and
+    # d/dy = g * (dy - s) - dy * sum(g * y).
+    dy, y = o.inputs
+    s = _row_sum(math_ops.multiply(dy, y))
+    gy = _row_sum(math_ops.multiply(g, y))
+    return [_grad_op("SoftmaxGrad", g, y),
+            math_ops.subtract(math_ops.multiply(g, math_ops.subtract(dy, s)),
+                              math_ops.multiply(dy, gy))]
+
+
+@op("SoftmaxGrad", infer=binary(FLOATS), inputs=("gradients", "softmax"),
+    grad=_softmax_grad_grad)
+def _softmax_grad(xp, dy, y):
+    acc = np.float32 if dy.dtype == np.float16 else dy.dtype
+    s = xp.sum(dy * y, axis=-1, keepdims=True, dtype=acc)
+    return ((dy - s) * y).astype(dy.dtype, copy=False)
+
+
+def _log_softmax_grad_grad(o, g):
+    # out = dy - sum(dy) * exp(y): d/d dy = g - sum(g * exp(y)); d/dy = -sum(dy) * exp(y) * g.
+    dy, y = o.inputs
+    p = math_ops.exp(y)
+    return [math_ops.subtract(g, _row_sum(math_ops.multiply(g, p))),
+            math_ops.negative(math_ops.multiply(math_ops.multiply(_row_sum(dy), p), g))]
+
+
+@op("LogSoftmaxGrad", infer=binary(FLOATS), inputs=("gradients", "log_softmax"),
+    grad=_log_softmax_grad_grad)
+def _log_softmax_grad(xp, dy, y):
+    acc = np.float32 if dy.dtype == np.float16 else dy.dtype
+    s = xp.sum(dy, axis=-1, keepdims=True, dtype=acc)
+    return (dy - s * xp.exp(y)).astype(dy.dtype, copy=False)
 
 
 def _axis_lookup(axis, dim):
@@ -205,7 +332,8 @@ def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
 # -----------------------------------------------------------------------------------------
 
 
-@op("L2Loss", infer=lambda o: [(check_dtype(o, 0, FLOATS), TensorShape([]))], inputs=("t",))
+@op("L2Loss", infer=lambda o: [(check_dtype(o, 0, FLOATS), TensorShape([]))], inputs=("t",),
+    grad=lambda o, g: [math_ops.multiply(o.inputs[0], g)])
 def _l2_loss_kernel(xp, x):
     acc = x.astype(np.float32) if x.dtype == np.float16 else x
     return xp.asarray(xp.sum(xp.square(acc)) / 2, dtype=x.dtype)
@@ -216,6 +344,312 @@ def l2_loss(t, name=None) -> Tensor:
     with name_scope(name, "L2Loss", [t]) as scope:
         x = convert_to_tensor(t, name="t")
         return create("L2Loss", [x], {}, scope).outputs[0]
+
+
+# -----------------------------------------------------------------------------------------
+# Cross-entropy losses
+# -----------------------------------------------------------------------------------------
+
+
+def _xent_infer(sparse: bool):
+    def infer(o):
+        logits, labels = o._inputs
+        d = check_dtype(o, 0, FLOATS)
+        if sparse:
+            check_dtype(o, 1, INDEX, "Tlabels")
+        else:
+            check_same_dtype(o)
+        ls, bs = logits._shape, labels._shape
+        if ls.rank is not None and ls.rank != 2:
+            raise ShapeError(f"Shape must be rank 2 but is rank {ls.rank}")
+        want = 1 if sparse else 2
+        if bs.rank is not None and bs.rank != want:
+            raise ShapeError(f"Shape must be rank {want} but is rank {bs.rank}")
+        dims = list(ls.as_tuple() or (None, None))
+        if bs.rank is not None:
+            other = bs.as_tuple()
+            for i, n in enumerate(other):
+                if dims[i] is not None and n is not None and dims[i] != n:
+                    raise ShapeError(f"Dimensions must be equal, but are {dims[i]} and {n}")
+                dims[i] = dims[i] if dims[i] is not None else n
+        return [(d, TensorShape(dims[:1])), (d, TensorShape(dims))]
+
+    return infer
+
+
+def _log_softmax_rows(xp, x):
+    """``(log_softmax(x), log_sum_exp - max)`` of a 2-D array, in float32 at least."""
+    if x.dtype == np.float16:
+        x = x.astype(np.float32)
+    shifted = x - xp.max(x, axis=1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+
+
+def _check_xent_logits(logits):
+    if logits.ndim != 2:
+        raise errors.InvalidArgumentError(
+            None, None, f"logits must be 2-dimensional, got {_dims(logits.shape)}")
+
+
+def _scale_rows(grad_loss: Tensor, t: Tensor) -> Tensor:
+    """``grad_loss[:, None] * t`` for a ``[batch]`` loss gradient and a ``[batch, n]`` t."""
+    return math_ops.multiply(array_ops.reshape(grad_loss, [-1, 1]), t)
+
+
+def _is_zeros(t: Tensor | None) -> bool:
+    """True for no gradient or the zeros the gradient walk fills in for an unused output."""
+    return t is None or t.op.type == "ZerosLike"
+
+
+def _xent_logits_grad(o, grad_loss, grad_backprop):
+    # The kernel's second output is exactly d loss / d logits; an incoming gradient for that
+    # output (backprop used as a value) adds the softmax gradient term.
+    grad = _scale_rows(grad_loss, o.outputs[1])
+    if not _is_zeros(grad_backprop):
+        probs = create("Softmax", [o.inputs[0]], {}, None).outputs[0]
+        grad = math_ops.add(grad, _grad_op("SoftmaxGrad", grad_backprop, probs))
+    return grad
+
+
+def _xent_grad(o, grad_loss, grad_backprop):
+    logits, labels = o.inputs
+    grad_labels = None
+    if labels.op.type != "StopGradient":  # v1 and tf.losses stop it: skip the dead branch
+        log_probs = create("LogSoftmax", [logits], {}, None).outputs[0]
+        grad_labels = math_ops.negative(_scale_rows(grad_loss, log_probs))
+    return [_xent_logits_grad(o, grad_loss, grad_backprop), grad_labels]
+
+
+def _sparse_xent_grad(o, grad_loss, grad_backprop):
+    return [_xent_logits_grad(o, grad_loss, grad_backprop), None]
+
+
+@op("SoftmaxCrossEntropyWithLogits", infer=_xent_infer(False), inputs=("features", "labels"),
+    grad=_xent_grad)
+def _xent_kernel(xp, logits, labels):
+    _check_xent_logits(logits)
+    if labels.shape != logits.shape:
+        raise errors.InvalidArgumentError(
+            None, None, f"logits and labels must be same size: logits_size="
+                        f"{_dims(logits.shape)} labels_size={_dims(labels.shape)}")
+    if logits.shape[1] == 0:
+        return xp.zeros(logits.shape[:1], logits.dtype), xp.zeros(logits.shape, logits.dtype)
+    # Via log-sum-exp: finite for any finite logits (1000 included), unlike log(softmax).
+    log_probs = _log_softmax_rows(xp, logits)
+    loss = -xp.sum(labels * log_probs, axis=1)
+    backprop = xp.exp(log_probs) - labels
+    return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
+
+
+@op("SparseSoftmaxCrossEntropyWithLogits", infer=_xent_infer(True),
+    inputs=("features", "labels"), grad=_sparse_xent_grad)
+def _sparse_xent_kernel(xp, logits, labels):
+    _check_xent_logits(logits)
+    if labels.ndim != 1:
+        raise errors.InvalidArgumentError(
+            None, None, f"labels must be 1-D, but got shape {_dims(labels.shape)}")
+    if labels.shape[0] != logits.shape[0]:
+        raise errors.InvalidArgumentError(
+            None, None, f"logits and labels must have the same first dimension, got logits "
+                        f"shape {_dims(logits.shape)} and labels shape {_dims(labels.shape)}")
+    classes = logits.shape[1]
+    bad = (labels < 0) | (labels >= classes)
+    if bad.any():
+        first = int(labels[int(xp.argmax(bad))])
+        values = " ".join(str(int(v)) for v in labels.tolist())
+        raise errors.InvalidArgumentError(
+            None, None, f"Received a label value of {first} which is outside the valid range "
+                        f"of [0, {classes}).  Label values: {values}")
+    if logits.shape[0] == 0:
+        return xp.zeros((0,), logits.dtype), xp.zeros(logits.shape, logits.dtype)
+    log_probs = _log_softmax_rows(xp, logits)
+    rows = xp.arange(logits.shape[0])
+    loss = -log_probs[rows, labels]
+    backprop = xp.exp(log_probs)
+    backprop[rows, labels] -= 1
+    return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
+
+
+def _ensure_xent_args(name, sentinel, labels, logits):
+    # TF1 requires named arguments: a positional labels lands in ``_sentinel``.
+    if sentinel is not None:
+        raise ValueError(f"Only call `{name}` with named arguments (labels=..., logits=..., "
+                         "...)")
+    if labels is None or logits is None:
+        raise ValueError("Both labels and logits must be provided.")
+
+
+def _flatten_outer_dims(t: Tensor) -> Tensor:
+    """``t`` reshaped to ``[-1, last_dim]`` (static dims kept where known)."""
+    s = t.shape
+    if s.rank == 2:
+        return t
+    if s.rank is not None and s.as_tuple()[-1] is not None:
+        last = s.as_tuple()[-1]
+    else:
+        last = array_ops.shape(t)[-1]
+    out = array_ops.reshape(t, array_ops.stack([-1, last]) if isinstance(last, Tensor)
+                            else [-1, last])
+    if s.rank is not None:
+        rows = s[:-1].num_elements()
+        out.set_shape([rows, s.as_tuple()[-1]])
+    return out
+
+
+def _move_axis_to_end(t: Tensor, axis: int, rank) -> Tensor:
+    if isinstance(rank, int):
+        perm = [i for i in range(rank) if i != axis] + [axis]
+        return array_ops.transpose(t, perm)
+    perm = array_ops.concat([array_ops.range(0, axis), array_ops.range(axis + 1, rank),
+                             [axis]], 0)
+    return array_ops.transpose(t, perm)
+
+
+def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
+                                         dim=None) -> Tensor:
+    """The cross entropy ``-sum(labels * log_softmax(logits), axis)``; gradients flow into
+    both ``logits`` and ``labels``.
+
+    Computed through log-sum-exp in one ``SoftmaxCrossEntropyWithLogits`` kernel, so logits
+    of any magnitude give a finite loss and gradient.
+
+    >>> softmax_cross_entropy_with_logits_v2(labels=[[0., 1.]], logits=[[1000., 0.]])  # [1000.]
+    """
+    axis = _deprecated_lookup("axis", axis, "dim", dim)
+    axis = -1 if axis is None else axis
+    with name_scope(name, "softmax_cross_entropy_with_logits", [logits, labels]) as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        labels = convert_to_tensor(labels, dtype_hint=logits.dtype.base_dtype, name="labels")
+        half = logits.dtype.base_dtype is dtypes.float16
+        precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        labels = math_ops.cast(labels, precise.dtype.base_dtype)
+        shape = logits.shape
+        rank = shape.rank
+        if rank is not None:
+            if rank == 0:
+                raise ValueError(f"logits must have rank >= 1, got shape {shape}")
+            if not -rank <= axis < rank:
+                raise ValueError(f"axis {axis} is out of range for logits of rank {rank}")
+            axis %= rank
+        if rank == 2 and axis == 1:
+            return _half_back(create("SoftmaxCrossEntropyWithLogits", [precise, labels], {},
+                                     scope).outputs[0], half)
+        if rank is None or axis != rank - 1:
+            if rank is None and axis != -1:
+                rank_t = array_ops.rank(precise)
+                axis = math_ops.floormod(constant(axis, dtype=dtypes.int32), rank_t)
+                precise = _move_axis_to_end(precise, axis, rank_t)
+                labels = _move_axis_to_end(labels, axis, rank_t)
+            elif rank is not None:
+                precise = _move_axis_to_end(precise, axis, rank)
+                labels = _move_axis_to_end(labels, axis, rank)
+        input_shape = array_ops.shape(precise)
+        cost = create("SoftmaxCrossEntropyWithLogits",
+                      [_flatten_outer_dims(precise), _flatten_outer_dims(labels)], {},
+                      scope).outputs[0]
+        cost = array_ops.reshape(cost, input_shape[:-1])
+        if rank is not None:
+            dims = shape.as_list()
+            del dims[axis]
+            cost.set_shape(dims)
+        return _half_back(cost, half)
+
+
+def _half_back(t: Tensor, half: bool) -> Tensor:
+    return math_ops.cast(t, dtypes.float16) if half else t
+
+
+def _deprecated_lookup(new_name, new, old_name, old):
+    """TF's ``deprecated_argument_lookup``: giving both names is an error."""
+    if old is not None:
+        if new is not None:
+            raise ValueError(f"Cannot specify both '{old_name}' and '{new_name}'.")
+        return old
+    return new
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
+                                      name=None, axis=None) -> Tensor:
+    """TF1's softmax cross entropy: as ``softmax_cross_entropy_with_logits_v2`` but no
+    gradient flows into ``labels``. Arguments must be named.
+
+    >>> softmax_cross_entropy_with_logits(labels=[[0., 1.]], logits=[[1., 2.]])  # [0.3133]
+    """
+    _ensure_xent_args("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    dim = _deprecated_lookup("axis", axis, "dim", dim)
+    with name_scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels]) as scope:
+        labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
+    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=dim,
+                                                name=scope)
+
+
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None) -> Tensor:
+    """Softmax cross entropy with integer class ``labels`` (shape ``logits.shape[:-1]``).
+
+    A label outside ``[0, num_classes)`` fails at run time with InvalidArgumentError.
+
+    >>> sparse_softmax_cross_entropy_with_logits(labels=[1], logits=[[1., 2.]])  # [0.3133]
+    """
+    _ensure_xent_args("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    with name_scope(name, "SparseSoftmaxCrossEntropyWithLogits", [labels, logits]):
+        labels = convert_to_tensor(labels)
+        logits = convert_to_tensor(logits)
+        half = logits.dtype.base_dtype is dtypes.float16
+        precise = math_ops.cast(logits, dtypes.float32) if half else logits
+        labels_shape, logits_shape = labels.shape, logits.shape
+        if logits_shape.rank == 0:
+            raise ValueError(f"Logits cannot be scalars - received shape {logits_shape}.")
+        if logits_shape.rank is not None and labels_shape.rank is not None and \
+                labels_shape.rank != logits_shape.rank - 1:
+            raise ValueError(f"Rank mismatch: Rank of labels (received {labels_shape.rank}) "
+                             f"should equal rank of logits minus 1 (received "
+                             f"{logits_shape.rank}).")
+        static = labels_shape.is_fully_defined() and logits_shape.rank is not None and \
+            logits_shape[:-1].is_fully_defined()
+        if static and labels_shape != logits_shape[:-1]:
+            raise ValueError(f"Shape mismatch: The shape of labels (received {labels_shape}) "
+                             f"should equal the shape of logits except for the last dimension "
+                             f"(received {logits_shape}).")
+        if logits_shape.rank == 2:
+            cost = create("SparseSoftmaxCrossEntropyWithLogits", [precise, labels], {},
+                          name).outputs[0]
+            return _half_back(cost, half)
+        checks = []
+        if not static:
+            from engine.ops import logging_ops
+
+            checks.append(logging_ops.assert_equal(array_ops.shape(labels),
+                                                   array_ops.shape(logits)[:-1]))
+        with control_dependencies(checks):
+            flat_labels = array_ops.reshape(labels, [-1])
+            cost = create("SparseSoftmaxCrossEntropyWithLogits",
+                          [_flatten_outer_dims(precise), flat_labels], {}, name).outputs[0]
+            cost = array_ops.reshape(cost, array_ops.shape(labels))
+            cost.set_shape(labels_shape)
+        return _half_back(cost, half)
+
+
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                      name=None) -> Tensor:
+    """Elementwise logistic loss ``max(x, 0) - x * z + log(1 + exp(-abs(x)))`` for logits
+    ``x`` and labels ``z``: TF's stable form, finite for logits of any magnitude.
+    """
+    _ensure_xent_args("sigmoid_cross_entropy_with_logits", _sentinel, labels, logits)
+    with name_scope(name, "logistic_loss", [logits, labels]) as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        labels = convert_to_tensor(labels, dtype_hint=logits.dtype.base_dtype, name="labels")
+        try:
+            labels.shape.merge_with(logits.shape)
+        except ValueError:
+            raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs "
+                             f"{labels.shape})") from None
+        zeros = array_ops.zeros_like(logits, dtype=logits.dtype.base_dtype)
+        cond = math_ops.greater_equal(logits, zeros)
+        relu_logits = math_ops.where(cond, logits, zeros)
+        neg_abs_logits = math_ops.where(cond, math_ops.negative(logits), logits)
+        return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
+                            math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
 
 
 # -----------------------------------------------------------------------------------------
@@ -246,14 +680,24 @@ def _bias_add_infer(o):
     return [(d, TensorShape(dims))]
 
 
-@op("BiasAdd", infer=_bias_add_infer, inputs=("value", "bias"))
+def _channel_axis(data_format: str, ndim: int) -> int:
+    return 1 if data_format == "NCHW" and ndim >= 3 else ndim - 1
+
+
+def _bias_add_grad(o, g):
+    fmt = o.get_attr("data_format")
+    return [g, create("BiasAddGrad", [g], {"data_format": fmt}, None).outputs[0]]
+
+
+@op("BiasAdd", infer=_bias_add_infer, inputs=("value", "bias"),
+    grad=_float_only(_bias_add_grad))
 def _bias_add_kernel(xp, x, b, *, data_format):
     if x.ndim < 2:
         raise errors.InvalidArgumentError(
             None, None, f"Input tensor must be at least 2D: {_dims(x.shape)}")
     if b.ndim != 1:
         raise errors.InvalidArgumentError(None, None, f"Biases must be 1D: {_dims(b.shape)}")
-    channel = 1 if data_format == "NCHW" and x.ndim >= 3 else x.ndim - 1
+    channel = _channel_axis(data_format, x.ndim)
     if x.shape[channel] != b.shape[0]:
         raise errors.InvalidArgumentError(
             None, None, f"Must provide as many biases as the last dimension of the input "
@@ -261,6 +705,34 @@ def _bias_add_kernel(xp, x, b, *, data_format):
     if channel != x.ndim - 1:
         b = b.reshape(b.shape + (1,) * (x.ndim - 2))
     return xp.add(x, b)
+
+
+def _bias_add_grad_infer(o):
+    d = check_dtype(o, 0, NUMERIC)
+    s = o._inputs[0]._shape
+    if s.rank is None:
+        return [(d, unknown_shape(1))]
+    nchw = o._attrs["data_format"] == "NCHW"
+    if s.rank < (3 if nchw else 2):
+        raise ShapeError(f"Shape must be at least rank {3 if nchw else 2} but is rank {s.rank}")
+    return [(d, TensorShape([s.as_tuple()[1 if nchw else -1]]))]
+
+
+def _bias_add_grad_grad(o, g):
+    # Broadcasting g back along the channel axis is a BiasAdd onto zeros.
+    dy = o.inputs[0]
+    return [create("BiasAdd", [_zeros(dy), g], {"data_format": o.get_attr("data_format")},
+                   None).outputs[0]]
+
+
+@op("BiasAddGrad", infer=_bias_add_grad_infer, inputs=("out_backprop",),
+    grad=_bias_add_grad_grad)
+def _bias_add_grad_kernel(xp, dy, *, data_format):
+    """The sum of ``dy`` over every axis but the channel axis."""
+    channel = _channel_axis(data_format, dy.ndim)
+    axes = tuple(i for i in range(dy.ndim) if i != channel)
+    acc = np.float32 if dy.dtype == np.float16 else dy.dtype
+    return xp.asarray(xp.sum(dy, axis=axes, dtype=acc)).astype(dy.dtype, copy=False)
 
 
 def bias_add(value, bias, data_format=None, name=None) -> Tensor:
@@ -310,7 +782,15 @@ def _top_k_infer(o):
     return [(d, out), (dtypes.int32, out)]
 
 
-@op("TopKV2", infer=_top_k_infer, inputs=("input", "k"))
+def _top_k_grad(o, g, _):
+    """The values' gradient scattered back to the input positions the indices name."""
+    x = o.inputs[0]
+    shape = x.shape.as_list() if x.shape.is_fully_defined() else array_ops.shape(x)
+    shape = convert_to_tensor(shape, dtype=dtypes.int32)
+    return [create("TopKV2Grad", [g, o.outputs[1], shape], {}, None).outputs[0], None]
+
+
+@op("TopKV2", infer=_top_k_infer, inputs=("input", "k"), grad=_float_only(_top_k_grad))
 def _top_k_kernel(xp, x, k, *, sorted):  # noqa: A002 - TF's attr name
     k = int(k)
     if x.ndim < 1:
@@ -327,6 +807,39 @@ def _top_k_kernel(xp, x, k, *, sorted):  # noqa: A002 - TF's attr name
     order = xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
     indices = (n - 1 - order).astype(np.int32)
     return xp.take_along_axis(x, indices, axis=-1), indices
+
+
+def _top_k_grad_infer(o):
+    dy, indices, shape = o._inputs
+    d = check_dtype(o, 0, NUMERIC)
+    check_dtype(o, 1, frozenset([dtypes.int32]), "Tindices")
+    check_dtype(o, 2, INDEX, "Tshape")
+    return [(d, constant_value_as_shape(shape))]
+
+
+def _gather_last_axis(params: Tensor, indices: Tensor) -> Tensor:
+    """``params[..., indices]`` row by row (``take_along_axis`` on the last axis), composed
+    from a flat gather as TF's TopK gradient composes its scatter."""
+    shape_p = array_ops.shape(params)
+    n = shape_p[-1]
+    flat_ind = array_ops.reshape(indices, array_ops.stack([-1, array_ops.shape(indices)[-1]]))
+    rows = array_ops.shape(flat_ind)[0]
+    offsets = array_ops.reshape(array_ops.range(0, rows * n, n), [-1, 1])
+    taken = array_ops.gather(array_ops.reshape(params, [-1]),
+                             array_ops.reshape(flat_ind + offsets, [-1]))
+    return array_ops.reshape(taken, array_ops.shape(indices))
+
+
+@op("TopKV2Grad", infer=_top_k_grad_infer, inputs=("values_grad", "indices", "input_shape"),
+    grad=lambda o, g: [_gather_last_axis(g, o.inputs[1]), None, None])
+def _top_k_grad_kernel(xp, dy, indices, shape):
+    out = xp.zeros(tuple(int(d) for d in shape.tolist()), dtype=dy.dtype)
+    n, k = out.shape[-1], indices.shape[-1]
+    if out.size and k:
+        # Indices within a row are distinct, so a plain assignment scatters exactly.
+        rows = xp.arange(out.size // n).reshape(-1, 1)
+        out.reshape(-1, n)[rows, indices.reshape(-1, k)] = dy.reshape(-1, k)
+    return out
 
 
 TopKV2 = namedtuple("TopKV2", ["values", "indices"])

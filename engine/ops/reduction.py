@@ -20,7 +20,8 @@ from engine.ops._common import BOOL, INDEX, NUMERIC, check_dtype, create
 from engine.tensor_shape import TensorShape, unknown_shape
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-           "reduce_all", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "cumsum"]
+           "reduce_all", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "cumsum",
+           "cumprod"]
 
 # -----------------------------------------------------------------------------------------
 # Shared helpers
@@ -171,18 +172,159 @@ def _logical_kernel(fn_name):
     return kernel
 
 
+# -- gradients (TF's formulas) --------------------------------------------------------------
+#
+# dy has the reduced shape; it goes back to the input's shape by a reshape that keeps the
+# reduced dims as 1 (skipped with keep_dims) and a broadcast. Both are static lists when the
+# input shape and the axes are known while building, else computed from ``shape(x)``.
+
+
+def _static_axes(o) -> tuple[int, ...] | None:
+    """The reduced axes, normalized and sorted, when the rank and the axes are static."""
+    rank = o.inputs[0].shape.rank
+    value = constant_value(o.inputs[1])
+    if rank is None or value is None:
+        return None
+    return tuple(sorted({a + rank if a < 0 else a for a in np.reshape(value, -1).tolist()}))
+
+
+def _reduced_mask(o) -> Tensor:
+    """A bool vector over the input's dims, True where reduced."""
+    x, axes = o.inputs
+    static = _static_axes(o)
+    if static is not None:
+        return constant(np.array([i in static for i in range(x.shape.rank)], dtype=bool))
+    rank = array_ops.rank(x)
+    axes = math_ops.cast(array_ops.reshape(axes, [-1]), dtypes.int32)
+    axes = math_ops.where_v2(math_ops.less(axes, 0), math_ops.add(axes, rank), axes)
+    hits = math_ops.equal(array_ops.reshape(array_ops.range(0, rank), [-1, 1]),
+                          array_ops.reshape(axes, [1, -1]))
+    return reduce_any(hits, axis=1)
+
+
+def _kept_dims_shape(o):
+    """The output shape with reduced dims kept as 1: ints when static, else an int32 tensor."""
+    x = o.inputs[0]
+    static = _static_axes(o)
+    if static is not None and x.shape.is_fully_defined():
+        return [1 if i in static else d for i, d in enumerate(x.shape.as_list())]
+    return math_ops.where_v2(_reduced_mask(o), 1, array_ops.shape(x))
+
+
+def _input_shape(x):
+    return x.shape.as_list() if x.shape.is_fully_defined() else array_ops.shape(x)
+
+
+def _with_kept_dims(o, t: Tensor, kept=None) -> Tensor:
+    """``t`` (of the op's output shape) reshaped so that the reduced dims are 1."""
+    if o.get_attr("keep_dims"):
+        return t
+    kept = _kept_dims_shape(o) if kept is None else kept
+    if isinstance(kept, list) and t.shape.is_fully_defined() and t.shape.as_list() == kept:
+        return t
+    return array_ops.reshape(t, kept)
+
+
+def _broadcast_back(o, dy: Tensor) -> Tensor:
+    """``dy`` broadcast from the reduced shape back to the input's shape."""
+    x = o.inputs[0]
+    dy = _with_kept_dims(o, dy)
+    target = _input_shape(x)
+    if isinstance(target, list) and dy.shape.is_fully_defined() and \
+            dy.shape.as_list() == target:
+        return dy
+    return array_ops.broadcast_to(dy, target)
+
+
+def _sum_grad(o, dy):
+    return [_broadcast_back(o, dy), None]
+
+
+def _mean_grad(o, dy):
+    grad = _broadcast_back(o, dy)
+    x, y = o.inputs[0], o.outputs[0]
+    if x.shape.is_fully_defined() and y.shape.is_fully_defined():
+        count = x.shape.num_elements() // max(y.shape.num_elements(), 1)
+        count = constant(count, dtype=grad.dtype.base_dtype)
+    else:
+        dims = math_ops.where_v2(_reduced_mask(o), array_ops.shape(x), 1)
+        count = math_ops.cast(reduce_prod(dims), grad.dtype.base_dtype)
+    return [math_ops.realdiv(grad, count), None]
+
+
+def _min_or_max_grad(o, dy):
+    """dy goes to the elements equal to the result, split evenly among ties (TF's rule)."""
+    x, axes = o.inputs
+    kept = None if o.get_attr("keep_dims") else _kept_dims_shape(o)
+    y = _with_kept_dims(o, o.outputs[0], kept)
+    dy = _with_kept_dims(o, dy, kept)
+    indicators = math_ops.cast(math_ops.equal(y, x), dy.dtype.base_dtype)
+    num_selected = reduce_sum(indicators, axes, keepdims=True)
+    return [math_ops.multiply(math_ops.realdiv(indicators, num_selected), dy), None]
+
+
+def _invert_permutation(perm: Tensor) -> Tensor:
+    """``inv`` with ``inv[perm[i]] = i`` for a 1-D int32 permutation."""
+    n = array_ops.size(perm)
+    hits = math_ops.equal(array_ops.reshape(perm, [-1, 1]),
+                          array_ops.reshape(array_ops.range(0, n), [1, -1]))
+    return argmax(hits, axis=0, output_type=dtypes.int32)
+
+
+def _prod_grad(o, dy):
+    """The product of all other elements of each reduced group, times dy.
+
+    As in TF: the reduced dims are moved to the front and flattened into one, and the
+    product of the others is ``exclusive cumprod * reverse exclusive cumprod``, which is
+    exact with any number of zeros (no division by the input).
+    """
+    x = o.inputs[0]
+    grad = _broadcast_back(o, dy)
+    static = _static_axes(o)
+    if static is not None:
+        if not static:
+            return [grad, None]
+        rank = x.shape.rank
+        perm = list(static) + [i for i in range(rank) if i not in static]
+        inverse = [perm.index(i) for i in range(rank)]
+    else:
+        idx = array_ops.range(0, array_ops.rank(x))
+        mask = _reduced_mask(o)
+        perm = array_ops.concat([array_ops.boolean_mask(idx, mask),
+                                 array_ops.boolean_mask(idx, math_ops.logical_not(mask))], 0)
+        inverse = _invert_permutation(perm)
+    if static is not None and x.shape.is_fully_defined():
+        dims = x.shape.as_list()
+        reduced_num = int(np.prod([dims[i] for i in static], dtype=np.int64))
+        flat_shape = [reduced_num, x.shape.num_elements() // max(reduced_num, 1)]
+    else:
+        mask, shape_x = _reduced_mask(o), array_ops.shape(x)
+        flat_shape = array_ops.stack([reduce_prod(math_ops.where_v2(mask, shape_x, 1)),
+                                      reduce_prod(math_ops.where_v2(mask, 1, shape_x))])
+    identity = isinstance(perm, list) and perm == sorted(perm)
+    permuted = x if identity else array_ops.transpose(x, perm)
+    flat = array_ops.reshape(permuted, flat_shape)
+    left = cumprod(flat, axis=0, exclusive=True)
+    right = cumprod(flat, axis=0, exclusive=True, reverse=True)
+    others = array_ops.reshape(math_ops.multiply(left, right), array_ops.shape(permuted))
+    if not identity:
+        others = array_ops.transpose(others, inverse)
+    return [math_ops.multiply(grad, others), None]
+
+
 _REDUCTIONS = [
-    ("Sum", NUMERIC, _sum_kernel),
-    ("Mean", NUMERIC, _mean_kernel),
-    ("Max", NUMERIC, _extremum_kernel("max", _lowest)),
-    ("Min", NUMERIC, _extremum_kernel("min", _highest)),
-    ("Prod", NUMERIC, _prod_kernel),
-    ("Any", BOOL, _logical_kernel("any")),
-    ("All", BOOL, _logical_kernel("all")),
+    ("Sum", NUMERIC, _sum_kernel, _sum_grad),
+    ("Mean", NUMERIC, _mean_kernel, _mean_grad),
+    ("Max", NUMERIC, _extremum_kernel("max", _lowest), _min_or_max_grad),
+    ("Min", NUMERIC, _extremum_kernel("min", _highest), _min_or_max_grad),
+    ("Prod", NUMERIC, _prod_kernel, _prod_grad),
+    ("Any", BOOL, _logical_kernel("any"), None),
+    ("All", BOOL, _logical_kernel("all"), None),
 ]
 
-for _name, _allowed, _kernel in _REDUCTIONS:
-    op(_name, infer=_reduction_infer(_allowed), inputs=("input", "reduction_indices"))(_kernel)
+for _name, _allowed, _kernel, _grad in _REDUCTIONS:
+    op(_name, infer=_reduction_infer(_allowed), grad=_grad, differentiable=_grad is not None,
+       inputs=("input", "reduction_indices"))(_kernel)
 
 
 def _all_axes(input_tensor):
@@ -358,8 +500,10 @@ def _arg_kernel(fn_name, nan_fill):
     return kernel
 
 
-op("ArgMax", infer=_arg_infer, inputs=("input", "dimension"))(_arg_kernel("argmax", -np.inf))
-op("ArgMin", infer=_arg_infer, inputs=("input", "dimension"))(_arg_kernel("argmin", np.inf))
+op("ArgMax", infer=_arg_infer, differentiable=False,
+   inputs=("input", "dimension"))(_arg_kernel("argmax", -np.inf))
+op("ArgMin", infer=_arg_infer, differentiable=False,
+   inputs=("input", "dimension"))(_arg_kernel("argmin", np.inf))
 
 
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
@@ -389,36 +533,72 @@ def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's arg
 
 
 # -----------------------------------------------------------------------------------------
-# Cumsum
+# Cumsum, Cumprod
 # -----------------------------------------------------------------------------------------
 
 
-def _cumsum_infer(o):
+def _scan_infer(o):
     d = check_dtype(o, 0, NUMERIC)
     check_dtype(o, 1, INDEX, attr="Tidx")
     # As in TF the axis is checked when the op runs, even when it is a constant.
     return [(d, o._inputs[0]._shape)]
 
 
-@op("Cumsum", infer=_cumsum_infer, inputs=("x", "axis"))
-def _cumsum_kernel(xp, x, axis, *, exclusive, reverse):
-    if axis.ndim != 0:
-        raise _invalid(f"ScanOp: axis must be a scalar, not {_shape_str(axis.shape)}")
-    rank = x.ndim
-    a = int(axis)
-    if not -rank <= a < rank:
-        raise _invalid(f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), but got {a}")
-    a = a + rank if a < 0 else a
-    if reverse:
-        x = xp.flip(x, a)
-    out = xp.cumsum(x, axis=a, dtype=_accumulator(x.dtype)).astype(x.dtype, copy=False)
-    if exclusive:
-        shifted = xp.zeros_like(out)
-        dst = (slice(None),) * a + (slice(1, None),)
-        src = (slice(None),) * a + (slice(None, -1),)
-        shifted[dst] = out[src]
-        out = shifted
-    return xp.flip(out, a) if reverse else out
+def _scan_kernel(fn_name, identity):
+    def kernel(xp, x, axis, *, exclusive, reverse):
+        if axis.ndim != 0:
+            raise _invalid(f"ScanOp: axis must be a scalar, not {_shape_str(axis.shape)}")
+        rank = x.ndim
+        a = int(axis)
+        if not -rank <= a < rank:
+            raise _invalid(f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), but "
+                           f"got {a}")
+        a = a + rank if a < 0 else a
+        if reverse:
+            x = xp.flip(x, a)
+        out = getattr(xp, fn_name)(x, axis=a, dtype=_accumulator(x.dtype))
+        out = out.astype(x.dtype, copy=False)
+        if exclusive:
+            shifted = xp.full_like(out, identity)
+            dst = (slice(None),) * a + (slice(1, None),)
+            src = (slice(None),) * a + (slice(None, -1),)
+            shifted[dst] = out[src]
+            out = shifted
+        return xp.flip(out, a) if reverse else out
+
+    return kernel
+
+
+def _cumsum_grad(o, dy):
+    return [cumsum(dy, o.inputs[1], exclusive=o.get_attr("exclusive"),
+                   reverse=not o.get_attr("reverse")), None]
+
+
+def _cumprod_grad(o, dy):
+    # TF's formula. It divides by x, so where x is 0 it gives 0 rather than the derivative
+    # (reduce_prod's gradient, built from exclusive cumprods, is exact there).
+    x, axis = o.inputs
+    exclusive, reverse = o.get_attr("exclusive"), o.get_attr("reverse")
+    prod = cumprod(x, axis, exclusive=exclusive, reverse=reverse)
+    out = cumsum(math_ops.multiply(prod, dy), axis, exclusive=exclusive, reverse=not reverse)
+    is_zero = math_ops.equal(x, array_ops.zeros([], dtype=x.dtype.base_dtype))
+    safe_x = math_ops.where_v2(is_zero, array_ops.ones_like(x), x)
+    return [math_ops.where_v2(is_zero, array_ops.zeros_like(out),
+                              math_ops.realdiv(out, safe_x)), None]
+
+
+op("Cumsum", infer=_scan_infer, grad=_cumsum_grad,
+   inputs=("x", "axis"))(_scan_kernel("cumsum", 0))
+op("Cumprod", infer=_scan_infer, grad=_cumprod_grad,
+   inputs=("x", "axis"))(_scan_kernel("cumprod", 1))
+
+
+def _scan(op_type, x, axis, exclusive, reverse, name):
+    with name_scope(name, op_type, [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        a = convert_to_tensor(axis, dtype_hint=dtypes.int32, name="axis")
+        return create(op_type, [x, a], {"exclusive": bool(exclusive), "reverse": bool(reverse)},
+                      scope).outputs[0]
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
@@ -427,8 +607,12 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
 
     >>> cumsum([1, 2, 3], exclusive=True)  # [0, 1, 3]
     """
-    with name_scope(name, "Cumsum", [x]) as scope:
-        x = convert_to_tensor(x, name="x")
-        a = convert_to_tensor(axis, dtype_hint=dtypes.int32, name="axis")
-        return create("Cumsum", [x, a], {"exclusive": bool(exclusive), "reverse": bool(reverse)},
-                      scope).outputs[0]
+    return _scan("Cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """Cumulative product along ``axis``; ``exclusive`` and ``reverse`` as in ``cumsum``.
+
+    >>> cumprod([2, 3, 4], exclusive=True)  # [1, 2, 6]
+    """
+    return _scan("Cumprod", x, axis, exclusive, reverse, name)

@@ -23,7 +23,7 @@ def _exclusive(arr) -> bool:
     return _getrefcount(arr) <= _OWNED_REFS
 
 
-def _apply_infer(n_refs: int, what: str):
+def _apply_infer(n_refs: int, what: str, grad_index: int = -1):
     def infer(o):
         refs = o._inputs[:n_refs]
         var = refs[0]
@@ -38,7 +38,7 @@ def _apply_infer(n_refs: int, what: str):
             if t._dtype.base_dtype is not d:
                 raise TypeError(f"Input {t.name} of {what} has type {t._dtype.base_dtype.name} "
                                 f"that does not match type {d.name} of the variable")
-        grad = o._inputs[-1]
+        grad = o._inputs[grad_index]
         if not var._shape.is_compatible_with(grad._shape):
             raise ShapeError(f"var and grad do not have the same shape: {var._shape} vs "
                              f"{grad._shape}")
@@ -70,7 +70,7 @@ def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
     return var
 
 
-@op("ApplyMomentum", infer=_apply_infer(2, "ApplyMomentum"), stateful=True,
+@op("ApplyMomentum", infer=_apply_infer(2, "ApplyMomentum", grad_index=3), stateful=True,
     ref_inputs=(0, 1), differentiable=False,
     inputs=("var", "accum", "lr", "grad", "momentum"))
 def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nesterov):

@@ -79,7 +79,7 @@ def test_assign_shape_mismatch_at_run_time():
 
 def test_initializers_and_reporting():
     a = tf.Variable(1.0, name="a")
-    b = tf.Variable(2.0, name="b")
+    tf.Variable(2.0, name="b")
     with tf.Session() as sess:
         assert list(sess.run(tf.report_uninitialized_variables())) == [b"a", b"b"]
         assert not sess.run(tf.is_variable_initialized(a))
