@@ -79,8 +79,8 @@ def mlp(batch: int):
             bv = tf.Variable(b, name=f"b{k}")
             h = tf.matmul(h, wv) + bv
             if k < len(weights) - 1:
-                h = tf.nn.relu(h) if hasattr(tf.nn, "relu") else tf.maximum(h, 0.0)
-        out = tf.nn.softmax(h) if hasattr(tf.nn, "softmax") else h
+                h = tf.nn.relu(h)
+        out = tf.nn.softmax(h)
 
     def numpy_mlp():
         h = x_val

@@ -709,6 +709,11 @@ class BaseSession:
         for op in order:
             opdef = op._opdef
             base = out_base[op]
+            if op._type == "Identity" and op._inputs[0]._dtype._is_ref:
+                # A variable's snapshot (``w/read``): the read itself is the whole step.
+                steps.append((_deref, (read_slot[op._inputs[0]],), base, 1, (), op))
+                persistent.add(base)
+                continue
             ins = []
             ref_in = opdef.ref_inputs
             for i, t in enumerate(op._inputs):
