@@ -209,9 +209,10 @@ _UNARY = [
      lambda o, g: [multiply(g, square(reciprocal(cos(o.inputs[0]))))]),
     ("Tanh", FLOATS, lambda xp, x: xp.tanh(x), _fused("TanhGrad")),
     ("Sigmoid", FLOATS, _sigmoid, _fused("SigmoidGrad")),
-    ("Floor", FLOATS, lambda xp, x: xp.floor(x), lambda o, g: [None]),
-    ("Ceil", FLOATS, lambda xp, x: xp.ceil(x), lambda o, g: [None]),
-    ("Round", NUMERIC, lambda xp, x: xp.round(x), lambda o, g: [None]),
+    # Piecewise constant: no gradient (TF registers these as returning None).
+    ("Floor", FLOATS, lambda xp, x: xp.floor(x), None),
+    ("Ceil", FLOATS, lambda xp, x: xp.ceil(x), None),
+    ("Round", NUMERIC, lambda xp, x: xp.round(x), None),
     ("IsNan", FLOATS, lambda xp, x: xp.isnan(x), None),
     ("IsInf", FLOATS, lambda xp, x: xp.isinf(x), None),
     ("IsFinite", FLOATS, lambda xp, x: xp.isfinite(x), None),
@@ -669,6 +670,11 @@ def _matmul_grad(o, g):
 
 @op("MatMul", infer=_matmul_infer, grad=_matmul_grad, inputs=("a", "b"))
 def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
+    if a.ndim != 2 or b.ndim != 2:
+        from engine import errors
+        raise errors.InvalidArgumentError(None, None, f"In[{0 if a.ndim != 2 else 1}] is not "
+                                                      "a matrix. Instead it has shape "
+                                                      f"{list((a if a.ndim != 2 else b).shape)}")
     return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
 
 
@@ -731,7 +737,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         ta = bool(transpose_a or adjoint_a)
         tb = bool(transpose_b or adjoint_b)
         ra, rb = a.shape.rank, b.shape.rank
-        if (ra is not None and ra > 2) or (rb is not None and rb > 2):
+        if ra is None or rb is None or ra > 2 or rb > 2:
             return create("BatchMatMulV2", [a, b], {"adj_x": ta, "adj_y": tb},
                           scope).outputs[0]
         return create("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb},

@@ -264,9 +264,9 @@ def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None 
         meta.graph_def, _ = optimize(meta.graph_def, keep=keep)
     with sess.graph.as_default():
         variables = meta_graph.import_into_default_graph(meta, path, import_scope)
-        if variables:
-            _restore(sess, variables, export_dir, options.verify_checksums)
         prefix = f"{import_scope}/" if import_scope else ""
+        if variables:
+            _restore(sess, variables, export_dir, options.verify_checksums, prefix)
         if meta.init_op:
             try:
                 init = sess.graph.get_operation_by_name(prefix + meta.init_op)
@@ -281,7 +281,7 @@ def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None 
     return meta
 
 
-def _restore(sess, variables, export_dir, verify) -> None:
+def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
     from engine.ops import array as array_ops
     from engine.ops import state as state_ops
     from engine.ops.control_flow import group
@@ -293,7 +293,7 @@ def _restore(sess, variables, export_dir, verify) -> None:
     assigns = []
     with ops.name_scope("saved_model_restore"):
         for v in variables:
-            key = v.op.name
+            key = v.op.name[len(scope_prefix):]
             e = by_name.get(key)
             if e is None:
                 raise errors.DataLossError(None, None, f"{bundle.index_path(prefix)} has no "

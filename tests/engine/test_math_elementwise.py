@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import engine as tf
-from tests.engine.optable import Case, check_case
+from tests.engine.optable import Case, check_case, check_gradient
 
 F = np.float32
 rng = np.random.default_rng(0)
@@ -71,9 +71,125 @@ CASES = [
     Case("matmul_ta", lambda x, y: tf.matmul(x, y, transpose_a=True), [a, b],
          lambda x, y: x.T @ y, [3, 3], rtol=1e-5),
     Case("matmul_op", lambda x, y: x @ y, [a, b.T.copy()], np.matmul, rtol=1e-5),
+    Case("batch_matmul", tf.matmul, [np.stack([a, b]), np.stack([b.T, a.T]).copy()],
+         np.matmul, [2, 2, 2], rtol=1e-5),
+    Case("batch_matmul_broadcast_adj", lambda x, y: tf.matmul(x, y, adjoint_b=True),
+         [np.stack([a, b]), b], lambda x, y: x @ y.T, [2, 2, 2], rtol=1e-5),
+    Case("bitwise_or", lambda x, y: x | y, [ia, ib], np.bitwise_or),
+    Case("bitwise_xor", lambda x, y: x ^ y, [ia, ib], np.bitwise_xor),
+    Case("invert", lambda x: ~x, [ia], np.invert),
+    Case("ceil", tf.ceil, [a * 3], np.ceil),
+    Case("floor", tf.floor, [a * 3], np.floor),
+    Case("round_half_even", tf.round, [np.array([0.5, 1.5, 2.5, -0.5, 1.2], F)], np.round),
+    Case("expm1", tf.expm1, [a], np.expm1, rtol=1e-6),
+    Case("tan", tf.tan, [a], np.tan, rtol=1e-5),
+    Case("is_nan", tf.is_nan, [np.array([1.0, np.nan, np.inf], F)], np.isnan),
+    Case("is_inf", tf.is_inf, [np.array([1.0, np.nan, -np.inf], F)], np.isinf),
+    Case("is_finite", tf.is_finite, [np.array([1.0, np.nan, np.inf], F)], np.isfinite),
+    Case("sign", tf.sign, [a], np.sign),
+    Case("reciprocal", tf.reciprocal, [pos], np.reciprocal),
+    Case("squared_difference", tf.squared_difference, [a, row],
+         lambda x, y: np.square(x - y)),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_elementwise(case):
     check_case(case)
+
+
+# Finite differences vs symbolic gradients for every differentiable math op. Inputs stay
+# away from kinks (abs at 0, clip bounds, max ties) where the derivative is undefined.
+away = np.array([[0.7, -1.2, 0.4], [-0.3, 1.6, -0.9]], F)
+other = np.array([[0.2, 0.5, -0.8], [1.1, -0.6, 0.3]], F)
+GRAD_CASES = [
+    Case("add", tf.add, [away, row], None, grad_inputs=(0, 1)),
+    Case("sub", tf.subtract, [away, other], None, grad_inputs=(0, 1)),
+    Case("mul_broadcast", tf.multiply, [away, row], None, grad_inputs=(0, 1)),
+    Case("div", tf.realdiv, [away, pos], None, grad_inputs=(0, 1)),
+    Case("truediv_scalar", lambda x: x / 3.0, [away], None, grad_inputs=(0,)),
+    Case("floormod", tf.floormod, [away, pos + 1], None, grad_inputs=(0, 1)),
+    Case("pow", tf.pow, [pos, other], None, grad_inputs=(0, 1)),
+    Case("maximum", tf.maximum, [away, other], None, grad_inputs=(0, 1)),
+    Case("minimum", tf.minimum, [away, other], None, grad_inputs=(0, 1)),
+    Case("squared_difference", tf.squared_difference, [away, other], None,
+         grad_inputs=(0, 1)),
+    Case("neg", tf.negative, [away], None, grad_inputs=(0,)),
+    Case("abs", tf.abs, [away], None, grad_inputs=(0,)),
+    Case("sign_times_x", lambda x: tf.sign(x) * x, [away], None, grad_inputs=(0,)),
+    Case("square", tf.square, [away], None, grad_inputs=(0,)),
+    Case("sqrt", tf.sqrt, [pos], None, grad_inputs=(0,)),
+    Case("rsqrt", tf.rsqrt, [pos], None, grad_inputs=(0,)),
+    Case("reciprocal", tf.reciprocal, [pos], None, grad_inputs=(0,)),
+    Case("exp", tf.exp, [away], None, grad_inputs=(0,)),
+    Case("expm1", tf.expm1, [away], None, grad_inputs=(0,)),
+    Case("log", tf.log, [pos], None, grad_inputs=(0,)),
+    Case("log1p", tf.log1p, [pos], None, grad_inputs=(0,)),
+    Case("sin", tf.sin, [away], None, grad_inputs=(0,)),
+    Case("cos", tf.cos, [away], None, grad_inputs=(0,)),
+    Case("tan", tf.tan, [away], None, grad_inputs=(0,)),
+    Case("tanh", tf.tanh, [away], None, grad_inputs=(0,)),
+    Case("sigmoid", tf.sigmoid, [away], None, grad_inputs=(0,)),
+    Case("select", lambda x, y: tf.where(tf.constant([[True, False, True], [False, True,
+                                                                              False]]), x, y),
+         [away, other], None, grad_inputs=(0, 1)),
+    Case("where_v2_broadcast", lambda x, y: tf.where_v2(tf.constant([True, False, True]), x, y),
+         [away, row], None, grad_inputs=(0, 1)),
+    Case("add_n", lambda x, y: tf.add_n([x, y, x]), [away, other], None, grad_inputs=(0, 1)),
+    Case("clip", lambda x, lo: tf.clip_by_value(x, lo, 0.5), [away, np.float32(-0.5)], None,
+         grad_inputs=(0, 1)),
+    Case("matmul", tf.matmul, [away, other.T.copy()], None, grad_inputs=(0, 1)),
+    Case("matmul_ta_tb", lambda x, y: tf.matmul(x, y, transpose_a=True, transpose_b=True),
+         [away, other.T.copy()], None, grad_inputs=(0, 1)),
+    Case("batch_matmul_broadcast", lambda x, y: tf.matmul(x, y, adjoint_a=True),
+         [np.stack([away, other]), away], None, grad_inputs=(0, 1)),
+    # second order, through the fused gradient kernels
+    Case("tanh_grad_grad", lambda x: tf.gradients(tf.tanh(x), x)[0], [away], None,
+         grad_inputs=(0,)),
+    Case("sigmoid_grad_grad", lambda x: tf.gradients(tf.sigmoid(x), x)[0], [away], None,
+         grad_inputs=(0,)),
+    Case("sqrt_grad_grad", lambda x: tf.gradients(tf.sqrt(x), x)[0], [pos], None,
+         grad_inputs=(0,)),
+    Case("rsqrt_grad_grad", lambda x: tf.gradients(tf.rsqrt(x), x)[0], [pos], None,
+         grad_inputs=(0,)),
+    Case("reciprocal_grad_grad", lambda x: tf.gradients(tf.reciprocal(x), x)[0], [pos], None,
+         grad_inputs=(0,)),
+    Case("relu6_grad_grad", lambda x: tf.gradients(tf.nn.relu6(x) * x, x)[0], [away * 4],
+         None, grad_inputs=(0,)),
+    Case("print_passes_gradient", lambda x: tf.Print(x, [x], message="grad check ") * x,
+         [away], None, grad_inputs=(0,)),
+]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=str)
+def test_gradient(case):
+    check_gradient(case, tol=1e-5)
+
+
+def test_cast_gradient_between_float_types():
+    x = tf.constant([0.5, 1.5], tf.float32)
+    y = tf.cast(x, tf.float64) * tf.constant([2.0, 3.0], tf.float64)
+    g = tf.gradients(y, x)[0]
+    assert g.dtype == tf.float32
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(g), [2.0, 3.0])
+
+
+def test_non_differentiable_math_ops_give_none():
+    x = tf.constant([0.5, 1.5])
+    i = tf.constant([3, 4])
+    assert tf.gradients(tf.floor(x) + tf.ceil(x) + tf.round(x), x) == [None]
+    assert tf.gradients(tf.cast(x > 1.0, tf.float32), x) == [None]
+    assert tf.gradients(tf.cast(tf.cast(x, tf.int32), tf.float32), x) == [None]
+    assert tf.gradients(tf.cast(i // 2, tf.float32), i) == [None]
+    with pytest.raises(LookupError, match="No gradient defined"):
+        tf.gradients(_no_grad_op(x), x)
+
+
+def _no_grad_op(x):
+    from engine.framework import registry
+    from engine.ops._common import create, same_as_input
+
+    if registry.lookup("TestOpWithoutGradient") is None:
+        registry.op("TestOpWithoutGradient", infer=same_as_input)(lambda xp, v: v + 0)
+    return create("TestOpWithoutGradient", [x], {}, "no_grad").outputs[0]

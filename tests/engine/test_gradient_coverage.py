@@ -1,0 +1,61 @@
+"""Every op declares whether it is differentiable, and every gradient is checked somewhere."""
+
+import numpy as np
+
+import engine as tf
+from engine.framework import registry
+from engine.gradients import _gradient_registry
+from tests.engine import (
+    test_array_grads,
+    test_losses,
+    test_math_elementwise,
+    test_nn_grads,
+    test_reduction_grads,
+)
+
+# Gradients checked by dedicated tests rather than table cases (file: test).
+CHECKED_ELSEWHERE = {
+    "If": "test_control_flow.py: test_gradients_through_cond_and_where",
+    "While": "test_control_flow.py: test_gradient_of_power_computed_by_loop",
+    "Identity": "exercised by every variable read in test_training.py",
+    "SumToShape": "grad of broadcasting ops' gradients (second order) in test_array_grads",
+    "PlaceholderWithDefault": "test_array_grads.py: test_non_differentiable_inputs_get_none",
+}
+
+
+def _has_gradient(opdef) -> bool:
+    return opdef.grad is not None or opdef.type in _gradient_registry
+
+
+def test_every_op_is_differentiable_or_says_it_is_not():
+    undecided = []
+    for t in registry.registered_types():
+        d = registry.get(t)
+        if d.differentiable and not _has_gradient(d):
+            undecided.append(t)
+    assert not undecided, (f"ops with neither a gradient nor differentiable=False: "
+                           f"{undecided}")
+
+
+def _forward_types(case):
+    g = tf.Graph()
+    with g.as_default():
+        ins = [tf.constant(np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else v)
+               for v in case.inputs]
+        case.build(*ins)
+    return {op.type for op in g.get_operations()}
+
+
+def test_every_gradient_has_a_finite_difference_check():
+    covered = set()
+    for mod, attr in ((test_math_elementwise, "GRAD_CASES"), (test_array_grads, "CASES"),
+                      (test_array_grads, "SECOND_ORDER"),
+                      (test_reduction_grads, "GRAD_CASES"), (test_nn_grads, "GRAD_CASES"),
+                      (test_losses, "GRAD_CASES")):
+        for case in getattr(mod, attr):
+            if case.grad_inputs:
+                covered |= _forward_types(case)
+    with_gradients = {t for t in registry.registered_types()
+                      if _has_gradient(registry.get(t))}
+    missing = with_gradients - covered - set(CHECKED_ELSEWHERE)
+    assert not missing, f"gradients without a finite-difference case: {sorted(missing)}"
