@@ -46,6 +46,9 @@ class OpDef:
     # The kernel depends only on attrs and session state (constants, variable slots): it runs
     # once when a plan is compiled and its output is stored in the plan.
     hoist: bool = False
+    # The op changes a variable's value (assignments, optimizer updates); servers refuse
+    # signatures whose computation includes one.
+    writes_variables: bool = False
     input_names: tuple[str, ...] = ()
     # Device types with a kernel. "GPU" kernels run the same body with xp=cupy.
     device_types: frozenset[str] = field(default_factory=lambda: frozenset(("CPU", "GPU")))
@@ -64,7 +67,8 @@ _REGISTRY: dict[str, OpDef] = {}
 def op(op_type: str, *, infer: Callable, grad: Callable | None = None,
        differentiable: bool = True, stateful: bool = False, serializable: bool = True,
        aliases: bool = False, bind: Callable | None = None, ref_inputs=(), hoist: bool = False,
-       inputs: tuple[str, ...] = (), device_types=("CPU", "GPU")):
+       writes_variables: bool = False, inputs: tuple[str, ...] = (),
+       device_types=("CPU", "GPU")):
     """Decorator registering ``op_type`` with the decorated kernel."""
 
     def deco(kernel):
@@ -74,6 +78,7 @@ def op(op_type: str, *, infer: Callable, grad: Callable | None = None,
             type=op_type, infer=infer, kernel=kernel, grad=grad, differentiable=differentiable,
             stateful=stateful, serializable=serializable, aliases=aliases, bind=bind,
             ref_inputs=ref_inputs if ref_inputs == "all" else tuple(ref_inputs), hoist=hoist,
+            writes_variables=writes_variables,
             input_names=tuple(inputs),
             device_types=frozenset(device_types))
         return kernel

@@ -74,8 +74,8 @@ def _check_declared(slot, value, op_name):
                         f"{declared._short()} rhs shape= {list(value.shape)}")
 
 
-@op("Assign", infer=_assign_infer, stateful=True, ref_inputs=(0,), bind=_assign_bind,
-    differentiable=False, inputs=("ref", "value"))
+@op("Assign", infer=_assign_infer, stateful=True, writes_variables=True, ref_inputs=(0,),
+    bind=_assign_bind, differentiable=False, inputs=("ref", "value"))
 def _assign_kernel(xp, ref, value, *, validate_shape, use_locking, copy):
     if validate_shape:
         current = ref.value
@@ -112,9 +112,11 @@ def _update_kernel(fn):
     return kernel
 
 
-op("AssignAdd", infer=_update_infer("AssignAdd"), stateful=True, ref_inputs=(0,),
+op("AssignAdd", infer=_update_infer("AssignAdd"), stateful=True, writes_variables=True,
+   ref_inputs=(0,),
    differentiable=False, inputs=("ref", "value"))(_update_kernel(lambda a, b: a + b))
-op("AssignSub", infer=_update_infer("AssignSub"), stateful=True, ref_inputs=(0,),
+op("AssignSub", infer=_update_infer("AssignSub"), stateful=True, writes_variables=True,
+   ref_inputs=(0,),
    differentiable=False, inputs=("ref", "value"))(_update_kernel(lambda a, b: a - b))
 
 

@@ -58,7 +58,8 @@ def _read(ref):
     return ref.read()
 
 
-@op("ApplyGradientDescent", infer=_apply_infer(1, "ApplyGradientDescent"), stateful=True,
+@op("ApplyGradientDescent", infer=_apply_infer(1, "ApplyGradientDescent"),
+    stateful=True, writes_variables=True,
     ref_inputs=(0,), differentiable=False, inputs=("var", "alpha", "delta"))
 def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
     w = _read(var)
@@ -70,7 +71,8 @@ def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
     return var
 
 
-@op("ApplyMomentum", infer=_apply_infer(2, "ApplyMomentum", grad_index=3), stateful=True,
+@op("ApplyMomentum", infer=_apply_infer(2, "ApplyMomentum", grad_index=3),
+    stateful=True, writes_variables=True,
     ref_inputs=(0, 1), differentiable=False,
     inputs=("var", "accum", "lr", "grad", "momentum"))
 def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nesterov):
@@ -86,7 +88,8 @@ def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nest
     return var
 
 
-@op("ApplyAdam", infer=_apply_infer(3, "ApplyAdam"), stateful=True, ref_inputs=(0, 1, 2),
+@op("ApplyAdam", infer=_apply_infer(3, "ApplyAdam"),
+    stateful=True, writes_variables=True, ref_inputs=(0, 1, 2),
     differentiable=False,
     inputs=("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon",
             "grad"))
@@ -123,7 +126,8 @@ def _apply_adam(xp, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsil
     return var
 
 
-@op("ApplyAdagrad", infer=_apply_infer(2, "ApplyAdagrad"), stateful=True, ref_inputs=(0, 1),
+@op("ApplyAdagrad", infer=_apply_infer(2, "ApplyAdagrad"),
+    stateful=True, writes_variables=True, ref_inputs=(0, 1),
     differentiable=False, inputs=("var", "accum", "lr", "grad"))
 def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
     w, a = _read(var), _read(accum)
@@ -139,7 +143,8 @@ def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
     return var
 
 
-@op("ApplyRMSProp", infer=_apply_infer(3, "ApplyRMSProp"), stateful=True,
+@op("ApplyRMSProp", infer=_apply_infer(3, "ApplyRMSProp"),
+    stateful=True, writes_variables=True,
     ref_inputs=(0, 1, 2), differentiable=False,
     inputs=("var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"))
 def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_locking):
@@ -157,7 +162,8 @@ def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_lo
     return var
 
 
-@op("ApplyCenteredRMSProp", infer=_apply_infer(4, "ApplyCenteredRMSProp"), stateful=True,
+@op("ApplyCenteredRMSProp", infer=_apply_infer(4, "ApplyCenteredRMSProp"),
+    stateful=True, writes_variables=True,
     ref_inputs=(0, 1, 2, 3), differentiable=False,
     inputs=("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"))
 def _apply_centered_rmsprop(xp, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, *,

@@ -1,0 +1,210 @@
+"""The ``flowserve`` command (also ``python -m service``).
+
+Every setting is a flag, an environment variable ``FLOWSERVE_<NAME>`` and a key of the JSON
+``--config`` file; flags win over the environment, which wins over the file. SIGTERM/SIGINT
+stop accepting connections, let in-flight requests finish within the grace period, unload
+the models and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+
+from service.config import SERVER_SETTINGS, ConfigError, ServerConfig, default_model_repository
+
+__all__ = ["main", "build_parser", "resolve_config"]
+
+log = logging.getLogger("flowserve")
+_ENV_PREFIX = "FLOWSERVE_"
+
+
+def _env_name(name: str) -> str:
+    return _ENV_PREFIX + name.upper()
+
+
+def _parse_bool(text: str, what: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{what} must be true or false, got {text!r}")
+
+
+def _convert(name, typ, raw, what):
+    if raw is None:
+        return None
+    if typ is bool:
+        return raw if isinstance(raw, bool) else _parse_bool(str(raw), what)
+    if isinstance(raw, bool) and typ is not bool:
+        raise ConfigError(f"{what} must be a {typ.__name__}, got {raw!r}")
+    try:
+        return typ(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must be a {typ.__name__}, got {raw!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flowserve",
+        description="Serve the saved models of a model repository over HTTP (TensorFlow "
+                    "Serving REST and KServe V2 protocols on one port).",
+        epilog="Every flag can also be set with an environment variable FLOWSERVE_<FLAG> "
+               "(e.g. FLOWSERVE_PORT=9000) or a key of the --config JSON file.")
+    parser.add_argument("--config", metavar="FILE",
+                        help="JSON file of settings (keys as the flags, with underscores) "
+                             "[env FLOWSERVE_CONFIG]")
+    for name, typ, default, help_text in SERVER_SETTINGS:
+        flag = "--" + name.replace("_", "-")
+        shown = default if name != "model_repository" else default_model_repository()
+        env = f"[env {_env_name(name)}]"
+        if typ is bool:
+            parser.add_argument(flag, dest=name, default=None, nargs="?", const=True,
+                                type=lambda v, n=name: _parse_bool(v, "--" + n),
+                                help=f"{help_text} (default: {shown}) {env}")
+        else:
+            parser.add_argument(flag, dest=name, default=None, type=str,
+                                metavar=name.split("_")[-1].upper(),
+                                help=f"{help_text} (default: {shown}) {env}")
+    return parser
+
+
+def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig:
+    """Flags over environment over config file over defaults; validated."""
+    values: dict = {}
+    config_path = args.config or environ.get(_env_name("config"))
+    known = {name: typ for name, typ, _, _ in SERVER_SETTINGS}
+    if config_path:
+        try:
+            with open(config_path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ConfigError(f"config file {config_path}: {e}") from None
+        if not isinstance(doc, dict):
+            raise ConfigError(f"config file {config_path}: must be a JSON object")
+        for key, raw in doc.items():
+            if key not in known:
+                raise ConfigError(f"config file {config_path}: unknown setting {key!r} (known: "
+                                  f"{', '.join(sorted(known))})")
+            values[key] = _convert(key, known[key], raw, f"{key} in {config_path}")
+    for name, typ in known.items():
+        raw = environ.get(_env_name(name))
+        if raw is not None:
+            values[name] = _convert(name, typ, raw, _env_name(name))
+    for name, typ in known.items():
+        raw = getattr(args, name, None)
+        if raw is not None:
+            values[name] = _convert(name, typ, raw, "--" + name.replace("_", "-"))
+    values = {k: v for k, v in values.items() if v is not None}
+    return ServerConfig(**values).validate()
+
+
+# -----------------------------------------------------------------------------------------
+# Logging
+# -----------------------------------------------------------------------------------------
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+               "logger": record.name, "message": record.getMessage()}
+        extra = getattr(record, "access", None)
+        if extra:
+            doc.update(extra)
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc, ensure_ascii=False)
+
+
+def setup_logging(fmt: str, level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: "
+                                               "%(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+class AccessLogger(AbstractAccessLogger):
+    """One line per request: method, path, model, status, latency (text or JSON)."""
+
+    def log(self, request, response, time: float) -> None:
+        model = request.get("fs_model", "-") or "-"
+        version = request.get("fs_version", "")
+        fields = {"method": request.method, "path": request.path, "model": model,
+                  "version": version, "status": response.status,
+                  "latency_ms": round(time * 1000, 3), "remote": request.remote}
+        self.logger.info("%s %s model=%s%s status=%d latency_ms=%.2f", request.method,
+                         request.path, model, f" version={version}" if version else "",
+                         response.status, time * 1000, extra={"access": fields})
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)
+
+
+# -----------------------------------------------------------------------------------------
+# Running
+# -----------------------------------------------------------------------------------------
+
+
+async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
+    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
+    from service.app import create_app
+
+    app = create_app(config)
+    runner = web.AppRunner(app, access_log_class=AccessLogger,
+                           access_log=logging.getLogger("flowserve.access"),
+                           shutdown_timeout=config.shutdown_grace_period,
+                           handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
+    await site.start()
+    for sock in getattr(site._server, "sockets", None) or []:
+        host, port = sock.getsockname()[:2]
+        log.info("flowserve listening on http://%s:%d (model repository %s)", host, port,
+                 config.model_repository)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        await stop.wait()
+    finally:
+        log.info("shutting down: finishing in-flight requests (grace period %.1fs)",
+                 config.shutdown_grace_period)
+        await runner.cleanup()
+        log.info("stopped")
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = resolve_config(args)
+    except ConfigError as e:
+        print(f"flowserve: error: {e}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_format, config.log_level)
+    try:
+        asyncio.run(serve(config))
+    except OSError as e:
+        log.error("cannot start the server: %s", e)
+        return 1
+    return 0

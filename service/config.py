@@ -1,0 +1,328 @@
+"""Settings: the server's (flags, ``FLOWSERVE_*`` environment, ``--config`` file) and each
+model's ``config.json`` (version policy, labels, batching, device, warmup).
+
+Precedence for server settings: command-line flag > environment variable > config file >
+default. Every value is validated here, so a bad setting fails with a message naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+__all__ = ["ServerConfig", "ModelConfig", "BatchingConfig", "VersionPolicy", "ConfigError",
+           "default_model_repository", "load_model_config", "SERVER_SETTINGS"]
+
+
+class ConfigError(ValueError):
+    """A setting has an invalid value; the message names it and what was expected."""
+
+
+def default_model_repository() -> str:
+    """The bundled ``models/`` directory of a source checkout, else ``./models``."""
+    bundled = Path(__file__).resolve().parent.parent / "models"
+    return str(bundled if bundled.is_dir() else Path.cwd() / "models")
+
+
+# -----------------------------------------------------------------------------------------
+# Batching (TF Serving's field names)
+# -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchingConfig:
+    """Dynamic batching parameters, named as in TF Serving's batching parameters file."""
+
+    enabled: bool = False
+    max_batch_size: int = 32
+    batch_timeout_micros: int = 1000
+    max_enqueued_batches: int = 64
+    num_batch_threads: int = 0  # 0: one per CPU core
+    allowed_batch_sizes: tuple[int, ...] = ()
+    pad_variable_length_inputs: bool = False
+    enable_large_batch_splitting: bool = False
+
+    def validate(self, where: str) -> BatchingConfig:
+        for name in ("max_batch_size", "max_enqueued_batches"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{where}: {name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_timeout_micros < 0:
+            raise ConfigError(f"{where}: batch_timeout_micros must be >= 0")
+        if self.num_batch_threads < 0:
+            raise ConfigError(f"{where}: num_batch_threads must be >= 0")
+        sizes = list(self.allowed_batch_sizes)
+        if sizes:
+            if sizes != sorted(set(sizes)) or sizes[0] < 1:
+                raise ConfigError(f"{where}: allowed_batch_sizes must be strictly increasing "
+                                  f"positive integers, got {sizes}")
+            if sizes[-1] != self.max_batch_size:
+                raise ConfigError(f"{where}: the last of allowed_batch_sizes ({sizes[-1]}) must "
+                                  f"equal max_batch_size ({self.max_batch_size})")
+        return self
+
+    @property
+    def threads(self) -> int:
+        return self.num_batch_threads or os.cpu_count() or 1
+
+    def merged(self, overrides: dict, where: str) -> BatchingConfig:
+        """A copy with ``overrides`` (TF Serving field names, plain values) applied."""
+        known = {f.name for f in fields(self)}
+        values = {}
+        for key, value in overrides.items():
+            if key not in known:
+                raise ConfigError(f"{where}: unknown batching parameter {key!r} (known: "
+                                  f"{', '.join(sorted(known))})")
+            values[key] = _coerce_field(self, key, value, where)
+        return replace(self, **values).validate(where)
+
+
+def _unwrap(value):
+    # The TF Serving batching file wraps scalars: {"max_batch_size": {"value": 32}}.
+    if isinstance(value, dict) and set(value) == {"value"}:
+        return value["value"]
+    return value
+
+
+def _coerce_field(obj, key, value, where):
+    value = _unwrap(value)
+    current = getattr(obj, key)
+    if isinstance(current, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
+        return value
+    if isinstance(current, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
+        return value
+    if isinstance(current, tuple):
+        if not isinstance(value, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise ConfigError(f"{where}: {key} must be a list of integers, got {value!r}")
+        return tuple(value)
+    return value
+
+
+# -----------------------------------------------------------------------------------------
+# Per-model configuration
+# -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    """Which versions to serve: the latest N, all, or a specific list (TF Serving's)."""
+
+    kind: str = "latest"
+    num_versions: int = 1
+    versions: tuple[int, ...] = ()
+
+    def select(self, available: list[int]) -> set[int]:
+        ordered = sorted(available)
+        if self.kind == "all":
+            return set(ordered)
+        if self.kind == "specific":
+            return set(self.versions) & set(ordered)
+        return set(ordered[-self.num_versions:]) if ordered else set()
+
+
+_DEVICE = re.compile(r"^(cpu|gpu(:\d+)?|cpu:0)$")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    version_policy: VersionPolicy = field(default_factory=VersionPolicy)
+    version_labels: dict = field(default_factory=dict)
+    batching: dict | None = None  # overrides of the server's BatchingConfig
+    device: str | None = None
+    instances: int = 1
+    allow_soft_placement: bool = False
+    warmup: object = True  # True (synthetic inputs), False, or a list of example requests
+    optimize: bool = False
+
+
+_MODEL_KEYS = {"version_policy", "model_version_policy", "version_labels", "batching",
+               "device", "instances", "allow_soft_placement", "warmup", "optimize"}
+
+
+def _parse_policy(value, where) -> VersionPolicy:
+    if not isinstance(value, dict) or len(value) != 1:
+        raise ConfigError(f"{where}: version_policy must be one of {{\"latest\": "
+                          f"{{\"num_versions\": N}}}}, {{\"all\": {{}}}} or {{\"specific\": "
+                          f"{{\"versions\": [...]}}}}, got {value!r}")
+    (kind, body), = value.items()
+    if kind == "all":
+        return VersionPolicy("all")
+    if kind == "latest":
+        n = (body or {}).get("num_versions", 1) if isinstance(body, dict) else None
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"{where}: version_policy.latest.num_versions must be a positive "
+                              f"integer, got {n!r}")
+        return VersionPolicy("latest", num_versions=n)
+    if kind == "specific":
+        versions = body.get("versions") if isinstance(body, dict) else None
+        if not isinstance(versions, list) or not versions or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in versions):
+            raise ConfigError(f"{where}: version_policy.specific.versions must be a non-empty "
+                              f"list of positive integers, got {versions!r}")
+        return VersionPolicy("specific", versions=tuple(sorted(set(versions))))
+    raise ConfigError(f"{where}: unknown version policy {kind!r} (use latest, all or specific)")
+
+
+def parse_model_config(doc, where: str) -> ModelConfig:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: must be a JSON object")
+    unknown = set(doc) - _MODEL_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {sorted(unknown)} (known: "
+                          f"{sorted(_MODEL_KEYS - {'model_version_policy'})})")
+    values: dict = {}
+    policy = doc.get("version_policy", doc.get("model_version_policy"))
+    if policy is not None:
+        values["version_policy"] = _parse_policy(policy, where)
+    labels = doc.get("version_labels", {})
+    if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and re.match(r"^[A-Za-z0-9_.-]+$", k) and isinstance(v, int)
+            and not isinstance(v, bool) and v > 0 for k, v in labels.items()):
+        raise ConfigError(f"{where}: version_labels must map label names to positive version "
+                          f"numbers, got {labels!r}")
+    values["version_labels"] = dict(labels)
+    batching = doc.get("batching")
+    if batching is not None:
+        if isinstance(batching, bool):
+            batching = {"enabled": batching}
+        if not isinstance(batching, dict):
+            raise ConfigError(f"{where}: batching must be true, false or an object of TF "
+                              "Serving batching parameters")
+        BatchingConfig().merged(batching, f"{where}: batching")  # validate now
+        values["batching"] = dict(batching)
+    device = doc.get("device")
+    if device is not None:
+        if not isinstance(device, str) or not _DEVICE.match(device.lower()):
+            raise ConfigError(f"{where}: device must be 'cpu' or 'gpu:N', got {device!r}")
+        values["device"] = device.lower()
+    instances = doc.get("instances", 1)
+    if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= 64:
+        raise ConfigError(f"{where}: instances must be an integer from 1 to 64, got "
+                          f"{instances!r}")
+    values["instances"] = instances
+    for key in ("allow_soft_placement", "optimize"):
+        if key in doc:
+            if not isinstance(doc[key], bool):
+                raise ConfigError(f"{where}: {key} must be true or false")
+            values[key] = doc[key]
+    if "warmup" in doc:
+        warmup = doc["warmup"]
+        if not isinstance(warmup, (bool, list)):
+            raise ConfigError(f"{where}: warmup must be true, false or a list of requests "
+                              "({\"signature_name\": ..., \"inputs\": {...}})")
+        if isinstance(warmup, list):
+            for i, r in enumerate(warmup):
+                if not isinstance(r, dict) or not isinstance(r.get("inputs"), dict):
+                    raise ConfigError(f"{where}: warmup[{i}] must be an object with 'inputs'")
+        values["warmup"] = warmup
+    return ModelConfig(**values)
+
+
+def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
+    """Reads ``<model>/config.json``; ConfigError (naming the file) if it is invalid."""
+    try:
+        if path.stat().st_size > max_bytes:
+            raise ConfigError(f"{path}: larger than {max_bytes} bytes")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ModelConfig()
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read JSON ({e})") from None
+    return parse_model_config(doc, str(path))
+
+
+# -----------------------------------------------------------------------------------------
+# Server configuration
+# -----------------------------------------------------------------------------------------
+
+# (name, type, default, help) -- every setting is a flag --name-with-dashes, an environment
+# variable FLOWSERVE_NAME and a key of the --config file.
+SERVER_SETTINGS = [
+    ("model_repository", str, None, "model repository directory"),
+    ("host", str, "0.0.0.0", "address to listen on"),
+    ("port", int, 8501, "port to listen on (both protocols)"),
+    ("poll_interval", float, 2.0, "seconds between model repository scans (0 disables)"),
+    ("device", str, "cpu", "default device for models: cpu or gpu:N"),
+    ("auth_token", str, None, "require 'Authorization: Bearer TOKEN' (health and metrics "
+                              "stay open)"),
+    ("max_request_bytes", int, 64 << 20, "largest request body accepted (after "
+                                         "decompression); larger gets 413"),
+    ("log_format", str, "text", "access log format: text or json"),
+    ("log_level", str, "info", "log level: debug, info, warning or error"),
+    ("enable_batching", bool, False, "batch concurrent requests for models that allow it"),
+    ("batching_parameters_file", str, None, "JSON file of TF Serving batching parameters"),
+    ("request_timeout", float, 30.0, "default per-request deadline in seconds"),
+    ("shutdown_grace_period", float, 10.0, "seconds to finish in-flight requests on "
+                                           "SIGTERM/SIGINT"),
+    ("num_threads", int, 0, "threads running model computations (0: one per CPU core)"),
+]
+
+
+@dataclass
+class ServerConfig:
+    model_repository: str = field(default_factory=default_model_repository)
+    host: str = "0.0.0.0"
+    port: int = 8501
+    poll_interval: float = 2.0
+    device: str = "cpu"
+    auth_token: str | None = None
+    max_request_bytes: int = 64 << 20
+    log_format: str = "text"
+    log_level: str = "info"
+    enable_batching: bool = False
+    batching_parameters_file: str | None = None
+    request_timeout: float = 30.0
+    shutdown_grace_period: float = 10.0
+    num_threads: int = 0
+    batching: BatchingConfig = field(default_factory=BatchingConfig)
+
+    def validate(self) -> ServerConfig:
+        if not 0 < self.port < 65536 and self.port != 0:
+            raise ConfigError(f"port must be 1-65535 (or 0 for any free port), got {self.port}")
+        if self.poll_interval < 0:
+            raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
+        if not _DEVICE.match(self.device.lower()):
+            raise ConfigError(f"device must be 'cpu' or 'gpu:N', got {self.device!r}")
+        self.device = self.device.lower()
+        if self.max_request_bytes < 1024:
+            raise ConfigError(f"max_request_bytes must be at least 1024, got "
+                              f"{self.max_request_bytes}")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError(f"log_format must be 'text' or 'json', got {self.log_format!r}")
+        if self.log_level.lower() not in ("debug", "info", "warning", "error"):
+            raise ConfigError(f"log_level must be debug, info, warning or error, got "
+                              f"{self.log_level!r}")
+        if self.request_timeout <= 0:
+            raise ConfigError(f"request_timeout must be > 0, got {self.request_timeout}")
+        if self.shutdown_grace_period < 0:
+            raise ConfigError("shutdown_grace_period must be >= 0")
+        if self.num_threads < 0:
+            raise ConfigError("num_threads must be >= 0")
+        if self.auth_token is not None and not self.auth_token.strip():
+            raise ConfigError("auth_token must not be empty")
+        if not Path(self.model_repository).is_dir():
+            raise ConfigError(f"model repository {self.model_repository} is not a directory")
+        batching = BatchingConfig(enabled=self.enable_batching)
+        if self.batching_parameters_file:
+            path = Path(self.batching_parameters_file)
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise ConfigError(f"batching parameters file {path}: cannot read JSON ({e})") \
+                    from None
+            if not isinstance(doc, dict):
+                raise ConfigError(f"batching parameters file {path}: must be a JSON object")
+            batching = batching.merged(doc, f"batching parameters file {path}")
+        self.batching = batching.validate("batching")
+        return self
+
+    @property
+    def compute_threads(self) -> int:
+        return self.num_threads or os.cpu_count() or 1

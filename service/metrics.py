@@ -1,0 +1,77 @@
+"""Prometheus metrics, in a registry per application (tests can build many apps).
+
+Names carry units; labels are few and bounded: model names come from the repository (a
+request for an unknown model is counted under ``model=""``), versions from the repository,
+protocols and status codes from small fixed sets.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    gc_collector,
+    generate_latest,
+    platform_collector,
+    process_collector,
+)
+
+__all__ = ["ServingMetrics", "CONTENT_TYPE"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                    2.5, 5.0, 10.0, 30.0)
+_STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
+
+
+class ServingMetrics:
+    def __init__(self):
+        self.registry = CollectorRegistry(auto_describe=True)
+        process_collector.ProcessCollector(registry=self.registry)
+        platform_collector.PlatformCollector(registry=self.registry)
+        gc_collector.GCCollector(registry=self.registry)
+        r = self.registry
+        self.requests = Counter(
+            "flowserve_requests", "Inference and metadata requests by model, version, protocol "
+            "and HTTP status code.", ["model", "version", "protocol", "code"], registry=r)
+        self.request_seconds = Histogram(
+            "flowserve_request_duration_seconds", "End-to-end request latency in seconds, from "
+            "the request's arrival to its response.", ["model", "protocol"],
+            buckets=_LATENCY_BUCKETS, registry=r)
+        self.version_state = Gauge(
+            "flowserve_model_version_state", "1 for the state each model version is in.",
+            ["model", "version", "state"], registry=r)
+        self.load_seconds = Histogram(
+            "flowserve_model_load_duration_seconds", "Time to load a model version, in seconds.",
+            ["model"], buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=r)
+        self.load_failures = Counter(
+            "flowserve_model_load_failures", "Model version loads that failed.", ["model"],
+            registry=r)
+
+    def observe_request(self, model: str, version: str, protocol: str, code: int,
+                        seconds: float) -> None:
+        self.requests.labels(model, version, protocol, str(code)).inc()
+        self.request_seconds.labels(model, protocol).observe(seconds)
+
+    def set_version_state(self, model: str, version: str, state: str | None) -> None:
+        for s in _STATES:
+            if state is None:
+                try:
+                    self.version_state.remove(model, version, s)
+                except KeyError:
+                    pass
+            else:
+                self.version_state.labels(model, version, s).set(1.0 if s == state else 0.0)
+
+    def model_loaded(self, model: str, version: str, seconds: float) -> None:
+        self.load_seconds.labels(model).observe(seconds)
+
+    def model_load_failed(self, model: str, version: str) -> None:
+        self.load_failures.labels(model).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,1 @@
+"""Protocol adapters: parse requests, call the ModelManager, serialize responses."""

@@ -1,0 +1,74 @@
+"""Helpers shared by the protocol adapters: bodies, JSON, deadlines, request labels."""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+from service.errors import InvalidInput
+
+__all__ = ["read_body", "read_json", "json_response", "note", "MSGPACK", "wants_msgpack",
+           "is_msgpack", "parse_timeout"]
+
+MSGPACK = "application/msgpack"
+_JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
+
+
+def note(request: web.Request, *, protocol: str | None = None, model: str | None = None,
+         version=None) -> None:
+    """Records what a request was about, for metrics and the access log."""
+    if protocol is not None:
+        request["fs_protocol"] = protocol
+    if model is not None:
+        request["fs_model"] = model
+    if version is not None:
+        request["fs_version"] = str(version)
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request body. aiohttp decompresses gzip/deflate bodies while reading and enforces
+    ``client_max_size`` on the decompressed bytes, answering 413 beyond it."""
+    return await request.read()
+
+
+def is_msgpack(request: web.Request) -> bool:
+    return request.content_type in (MSGPACK, "application/x-msgpack")
+
+
+def wants_msgpack(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    return MSGPACK in accept or "application/x-msgpack" in accept or (
+        not accept and is_msgpack(request))
+
+
+async def read_json(request: web.Request):
+    body = await read_body(request)
+    if not body:
+        raise InvalidInput("The request body is empty; expected a JSON object")
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError:
+        raise InvalidInput("The request body is not UTF-8 encoded JSON") from None
+    except json.JSONDecodeError as e:
+        raise InvalidInput(f"The request body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise InvalidInput("The request body's JSON is nested too deeply") from None
+
+
+def json_response(obj, status: int = 200, headers=None) -> web.Response:
+    return web.Response(body=_JSON_DUMPS.encode(obj).encode("utf-8"), status=status,
+                        content_type="application/json", headers=headers)
+
+
+def parse_timeout(value, what: str) -> float | None:
+    """A per-request deadline in seconds from a header or parameter (None if absent)."""
+    if value is None or value == "":
+        return None
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{what} must be a number of seconds, got {value!r}") from None
+    if not t > 0 or t == float("inf"):
+        raise InvalidInput(f"{what} must be a positive number of seconds, got {value!r}")
+    return t

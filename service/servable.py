@@ -1,0 +1,284 @@
+"""A servable: one loaded model version with one long-lived engine Session.
+
+Loading imports the SavedModel's serving graph once, restores its variables once, checks
+every signature (a signature that would change a variable is refused), builds one
+``make_callable`` per signature, finalizes the graph and runs warmup requests. After that a
+request only executes a compiled plan: requests never add ops.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+
+import numpy as np
+
+import engine as tf
+from engine import errors as engine_errors
+from engine.framework import registry
+from engine.saving.saved_model import LoadOptions
+from service.config import ModelConfig
+from service.errors import Internal, InvalidInput, Unavailable
+from service.tensors import TensorSpec, coerce, from_json_value
+
+__all__ = ["Servable", "Signature", "VersionState"]
+
+log = logging.getLogger("flowserve.servable")
+
+
+class VersionState(enum.Enum):
+    START = "START"
+    LOADING = "LOADING"
+    AVAILABLE = "AVAILABLE"
+    UNLOADING = "UNLOADING"
+    END = "END"
+
+
+class Signature:
+    """A servable signature: named inputs/outputs and the callable that computes them."""
+
+    def __init__(self, key: str, method_name: str, inputs: dict[str, TensorSpec],
+                 outputs: dict[str, TensorSpec], fn):
+        self.key = key
+        self.method_name = method_name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.input_order = sorted(inputs)
+        self.output_order = sorted(outputs)
+        self.fn = fn
+        # Batchable: every input and output has an unknown leading (batch) dimension.
+        self.batchable = all(
+            s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
+            for s in list(inputs.values()) + list(outputs.values()))
+
+    def validate(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The request's inputs in feed order, cast and shape-checked."""
+        missing = [a for a in self.input_order if a not in inputs]
+        unknown = sorted(set(inputs) - set(self.inputs))
+        if missing or unknown:
+            parts = []
+            if missing:
+                parts.append(f"missing input(s) {missing}")
+            if unknown:
+                parts.append(f"unknown input(s) {unknown}")
+            raise InvalidInput(f"signature '{self.key}' takes inputs {self.input_order}; "
+                               + " and ".join(parts))
+        return [coerce(self.inputs[a], inputs[a]) for a in self.input_order]
+
+    def run(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """Runs the signature (blocking; call off the event loop)."""
+        try:
+            values = self.fn(*arrays)
+        except (engine_errors.InvalidArgumentError, engine_errors.OutOfRangeError) as e:
+            raise InvalidInput(f"model rejected the input: {_first_line(e)}") from None
+        except engine_errors.ResourceExhaustedError as e:
+            raise Unavailable(f"out of resources running the model: {_first_line(e)}") \
+                from None
+        except engine_errors.OpError as e:
+            raise Internal(f"model failed: {_first_line(e)}") from None
+        return {a: np.asarray(v) for a, v in zip(self.output_order, values)}
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e)
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _state_changing_ops(graph, outputs, inputs) -> list[str]:
+    """Ops that write variables on the computation path of ``outputs`` given ``inputs``."""
+    fed = {t.op for t in inputs}
+    seen, stack, found = set(), [t.op for t in outputs], []
+
+    def walk_function(fg):
+        for op in fg.get_operations():
+            visit_attrs(op)
+            if op._opdef.writes_variables:
+                found.append(f"{op.name} ({op.type})")
+
+    def visit_attrs(op):
+        for v in op._attrs.values():
+            if getattr(v, "_is_function_graph", False):
+                walk_function(v)
+
+    while stack:
+        op = stack.pop()
+        if op in seen or op in fed:
+            continue
+        seen.add(op)
+        if op._opdef.writes_variables:
+            found.append(f"{op.name} ({op.type})")
+        visit_attrs(op)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return found
+
+
+class Servable:
+    """One model version: its state, session and signatures."""
+
+    def __init__(self, model: str, version: int, path, config: ModelConfig,
+                 device: str = "cpu"):
+        self.model = model
+        self.version = version
+        self.path = path
+        self.config = config
+        self.device = device
+        self.state = VersionState.START
+        self.error: str | None = None
+        self.load_seconds: float | None = None
+        self.signatures: dict[str, Signature] = {}
+        self.default_signature: str | None = None
+        self._session = None
+        self._graph = None
+        self._inflight = 0
+        self._idle = threading.Condition()
+        self.scheduler = None  # set by the manager: runs requests (batching or direct)
+
+    def __repr__(self) -> str:
+        return f"<Servable {self.model}:{self.version} {self.state.value}>"
+
+    @property
+    def graph(self):
+        return self._graph
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def load(self) -> None:
+        """Loads the SavedModel (blocking). On failure sets state END and ``error``."""
+        self.state = VersionState.LOADING
+        t0 = time.perf_counter()
+        try:
+            self._load()
+        except Exception as e:  # noqa: BLE001 - any load failure is reported, not raised
+            self.state = VersionState.END
+            self.error = _first_line(e) if not isinstance(e, LoadError) else str(e)
+            self._close_session()
+            log.error("model %s version %d failed to load: %s", self.model, self.version,
+                      self.error)
+            return
+        self.load_seconds = time.perf_counter() - t0
+        self.state = VersionState.AVAILABLE
+        log.info("model %s version %d available (%d signature(s), %.2fs)", self.model,
+                 self.version, len(self.signatures), self.load_seconds)
+
+    def _load(self) -> None:
+        if self.device != "cpu":
+            raise LoadError(f"device {self.device!r} requested but GPU serving is not "
+                            "available in this build (use device 'cpu')")
+        graph = tf.Graph()
+        session = tf.Session(graph=graph, config=tf.ConfigProto(
+            allow_soft_placement=self.config.allow_soft_placement))
+        self._graph, self._session = graph, session
+        meta = tf.saved_model.load(session, [tf.saved_model.SERVING], str(self.path),
+                                   options=LoadOptions(optimize=self.config.optimize))
+        if not meta.signature_def:
+            raise LoadError("the SavedModel has no signatures to serve")
+        for key, sig in sorted(meta.signature_def.items()):
+            inputs = {a: TensorSpec(a, i.name, i.engine_dtype, i.shape)
+                      for a, i in sig.inputs.items()}
+            outputs = {a: TensorSpec(a, i.name, i.engine_dtype, i.shape)
+                       for a, i in sig.outputs.items()}
+            if not outputs:
+                raise LoadError(f"signature {key!r} has no outputs")
+            in_tensors = [graph.get_tensor_by_name(inputs[a].tensor_name)
+                          for a in sorted(inputs)]
+            out_tensors = [graph.get_tensor_by_name(outputs[a].tensor_name)
+                           for a in sorted(outputs)]
+            bad = _state_changing_ops(graph, out_tensors, in_tensors)
+            if bad:
+                raise LoadError(f"signature {key!r} would change variables when served "
+                                f"(its computation includes {', '.join(sorted(set(bad))[:5])})"
+                                "; export a signature that only reads the model")
+            fn = session.make_callable(out_tensors, feed_list=in_tensors)
+            self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
+        self.default_signature = (tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+                                  if tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+                                  in self.signatures else sorted(self.signatures)[0])
+        graph.finalize()
+        self._warmup()
+
+    def _warmup(self) -> None:
+        warmup = self.config.warmup
+        if warmup is False:
+            return
+        if isinstance(warmup, list):
+            for i, req in enumerate(warmup):
+                key = req.get("signature_name") or self.default_signature
+                sig = self.signatures.get(key)
+                if sig is None:
+                    raise LoadError(f"warmup request {i} names unknown signature {key!r}")
+                try:
+                    arrays = sig.validate({a: from_json_value(v, f"warmup input '{a}'")
+                                           for a, v in req["inputs"].items()})
+                    sig.run(arrays)
+                except Exception as e:  # noqa: BLE001
+                    raise LoadError(f"warmup request {i} failed: {_first_line(e)}") from None
+            return
+        for sig in self.signatures.values():
+            try:
+                sig.run([_synthetic(spec) for spec in (sig.inputs[a] for a in sig.input_order)])
+            except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
+                log.warning("synthetic warmup of %s:%d signature %r failed (serving anyway): "
+                            "%s", self.model, self.version, sig.key, _first_line(e))
+
+    def unload(self, drain_timeout: float = 30.0) -> None:
+        """Waits for in-flight requests (up to ``drain_timeout``), then frees the session."""
+        self.state = VersionState.UNLOADING
+        deadline = time.monotonic() + drain_timeout
+        with self._idle:
+            while self._inflight and time.monotonic() < deadline:
+                self._idle.wait(timeout=max(0.0, deadline - time.monotonic()))
+        self._close_session()
+        self.signatures = {}
+        self.state = VersionState.END
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    # -- request accounting ---------------------------------------------------------------
+    def acquire(self) -> None:
+        with self._idle:
+            if self.state is not VersionState.AVAILABLE:
+                raise Unavailable(f"model {self.model} version {self.version} is "
+                                  f"{self.state.value}")
+            self._inflight += 1
+
+    def release(self) -> None:
+        with self._idle:
+            self._inflight -= 1
+            if not self._inflight:
+                self._idle.notify_all()
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    def signature(self, key: str | None) -> Signature:
+        from service.errors import NotFound
+
+        key = key or self.default_signature
+        sig = self.signatures.get(key)
+        if sig is None:
+            raise NotFound(f"signature '{key}' not found in model {self.model} version "
+                           f"{self.version} (available: {sorted(self.signatures)})")
+        return sig
+
+
+class LoadError(Exception):
+    """A model version cannot be served; the message says why."""
+
+
+def _synthetic(spec: TensorSpec) -> np.ndarray:
+    dims = spec.dims
+    shape = [] if dims is None else [1 if d is None else d for d in dims]
+    if spec.dtype.base_dtype is tf.string:
+        arr = np.empty(shape, dtype=object)
+        arr.fill(b"")
+        return arr
+    return np.zeros(shape, dtype=spec.dtype.base_dtype.np)
+
+
+_ = registry
