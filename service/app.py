@@ -17,7 +17,7 @@ from service.config import ServerConfig
 from service.errors import ServingError
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
-from service.protocols.common import json_response, note
+from service.protocols.common import MODEL, PROTOCOL, VERSION, json_response
 
 __all__ = ["create_app", "MANAGER", "CONFIG", "METRICS"]
 
@@ -82,10 +82,10 @@ async def _observe(request: web.Request, handler):
         status = e.status
         raise
     finally:
-        protocol = request.get("fs_protocol")
+        protocol = request.get(PROTOCOL)
         if protocol is not None:
             request.app[METRICS].observe_request(
-                request.get("fs_model", ""), request.get("fs_version", ""), protocol, status,
+                request.get(MODEL, ""), request.get(VERSION, ""), protocol, status,
                 time.perf_counter() - start)
 
 
@@ -107,10 +107,10 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
 
     metrics = ServingMetrics() if manager is None or manager.metrics is None else \
         manager.metrics
-    middlewares = [_errors]
+    # Outermost first: metrics see the final status of every response, errors included.
+    middlewares = [_observe, _errors]
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
-    middlewares.append(_observe)
     app = web.Application(client_max_size=config.max_request_bytes, middlewares=middlewares)
     app[CONFIG] = config
     app[METRICS] = metrics
@@ -121,5 +121,3 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     kserve_v2.add_routes(app)
     return app
 
-
-_ = note

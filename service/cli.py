@@ -142,8 +142,10 @@ class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request, response, time: float) -> None:
-        model = request.get("fs_model", "-") or "-"
-        version = request.get("fs_version", "")
+        from service.protocols.common import MODEL, VERSION
+
+        model = request.get(MODEL, "-") or "-"
+        version = request.get(VERSION, "")
         fields = {"method": request.method, "path": request.path, "model": model,
                   "version": version, "status": response.status,
                   "latency_ms": round(time * 1000, 3), "remote": request.remote}

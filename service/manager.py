@@ -228,9 +228,12 @@ class ModelManager:
             raise NotFound(f"Model name {name!r} is not valid (letters, digits, '_', '.', '-'; "
                            "no path separators)")
         model = self._models.get(name)
-        if model is None or model.disabled and not model.versions:
+        if model is None:
             raise NotFound(f"Servable not found for request: model '{name}' is not in the "
                            "model repository")
+        if model.disabled and not model.versions:
+            raise Unavailable(f"Model '{name}' was unloaded; load it again with POST "
+                              f"/v2/repository/models/{name}/load")
         return model
 
     def resolve(self, name: str, version=None, label: str | None = None) -> Servable:
@@ -258,7 +261,8 @@ class ModelManager:
             return s
         available = [s for s in model.versions.values() if s.state is VersionState.AVAILABLE]
         if not available:
-            states = ", ".join(f"v{v} {s.state.value}" for v, s in sorted(model.versions.items()))
+            states = ", ".join(f"v{v} {s.state.value}" + (f": {s.error}" if s.error else "")
+                               for v, s in sorted(model.versions.items()))
             detail = f" ({states})" if states else ""
             if model.config_error:
                 detail += f"; config error: {model.config_error}"

@@ -70,9 +70,10 @@ def from_json_value(value, what: str) -> np.ndarray:
     except (ValueError, OverflowError) as e:
         raise InvalidInput(f"{what}: ragged nested list (all rows must have the same length): "
                            f"{e}") from None
+    if arr.dtype.kind in "US":
+        raise InvalidInput(f"{what}: mixes strings with numbers or bools")
     if arr.dtype.kind not in "biuf":
-        raise InvalidInput(f"{what}: values must all be numbers, all bools or all strings "
-                           f"(got {arr.dtype.name} data)")
+        raise InvalidInput(f"{what}: values must all be numbers, all bools or all strings")
     return arr
 
 
@@ -138,9 +139,10 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
         out = arr.astype(target.np, copy=False)
     else:
         limit = _FLOAT_LIMITS.get(target.np)
-        if limit is not None and kind == "f" and arr.size:
+        if limit is not None and kind == "f" and arr.size and arr.dtype.itemsize > \
+                target.np.itemsize:
             finite = arr[np.isfinite(arr)]
-            if finite.size and np.abs(finite).max() > limit:
+            if finite.size and float(np.abs(finite).max()) > limit:
                 raise InvalidInput(f"{what}: values out of range for {target.name}")
         out = arr.astype(target.np, copy=False)
     dims = spec.dims

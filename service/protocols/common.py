@@ -9,9 +9,13 @@ from aiohttp import web
 from service.errors import InvalidInput
 
 __all__ = ["read_body", "read_json", "json_response", "note", "MSGPACK", "wants_msgpack",
-           "is_msgpack", "parse_timeout"]
+           "is_msgpack", "parse_timeout", "PROTOCOL", "MODEL", "VERSION", "parse_json"]
 
 MSGPACK = "application/msgpack"
+# What a request was about, for metrics and the access log.
+PROTOCOL = web.RequestKey("fs_protocol", str)
+MODEL = web.RequestKey("fs_model", str)
+VERSION = web.RequestKey("fs_version", str)
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
@@ -19,11 +23,11 @@ def note(request: web.Request, *, protocol: str | None = None, model: str | None
          version=None) -> None:
     """Records what a request was about, for metrics and the access log."""
     if protocol is not None:
-        request["fs_protocol"] = protocol
+        request[PROTOCOL] = protocol
     if model is not None:
-        request["fs_model"] = model
+        request[MODEL] = model
     if version is not None:
-        request["fs_version"] = str(version)
+        request[VERSION] = str(version)
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -43,7 +47,11 @@ def wants_msgpack(request: web.Request) -> bool:
 
 
 async def read_json(request: web.Request):
-    body = await read_body(request)
+    return parse_json(await read_body(request))
+
+
+def parse_json(body: bytes):
+    """A JSON document from request bytes; InvalidInput saying what is wrong otherwise."""
     if not body:
         raise InvalidInput("The request body is empty; expected a JSON object")
     try:
