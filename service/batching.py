@@ -1,16 +1,42 @@
 """Request scheduling: how a validated request reaches a signature's callable.
 
-``DirectScheduler`` runs each request on its own in the compute thread pool, off the event
-loop, bounded by the request's deadline.
+``DirectScheduler`` runs each request on its own in the compute thread pool.
+
+``Batcher`` (one per model version) merges concurrent requests into one session run. Requests
+for the same signature whose inputs all have an unknown leading (batch) dimension queue
+together; requests whose other dimensions differ go to separate batches unless
+``pad_variable_length_inputs`` is on. A batch runs when it holds ``max_batch_size`` rows or
+when its oldest request has waited ``batch_timeout_micros``. Up to ``num_batch_threads``
+batches run at once, off the event loop; at most ``max_enqueued_batches`` batches wait, and
+beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. Results are
+split back by row count, each request getting exactly its rows in order.
+
+A request whose deadline passes while queued gets ``DeadlineExceeded`` (504) and never runs; a
+request whose client disconnects (its task is cancelled) leaves the queue before execution.
+An error while running a batch reaches every request in it; the batcher keeps serving.
+
+Padding: with ``allowed_batch_sizes`` a batch is padded up to the next allowed size by
+repeating its last row; with ``pad_variable_length_inputs`` each input is padded at the end of
+every non-batch dimension to the largest size in the batch, with the first element of that
+request's tensor (TF Serving's choice). Padding rows never reach a response; outputs keep the
+padded sizes of their non-batch dimensions, as in TF Serving.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 
-from service.errors import DeadlineExceeded
+import numpy as np
 
-__all__ = ["DirectScheduler"]
+from service.config import BatchingConfig
+from service.errors import (DeadlineExceeded, Internal, InvalidInput, QueueFull,
+                            ServingError, TooLarge)
+
+__all__ = ["DirectScheduler", "Batcher"]
+
+log = logging.getLogger("flowserve.batching")
 
 
 class DirectScheduler:
@@ -25,13 +51,287 @@ class DirectScheduler:
         loop = asyncio.get_running_loop()
         remaining = deadline - loop.time()
         if remaining <= 0:
+            self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
-        future = loop.run_in_executor(self._executor, signature.run, arrays)
+        future = loop.run_in_executor(self._executor, _timed_run, signature, arrays)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), remaining)
-        except TimeoutError:
+            values, seconds = await asyncio.wait_for(asyncio.shield(future), remaining)
+        except asyncio.TimeoutError:
+            self._reject("deadline")
             raise DeadlineExceeded(f"deadline exceeded while running the model (limit "
                                    f"{remaining:.3f}s)") from None
+        if self._metrics is not None:
+            self._metrics.session_run(*self._labels, seconds)
+        return values
+
+    def _reject(self, reason: str) -> None:
+        if self._metrics is not None:
+            self._metrics.rejected(*self._labels, reason)
 
     async def close(self) -> None:
         return None
+
+
+def _timed_run(signature, arrays):
+    t0 = time.perf_counter()
+    values = signature.run(arrays)
+    return values, time.perf_counter() - t0
+
+
+class _Request:
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer")
+
+    def __init__(self, arrays, rows, future, deadline, enqueued):
+        self.arrays = arrays
+        self.rows = rows
+        self.future = future
+        self.deadline = deadline
+        self.enqueued = enqueued
+        self.timer = None
+
+
+class _Batch:
+    __slots__ = ("signature", "key", "requests", "rows", "timer", "closed")
+
+    def __init__(self, signature, key):
+        self.signature = signature
+        self.key = key
+        self.requests: list[_Request] = []
+        self.rows = 0
+        self.timer = None
+        self.closed = False
+
+
+class Batcher:
+    """Dynamic batching for one model version (see the module docstring)."""
+
+    def __init__(self, config: BatchingConfig, executor, metrics=None, model: str = "",
+                 version: str = ""):
+        self.config = config
+        self._executor = executor
+        self._metrics = metrics
+        self._labels = (model, version)
+        self._direct = DirectScheduler(executor, metrics, model, version)
+        self._open: dict[tuple, _Batch] = {}
+        self._ready: asyncio.Queue | None = None
+        self._workers: list[asyncio.Task] = []
+        self._queued_requests = 0
+        self._closed = False
+
+    # -- public ---------------------------------------------------------------------------
+    async def submit(self, signature, arrays, deadline: float):
+        if not signature.batchable:
+            return await self._direct.submit(signature, arrays, deadline)
+        rows = _rows(arrays)
+        cfg = self.config
+        if rows > cfg.max_batch_size:
+            if not cfg.enable_large_batch_splitting:
+                self._reject("too_large")
+                raise TooLarge(f"Task size {rows} is larger than maximum batch size "
+                               f"{cfg.max_batch_size} (enable_large_batch_splitting to split "
+                               "large requests across batches)")
+            return await self._submit_split(signature, arrays, rows, deadline)
+        if rows == 0:
+            return await self._direct.submit(signature, arrays, deadline)
+        return await self._enqueue(signature, arrays, rows, deadline)
+
+    async def close(self) -> None:
+        """Stops the workers; queued requests fail with Unavailable-style errors."""
+        self._closed = True
+        for batch in list(self._open.values()):
+            self._close_batch(batch)
+        for task in self._workers:
+            task.cancel()
+        for task in self._workers:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        self._workers = []
+        if self._ready is not None:
+            while not self._ready.empty():
+                batch = self._ready.get_nowait()
+                for r in batch.requests:
+                    if not r.future.done():
+                        r.future.set_exception(QueueFull("the model version is being "
+                                                         "unloaded; retry"))
+
+    @property
+    def queued_requests(self) -> int:
+        return self._queued_requests
+
+    # -- queueing -------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._ready = asyncio.Queue()
+        self._workers = [asyncio.create_task(self._worker(), name=f"fs-batch-{i}")
+                         for i in range(self.config.threads)]
+
+    def _enqueued_batches(self) -> int:
+        return len(self._open) + (self._ready.qsize() if self._ready is not None else 0)
+
+    async def _enqueue(self, signature, arrays, rows, deadline):
+        loop = asyncio.get_running_loop()
+        if self._closed:
+            raise QueueFull("the model version is being unloaded; retry")
+        if self._ready is None:
+            self._start()
+        key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
+        batch = self._open.get(key)
+        if batch is not None and batch.rows + rows > self.config.max_batch_size:
+            self._close_batch(batch)
+            batch = None
+        if batch is None:
+            if self._enqueued_batches() >= self.config.max_enqueued_batches:
+                self._reject("queue_full")
+                raise QueueFull(f"The batching queue is full ({self.config.max_enqueued_batches}"
+                                " batches waiting); retry later")
+            batch = self._open[key] = _Batch(signature, key)
+            timeout = self.config.batch_timeout_micros / 1e6
+            batch.timer = loop.call_later(timeout, self._close_batch, batch)
+        request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
+        request.timer = loop.call_at(deadline, self._expire, request)
+        batch.requests.append(request)
+        batch.rows += rows
+        self._queued_requests += 1
+        self._set_depth()
+        if batch.rows >= self.config.max_batch_size:
+            self._close_batch(batch)
+        try:
+            return await request.future
+        finally:
+            request.timer.cancel()
+
+    def _close_batch(self, batch: _Batch) -> None:
+        if batch.closed:
+            return
+        batch.closed = True
+        if batch.timer is not None:
+            batch.timer.cancel()
+        if self._open.get(batch.key) is batch:
+            del self._open[batch.key]
+        self._ready.put_nowait(batch)
+
+    def _expire(self, request: _Request) -> None:
+        if not request.future.done():
+            self._reject("deadline")
+            request.future.set_exception(DeadlineExceeded(
+                "deadline exceeded while the request was queued or running"))
+
+    def _reject(self, reason: str) -> None:
+        if self._metrics is not None:
+            self._metrics.rejected(*self._labels, reason)
+
+    def _set_depth(self) -> None:
+        if self._metrics is not None:
+            self._metrics.queue_depth(*self._labels, self._queued_requests)
+
+    async def _submit_split(self, signature, arrays, rows, deadline):
+        step = self.config.max_batch_size
+        chunks = [[a[i:i + step] for a in arrays] for i in range(0, rows, step)]
+        parts = await asyncio.gather(*(self._enqueue(signature, c, _rows(c), deadline)
+                                       for c in chunks))
+        return {alias: np.concatenate([p[alias] for p in parts], axis=0)
+                for alias in parts[0]}
+
+    # -- execution ------------------------------------------------------------------------
+    async def _worker(self) -> None:
+        while True:
+            batch = await self._ready.get()
+            try:
+                await self._run(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the worker must survive anything
+                log.exception("batch execution failed unexpectedly")
+
+    async def _run(self, batch: _Batch) -> None:
+        loop = asyncio.get_running_loop()
+        live = [r for r in batch.requests if not r.future.done()]
+        self._queued_requests -= len(batch.requests)
+        self._set_depth()
+        if not live:
+            return
+        now = loop.time()
+        if self._metrics is not None:
+            for r in live:
+                self._metrics.queue_wait(*self._labels, now - r.enqueued)
+        signature = batch.signature
+        try:
+            merged, real_rows, padding = _merge(live, self.config)
+        except ServingError as e:
+            _fail(live, e)
+            return
+        try:
+            values, seconds = await loop.run_in_executor(self._executor, _timed_run,
+                                                         signature, merged)
+        except ServingError as e:
+            _fail(live, e)
+            return
+        except Exception as e:  # noqa: BLE001 - reported to every request in the batch
+            log.exception("batch run failed")
+            _fail(live, Internal(f"model failed: {e}"))
+            return
+        if self._metrics is not None:
+            self._metrics.batch(*self._labels, real_rows, padding, seconds)
+        total = real_rows + padding
+        for alias, v in values.items():
+            if v.ndim == 0 or v.shape[0] != total:
+                _fail(live, Internal(f"output '{alias}' has shape {list(v.shape)}, which does "
+                                     f"not keep the batch dimension of {total} rows; this "
+                                     "signature cannot be batched"))
+                return
+        offset = 0
+        for r in live:
+            if not r.future.done():
+                r.future.set_result({a: v[offset:offset + r.rows] for a, v in values.items()})
+            offset += r.rows
+
+
+def _fail(requests, error: ServingError) -> None:
+    for r in requests:
+        if not r.future.done():
+            r.future.set_exception(type(error)(error.message))
+
+
+def _rows(arrays) -> int:
+    rows = {a.shape[0] for a in arrays}
+    if len(rows) != 1:
+        raise InvalidInput(f"all inputs must have the same batch size (leading dimension); "
+                           f"got {sorted(rows)}")
+    return rows.pop()
+
+
+def _shape_key(arrays, pad: bool) -> tuple:
+    if pad:
+        return tuple((a.dtype.str, a.ndim) for a in arrays)
+    return tuple((a.dtype.str, a.shape[1:]) for a in arrays)
+
+
+def _pad_to(arr: np.ndarray, shape) -> np.ndarray:
+    if arr.shape[1:] == tuple(shape):
+        return arr
+    fill = arr.reshape(-1)[0] if arr.size else (b"" if arr.dtype.kind == "O" else 0)
+    out = np.empty((arr.shape[0],) + tuple(shape), dtype=arr.dtype)
+    out[...] = fill
+    out[tuple(slice(0, s) for s in arr.shape)] = arr
+    return out
+
+
+def _merge(requests: list[_Request], cfg: BatchingConfig):
+    """The batch's inputs concatenated (and padded), its real row count and padding rows."""
+    n_inputs = len(requests[0].arrays)
+    merged = []
+    real_rows = sum(r.rows for r in requests)
+    target = real_rows
+    if cfg.allowed_batch_sizes:
+        target = next((s for s in cfg.allowed_batch_sizes if s >= real_rows), real_rows)
+    for i in range(n_inputs):
+        parts = [r.arrays[i] for r in requests]
+        if cfg.pad_variable_length_inputs and len({p.shape[1:] for p in parts}) > 1:
+            shape = np.max([p.shape[1:] for p in parts], axis=0)
+            parts = [_pad_to(p, shape) for p in parts]
+        block = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+        if target > real_rows:
+            block = np.concatenate([block, np.repeat(block[-1:], target - real_rows, axis=0)])
+        merged.append(block)
+    return merged, real_rows, target - real_rows

@@ -168,10 +168,12 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     from service.app import create_app
 
     app = create_app(config)
+    # handler_cancellation: a client that disconnects cancels its request (and leaves the
+    # batching queue) instead of occupying the model.
     runner = web.AppRunner(app, access_log_class=AccessLogger,
                            access_log=logging.getLogger("flowserve.access"),
                            shutdown_timeout=config.shutdown_grace_period,
-                           handle_signals=False)
+                           handle_signals=False, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
     await site.start()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from service.batching import DirectScheduler
+from service.batching import Batcher, DirectScheduler
 from service.config import ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
@@ -74,8 +74,9 @@ class ModelManager:
         self._models: dict[str, _Model] = {}
         self._lock: asyncio.Lock | None = None
         self._load_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fs-load")
-        self.compute_pool = ThreadPoolExecutor(max_workers=config.compute_threads,
-                                               thread_name_prefix="fs-compute")
+        self.compute_pool = ThreadPoolExecutor(
+            max_workers=max(config.compute_threads, config.batching.threads),
+            thread_name_prefix="fs-compute")
         self._poller: asyncio.Task | None = None
         self._ready = False
         self._stopping = False
@@ -201,6 +202,11 @@ class ModelManager:
         self._set_state(s)
 
     def _scheduler_for(self, s: Servable):
+        batching = self.config.batching
+        if s.config.batching is not None:
+            batching = batching.merged(s.config.batching, f"model {s.model} batching")
+        if batching.enabled and any(sig.batchable for sig in s.signatures.values()):
+            return Batcher(batching, self.compute_pool, self.metrics, s.model, str(s.version))
         return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
 
     async def _unload(self, s: Servable) -> None:

@@ -39,7 +39,7 @@ class ServingMetrics:
             "and HTTP status code.", ["model", "version", "protocol", "code"], registry=r)
         self.request_seconds = Histogram(
             "flowserve_request_duration_seconds", "End-to-end request latency in seconds, from "
-            "the request's arrival to its response.", ["model", "protocol"],
+            "the request's arrival to its response.", ["model", "version", "protocol"],
             buckets=_LATENCY_BUCKETS, registry=r)
         self.version_state = Gauge(
             "flowserve_model_version_state", "1 for the state each model version is in.",
@@ -51,11 +51,30 @@ class ServingMetrics:
         self.load_failures = Counter(
             "flowserve_model_load_failures", "Model version loads that failed.", ["model"],
             registry=r)
+        mv = ["model", "version"]
+        self.batch_rows = Histogram(
+            "flowserve_batch_size_rows", "Rows executed per batch (padding excluded).", mv,
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), registry=r)
+        self.batch_padding = Counter(
+            "flowserve_batch_padding_rows", "Padding rows added to reach an allowed batch "
+            "size.", mv, registry=r)
+        self.batches = Counter("flowserve_batches", "Batches executed.", mv, registry=r)
+        self.queue_wait_seconds = Histogram(
+            "flowserve_batch_queue_wait_seconds", "Time requests waited in the batching queue.",
+            mv, buckets=_LATENCY_BUCKETS, registry=r)
+        self.compute_seconds = Histogram(
+            "flowserve_session_run_seconds", "Time spent running the model (one session run "
+            "per batch or unbatched request).", mv, buckets=_LATENCY_BUCKETS, registry=r)
+        self.queued = Gauge("flowserve_batch_queue_depth", "Requests waiting to be batched.",
+                            mv, registry=r)
+        self.rejections = Counter(
+            "flowserve_requests_rejected", "Requests rejected by the scheduler, by reason "
+            "(queue_full, deadline, too_large).", mv + ["reason"], registry=r)
 
     def observe_request(self, model: str, version: str, protocol: str, code: int,
                         seconds: float) -> None:
         self.requests.labels(model, version, protocol, str(code)).inc()
-        self.request_seconds.labels(model, protocol).observe(seconds)
+        self.request_seconds.labels(model, version, protocol).observe(seconds)
 
     def set_version_state(self, model: str, version: str, state: str | None) -> None:
         for s in _STATES:
@@ -72,6 +91,26 @@ class ServingMetrics:
 
     def model_load_failed(self, model: str, version: str) -> None:
         self.load_failures.labels(model).inc()
+
+    # -- scheduling -------------------------------------------------------------------------
+    def batch(self, model: str, version: str, rows: int, padding: int, seconds: float) -> None:
+        self.batch_rows.labels(model, version).observe(rows)
+        if padding:
+            self.batch_padding.labels(model, version).inc(padding)
+        self.batches.labels(model, version).inc()
+        self.compute_seconds.labels(model, version).observe(seconds)
+
+    def session_run(self, model: str, version: str, seconds: float) -> None:
+        self.compute_seconds.labels(model, version).observe(seconds)
+
+    def queue_wait(self, model: str, version: str, seconds: float) -> None:
+        self.queue_wait_seconds.labels(model, version).observe(seconds)
+
+    def queue_depth(self, model: str, version: str, depth: int) -> None:
+        self.queued.labels(model, version).set(depth)
+
+    def rejected(self, model: str, version: str, reason: str) -> None:
+        self.rejections.labels(model, version, reason).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -71,7 +71,8 @@ async def test_metrics_reference(slow_client):
         'flowserve_model_version_state{model="broken",state="END",version="1"} 1.0',
         'flowserve_model_load_failures_total{model="broken"} 1.0',
         'flowserve_model_load_duration_seconds_count{model="hpt"} 1.0',
-        'flowserve_request_duration_seconds_count{model="hpt",protocol="tfserving"} 2.0',
+        'flowserve_request_duration_seconds_count{model="hpt",protocol="tfserving",version="1"}'
+        ' 2.0',
     ]:
         assert line in text, line
     assert "process_cpu_seconds_total" in text and "python_info" in text

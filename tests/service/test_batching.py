@@ -1,0 +1,228 @@
+"""The batcher without HTTP: a fake signature records exactly what each session run saw."""
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from service.batching import Batcher
+from service.config import BatchingConfig
+from service.errors import DeadlineExceeded, InvalidInput, QueueFull, TooLarge
+from service.metrics import ServingMetrics
+
+
+class FakeSignature:
+    """y = 2x (+ a row id column); records each run; can block or fail on demand."""
+
+    key = "serving_default"
+
+    def __init__(self, batchable=True, keep_batch_dim=True):
+        self.batchable = batchable
+        self.keep_batch_dim = keep_batch_dim
+        self.runs: list[list[np.ndarray]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.fail_next = None
+
+    def run(self, arrays):
+        self.gate.wait(timeout=30)
+        self.runs.append([a.copy() for a in arrays])
+        if self.fail_next is not None:
+            err, self.fail_next = self.fail_next, None
+            raise err
+        x = arrays[0]
+        if not self.keep_batch_dim:
+            return {"y": np.asarray(x.sum())}
+        return {"y": x * 2}
+
+
+@pytest.fixture
+def pool():
+    with ThreadPoolExecutor(4) as p:
+        yield p
+
+
+def batcher(pool, metrics=None, **kw):
+    cfg = BatchingConfig(enabled=True, **{"batch_timeout_micros": 20_000, **kw}).validate("t")
+    return Batcher(cfg, pool, metrics, "m", "1")
+
+
+def deadline(seconds=10.0):
+    return asyncio.get_running_loop().time() + seconds
+
+
+async def test_concurrent_requests_merge_and_split_back_in_order(pool):
+    sig = FakeSignature()
+    b = batcher(pool, max_batch_size=32)
+    inputs = [np.arange(i, i + n, dtype=np.float32).reshape(n, 1) for i, n in
+              [(0, 1), (10, 3), (20, 2), (30, 1)]]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in inputs))
+    assert len(sig.runs) == 1 and sig.runs[0][0].shape == (7, 1)
+    for x, r in zip(inputs, results):
+        np.testing.assert_array_equal(r["y"], x * 2)
+    await b.close()
+
+
+async def test_a_full_batch_runs_at_once_and_a_lone_request_after_the_timeout(pool):
+    sig = FakeSignature()
+    b = batcher(pool, max_batch_size=4, batch_timeout_micros=5_000_000)
+    x = np.ones((4, 2), np.float32)
+    r = await asyncio.wait_for(b.submit(sig, [x], deadline()), 2.0)  # full: no 5 s wait
+    np.testing.assert_array_equal(r["y"], x * 2)
+    quick = batcher(pool, max_batch_size=64, batch_timeout_micros=1000)
+    r = await asyncio.wait_for(quick.submit(sig, [np.ones((1, 2), np.float32)], deadline()), 2)
+    assert r["y"].shape == (1, 2)
+    await b.close()
+    await quick.close()
+
+
+async def test_batches_never_exceed_max_batch_size(pool):
+    sig = FakeSignature()
+    b = batcher(pool, max_batch_size=4)
+    await asyncio.gather(*(b.submit(sig, [np.full((3, 1), i, np.float32)], deadline())
+                           for i in range(5)))
+    assert [r[0].shape[0] for r in sig.runs] == [3] * 5
+    await b.close()
+
+
+async def test_different_inner_shapes_never_share_a_batch(pool):
+    sig = FakeSignature()
+    b = batcher(pool)
+    a, c = np.ones((1, 2), np.float32), np.ones((1, 3), np.float32)
+    ra, rc = await asyncio.gather(b.submit(sig, [a], deadline()), b.submit(sig, [c], deadline()))
+    assert sorted(r[0].shape for r in sig.runs) == [(1, 2), (1, 3)]
+    assert ra["y"].shape == (1, 2) and rc["y"].shape == (1, 3)
+    await b.close()
+
+
+async def test_pad_variable_length_inputs_pads_with_the_first_element(pool):
+    sig = FakeSignature()
+    b = batcher(pool, pad_variable_length_inputs=True)
+    a = np.array([[7, 1]], np.float32)
+    c = np.array([[5, 6, 8]], np.float32)
+    ra, rc = await asyncio.gather(b.submit(sig, [a], deadline()), b.submit(sig, [c], deadline()))
+    (run,) = sig.runs
+    np.testing.assert_array_equal(run[0], [[7, 1, 7], [5, 6, 8]])
+    np.testing.assert_array_equal(ra["y"], [[14, 2, 14]])  # outputs keep the padded width
+    np.testing.assert_array_equal(rc["y"], [[10, 12, 16]])
+    await b.close()
+
+
+async def test_allowed_batch_sizes_pad_rows_that_never_reach_responses(pool):
+    metrics = ServingMetrics()
+    sig = FakeSignature()
+    b = batcher(pool, metrics, max_batch_size=8, allowed_batch_sizes=(2, 4, 8))
+    xs = [np.full((1, 1), i, np.float32) for i in range(3)]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    (run,) = sig.runs
+    np.testing.assert_array_equal(run[0].ravel(), [0, 1, 2, 2])  # padded to 4 with the last row
+    assert [r["y"].tolist() for r in results] == [[[0.0]], [[2.0]], [[4.0]]]
+    text = metrics.render().decode()
+    assert 'flowserve_batch_padding_rows_total{model="m",version="1"} 1.0' in text
+    assert 'flowserve_batch_size_rows_sum{model="m",version="1"} 3.0' in text
+    await b.close()
+
+
+async def test_large_requests_split_or_rejected(pool):
+    sig = FakeSignature()
+    b = batcher(pool, max_batch_size=4)
+    with pytest.raises(TooLarge, match="Task size 10 is larger than maximum batch size 4"):
+        await b.submit(sig, [np.ones((10, 1), np.float32)], deadline())
+    split = batcher(pool, max_batch_size=4, enable_large_batch_splitting=True)
+    x = np.arange(10, dtype=np.float32).reshape(10, 1)
+    r = await split.submit(sig, [x], deadline())
+    np.testing.assert_array_equal(r["y"], x * 2)
+    assert sorted(run[0].shape[0] for run in sig.runs) == [2, 4, 4]
+    await b.close()
+    await split.close()
+
+
+async def test_request_expiring_in_the_queue_gets_504_and_never_runs(pool):
+    metrics = ServingMetrics()
+    sig = FakeSignature()
+    sig.gate.clear()  # the first batch blocks the only worker
+    b = batcher(pool, metrics, num_batch_threads=1, batch_timeout_micros=1000)
+    first = asyncio.create_task(b.submit(sig, [np.full((1, 1), 1, np.float32)], deadline()))
+    await asyncio.sleep(0.05)
+    with pytest.raises(DeadlineExceeded):
+        await b.submit(sig, [np.full((1, 1), 2, np.float32)], deadline(0.1))
+    sig.gate.set()
+    await first
+    await asyncio.sleep(0.05)
+    assert [float(r[0][0, 0]) for r in sig.runs] == [1.0]  # the expired request never ran
+    assert 'reason="deadline"' in metrics.render().decode()
+    await b.close()
+
+
+async def test_cancelled_request_leaves_the_queue_before_execution(pool):
+    sig = FakeSignature()
+    b = batcher(pool, batch_timeout_micros=200_000)
+    gone = asyncio.create_task(b.submit(sig, [np.full((1, 1), 9, np.float32)], deadline()))
+    stays = asyncio.create_task(b.submit(sig, [np.full((1, 1), 3, np.float32)], deadline()))
+    await asyncio.sleep(0.02)
+    gone.cancel()  # what aiohttp does when the client disconnects
+    r = await stays
+    assert r["y"].tolist() == [[6.0]]
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[3.0]]
+    assert gone.cancelled()
+    await b.close()
+
+
+async def test_queue_full_fails_fast(pool):
+    metrics = ServingMetrics()
+    sig = FakeSignature()
+    sig.gate.clear()
+    b = batcher(pool, metrics, num_batch_threads=1, max_enqueued_batches=2, max_batch_size=1,
+                batch_timeout_micros=0)
+    def one():
+        return asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+
+    tasks = [one()]
+    await asyncio.sleep(0.05)  # the worker took the first batch and is blocked running it
+    tasks += [one(), one()]
+    await asyncio.sleep(0.05)  # two batches wait: the queue is full
+    with pytest.raises(QueueFull, match="queue is full"):
+        await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+    sig.gate.set()
+    await asyncio.gather(*tasks)
+    assert 'reason="queue_full"' in metrics.render().decode()
+    await b.close()
+
+
+async def test_an_error_in_a_batch_reaches_every_request_and_serving_continues(pool):
+    sig = FakeSignature()
+    b = batcher(pool)
+    sig.fail_next = InvalidInput("model rejected the input: boom")
+    results = await asyncio.gather(*(b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+                                     for _ in range(3)), return_exceptions=True)
+    assert all(isinstance(r, InvalidInput) and "boom" in str(r) for r in results)
+    r = await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+    assert r["y"].tolist() == [[2.0]]
+    crash = FakeSignature()
+    crash.fail_next = RuntimeError("kernel exploded")
+    results = await asyncio.gather(*(b.submit(crash, [np.ones((1, 1), np.float32)],
+                                              deadline()) for _ in range(2)),
+                                   return_exceptions=True)
+    assert all("kernel exploded" in str(r) for r in results)
+    await b.close()
+
+
+async def test_outputs_without_a_batch_dimension_fail_clearly(pool):
+    sig = FakeSignature(keep_batch_dim=False)
+    b = batcher(pool)
+    with pytest.raises(Exception, match="does not keep the batch dimension"):
+        await b.submit(sig, [np.ones((2, 1), np.float32)], deadline())
+    await b.close()
+
+
+async def test_unbatchable_signatures_run_directly(pool):
+    sig = FakeSignature(batchable=False)
+    b = batcher(pool, batch_timeout_micros=10_000_000)
+    r = await asyncio.wait_for(b.submit(sig, [np.ones((2, 1), np.float32)], deadline()), 2)
+    assert r["y"].shape == (2, 1)
+    with pytest.raises(InvalidInput, match="same batch size"):
+        await batcher(pool).submit(FakeSignature(), [np.ones((2, 1)), np.ones((3, 1))],
+                                   deadline())
+    await b.close()
