@@ -31,8 +31,14 @@ import time
 import numpy as np
 
 from service.config import BatchingConfig
-from service.errors import (DeadlineExceeded, Internal, InvalidInput, QueueFull,
-                            ServingError, TooLarge)
+from service.errors import (
+    DeadlineExceeded,
+    Internal,
+    InvalidInput,
+    QueueFull,
+    ServingError,
+    TooLarge,
+)
 
 __all__ = ["DirectScheduler", "Batcher"]
 
@@ -56,7 +62,7 @@ class DirectScheduler:
         future = loop.run_in_executor(self._executor, _timed_run, signature, arrays)
         try:
             values, seconds = await asyncio.wait_for(asyncio.shield(future), remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._reject("deadline")
             raise DeadlineExceeded(f"deadline exceeded while running the model (limit "
                                    f"{remaining:.3f}s)") from None
