@@ -729,10 +729,15 @@ class BaseSession:
                 ins.append(s)
             ctx = BindContext(self, op, device, tuple(s in persistent for s in ins),
                               tuple(t in used for t in op._outputs))
-            kernel = _bind_kernel(op, ctx)
+            try:
+                kernel = _bind_kernel(op, ctx)
+                # Hoisted ops run once per plan: constants and session resources (slots).
+                value = kernel() if opdef.hoist else None
+            except errors.OpError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bad attr or binding, typed here
+                raise _op_error(op, exc, [], ()) from exc
             if opdef.hoist:
-                # Computed once per plan: constants and session resources (variable slots).
-                value = kernel()
                 if len(op._outputs) == 1:
                     template[base] = value if value.__class__ is _ndarray or \
                         value.__class__ is VariableSlot else _coerce_output(value, op, 0)

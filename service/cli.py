@@ -197,6 +197,20 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
         log.info("stopped")
 
 
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                          "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def limit_blas_threads(n: int) -> None:
+    """Caps the threads numpy's BLAS uses per computation (unless the environment already
+    does). Must run before numpy is imported: the server runs requests in parallel on its
+    compute threads, and BLAS threads on top of those oversubscribe the CPU."""
+    if "numpy" in sys.modules:
+        log.warning("numpy was imported before the BLAS thread limit could be set")
+    for var in _BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(var, str(n))
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -206,6 +220,7 @@ def main(argv=None) -> int:
         print(f"flowserve: error: {e}", file=sys.stderr)
         return 2
     setup_logging(config.log_format, config.log_level)
+    limit_blas_threads(config.intra_op_threads)
     try:
         asyncio.run(serve(config))
     except OSError as e:

@@ -262,6 +262,8 @@ SERVER_SETTINGS = [
     ("shutdown_grace_period", float, 10.0, "seconds to finish in-flight requests on "
                                            "SIGTERM/SIGINT"),
     ("num_threads", int, 0, "threads running model computations (0: one per CPU core)"),
+    ("intra_op_threads", int, 1, "threads one computation may use inside numpy's BLAS "
+                                 "(requests already run in parallel on num_threads)"),
 ]
 
 
@@ -281,6 +283,7 @@ class ServerConfig:
     request_timeout: float = 30.0
     shutdown_grace_period: float = 10.0
     num_threads: int = 0
+    intra_op_threads: int = 1
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
     def validate(self) -> ServerConfig:
@@ -305,6 +308,8 @@ class ServerConfig:
             raise ConfigError("shutdown_grace_period must be >= 0")
         if self.num_threads < 0:
             raise ConfigError("num_threads must be >= 0")
+        if self.intra_op_threads < 1:
+            raise ConfigError(f"intra_op_threads must be >= 1, got {self.intra_op_threads}")
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")
         if not Path(self.model_repository).is_dir():

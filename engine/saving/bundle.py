@@ -180,7 +180,10 @@ def read_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
         if size > Limits.max_index_bytes:
             raise _loss(path, f"index is {size} bytes, over the {Limits.max_index_bytes} limit")
         with open(path, "rb") as f:
-            raw = f.read(Limits.max_index_bytes + 1)
+            # read(n) allocates n bytes up front: ask for what the file holds, not the limit
+            raw = f.read(size + 1)
+        if len(raw) > size:
+            raise _loss(path, "index changed while it was read")
     except FileNotFoundError:
         raise errors.NotFoundError(None, None, f"No bundle index at {path}") from None
     except OSError as e:
@@ -295,7 +298,11 @@ def read_bundle(prefix: str, names=None, verify: bool = True) -> dict[str, np.nd
         raise _loss(path, f"data file is {actual} bytes, index expects "
                           f"{metadata['_data_size']} (truncated)")
     out = {}
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise errors.DataLossError(None, None, f"Cannot read {path}: {e}") from None
+    with f:
         for e in entries:
             if wanted is None or e.name in wanted:
                 out[e.name] = _read_entry(f, e, path, verify)

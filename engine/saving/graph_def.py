@@ -15,6 +15,8 @@ dtypes and shapes are re-inferred and checked rather than trusted from the file.
 
 from __future__ import annotations
 
+import inspect
+
 import msgpack
 import numpy as np
 
@@ -171,6 +173,9 @@ def _decode_attr(tagged, where: str, outer: Graph, depth: int):
     if tag == "list" and isinstance(v, list):
         if len(v) > GraphDefLimits.max_attr_list:
             raise GraphDefError(f"{where}: list attr too long")
+        if any(isinstance(x, list) and x[:1] in (["list"], ["func"], ["tensor"]) for x in v):
+            # Checked before decoding: nested lists would otherwise recurse once per level.
+            raise GraphDefError(f"{where}: list attrs hold scalars only")
         items = [_decode_attr(x, where, outer, depth) for x in v]
         for x in items:
             if isinstance(x, (list, tuple)) or getattr(x, "_is_function_graph", False) or \
@@ -237,6 +242,9 @@ def _function_from_dict(d: dict, outer: Graph, where: str, depth: int):
     for t in fg.inputs:
         if t.op.type != "Arg":
             raise GraphDefError(f"{where} function {name!r}: input {t.name} is not an Arg")
+    args = [op for op in fg.get_operations() if op.type == "Arg"]
+    if len(args) != len(fg.inputs) or set(args) != {t.op for t in fg.inputs}:
+        raise GraphDefError(f"{where} function {name!r}: its Arg ops and its inputs differ")
     fg.finalize()
     return fg
 
@@ -405,6 +413,62 @@ def _topological(nodes: list[dict], where: str) -> list[dict]:
     return order
 
 
+_KERNEL_ATTRS: dict[str, tuple[frozenset | None, frozenset]] = {}
+# Keyword arguments that an op's ``bind`` function supplies from the session (compiled
+# branches, variable slots, RNGs, ...): never attrs. Every registered op is round-tripped by
+# tests/engine/test_graph_def.py, which fails here ("lacks the attrs") if one is missing.
+_SESSION_BOUND = frozenset(["slot", "copy", "then_fn", "else_fn", "n_out", "cond_fn",
+                            "body_fn", "record", "grad_fn", "counter", "rng", "callback"])
+
+
+def _kernel_attrs(opdef) -> tuple[frozenset | None, frozenset]:
+    """(accepted, required) attr names of ``opdef``: its kernel's keyword-only parameters
+    (less those a session binds); ``accepted`` is None when the kernel takes ``**kwargs``."""
+    cached = _KERNEL_ATTRS.get(opdef.type)
+    if cached is None:
+        try:
+            params = list(inspect.signature(opdef.kernel).parameters.values())
+        except (TypeError, ValueError):
+            params = None
+        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
+            cached = (None, frozenset())
+        else:
+            kw = [p for p in params if p.kind is p.KEYWORD_ONLY]
+            if opdef.bind is not None:
+                kw = [p for p in kw if p.name not in _SESSION_BOUND]
+            cached = (frozenset(p.name for p in kw),
+                      frozenset(p.name for p in kw if p.default is p.empty))
+        _KERNEL_ATTRS[opdef.type] = cached
+    return cached
+
+
+# The kinds (encoding tags) an attr of this name may have. Checked up front because some are
+# only used when a session compiles the op (a While's ``cond``, a random op's seeds).
+_ATTR_TAGS = {"then_branch": ("func",), "else_branch": ("func",), "cond": ("func",),
+              "body": ("func",), "grad_body": ("func",), "seed": ("i", "none"),
+              "seed2": ("i", "none"), "dtype": ("dtype", "none"), "DstT": ("dtype", "none"),
+              "SrcT": ("dtype", "none"), "out_type": ("dtype", "none"),
+              "shape": ("shape", "none")}
+
+
+def _check_attr_names(opdef, attrs: dict, where: str) -> None:
+    """Every attr the kernel would receive must be a parameter of it, and none missing:
+    a misnamed attr would otherwise only fail when the op runs."""
+    accepted, required = _kernel_attrs(opdef)
+    if accepted is not None:
+        unknown = sorted(k for k in attrs if k[:1] != "_" and k not in accepted)
+        if unknown:
+            raise GraphDefError(f"{where} has unknown attrs {unknown}")
+    missing = sorted(required.difference(attrs))
+    if missing:
+        raise GraphDefError(f"{where} lacks the attrs {missing}")
+    for k, v in attrs.items():
+        tags = _ATTR_TAGS.get(k)
+        if tags is not None and not (isinstance(v, list) and v and v[0] in tags):
+            raise GraphDefError(f"{where}: attr {k!r} must be a {' or '.join(tags)} attr, "
+                                f"got {v[0] if isinstance(v, list) and v else v!r}")
+
+
 def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
                  prefix: str) -> tuple[dict, dict]:
     """Creates ``nodes`` in ``graph`` (the default graph). Returns (tensor map, op map)."""
@@ -417,6 +481,10 @@ def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
         if opdef is None:
             raise GraphDefError(f"{where}: node {name!r} uses op type not registered "
                                 f"'{op_type}' in this version of flowserve")
+        if not opdef.serializable:
+            raise GraphDefError(f"{where}: node {name!r} has op type '{op_type}', which runs "
+                                "Python code of this process and is never loaded from a file")
+        _check_attr_names(opdef, n["attrs"], f"{where}: node {name!r} ({op_type})")
         attrs = {k: _decode_attr(v, f"{where} node {name!r} attr {k!r}", graph, depth)
                  for k, v in n["attrs"].items()}
         inputs, controls = [], []
@@ -448,8 +516,17 @@ def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
             inputs.append(t)
         try:
             op = graph._create_op(op_type, inputs, attrs, prefix + name + "/")
-        except (TypeError, ValueError, KeyError, IndexError) as e:
-            raise GraphDefError(f"{where}: node {name!r} ({op_type}) is invalid: {e}") from None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError,
+                RecursionError) as e:
+            # Op construction re-infers dtypes and shapes from attrs that came from the file:
+            # an attr of the wrong kind fails there, however the inference function trips.
+            raise GraphDefError(f"{where}: node {name!r} ({op_type}) is invalid: "
+                                f"{type(e).__name__}: {e}") from None
+        for t in op.outputs:
+            if not isinstance(t.dtype, dtypes.DType):
+                raise GraphDefError(f"{where}: node {name!r} ({op_type}) is invalid: output "
+                                    f"{t.value_index} has dtype {t.dtype!r}, not a DType (an "
+                                    "attr of the wrong type)")
         if n["device"]:
             try:
                 op._set_device(n["device"])

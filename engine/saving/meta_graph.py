@@ -28,6 +28,7 @@ REGRESS_METHOD_NAME = "tensorflow/serving/regress"
 META_FORMAT = "flowserve.meta_graph"
 META_VERSION = 1
 _MAX_META_BYTES = 2 << 30
+_VARIABLE_TENSORS = ("initializer", "snapshot", "initial_value")
 
 
 class _Dim:
@@ -167,6 +168,12 @@ class MetaGraphDef:
         if not isinstance(variables, list) or not all(
                 isinstance(v, dict) and isinstance(v.get("name"), str) for v in variables):
             raise GraphDefError(f"{where}: variables must be a list of maps with names")
+        for v in variables:
+            if not all(isinstance(v.get(k), str) for k in _VARIABLE_TENSORS) or \
+                    not all(isinstance(v.get(k, False), bool) for k in ("trainable", "local")):
+                raise GraphDefError(f"{where}: variable {v['name']!r} has a malformed record")
+        if len({v["name"] for v in variables}) != len(variables):
+            raise GraphDefError(f"{where}: a variable is listed twice")
         init_op = d.get("init_op")
         if init_op is not None and not isinstance(init_op, str):
             raise GraphDefError(f"{where}: init_op must be an op name")
@@ -301,11 +308,17 @@ def read_file(path: str, limit: int = _MAX_META_BYTES) -> bytes:
             raise errors.DataLossError(None, None, f"{path} is {size} bytes, over the "
                                                    f"{limit}-byte limit")
         with open(path, "rb") as f:
-            return f.read(limit + 1)
+            # read(n) allocates n bytes up front: ask for what the file holds, not the limit
+            data = f.read(size + 1)
+        if len(data) > size:
+            raise errors.DataLossError(None, None, f"{path} changed while it was read")
+        return data
     except FileNotFoundError:
         raise errors.NotFoundError(None, None, f"{path} does not exist") from None
     except IsADirectoryError:
         raise errors.NotFoundError(None, None, f"{path} is a directory, not a file") from None
+    except OSError as e:
+        raise errors.DataLossError(None, None, f"Cannot read {path}: {e}") from None
 
 
 # -----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from functools import partial
 
 import numpy as np
 
+from engine import dtypes
 from engine.framework.graph import Graph, Operation, Tensor
 from engine.saving.graph_def import GraphDef, _encode_attr, import_graph_def
 
@@ -164,6 +165,13 @@ def _fold_constants(nodes, order, pinned) -> int:
             continue
         srcs = [nodes[src] for src, _ in n.inputs]
         if any(s.type != "Const" or s.controls for s in srcs):
+            continue
+        out = n.op.outputs[0]
+        itemsize = 8 if out.dtype.base_dtype is dtypes.string else out.dtype.base_dtype.size
+        if not out.shape.is_fully_defined() or \
+                out.shape.num_elements() * itemsize > _MAX_FOLDED_BYTES:
+            # Folding runs the kernel while the model loads: only for a known, small result
+            # (a file's Fill or Tile of constants could otherwise ask for any amount).
             continue
         args = [s.attrs["value"] for s in srcs]
         attrs = {k: v for k, v in n.attrs.items() if k[0] != "_"}

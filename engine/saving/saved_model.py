@@ -176,6 +176,7 @@ class Builder:
                 f.write(meta_graph.encode(self._meta_graphs, "saved_model"))
                 f.flush()
                 os.fsync(f.fileno())
+            _make_readable(tmp)
             if os.path.isdir(export_dir):
                 if os.listdir(export_dir):
                     raise errors.AlreadyExistsError(
@@ -188,6 +189,19 @@ class Builder:
             raise
         self._saved = True
         return self._export_dir
+
+
+def _make_readable(root: str) -> None:
+    """Gives the export the permissions a plain ``mkdir`` would (mkdtemp makes it 0700), so a
+    server running as another user can read it."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(root, 0o777 & ~umask)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            os.chmod(os.path.join(dirpath, d), 0o777 & ~umask)
+        for f in filenames:
+            os.chmod(os.path.join(dirpath, f), 0o666 & ~umask)
 
 
 SavedModelBuilder = Builder
@@ -230,6 +244,11 @@ def read_saved_model(export_dir: str) -> list[MetaGraphDef]:
     return meta_graph.decode(meta_graph.read_file(path), path)
 
 
+class MetaGraphNotFoundError(errors.NotFoundError, RuntimeError):
+    """No meta graph has the requested tags: a RuntimeError as in TF, and a NotFoundError
+    (an ``OpError``) like every other failure to load a model."""
+
+
 def _select(metas: list[MetaGraphDef], tags, export_dir) -> MetaGraphDef:
     if isinstance(tags, str):
         tags = [tags]
@@ -238,8 +257,9 @@ def _select(metas: list[MetaGraphDef], tags, export_dir) -> MetaGraphDef:
         if set(m.tags) == wanted:
             return m
     available = [sorted(m.tags) for m in metas]
-    raise RuntimeError(f"MetaGraphDef associated with tags {sorted(wanted)} could not be found "
-                       f"in SavedModel {export_dir}, with available tags {available}.")
+    raise MetaGraphNotFoundError(
+        None, None, f"MetaGraphDef associated with tags {sorted(wanted)} could not be found "
+                    f"in SavedModel {export_dir}, with available tags {available}.")
 
 
 def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None = None,
@@ -261,10 +281,14 @@ def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None 
         keep += [meta.init_op] if meta.init_op else []
         for rec in meta.variables:
             keep += [rec["initializer"], rec["snapshot"], rec["initial_value"]]
-        meta.graph_def, _ = optimize(meta.graph_def, keep=keep)
+        try:
+            meta.graph_def, _ = optimize(meta.graph_def, keep=keep)
+        except ValueError as e:  # GraphDefError included: the graph is malformed
+            raise errors.DataLossError(None, None, f"{path}: {e}") from None
     with sess.graph.as_default():
         variables = meta_graph.import_into_default_graph(meta, path, import_scope)
         prefix = f"{import_scope}/" if import_scope else ""
+        _check_signatures(sess.graph, meta, prefix, path)
         if variables:
             _restore(sess, variables, export_dir, options.verify_checksums, prefix)
         if meta.init_op:
@@ -273,12 +297,36 @@ def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None 
             except (KeyError, ValueError):
                 raise errors.DataLossError(None, None, f"{path}: init op {meta.init_op!r} is "
                                                        "not in the graph") from None
-            sess.run(init)
+            try:
+                sess.run(init)
+            except errors.OpError as e:
+                raise type(e)(e.node_def, e.op, f"{path}: running the init op "
+                                                 f"{meta.init_op!r} failed: {e.message}") \
+                    from None
     if import_scope:
         for sig in meta.signature_def.values():
             for info in list(sig.inputs.values()) + list(sig.outputs.values()):
                 info.name = prefix + info.name
     return meta
+
+
+def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None:
+    """Every signature tensor exists in the imported graph with the dtype and a shape
+    compatible with what the signature declares (so serving can trust the signature)."""
+    for key, sig in meta.signature_def.items():
+        for alias, info in list(sig.inputs.items()) + list(sig.outputs.items()):
+            try:
+                t = graph.get_tensor_by_name(prefix + info.name)
+            except (KeyError, ValueError, TypeError):
+                raise errors.DataLossError(None, None, f"{path}: signature {key!r} names tensor "
+                                                       f"{info.name!r} ({alias!r}), which is "
+                                                       "not in the graph") from None
+            if t.dtype.base_dtype is not info.engine_dtype or \
+                    not t.shape.is_compatible_with(info.shape):
+                raise errors.DataLossError(
+                    None, None, f"{path}: signature {key!r} declares {info.name!r} ({alias!r}) "
+                                f"as {info.engine_dtype.name} {info.shape}, but the graph has "
+                                f"{t.dtype.base_dtype.name} {t.shape}")
 
 
 def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
