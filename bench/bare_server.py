@@ -7,14 +7,19 @@ the server's predict endpoint and answers a precomputed response of the same siz
 from __future__ import annotations
 
 import argparse
-import json
+import sys
+from pathlib import Path
 
 from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from service.protocols.common import parse_json  # noqa: E402 - the server's own JSON parser
 
 
 def make_app(response_body: bytes) -> web.Application:
     async def predict(request: web.Request) -> web.Response:
-        doc = json.loads(await request.read())  # the same parsing work as the server
+        doc = parse_json(await request.read())  # the same parsing work as the server
         if "instances" not in doc and "inputs" not in doc:
             return web.json_response({"error": "bad request"}, status=400)
         return web.Response(body=response_body, content_type="application/json")

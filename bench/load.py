@@ -32,9 +32,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import aiohttp
-import msgpack
-import numpy as np
+# Like the server (--intra-op-threads 1): one BLAS thread per computation, set before numpy
+# loads, so the in-process measurement runs the model as the server does.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import aiohttp  # noqa: E402
+import msgpack  # noqa: E402
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -237,8 +242,8 @@ async def scenario_batching(duration: float, work: Path) -> dict:
     repo = build_repository(work / "wide_repo")
     params = work / "batching.json"
     params.write_text(json.dumps({"max_batch_size": {"value": 64},
-                                  "batch_timeout_micros": {"value": 2000},
-                                  "num_batch_threads": {"value": 2},
+                                  "batch_timeout_micros": {"value": 5000},
+                                  "num_batch_threads": {"value": 1},
                                   "max_enqueued_batches": {"value": 64}}))
     x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
     request = make_request("tfserving", "wide_mlp", "x", x)
@@ -253,10 +258,48 @@ async def scenario_batching(duration: float, work: Path) -> dict:
         finally:
             server.stop()
     on, off = results["on"], results["off"]
-    return {"results": [off, on],
+    core = {label: await _in_process(repo, params if label == "on" else None, x, duration)
+            for label in ("off", "on")}
+    return {"results": [off, on, core["off"], core["on"]],
             "throughput_ratio_on_off": round(on.throughput_rps / max(off.throughput_rps, 1e-9),
                                              2),
-            "p99_on_ms": on.p99_ms, "p99_off_ms": off.p99_ms}
+            "p99_on_ms": on.p99_ms, "p99_off_ms": off.p99_ms,
+            "in_process_ratio_on_off": round(core["on"].throughput_rps /
+                                             max(core["off"].throughput_rps, 1e-9), 2)}
+
+
+async def _in_process(repo: Path, params: Path | None, x: np.ndarray, duration: float,
+                      concurrency: int = 64) -> Result:
+    """The same load on ModelManager.infer in this process: batching without HTTP costs."""
+    from service.config import ServerConfig
+    from service.manager import ModelManager
+
+    kw = {"enable_batching": True, "batching_parameters_file": str(params)} if params else {}
+    manager = ModelManager(ServerConfig(model_repository=str(repo), poll_interval=0,
+                                        **kw).validate())
+    await manager.start()
+    loop = asyncio.get_running_loop()
+    latencies = []
+    end = loop.time() + duration
+
+    async def client():
+        while loop.time() < end:
+            t0 = time.perf_counter()
+            await manager.infer("wide_mlp", {"x": x})
+            latencies.append(time.perf_counter() - t0)
+
+    try:
+        t0 = loop.time()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        elapsed = loop.time() - t0
+    finally:
+        await manager.stop()
+    lat = np.array(latencies) * 1000
+    label = f"  in-process ModelManager.infer, batching {'on' if params else 'off'}"
+    return Result(label, concurrency, round(elapsed, 2), len(latencies), {},
+                  round(len(latencies) / elapsed, 1), round(float(np.percentile(lat, 50)), 3),
+                  round(float(np.percentile(lat, 90)), 3), round(float(np.percentile(lat, 99)), 3),
+                  round(float(lat.mean()), 3))
 
 
 async def scenario_overhead(duration: float, work: Path) -> dict:

@@ -25,6 +25,7 @@ padded sizes of their non-batch dimensions, as in TF Serving.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 
@@ -60,12 +61,20 @@ class DirectScheduler:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
         future = loop.run_in_executor(self._executor, _timed_run, signature, arrays)
+        # A timer rather than asyncio.wait_for: no extra task per request. On expiry the
+        # awaiting stops; the computation finishes in its thread and is discarded.
+        expired = []
+        timer = loop.call_at(deadline, _expire, future, expired)
         try:
-            values, seconds = await asyncio.wait_for(asyncio.shield(future), remaining)
-        except TimeoutError:
+            values, seconds = await future
+        except asyncio.CancelledError:
+            if not expired:
+                raise
             self._reject("deadline")
             raise DeadlineExceeded(f"deadline exceeded while running the model (limit "
                                    f"{remaining:.3f}s)") from None
+        finally:
+            timer.cancel()
         if self._metrics is not None:
             self._metrics.session_run(*self._labels, seconds)
         return values
@@ -76,6 +85,12 @@ class DirectScheduler:
 
     async def close(self) -> None:
         return None
+
+
+def _expire(future, expired: list) -> None:
+    if not future.done():
+        expired.append(True)
+        future.cancel()
 
 
 def _timed_run(signature, arrays):
@@ -119,7 +134,10 @@ class Batcher:
         self._labels = (model, version)
         self._direct = DirectScheduler(executor, metrics, model, version)
         self._open: dict[tuple, _Batch] = {}
-        self._ready: asyncio.Queue | None = None
+        # Closed batches waiting for a worker (a deque, so workers can merge compatible
+        # waiting batches into the one they take).
+        self._ready: collections.deque[_Batch] = collections.deque()
+        self._wakeup: asyncio.Event | None = None
         self._workers: list[asyncio.Task] = []
         self._queued_requests = 0
         self._closed = False
@@ -154,13 +172,12 @@ class Batcher:
             except asyncio.CancelledError:
                 pass
         self._workers = []
-        if self._ready is not None:
-            while not self._ready.empty():
-                batch = self._ready.get_nowait()
-                for r in batch.requests:
-                    if not r.future.done():
-                        r.future.set_exception(QueueFull("the model version is being "
-                                                         "unloaded; retry"))
+        while self._ready:
+            batch = self._ready.popleft()
+            for r in batch.requests:
+                if not r.future.done():
+                    r.future.set_exception(QueueFull("the model version is being "
+                                                     "unloaded; retry"))
 
     @property
     def queued_requests(self) -> int:
@@ -168,18 +185,18 @@ class Batcher:
 
     # -- queueing -------------------------------------------------------------------------
     def _start(self) -> None:
-        self._ready = asyncio.Queue()
+        self._wakeup = asyncio.Event()
         self._workers = [asyncio.create_task(self._worker(), name=f"fs-batch-{i}")
                          for i in range(self.config.threads)]
 
     def _enqueued_batches(self) -> int:
-        return len(self._open) + (self._ready.qsize() if self._ready is not None else 0)
+        return len(self._open) + len(self._ready)
 
     async def _enqueue(self, signature, arrays, rows, deadline):
         loop = asyncio.get_running_loop()
         if self._closed:
             raise QueueFull("the model version is being unloaded; retry")
-        if self._ready is None:
+        if self._wakeup is None:
             self._start()
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
         batch = self._open.get(key)
@@ -215,7 +232,8 @@ class Batcher:
             batch.timer.cancel()
         if self._open.get(batch.key) is batch:
             del self._open[batch.key]
-        self._ready.put_nowait(batch)
+        self._ready.append(batch)
+        self._wakeup.set()
 
     def _expire(self, request: _Request) -> None:
         if not request.future.done():
@@ -240,9 +258,28 @@ class Batcher:
                 for alias in parts[0]}
 
     # -- execution ------------------------------------------------------------------------
+    def _take(self) -> _Batch:
+        """The oldest waiting batch, merged with later waiting batches it can hold."""
+        batch = self._ready.popleft()
+        limit = self.config.max_batch_size
+        if self._ready and batch.rows < limit:
+            keep = collections.deque()
+            while self._ready:
+                other = self._ready.popleft()
+                if other.key == batch.key and batch.rows + other.rows <= limit:
+                    batch.requests.extend(other.requests)
+                    batch.rows += other.rows
+                else:
+                    keep.append(other)
+            self._ready = keep
+        return batch
+
     async def _worker(self) -> None:
         while True:
-            batch = await self._ready.get()
+            while not self._ready:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            batch = self._take()
             try:
                 await self._run(batch)
             except asyncio.CancelledError:

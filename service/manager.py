@@ -190,9 +190,8 @@ class ModelManager:
         s.state = VersionState.LOADING
         self._set_state(s)
         t0 = time.perf_counter()
-        await loop.run_in_executor(self._load_pool, s.load)
-        if s.state is VersionState.AVAILABLE:
-            s.scheduler = self._scheduler_for(s)
+        if await loop.run_in_executor(self._load_pool, s.load):
+            s.publish(self._scheduler_for(s))
             if self.metrics is not None:
                 self.metrics.model_loaded(s.model, str(s.version), time.perf_counter() - t0)
         else:
@@ -230,6 +229,9 @@ class ModelManager:
 
     # -- lookup -----------------------------------------------------------------------------
     def _model(self, name: str) -> _Model:
+        model = self._models.get(name)
+        if model is not None and not model.disabled:
+            return model
         if not valid_model_name(name):
             raise NotFound(f"Model name {name!r} is not valid (letters, digits, '_', '.', '-'; "
                            "no path separators)")

@@ -34,6 +34,8 @@ class ServingMetrics:
         platform_collector.PlatformCollector(registry=self.registry)
         gc_collector.GCCollector(registry=self.registry)
         r = self.registry
+        self._request_children: dict = {}
+        self._children: dict = {}  # label children of the scheduling metrics
         self.requests = Counter(
             "flowserve_requests", "Inference and metadata requests by model, version, protocol "
             "and HTTP status code.", ["model", "version", "protocol", "code"], registry=r)
@@ -73,8 +75,16 @@ class ServingMetrics:
 
     def observe_request(self, model: str, version: str, protocol: str, code: int,
                         seconds: float) -> None:
-        self.requests.labels(model, version, protocol, str(code)).inc()
-        self.request_seconds.labels(model, version, protocol).observe(seconds)
+        # Label children are cached: labels() costs a few microseconds per call.
+        key = (model, version, protocol, code)
+        children = self._request_children.get(key)
+        if children is None:
+            children = (self.requests.labels(model, version, protocol, str(code)),
+                        self.request_seconds.labels(model, version, protocol))
+            if len(self._request_children) < 10_000:
+                self._request_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def set_version_state(self, model: str, version: str, state: str | None) -> None:
         for s in _STATES:
@@ -93,24 +103,31 @@ class ServingMetrics:
         self.load_failures.labels(model).inc()
 
     # -- scheduling -------------------------------------------------------------------------
+    def _child(self, metric, *labels):
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def batch(self, model: str, version: str, rows: int, padding: int, seconds: float) -> None:
-        self.batch_rows.labels(model, version).observe(rows)
+        self._child(self.batch_rows, model, version).observe(rows)
         if padding:
-            self.batch_padding.labels(model, version).inc(padding)
-        self.batches.labels(model, version).inc()
-        self.compute_seconds.labels(model, version).observe(seconds)
+            self._child(self.batch_padding, model, version).inc(padding)
+        self._child(self.batches, model, version).inc()
+        self._child(self.compute_seconds, model, version).observe(seconds)
 
     def session_run(self, model: str, version: str, seconds: float) -> None:
-        self.compute_seconds.labels(model, version).observe(seconds)
+        self._child(self.compute_seconds, model, version).observe(seconds)
 
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
-        self.queue_wait_seconds.labels(model, version).observe(seconds)
+        self._child(self.queue_wait_seconds, model, version).observe(seconds)
 
     def queue_depth(self, model: str, version: str, depth: int) -> None:
-        self.queued.labels(model, version).set(depth)
+        self._child(self.queued, model, version).set(depth)
 
     def rejected(self, model: str, version: str, reason: str) -> None:
-        self.rejections.labels(model, version, reason).inc()
+        self._child(self.rejections, model, version, reason).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -20,7 +20,7 @@ from engine import errors as engine_errors
 from engine.framework import registry
 from engine.saving.saved_model import LoadOptions
 from service.config import ModelConfig
-from service.errors import Internal, InvalidInput, Unavailable
+from service.errors import Internal, InvalidInput, NotFound, Unavailable
 from service.tensors import TensorSpec, coerce, from_json_value
 
 __all__ = ["Servable", "Signature", "VersionState"]
@@ -144,8 +144,10 @@ class Servable:
         return self._graph
 
     # -- lifecycle ------------------------------------------------------------------------
-    def load(self) -> None:
-        """Loads the SavedModel (blocking). On failure sets state END and ``error``."""
+    def load(self) -> bool:
+        """Loads the SavedModel (blocking); True on success. On failure sets state END and
+        ``error``. Success leaves the state LOADING: the manager marks the version AVAILABLE
+        once requests can reach it (its scheduler is attached)."""
         self.state = VersionState.LOADING
         t0 = time.perf_counter()
         try:
@@ -156,11 +158,16 @@ class Servable:
             self._close_session()
             log.error("model %s version %d failed to load: %s", self.model, self.version,
                       self.error)
-            return
+            return False
         self.load_seconds = time.perf_counter() - t0
+        return True
+
+    def publish(self, scheduler) -> None:
+        """Attaches the scheduler, then makes the version AVAILABLE (in that order)."""
+        self.scheduler = scheduler
         self.state = VersionState.AVAILABLE
         log.info("model %s version %d available (%d signature(s), %.2fs)", self.model,
-                 self.version, len(self.signatures), self.load_seconds)
+                 self.version, len(self.signatures), self.load_seconds or 0.0)
 
     def _load(self) -> None:
         if self.device != "cpu":
@@ -257,8 +264,6 @@ class Servable:
         return self._inflight
 
     def signature(self, key: str | None) -> Signature:
-        from service.errors import NotFound
-
         key = key or self.default_signature
         sig = self.signatures.get(key)
         if sig is None:

@@ -137,13 +137,16 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
             raise InvalidInput(f"{what}: values out of range for {target.name} "
                                f"[{info.min}, {info.max}]")
         out = arr.astype(target.np, copy=False)
-    else:
-        limit = _FLOAT_LIMITS.get(target.np)
-        if limit is not None and kind == "f" and arr.size and arr.dtype.itemsize > \
-                target.np.itemsize:
+    elif kind == "f" and arr.dtype.itemsize > target.np.itemsize:
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below
+            out = arr.astype(target.np)
+        if arr.size and not np.isfinite(out).all():
+            # Narrowing overflowed somewhere, or the input held inf/nan already.
+            limit = _FLOAT_LIMITS[target.np]
             finite = arr[np.isfinite(arr)]
             if finite.size and float(np.abs(finite).max()) > limit:
                 raise InvalidInput(f"{what}: values out of range for {target.name}")
+    else:
         out = arr.astype(target.np, copy=False)
     dims = spec.dims
     if dims is not None:

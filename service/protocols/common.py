@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import orjson
 from aiohttp import web
 
 from service.errors import InvalidInput
 
 __all__ = ["read_body", "read_json", "json_response", "note", "MSGPACK", "wants_msgpack",
-           "is_msgpack", "parse_timeout", "PROTOCOL", "MODEL", "VERSION", "parse_json"]
+           "is_msgpack", "parse_timeout", "PROTOCOL", "MODEL", "VERSION", "parse_json",
+           "dumps"]
 
 MSGPACK = "application/msgpack"
 # What a request was about, for metrics and the access log.
@@ -50,23 +52,42 @@ async def read_json(request: web.Request):
     return parse_json(await read_body(request))
 
 
-def parse_json(body: bytes):
-    """A JSON document from request bytes; InvalidInput saying what is wrong otherwise."""
+def parse_json(body: bytes, what: str = "The request body"):
+    """A JSON document from request bytes; InvalidInput saying what is wrong otherwise.
+
+    orjson parses (numbers an order of magnitude faster than the standard library); the
+    standard parser takes over for what orjson refuses but TF Serving's clients may send:
+    ``NaN``/``Infinity`` tokens and integers beyond 64 bits.
+    """
     if not body:
-        raise InvalidInput("The request body is empty; expected a JSON object")
+        raise InvalidInput(f"{what} is empty; expected a JSON object")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(body)
     except UnicodeDecodeError:
-        raise InvalidInput("The request body is not UTF-8 encoded JSON") from None
+        raise InvalidInput(f"{what} is not UTF-8 encoded JSON") from None
     except json.JSONDecodeError as e:
-        raise InvalidInput(f"The request body is not valid JSON: {e}") from None
+        raise InvalidInput(f"{what} is not valid JSON: {e}") from None
     except RecursionError:
-        raise InvalidInput("The request body's JSON is nested too deeply") from None
+        raise InvalidInput(f"{what}'s JSON is nested too deeply") from None
+
+
+def dumps(obj) -> bytes:
+    """JSON bytes. orjson writes NaN and infinities as ``null``; TF Serving writes the tokens
+    ``NaN``/``Infinity``, so a document that came out with a ``null`` is re-encoded with the
+    standard library to keep them."""
+    out = orjson.dumps(obj)
+    if b"null" in out:
+        out = _JSON_DUMPS.encode(obj).encode("utf-8")
+    return out
 
 
 def json_response(obj, status: int = 200, headers=None) -> web.Response:
-    return web.Response(body=_JSON_DUMPS.encode(obj).encode("utf-8"), status=status,
-                        content_type="application/json", headers=headers)
+    return web.Response(body=dumps(obj), status=status, content_type="application/json",
+                        headers=headers)
 
 
 def parse_timeout(value, what: str) -> float | None:

@@ -47,7 +47,6 @@ a missed deadline 504.
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 
@@ -62,9 +61,11 @@ from service.errors import Internal, InvalidInput, Unavailable
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,
+    dumps,
     is_msgpack,
     json_response,
     note,
+    parse_json,
     parse_timeout,
     read_body,
     wants_msgpack,
@@ -240,14 +241,7 @@ async def infer(request: web.Request) -> web.Response:
 
 
 def _loads(data: bytes, what: str):
-    try:
-        return json.loads(data)
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{what} is not UTF-8 encoded JSON") from None
-    except json.JSONDecodeError as e:
-        raise InvalidInput(f"{what} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise InvalidInput(f"{what} is nested too deeply") from None
+    return parse_json(data, what)
 
 
 def _split_body(request: web.Request, body: bytes) -> tuple[dict, bytes]:
@@ -450,7 +444,7 @@ def _response(result: InferResult, request_id, binary_outputs: dict[str, bool],
         return web.Response(body=packb(doc), content_type=MSGPACK)
     if not buffers:
         return json_response(doc)
-    header = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    header = dumps(doc)
     return web.Response(body=b"".join([header, *buffers]),
                         content_type="application/octet-stream",
                         headers={_HEADER_LENGTH: str(len(header))})

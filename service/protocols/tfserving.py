@@ -50,9 +50,9 @@ from service.protocols.common import (
     is_msgpack,
     json_response,
     note,
+    parse_json,
     parse_timeout,
     read_body,
-    read_json,
     wants_msgpack,
 )
 from service.protocols.msgpack_codec import (
@@ -124,7 +124,11 @@ async def _predict(request: web.Request) -> web.Response:
     note(request, model=servable.model, version=servable.version)
 
     packed = is_msgpack(request)
-    body = unpackb(await read_body(request)) if packed else await read_json(request)
+    raw = await read_body(request)
+    body = unpackb(raw) if packed else parse_json(raw)
+    # Without bool tokens in the body, numeric instances can be converted in one step
+    # (numpy would silently turn a stray bool into a number).
+    fast = not packed and b"true" not in raw and b"false" not in raw
     _check_fields(body, packed)
     timeout = _timeout(request.headers.get("Request-Timeout"), body.get("timeout"))
     signature = servable.signature(body.get("signature_name") or None)
@@ -132,7 +136,7 @@ async def _predict(request: web.Request) -> web.Response:
     if packed:
         inputs = _msgpack_inputs(body["inputs"], signature)
     elif row_format:
-        inputs = _row_inputs(body["instances"], signature)
+        inputs = _row_inputs(body["instances"], signature, fast)
     else:
         inputs = _columnar_inputs(body["inputs"], signature)
 
@@ -205,7 +209,7 @@ def _is_named(value) -> bool:
     return isinstance(value, dict) and not _is_b64(value)
 
 
-def _row_inputs(instances, signature) -> dict[str, np.ndarray]:
+def _row_inputs(instances, signature, fast: bool = False) -> dict[str, np.ndarray]:
     if not isinstance(instances, list):
         raise InvalidInput(f"'instances' must be a list with one element per instance, got "
                            f"{type(instances).__name__}")
@@ -224,10 +228,18 @@ def _row_inputs(instances, signature) -> dict[str, np.ndarray]:
         if any(_is_named(instance) for instance in instances):
             raise InvalidInput("'instances' mixes objects naming inputs with bare values")
         columns = {alias: instances}
-    return {a: _stack(a, values) for a, values in columns.items()}
+    return {a: _stack(a, values, signature if fast else None) for a, values in columns.items()}
 
 
-def _stack(alias: str, values: list) -> np.ndarray:
+def _stack(alias: str, values: list, signature=None) -> np.ndarray:
+    spec = signature.inputs.get(alias) if signature is not None else None
+    if spec is not None and spec.dtype.base_dtype.name != "string":
+        # Numbers and bools hold no {"b64": ...} values: convert all instances at once.
+        # Anything irregular falls through to the per-instance path for a precise message.
+        try:
+            return from_json_value(values, f"input '{alias}'")
+        except InvalidInput:
+            pass
     arrays = [_to_array(v, f"input '{alias}' of instance {i}") for i, v in enumerate(values)]
     first = arrays[0]
     for i, arr in enumerate(arrays):
