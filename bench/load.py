@@ -241,10 +241,7 @@ async def scenario_batching(duration: float, work: Path) -> dict:
 
     repo = build_repository(work / "wide_repo")
     params = work / "batching.json"
-    params.write_text(json.dumps({"max_batch_size": {"value": 64},
-                                  "batch_timeout_micros": {"value": 5000},
-                                  "num_batch_threads": {"value": 1},
-                                  "max_enqueued_batches": {"value": 64}}))
+    params.write_text(json.dumps(BATCHING_PARAMETERS))
     x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
     request = make_request("tfserving", "wide_mlp", "x", x)
     results = {}
@@ -307,17 +304,23 @@ async def scenario_overhead(duration: float, work: Path) -> dict:
 
     images, _ = load_digits()
     request = make_request("tfserving", "digits", "images", images[:1])
-    server = flowserve(ROOT / "models", "digits")
-    try:
-        await server.wait_ready()
-        async with aiohttp.ClientSession() as s:
-            async with s.post(server.url + request.path, data=request.body,
-                              headers=request.headers) as r:
-                response = await r.read()
-        result = await run_load(server.url, request, 64, duration,
-                                label="digits via flowserve predict, 64 clients")
-    finally:
-        server.stop()
+    params = work / "digits_batching.json"
+    params.write_text(json.dumps(BATCHING_PARAMETERS))
+    served = []
+    for label, args in (("", []), (", batching on", ["--enable-batching",
+                                                      "--batching-parameters-file",
+                                                      str(params)])):
+        server = flowserve(ROOT / "models", "digits", *args)
+        try:
+            await server.wait_ready()
+            async with aiohttp.ClientSession() as s:
+                async with s.post(server.url + request.path, data=request.body,
+                                  headers=request.headers) as r:
+                    response = await r.read()
+            served.append(await run_load(server.url, request, 64, duration,
+                                         label=f"digits via flowserve predict{label}"))
+        finally:
+            server.stop()
     response_file = work / "digits_response.json"
     response_file.write_bytes(response)
     baseline = bare(response_file)
@@ -327,8 +330,11 @@ async def scenario_overhead(duration: float, work: Path) -> dict:
                               label="bare aiohttp handler (same JSON), 64 clients")
     finally:
         baseline.stop()
-    return {"results": [result, base], "response_bytes": len(response),
-            "fraction_of_bare": round(result.throughput_rps / max(base.throughput_rps, 1e-9), 3)}
+    return {"results": [*served, base], "response_bytes": len(response),
+            "fraction_of_bare": round(served[0].throughput_rps / max(base.throughput_rps, 1e-9),
+                                      3),
+            "fraction_of_bare_batching": round(served[1].throughput_rps /
+                                               max(base.throughput_rps, 1e-9), 3)}
 
 
 async def scenario_encoding(duration: float, work: Path) -> dict:
@@ -352,6 +358,10 @@ async def scenario_encoding(duration: float, work: Path) -> dict:
             "speedup_vs_json": {p: round(r.throughput_rps / max(json_rps, 1e-9), 2)
                                 for p, r in results.items()}}
 
+
+BATCHING_PARAMETERS = {"max_batch_size": {"value": 64}, "batch_timeout_micros": {"value": 0},
+                       "num_batch_threads": {"value": 1},
+                       "max_enqueued_batches": {"value": 64}}
 
 SCENARIOS = {"batching": scenario_batching, "overhead": scenario_overhead,
              "encoding": scenario_encoding}
