@@ -26,6 +26,8 @@ from engine.config import (
     RunMetadata,
     StepStats,
 )
+from engine.devices import Device, gpu_unavailable_reason, local_devices
+from engine.framework.device_spec import DeviceSpec
 from engine.framework.graph import Graph, Operation, Tensor, _DefaultStack, get_default_graph
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "VariableSlot"]
@@ -69,19 +71,80 @@ def _deref(ref):
     return ref.read() if ref.__class__ is VariableSlot else ref
 
 
-class Device:
-    """A device a session can place ops on: its name, type and array module."""
+def _deref_to(device, ref):
+    """Reads a variable whose device is known only at run time, as a value on ``device``."""
+    v = ref.read() if ref.__class__ is VariableSlot else ref
+    return device.to_device(v)
 
-    __slots__ = ("name", "device_type", "index", "xp")
 
-    def __init__(self, device_type, index, xp):
-        self.device_type = device_type
-        self.index = index
-        self.xp = xp
-        self.name = f"/job:localhost/replica:0/task:0/device:{device_type}:{index}"
+def _guard_variable_device(kernel, device, ref_indices, *args):
+    """Refuses to write a variable (captured by a control-flow body) from another device."""
+    for i in ref_indices:
+        slot = args[i]
+        if slot.__class__ is VariableSlot and slot.device is not device:
+            raise errors.InvalidArgumentError(
+                None, None, f"Variable {slot.name} lives on {slot.device.name}, but this op "
+                            f"writing it runs on {device.name} inside a control-flow body. "
+                            "Place the cond/while_loop on the variable's device "
+                            "(with tf.device(...)).")
+    return kernel(*args)
+
+
+class _Copy:
+    """A plan step moving a value from one device to another."""
+
+    __slots__ = ("src", "dst", "tensor_name", "_fn")
+
+    def __init__(self, src: Device, dst: Device, tensor_name: str):
+        self.src = src
+        self.dst = dst
+        self.tensor_name = tensor_name
+        self._fn = src.to_host if dst.is_host else dst.to_device
+
+    def __call__(self, value):
+        return self._fn(value)
 
     def __repr__(self) -> str:
-        return f"<Device {self.name}>"
+        return f"<copy {self.tensor_name} {self.src.short_name} -> {self.dst.short_name}>"
+
+
+def _on_device(device: Device, value) -> bool:
+    if isinstance(value, (_ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
+        return device.owns(value)
+    return True  # not an array: variable references, handles and Python objects
+
+
+def _describe(value) -> str:
+    return f"{type(value).__module__}.{type(value).__name__}" + (
+        f" on TEST:{value.device_index}" if hasattr(value, "device_index") else "")
+
+
+class _DeviceChecked:
+    """Checked mode: a kernel must read and return arrays of the device it is placed on."""
+
+    __slots__ = ("kernel", "device", "op", "refs")
+
+    def __init__(self, kernel, device, op, ins, ref_in):
+        self.kernel = kernel
+        self.device = device
+        self.op = op
+        self.refs = frozenset(range(len(ins))) if ref_in == "all" else frozenset(ref_in)
+
+    def __call__(self, *args):
+        op, device = self.op, self.device
+        for i, v in enumerate(args):
+            if i not in self.refs and not _on_device(device, v):
+                raise errors.InternalError(
+                    None, op, f"{op._type} op '{op._name}' placed on {device.name} was given "
+                              f"input {i} as {_describe(v)} (a missing copy)")
+        r = self.kernel(*args)
+        for k, v in enumerate(r if isinstance(r, (tuple, list)) else (r,)):
+            if not _on_device(device, v):
+                raise errors.InternalError(
+                    None, op, f"{op._type} kernel placed on {device.name} returned output {k} "
+                              f"as {_describe(v)}: kernels must build results with xp, "
+                              "not numpy")
+        return r
 
 
 class BindContext:
@@ -179,7 +242,7 @@ class _Plan:
     """A compiled (feeds, fetches) computation: slots, steps and what to return."""
 
     __slots__ = ("steps", "template", "feed_specs", "feed_slots", "fetch_slots", "fetch_copy",
-                 "num_ops", "logged")
+                 "fetch_host", "num_ops", "placement")
 
     def __init__(self):
         self.steps: list = []
@@ -188,8 +251,11 @@ class _Plan:
         self.feed_slots: tuple[int, ...] = ()
         self.fetch_slots: tuple = ()
         self.fetch_copy: tuple[bool, ...] = ()
+        # Per fetch: the device its value lives on when that is not the host (else None);
+        # None altogether when every fetch is on the host.
+        self.fetch_host: tuple | None = None
         self.num_ops = 0
-        self.logged = False
+        self.placement: dict | None = None  # op -> Device (None: single-device session)
 
 
 def _execute(steps, vals):
@@ -221,11 +287,11 @@ def _execute_checked(steps, vals, trace=None):
         elif nout and (r.__class__ is not tuple or len(r) != nout):
             r = _coerce_outputs(r, op, nout)
         if nout:
-            if CHECK_KERNELS and op is not None:
+            if CHECK_KERNELS and op is not None and fn.__class__ is not _Copy:
                 _verify_outputs(op, r, out)
             vals[out:out + nout] = r
         if trace is not None:
-            trace.append((op, t0, time.perf_counter_ns()))
+            trace.append((op, fn, t0, time.perf_counter_ns()))
         for i in free:
             vals[i] = None
 
@@ -233,7 +299,8 @@ def _execute_checked(steps, vals, trace=None):
 def _coerce_output(r, op, i):
     if isinstance(r, np.generic):
         return np.asarray(r)
-    if r.__class__ is VariableSlot or (hasattr(r, "__cuda_array_interface__")):
+    if r.__class__ is VariableSlot or isinstance(r, _ndarray) or \
+            hasattr(r, "__cuda_array_interface__"):
         return r
     if op is not None and op._outputs[i]._dtype.base_dtype.name in ("resource", "variant"):
         return r
@@ -280,7 +347,24 @@ _EXC_MAP = (
 )
 
 
-def _op_error(op, exc: BaseException, vals, steps_inputs) -> errors.OpError:
+def _error_class(exc: BaseException) -> type:
+    name = type(exc).__name__
+    if name == "OutOfMemoryError" or (
+            name == "CUDARuntimeError" and "MemoryAllocation" in str(exc)):
+        return errors.ResourceExhaustedError  # cupy's device out-of-memory errors
+    for types, target in _EXC_MAP:
+        if isinstance(exc, types):
+            return target
+    return errors.UnknownError
+
+
+def _copy_error(exc: BaseException, what: str) -> errors.OpError:
+    if isinstance(exc, errors.OpError):
+        return exc
+    return _error_class(exc)(None, None, f"{what} failed: {type(exc).__name__}: {exc}")
+
+
+def _op_error(op, exc: BaseException, vals, steps_inputs, fn=None) -> errors.OpError:
     """Re-raises a kernel failure as an OpError naming the op, its type and its inputs."""
     where = ""
     if op is not None:
@@ -290,11 +374,7 @@ def _op_error(op, exc: BaseException, vals, steps_inputs) -> errors.OpError:
         if exc.op is None and op is not None:
             return type(exc)(op.node_def, op, exc.message + where)
         return exc
-    cls = errors.UnknownError
-    for types, target in _EXC_MAP:
-        if isinstance(exc, types):
-            cls = target
-            break
+    cls = _error_class(exc)
     desc = []
     for i in steps_inputs:
         v = vals[i] if i < len(vals) else None
@@ -302,6 +382,9 @@ def _op_error(op, exc: BaseException, vals, steps_inputs) -> errors.OpError:
             desc.append(f"{v.dtype}{list(v.shape)}")
         else:
             desc.append(type(v).__name__)
+    if fn.__class__ is _Copy:
+        return cls(None, None, f"Copying {fn.tensor_name} from {fn.src.name} to "
+                               f"{fn.dst.name} failed: {type(exc).__name__}: {exc}")
     if op is None:
         return cls(None, None, f"{type(exc).__name__}: {exc}")
     msg = (f"{op._type} op '{op._name}' failed on inputs ({', '.join(desc)}): "
@@ -415,10 +498,6 @@ def _session_for(elem, session, method: str):
     return session
 
 
-def _cpu_device() -> Device:
-    return Device("CPU", 0, np)
-
-
 class BaseSession:
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None):
@@ -442,7 +521,14 @@ class BaseSession:
         self._plans: dict = {}
         self._slots: dict[str, VariableSlot] = {}
         self._rngs: dict[Operation, object] = {}
-        self._devices = [_cpu_device()]
+        self._devices = local_devices(self._config)
+        self._host = self._devices[0]
+        # Several devices: plans place ops and copy values between devices. One device
+        # (CPU only): plans skip placement entirely, so the CPU path pays nothing for it.
+        self._multi = len(self._devices) > 1
+        self._default_device = next(
+            (d for d in self._devices if d.kernel_type == "GPU"), self._host)
+        self._spec_cache: dict[str, tuple] = {}
         self._default_graph_cm = None
         self._default_session_cm = None
 
@@ -502,7 +588,7 @@ class BaseSession:
             if slot is None:
                 shape = op._attrs.get("shape")
                 slot = VariableSlot(op._name, op._outputs[0]._dtype.base_dtype, shape,
-                                    device or self._devices[0])
+                                    device or self._host)
                 self._slots[key] = slot
             return slot
 
@@ -591,18 +677,20 @@ class BaseSession:
                     start = time.time_ns()
                     base = time.perf_counter_ns()
                     _execute_checked(steps, vals, events)
-                    self._fill_metadata(run_metadata, events, start, base)
+                    self._fill_metadata(run_metadata, events, start, base, plan.placement)
                 elif CHECK_KERNELS:
                     _execute_checked(steps, vals)
                 else:
                     _execute(steps, vals)
         except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
-            op, ins = _failing_step(exc, steps)
-            raise _op_error(op, exc, vals, ins) from (
+            op, ins, fn = _failing_step(exc, steps)
+            raise _op_error(op, exc, vals, ins, fn) from (
                 None if isinstance(exc, errors.OpError) else exc)
 
     def _collect(self, plan, vals):
         out = []
+        if plan.fetch_host is not None:
+            return self._collect_devices(plan, vals)
         for slot, copy in zip(plan.fetch_slots, plan.fetch_copy):
             if slot is None:
                 out.append(None)
@@ -618,15 +706,45 @@ class BaseSession:
             out.append(v)
         return out
 
-    def _fill_metadata(self, md: RunMetadata, events, start_ns, base_ns) -> None:
+    def _collect_devices(self, plan, vals):
+        """Fetches of a plan with values on devices: copied to host memory."""
+        out = []
+        for slot, copy, device in zip(plan.fetch_slots, plan.fetch_copy, plan.fetch_host):
+            if slot is None:
+                out.append(None)
+                continue
+            v = vals[slot]
+            if device is not None:
+                try:
+                    v = device.to_host(v)
+                except Exception as exc:  # noqa: BLE001 - typed for the caller
+                    raise _copy_error(exc, f"fetching a value from {device.name}") from exc
+                out.append(v[()] if getattr(v, "ndim", 1) == 0 else v)
+                continue
+            if v.__class__ is _ndarray:
+                if v.ndim == 0:
+                    v = v[()]
+                elif copy:
+                    v = v.copy()
+            else:
+                v = _to_host(v, copy)
+            out.append(v)
+        return out
+
+    def _fill_metadata(self, md: RunMetadata, events, start_ns, base_ns, placement) -> None:
         by_device: dict[str, list] = {}
-        for op, t0, t1 in events:
+        for op, fn, t0, t1 in events:
             if op is None:
                 continue
-            dev = self._device_of(op).name
+            if fn.__class__ is _Copy:
+                dev = fn.dst.name
+                name, op_type = f"{fn.tensor_name}/_copy_to_{fn.dst.short_name}", "_Copy"
+            else:
+                dev = placement[op].name if placement is not None else self._host.name
+                name, op_type = op._name, op._type
             rel0 = t0 - base_ns
             stats = NodeExecStats(
-                node_name=op._name, op_type=op._type, device=dev,
+                node_name=name, op_type=op_type, device=dev,
                 all_start_micros=(start_ns + rel0) // 1000, op_start_rel_micros=0,
                 op_end_rel_micros=(t1 - t0) // 1000, all_end_rel_micros=(t1 - t0) // 1000,
                 all_start_nanos=start_ns + rel0, all_end_rel_nanos=t1 - t0,
@@ -636,17 +754,111 @@ class BaseSession:
         md.step_stats = StepStats(dev_stats=[DeviceStepStats(device=d, node_stats=s)
                                              for d, s in by_device.items()])
 
-    def _device_of(self, op: Operation) -> Device:
-        return self._devices[0]
+    # -- placement ------------------------------------------------------------------------
+    def _supports(self, op: Operation, device: Device) -> bool:
+        """Can ``op`` run on ``device``: a kernel for its type, and no string tensors off
+        the host?"""
+        if device.kernel_type not in op._opdef.device_types:
+            return False
+        return device.is_host or not _touches_strings(op)
+
+    def _matching_devices(self, requested: str) -> tuple[list[Device], DeviceSpec]:
+        cached = self._spec_cache.get(requested)
+        if cached is not None:
+            return cached
+        spec = DeviceSpec.from_string(requested)
+        if spec.job not in (None, "localhost") or spec.replica not in (None, 0) or \
+                spec.task not in (None, 0):
+            found = []
+        elif spec.device_type is None:
+            found = [self._default_device] + [d for d in self._devices
+                                              if d is not self._default_device]
+        else:
+            found = [d for d in self._devices if d.device_type == spec.device_type and (
+                spec.device_index in (None, "*") or d.index == spec.device_index)]
+        self._spec_cache[requested] = (found, spec)
+        return found, spec
+
+    def _place(self, order, fed, default: Device) -> dict:
+        """Assigns each op of a plan a device (TF1's placer for one process).
+
+        Ops reading or writing a variable through its reference go where the variable is;
+        other ops go to their requested device when it exists and has a kernel for them,
+        else -- without a request -- to ``default`` (GPU:0 when there is a GPU) when it can
+        run them, else to the CPU. ``allow_soft_placement`` turns an unsatisfiable request
+        into a device of the same type, else the op's default device.
+        """
+        placement: dict[Operation, Device] = {}
+        soft = self._config.allow_soft_placement
+        host = self._host
+        for op in order:
+            opdef = op._opdef
+            colocate = None
+            if op._type == "Identity" and op._inputs and op._inputs[0]._dtype._is_ref:
+                colocate = _variable_device(op._inputs[0], fed, placement)
+            elif opdef.ref_inputs and opdef.ref_inputs != "all":
+                for i in opdef.ref_inputs:
+                    if i < len(op._inputs) and op._inputs[i]._dtype._is_ref:
+                        colocate = _variable_device(op._inputs[i], fed, placement)
+                        break
+            if colocate is not None:
+                if self._supports(op, colocate):
+                    placement[op] = colocate
+                    continue
+                if opdef.writes_variables:
+                    raise errors.InvalidArgumentError(
+                        op.node_def, op, f"Cannot assign a device for operation {op._name}: "
+                                         f"it writes a variable on {colocate.name}, and "
+                                         f"{op._type} has no {colocate.kernel_type} kernel")
+            requested = op._device
+            if not requested:
+                placement[op] = default if self._supports(op, default) else host
+                continue
+            found, spec = self._matching_devices(requested)
+            chosen = next((d for d in found if self._supports(op, d)), None)
+            if chosen is None and soft:
+                chosen = next((d for d in self._devices if d.device_type == spec.device_type
+                               and self._supports(op, d)), None)
+                if chosen is None:
+                    chosen = default if self._supports(op, default) else host
+            if chosen is None:
+                raise self._placement_error(op, requested, found, spec)
+            placement[op] = chosen
+        return placement
+
+    def _placement_error(self, op, requested, found, spec) -> errors.InvalidArgumentError:
+        hint = (" Set allow_soft_placement=True in the session's ConfigProto to fall back to "
+                "a device that can run it.")
+        if not found:
+            names = ", ".join(d.name for d in self._devices)
+            msg = (f"Cannot assign a device for operation {op._name}: {{{{node {op._name}}}}} "
+                   f"was explicitly assigned to {requested} but available devices are "
+                   f"[ {names} ]. Make sure the device specification refers to a valid "
+                   "device.")
+            if spec.device_type == "GPU" and not any(d.device_type == "GPU"
+                                                     for d in self._devices):
+                reason = gpu_unavailable_reason() or "no GPU is configured for this session"
+                msg += f" The requested device appears to be a GPU, but {reason}."
+        else:
+            msg = (f"Cannot assign a device for operation {op._name}: Could not satisfy "
+                   f"explicit device specification '{requested}' because no supported "
+                   f"kernel for {spec.device_type} devices is available.")
+            if found[0].kernel_type in op._opdef.device_types:
+                msg += " String tensors live in host memory only."
+        return errors.InvalidArgumentError(op.node_def, op, msg + hint)
 
     # -- compilation ----------------------------------------------------------------------
     def _compile(self, feeds: tuple, fetches: tuple, function: bool = False,
-                 owned_feeds: bool = False) -> _Plan:
-        """Prunes, orders and binds the computation of ``fetches`` given ``feeds``.
+                 owned_feeds: bool = False, default_device: Device | None = None) -> _Plan:
+        """Prunes, orders, places and binds the computation of ``fetches`` given ``feeds``.
 
-        ``function`` compiles the body of a control-flow op: fed tensors then may carry
-        variable references (a captured variable) as well as values.
+        ``function`` compiles the body of a control-flow op placed on ``default_device``:
+        fed tensors then may carry variable references (a captured variable) as well as
+        values, inputs arrive and outputs leave on ``default_device``, and ops without a
+        device request run there.
         """
+        if default_device is None:
+            default_device = self._host
         fed: dict[Tensor, int] = {}
         for t in feeds:
             if t in fed:
@@ -697,40 +909,95 @@ class BaseSession:
 
         persistent: set[int] = set() if owned_feeds else set(plan.feed_slots)
         steps: list = []
-        device = self._devices[0]
+        host = self._host
+        multi = self._multi
+        # Where values live: feeds arrive on the host (inside a function body, on the
+        # function's device); every other value on the device of the op producing it.
+        home = default_device if function else host
+        placement = self._place(order, fed, home if function else self._default_device) \
+            if multi else None
+        on_device: dict[tuple, int] = {}  # (tensor, device) -> slot holding its value there
 
-        def deref_slot(src: int, consumer) -> int:
+        def device_of_slot_tensor(t: Tensor) -> Device:
+            return home if (t in fed or placement is None) else placement[t._op]
+
+        def add_step(fn, ins, consumer, is_persistent=False) -> int:
             new = len(template)
             template.append(None)
-            steps.append((_deref, (src,), new, 1, (), consumer))
-            persistent.add(new)
+            steps.append((fn, ins, new, 1, (), consumer))
+            if is_persistent:
+                persistent.add(new)
             return new
+
+        def value_on(t: Tensor, dev: Device | None, consumer) -> int:
+            """The slot holding the value of ``t`` on ``dev`` (None: where it lives).
+
+            A variable is read right before each consumer runs (each consumer gets its own
+            read step), so a consumer ordered after an assignment sees the new value.
+            """
+            src = read_slot[t]
+            if t._dtype._is_ref:
+                if not multi:
+                    return add_step(_deref, (src,), consumer, True)
+                var_dev = _variable_device(t, fed, placement)
+                if var_dev is None:  # a variable captured by a function: unknown device
+                    return add_step(partial(_deref_to, dev or home), (src,), consumer, True)
+                s = add_step(_deref, (src,), consumer, True)
+                if dev is None or dev is var_dev:
+                    return s
+                return add_step(_Copy(var_dev, dev, t.name), (s,), t._op)
+            if not multi:
+                return src
+            src_dev = device_of_slot_tensor(t)
+            if dev is None or dev is src_dev:
+                return src
+            key = (t, dev)
+            c = on_device.get(key)
+            if c is None:
+                c = on_device[key] = add_step(_Copy(src_dev, dev, t.name), (src,), t._op)
+            return c
 
         for op in order:
             opdef = op._opdef
             base = out_base[op]
+            device = placement[op] if multi else host
             if op._type == "Identity" and op._inputs[0]._dtype._is_ref:
                 # A variable's snapshot (``w/read``): the read itself is the whole step.
-                steps.append((_deref, (read_slot[op._inputs[0]],), base, 1, (), op))
+                # Placement puts it on its variable's device; inside a function body the
+                # variable's device is unknown and the read moves the value if needed.
+                ref = op._inputs[0]
+                read = _deref if not multi or _variable_device(ref, fed, placement) \
+                    is not None else partial(_deref_to, device)
+                steps.append((read, (read_slot[ref],), base, 1, (), op))
                 persistent.add(base)
                 continue
             ins = []
             ref_in = opdef.ref_inputs
+            guard = []
             for i, t in enumerate(op._inputs):
-                s = read_slot[t]
                 takes_ref = ref_in == "all" or i in ref_in
-                if t._dtype._is_ref:
-                    if takes_ref and t in fed and not function:
+                if t._dtype._is_ref and takes_ref:
+                    if t in fed and not function:
                         raise errors.InvalidArgumentError(
                             op.node_def, op, f"Input {i} of {op._type} op '{op._name}' needs "
                                              f"the variable {t.name} itself, which cannot be fed")
-                    if not takes_ref:
-                        s = deref_slot(s, op)
+                    s = read_slot[t]
+                    if multi and opdef.writes_variables and \
+                            _variable_device(t, fed, placement) is None:
+                        guard.append(len(ins))
+                else:
+                    s = value_on(t, device, op)
                 ins.append(s)
             ctx = BindContext(self, op, device, tuple(s in persistent for s in ins),
                               tuple(t in used for t in op._outputs))
             try:
                 kernel = _bind_kernel(op, ctx)
+                if guard:
+                    kernel = partial(_guard_variable_device, kernel, device, tuple(guard))
+                if CHECK_KERNELS and multi:
+                    kernel = _DeviceChecked(kernel, device, op, ins, ref_in)
+                if device.context is not None:
+                    kernel = device.wrap(kernel)
                 # Hoisted ops run once per plan: constants and session resources (slots).
                 value = kernel() if opdef.hoist else None
             except errors.OpError:
@@ -749,20 +1016,31 @@ class BaseSession:
 
         fetch_slots = []
         fetch_copy = []
+        fetch_host = []
         for f in fetches:
             if isinstance(f, Operation):
                 fetch_slots.append(None)
                 fetch_copy.append(False)
+                fetch_host.append(None)
                 continue
-            s = read_slot[f] if f in read_slot else None
-            if s is None:  # fetched but fed: read_slot covers it; keep the check explicit
+            if f not in read_slot:
                 raise errors.InternalError(None, None, f"No value for fetch {f.name}")
-            if f._dtype._is_ref and not function:
-                s = deref_slot(s, f._op)
+            if function:
+                # Function outputs stay on the function's device; variables stay references.
+                s = read_slot[f] if f._dtype._is_ref else value_on(f, home, f._op)
+                where = None
+            elif f._dtype._is_ref:
+                s = value_on(f, None, f._op)
+                where = _variable_device(f, fed, placement) if multi else host
+            else:
+                s = read_slot[f]
+                where = device_of_slot_tensor(f)
             fetch_slots.append(s)
             fetch_copy.append(s in persistent)
+            fetch_host.append(where if where is not None and not where.is_host else None)
         plan.fetch_slots = tuple(fetch_slots)
         plan.fetch_copy = tuple(fetch_copy)
+        plan.fetch_host = tuple(fetch_host) if any(d is not None for d in fetch_host) else None
 
         # Free every value after its last reader (fetched values are kept).
         keep = {s for s in fetch_slots if s is not None}
@@ -779,9 +1057,11 @@ class BaseSession:
         plan.steps = [(fn, ins, out, nout, tuple(frees[k]), op)
                       for k, (fn, ins, out, nout, _, op) in enumerate(steps)]
         plan.template = template
+        plan.placement = placement
         if self._config.log_device_placement:
-            for op in order:
-                print(f"{op._name}: ({op._type}): {device.name}", file=sys.stderr)
+            lines = [f"{op._name}: ({op._type}): {(placement[op] if multi else host).name}"
+                     for op in order]
+            print("\n".join(lines), file=sys.stderr)
         return plan
 
     # -- functions (control-flow bodies) --------------------------------------------------
@@ -793,7 +1073,8 @@ class BaseSession:
         fetches = tuple(fg.outputs) + tuple(fg.control_outputs)
         n_out = len(fg.outputs)
         with self._lock:
-            plan = self._compile(tuple(fg.inputs), fetches, function=True)
+            plan = self._compile(tuple(fg.inputs), fetches, function=True,
+                                 default_device=device)
         steps = plan.steps
         template = plan.template
         feed_slots = plan.feed_slots
@@ -811,12 +1092,12 @@ class BaseSession:
                     _execute(steps, vals)
             except errors.OpError as exc:
                 if exc.op is None:
-                    op, ins = _failing_step(exc, steps)
-                    raise _op_error(op, exc, vals, ins) from None
+                    op, ins, fn = _failing_step(exc, steps)
+                    raise _op_error(op, exc, vals, ins, fn) from None
                 raise
             except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
-                op, ins = _failing_step(exc, steps)
-                raise _op_error(op, exc, vals, ins) from exc
+                op, ins, fn = _failing_step(exc, steps)
+                raise _op_error(op, exc, vals, ins, fn) from exc
             return [vals[s] for s in out_slots]
 
         return call
@@ -875,9 +1156,37 @@ def _failing_step(exc, steps):
     while tb is not None:
         frame = tb.tb_frame
         if frame.f_code in (_execute.__code__, _execute_checked.__code__):
-            return frame.f_locals.get("op"), frame.f_locals.get("ins", ())
+            loc = frame.f_locals
+            return loc.get("op"), loc.get("ins", ()), loc.get("fn")
         tb = tb.tb_next
-    return None, ()
+    return None, (), None
+
+
+def _touches_strings(op: Operation) -> bool:
+    for t in op._inputs:
+        if t._dtype.base_dtype.name == "string":
+            return True
+    for t in op._outputs:
+        if t._dtype.base_dtype.name == "string":
+            return True
+    return False
+
+
+def _variable_device(t: Tensor, fed, placement) -> Device | None:
+    """The device of the variable a reference tensor points to (None: fed into a function,
+    known only at run time)."""
+    while True:
+        if t in fed:
+            return None
+        op = t._op
+        nxt = None
+        for x in op._inputs:
+            if x._dtype._is_ref:
+                nxt = x
+                break
+        if nxt is None:
+            return placement.get(op)
+        t = nxt
 
 
 def _to_host(v, copy):

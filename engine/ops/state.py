@@ -172,7 +172,7 @@ def _is_init_infer(o):
 @op("IsVariableInitialized", infer=_is_init_infer, stateful=True, ref_inputs=(0,),
     differentiable=False, inputs=("ref",))
 def _is_initialized_kernel(xp, ref, *, dtype):
-    return np.asarray(ref.value is not None)
+    return xp.asarray(ref.value is not None)
 
 
 def is_variable_initialized(variable, name=None):

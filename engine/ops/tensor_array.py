@@ -144,7 +144,7 @@ def _stack(ta, indices, xp):
 @op("TensorArrayGatherV3", infer=_gather_infer, stateful=True, differentiable=False,
     inputs=("handle", "indices"))
 def _ta_gather(xp, ta, indices, *, dtype, element_shape):
-    return _stack(ta, [_index(i, ta, "gather") for i in np.asarray(indices).reshape(-1)], xp)
+    return _stack(ta, [_index(i, ta, "gather") for i in indices.reshape(-1).tolist()], xp)
 
 
 @op("TensorArrayStackV3", infer=_gather_infer, stateful=True, differentiable=False,
@@ -156,7 +156,7 @@ def _ta_stack(xp, ta, *, dtype, element_shape):
 @op("TensorArrayScatterV3", infer=_flow_infer, stateful=True, differentiable=False,
     aliases=True, inputs=("handle", "indices", "value"))
 def _ta_scatter(xp, ta, indices, value):
-    idx = [int(i) for i in np.asarray(indices).reshape(-1)]
+    idx = [int(i) for i in indices.reshape(-1).tolist()]
     if value.ndim == 0 or value.shape[0] != len(idx):
         raise errors.InvalidArgumentError(None, None, f"Expected len(indices) == "
                                                       f"value.shape[0], but saw: {len(idx)} vs. "
@@ -169,7 +169,7 @@ def _ta_scatter(xp, ta, indices, value):
 @op("TensorArraySizeV3", infer=lambda o: [(dtypes.int32, TensorShape([]))], stateful=True,
     differentiable=False, inputs=("handle",))
 def _ta_size(xp, ta):
-    return np.asarray(len(ta.items), np.int32)
+    return xp.asarray(len(ta.items), np.int32)
 
 
 def _concat_infer(o):
@@ -191,7 +191,7 @@ def _ta_concat(xp, ta, *, dtype, element_shape_except0):
 @op("TensorArraySplitV3", infer=_flow_infer, stateful=True, differentiable=False,
     aliases=True, inputs=("handle", "value", "lengths"))
 def _ta_split(xp, ta, value, lengths):
-    lens = [int(n) for n in np.asarray(lengths).reshape(-1)]
+    lens = [int(n) for n in lengths.reshape(-1).tolist()]
     if sum(lens) != (value.shape[0] if value.ndim else 0):
         raise errors.InvalidArgumentError(None, None, f"Expected sum of lengths to be equal to "
                                                       f"values.shape[0], but sum of lengths is "

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import engine as tf
+from engine import devices
 from engine.framework import registry
+from tests import fake_device
 
 
 @dataclass
@@ -84,12 +86,22 @@ def check_case(case: Case) -> None:
             f"{case.id}: table inputs must be numpy values with explicit dtypes, got {v!r}"
     want = [_np(w) for w in _as_list(case.ref(*[np.asarray(v) for v in case.inputs]))]
     modes = ["const"] + (["unknown_dims", "unknown_rank"] if case.feed else [])
+    if not any(t in devices.DEVICE_TYPES for t in ("TEST",)) and devices.gpu_count() == 0:
+        # CPU-only run: once more with a TEST device present, so every op also runs placed
+        # off the host (ops with a GPU kernel on TEST:0, string ops on the CPU, copies in
+        # between) with checked mode verifying each kernel keeps to its device.
+        modes.append("device")
     for mode in modes:
-        g, out, feeds = _build(case, mode)
+        g, out, feeds = _build(case, "unknown_dims" if mode == "device" and case.feed
+                               else "const" if mode == "device" else mode)
         outs = _as_list(out)
         assert len(outs) == len(want), f"{case.id}: {len(outs)} outputs, reference has {len(want)}"
-        with tf.Session(graph=g) as sess:
-            got = sess.run(outs, feeds)
+        if mode == "device":
+            with fake_device.registered(1), tf.Session(graph=g) as sess:
+                got = sess.run(outs, feeds)
+        else:
+            with tf.Session(graph=g) as sess:
+                got = sess.run(outs, feeds)
         for k, (t, gv, wv) in enumerate(zip(outs, got, want)):
             what = f"{mode} output {k}"
             _assert_matches(case, gv, wv, what)
