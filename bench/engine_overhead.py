@@ -3,9 +3,13 @@
 For each computation the same arithmetic runs three ways: raw numpy, ``Session.run`` and a
 ``Session.make_callable`` callable. Prints microseconds per call, the engine/numpy ratio, the
 per-call overhead and the budget the project holds itself to with ``make_callable``:
-10 us + 1.5 us per executed op.
+10 us + 1.5 us per executed op. These sessions are pinned to the CPU.
 
-    python bench/engine_overhead.py [--json out.json] [--quick]
+``--device gpu`` adds the MLP at batch 1, 64 and 1024 on CPU:0 and on GPU:0 (cupy), each as a
+``make_callable`` from host inputs to host outputs (upload and download included), next to
+the same arithmetic written directly in cupy, and prints GPU/CPU and engine/cupy ratios.
+
+    python bench/engine_overhead.py [--json out.json] [--quick] [--device gpu]
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import engine as tf  # noqa: E402
+from engine import devices  # noqa: E402
+
+CPU_ONLY = tf.ConfigProto(device_count={"GPU": 0})
 
 
 def time_per_call(fn, min_time=0.2, repeats=7) -> float:
@@ -64,7 +71,7 @@ def scalar_add():
     return g, out, [], [], lambda: np.add(a, b)
 
 
-def mlp(batch: int):
+def mlp(batch: int, with_weights: bool = False):
     rng = np.random.default_rng(0)
     sizes = [784, 256, 128, 10]
     weights = [(rng.standard_normal((i, o)).astype(np.float32) * 0.05,
@@ -91,6 +98,8 @@ def mlp(batch: int):
         e = np.exp(h - h.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
 
+    if with_weights:
+        return g, out, [x], [x_val], numpy_mlp, weights
     return g, out, [x], [x_val], numpy_mlp
 
 
@@ -120,7 +129,7 @@ def measure(name, build, quick=False):
     min_time = 0.05 if quick else 0.2
     with g.as_default():
         init = tf.global_variables_initializer()
-    with tf.Session(graph=g) as sess:
+    with tf.Session(graph=g, config=CPU_ONLY) as sess:
         sess.run(init)
         feed_dict = dict(zip(feeds, feed_vals))
         engine_val = sess.run(out, feed_dict)
@@ -150,11 +159,58 @@ WORKLOADS = [
 ]
 
 
+def measure_gpu(batch: int, quick=False) -> dict:
+    """The MLP at ``batch`` rows: engine on CPU, engine on GPU, and hand-written cupy."""
+    cp = devices.cupy_or_none()
+    g, out, feeds, feed_vals, numpy_fn, weights = mlp(batch, with_weights=True)
+    min_time = 0.05 if quick else 0.2
+    with g.as_default():
+        init = tf.global_variables_initializer()
+    want = numpy_fn()
+    times = {}
+    for label, config in (("cpu", CPU_ONLY), ("gpu", tf.ConfigProto())):
+        with tf.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            fn = sess.make_callable(out, feed_list=feeds)
+            got = fn(*feed_vals)
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-5)
+            if label == "gpu":
+                placement = sess._plan_for(tuple(feeds), (out,)).placement
+                on_gpu = sum(d.device_type == "GPU" for d in placement.values())
+            times[label] = time_per_call(lambda fn=fn: fn(*feed_vals), min_time)
+    dev_weights = [(cp.asarray(w), cp.asarray(b)) for w, b in weights]
+    x_val = feed_vals[0]
+
+    def cupy_mlp():
+        h = cp.asarray(x_val)
+        for k, (w, b) in enumerate(dev_weights):
+            h = h @ w + b
+            if k < len(dev_weights) - 1:
+                h = cp.maximum(h, 0)
+        e = cp.exp(h - h.max(axis=-1, keepdims=True))
+        return cp.asnumpy(e / e.sum(axis=-1, keepdims=True))
+
+    np.testing.assert_allclose(cupy_mlp(), want, rtol=1e-3, atol=1e-5)
+    times["cupy"] = time_per_call(cupy_mlp, min_time)
+    return {"workload": f"MLP 784-256-128-10 batch {batch}", "batch": batch,
+            "ops_on_gpu": on_gpu, "ops": len(placement),
+            "cpu_us": round(times["cpu"] * 1e6, 2), "gpu_us": round(times["gpu"] * 1e6, 2),
+            "cupy_us": round(times["cupy"] * 1e6, 2),
+            "gpu_speedup_over_cpu": round(times["cpu"] / times["gpu"], 2),
+            "engine_over_cupy": round(times["gpu"] / times["cupy"], 2)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--quick", action="store_true", help="shorter timing loops")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                        help="gpu: also compare the MLP on CPU and GPU (needs cupy and a GPU)")
     args = parser.parse_args(argv)
+    if args.device == "gpu" and devices.gpu_count() == 0:
+        print(f"--device gpu: no GPU available ({devices.gpu_unavailable_reason()})",
+              file=sys.stderr)
+        return 2
     rows = [measure(name, build, args.quick) for name, build in WORKLOADS]
     header = (f"{'workload':32} {'ops':>4} {'numpy us':>9} {'run us':>9} {'call us':>9} "
               f"{'run/np':>7} {'call/np':>8} {'overhead':>9} {'budget':>7}  ok")
@@ -168,8 +224,24 @@ def main(argv=None) -> int:
               f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
               f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
               f"{'yes' if r['within_budget'] else 'NO'}")
+    result = rows
+    if args.device == "gpu":
+        cp = devices.cupy_or_none()
+        name = cp.cuda.runtime.getDeviceProperties(0)["name"]
+        name = name.decode() if isinstance(name, bytes) else name
+        gpu_rows = [measure_gpu(batch, args.quick) for batch in (1, 64, 1024)]
+        print(f"\nCPU vs GPU ({name}, cupy {cp.__version__}); host inputs and outputs")
+        header = (f"{'workload':32} {'gpu ops':>8} {'cpu us':>9} {'gpu us':>9} {'cupy us':>9} "
+                  f"{'gpu/cpu speedup':>16} {'engine/cupy':>12}")
+        print(header)
+        print("-" * len(header))
+        for r in gpu_rows:
+            print(f"{r['workload']:32} {r['ops_on_gpu']:>4}/{r['ops']:<3} {r['cpu_us']:>9.2f} "
+                  f"{r['gpu_us']:>9.2f} {r['cupy_us']:>9.2f} {r['gpu_speedup_over_cpu']:>16.2f} "
+                  f"{r['engine_over_cupy']:>12.2f}")
+        result = {"cpu": rows, "gpu": gpu_rows}
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+        Path(args.json).write_text(json.dumps(result, indent=2))
     return 0 if all(r["within_budget"] for r in rows) else 1
 
 

@@ -10,7 +10,8 @@ the server rather than its own encoding.
         --protocol tfserving --concurrency 64 --duration 10 [--rate 500] [--json out.json]
 
     # the paired measurements of bench/README.md, each pair in one run (starts the servers)
-    python bench/load.py scenario batching|overhead|encoding|all [--duration 10]
+    python bench/load.py scenario batching|overhead|encoding|all [--duration 10] \
+        [--device cpu|gpu|gpu:N]
 
 Protocols: ``tfserving`` (JSON ``instances``), ``v2`` (JSON), ``v2-binary`` (Triton binary
 tensor extension), ``msgpack`` (TF Serving REST with an ``application/msgpack`` body).
@@ -236,7 +237,7 @@ def bare(response_file: Path) -> Server:
 # -----------------------------------------------------------------------------------------
 
 
-async def scenario_batching(duration: float, work: Path) -> dict:
+async def scenario_batching(duration: float, work: Path, device: str = "cpu") -> dict:
     from bench.bench_models import build_repository
 
     repo = build_repository(work / "wide_repo")
@@ -247,15 +248,17 @@ async def scenario_batching(duration: float, work: Path) -> dict:
     results = {}
     for label, args in (("off", []), ("on", ["--enable-batching",
                                              "--batching-parameters-file", str(params)])):
-        server = flowserve(repo, f"wide-{label}", *args)
+        server = flowserve(repo, f"wide-{label}", "--device", device, *args)
         try:
             await server.wait_ready()
-            results[label] = await run_load(server.url, request, 64, duration,
-                                            label=f"wide_mlp, batching {label}, 64 clients")
+            results[label] = await run_load(
+                server.url, request, 64, duration,
+                label=f"wide_mlp on {device}, batching {label}, 64 clients")
         finally:
             server.stop()
     on, off = results["on"], results["off"]
-    core = {label: await _in_process(repo, params if label == "on" else None, x, duration)
+    core = {label: await _in_process(repo, params if label == "on" else None, x, duration,
+                                     device=device)
             for label in ("off", "on")}
     return {"results": [off, on, core["off"], core["on"]],
             "throughput_ratio_on_off": round(on.throughput_rps / max(off.throughput_rps, 1e-9),
@@ -266,14 +269,14 @@ async def scenario_batching(duration: float, work: Path) -> dict:
 
 
 async def _in_process(repo: Path, params: Path | None, x: np.ndarray, duration: float,
-                      concurrency: int = 64) -> Result:
+                      concurrency: int = 64, device: str = "cpu") -> Result:
     """The same load on ModelManager.infer in this process: batching without HTTP costs."""
     from service.config import ServerConfig
     from service.manager import ModelManager
 
     kw = {"enable_batching": True, "batching_parameters_file": str(params)} if params else {}
     manager = ModelManager(ServerConfig(model_repository=str(repo), poll_interval=0,
-                                        **kw).validate())
+                                        device=device, **kw).validate())
     await manager.start()
     loop = asyncio.get_running_loop()
     latencies = []
@@ -299,7 +302,7 @@ async def _in_process(repo: Path, params: Path | None, x: np.ndarray, duration: 
                   round(float(lat.mean()), 3))
 
 
-async def scenario_overhead(duration: float, work: Path) -> dict:
+async def scenario_overhead(duration: float, work: Path, device: str = "cpu") -> dict:
     from models.datasets import load_digits
 
     images, _ = load_digits()
@@ -310,7 +313,7 @@ async def scenario_overhead(duration: float, work: Path) -> dict:
     for label, args in (("", []), (", batching on", ["--enable-batching",
                                                       "--batching-parameters-file",
                                                       str(params)])):
-        server = flowserve(ROOT / "models", "digits", *args)
+        server = flowserve(ROOT / "models", "digits", "--device", device, *args)
         try:
             await server.wait_ready()
             async with aiohttp.ClientSession() as s:
@@ -337,12 +340,13 @@ async def scenario_overhead(duration: float, work: Path) -> dict:
                                                max(base.throughput_rps, 1e-9), 3)}
 
 
-async def scenario_encoding(duration: float, work: Path) -> dict:
+async def scenario_encoding(duration: float, work: Path, device: str = "cpu") -> dict:
     from bench.bench_models import BIG_INPUT_FLOATS, build_repository
 
     repo = build_repository(work / "big_repo")
     x = np.random.default_rng(0).standard_normal((1, BIG_INPUT_FLOATS)).astype(np.float32)
-    server = flowserve(repo, "encoding", "--max-request-bytes", str(64 << 20))
+    server = flowserve(repo, "encoding", "--max-request-bytes", str(64 << 20), "--device",
+                       device)
     results = {}
     try:
         await server.wait_ready()
@@ -367,13 +371,13 @@ SCENARIOS = {"batching": scenario_batching, "overhead": scenario_overhead,
              "encoding": scenario_encoding}
 
 
-async def run_scenarios(names, duration: float) -> dict:
+async def run_scenarios(names, duration: float, device: str = "cpu") -> dict:
     out = {"machine": platform.machine(), "cpus": os.cpu_count(),
-           "python": platform.python_version(), "duration_s": duration}
+           "python": platform.python_version(), "duration_s": duration, "device": device}
     with tempfile.TemporaryDirectory(prefix="fs-bench-") as tmp:
         for name in names:
             print(f"== {name}", flush=True)
-            result = await SCENARIOS[name](duration, Path(tmp))
+            result = await SCENARIOS[name](duration, Path(tmp), device)
             for r in result["results"]:
                 print(r.line(), flush=True)
             summary = {k: v for k, v in result.items() if k != "results"}
@@ -399,11 +403,22 @@ def main(argv=None) -> int:
     s = sub.add_parser("scenario", help="run the paired measurements (starts servers)")
     s.add_argument("name", choices=[*SCENARIOS, "all"])
     s.add_argument("--duration", type=float, default=10.0)
+    s.add_argument("--device", default="cpu",
+                   help="device the servers run models on: cpu, gpu or gpu:N")
     s.add_argument("--json")
     args = parser.parse_args(argv)
     if args.command == "scenario":
         names = list(SCENARIOS) if args.name == "all" else [args.name]
-        out = asyncio.run(run_scenarios(names, args.duration))
+        device = args.device.lower()
+        if device.startswith("gpu"):
+            from engine import devices
+
+            if devices.gpu_count() == 0:
+                print(f"--device {device}: no GPU available "
+                      f"({devices.gpu_unavailable_reason()})", file=sys.stderr)
+                return 2
+            device = "gpu:0" if device == "gpu" else device
+        out = asyncio.run(run_scenarios(names, args.duration, device))
     else:
         out = asyncio.run(_run_one(args))
     if args.json:

@@ -18,7 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 __all__ = ["Device", "register_device_type", "unregister_device_type", "local_devices",
-           "cupy_or_none", "gpu_count", "DEVICE_TYPES", "MemoryConfig", "to_host"]
+           "cupy_or_none", "gpu_count", "gpu_unavailable_reason", "device_count",
+           "DEVICE_TYPES", "MemoryConfig", "to_host"]
 
 
 class Device:
@@ -32,15 +33,18 @@ class Device:
 
     __slots__ = ("name", "device_type", "index", "xp", "kernel_type", "_to_device",
                  "_to_host", "array_types", "is_host", "memory", "context", "_owns",
-                 "_memory_info")
+                 "_memory_info", "physical_index")
 
     def __init__(self, device_type: str, index: int, xp, kernel_type: str,
                  to_device: Callable | None = None, to_host: Callable | None = None,
                  array_types: tuple = (np.ndarray,), memory: MemoryConfig | None = None,
                  context: Callable | None = None, owns: Callable | None = None,
-                 memory_info: Callable | None = None):
+                 memory_info: Callable | None = None, physical_index: int | None = None):
         self.device_type = device_type
         self.index = index
+        # The device's index on the machine: differs from ``index`` when
+        # gpu_options.visible_device_list remaps devices for a session.
+        self.physical_index = index if physical_index is None else physical_index
         self.xp = xp
         self.kernel_type = kernel_type
         self.name = f"/job:localhost/replica:0/task:0/device:{device_type}:{index}"
@@ -56,6 +60,11 @@ class Device:
     @property
     def short_name(self) -> str:
         return f"{self.device_type}:{self.index}"
+
+    @property
+    def physical_name(self) -> str:
+        """``gpu:1``: the machine's device, the same in every session."""
+        return f"{self.device_type.lower()}:{self.physical_index}"
 
     @property
     def memory_limit_bytes(self) -> int:
@@ -185,6 +194,22 @@ def gpu_count() -> int:
     return 0 if cp is None else int(cp.cuda.runtime.getDeviceCount())
 
 
+def device_count(device_type: str) -> tuple[int, str]:
+    """How many devices of ``device_type`` this process has, and why there are none ('' when
+    there are some, or when the type is unknown)."""
+    device_type = device_type.upper()
+    if device_type == "CPU":
+        return 1, ""
+    if device_type == "GPU":
+        n = gpu_count()
+        return n, "" if n else gpu_unavailable_reason()
+    factory = DEVICE_TYPES.get(device_type)
+    if factory is None:
+        return 0, f"no device type {device_type} is registered"
+    n = len(factory(None))
+    return n, "" if n else f"no {device_type} devices are present"
+
+
 class MemoryConfig:
     """GPU memory settings from ``ConfigProto.gpu_options``.
 
@@ -264,7 +289,7 @@ def _gpu_device(cp, index: int, gpu_id: int, memory: MemoryConfig, pool) -> Devi
     context = None if gpu_id == 0 else (lambda: cp.cuda.Device(gpu_id))
     return Device("GPU", index, cp, "GPU", to_device=to_device, to_host=cp.asnumpy,
                   array_types=(cp.ndarray,), memory=memory, context=context, owns=owns,
-                  memory_info=memory_info)
+                  memory_info=memory_info, physical_index=gpu_id)
 
 
 register_device_type("GPU", _gpu_devices)

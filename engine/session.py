@@ -150,9 +150,11 @@ class _DeviceChecked:
 class BindContext:
     """What a kernel's ``bind`` hook may know when a plan is compiled."""
 
-    __slots__ = ("session", "op", "device", "input_persistent", "outputs_used")
+    __slots__ = ("session", "op", "device", "input_persistent", "outputs_used",
+                 "input_devices")
 
-    def __init__(self, session, op, device, input_persistent, outputs_used):
+    def __init__(self, session, op, device, input_persistent, outputs_used,
+                 input_devices=None):
         self.session = session
         self.op = op
         self.device = device
@@ -161,6 +163,9 @@ class BindContext:
         self.input_persistent = input_persistent
         # Per output: is it consumed or fetched within this plan?
         self.outputs_used = outputs_used
+        # Per input: the device its value (or, for a reference, its variable) lives on;
+        # None in single-device sessions.
+        self.input_devices = input_devices
 
     @property
     def xp(self):
@@ -779,7 +784,7 @@ class BaseSession:
         self._spec_cache[requested] = (found, spec)
         return found, spec
 
-    def _place(self, order, fed, default: Device) -> dict:
+    def _place(self, order, ref_home, default: Device) -> dict:
         """Assigns each op of a plan a device (TF1's placer for one process).
 
         Ops reading or writing a variable through its reference go where the variable is;
@@ -795,11 +800,11 @@ class BaseSession:
             opdef = op._opdef
             colocate = None
             if op._type == "Identity" and op._inputs and op._inputs[0]._dtype._is_ref:
-                colocate = _variable_device(op._inputs[0], fed, placement)
+                colocate = _variable_device(op._inputs[0], ref_home, placement)
             elif opdef.ref_inputs and opdef.ref_inputs != "all":
                 for i in opdef.ref_inputs:
                     if i < len(op._inputs) and op._inputs[i]._dtype._is_ref:
-                        colocate = _variable_device(op._inputs[i], fed, placement)
+                        colocate = _variable_device(op._inputs[i], ref_home, placement)
                         break
             if colocate is not None:
                 if self._supports(op, colocate):
@@ -849,13 +854,15 @@ class BaseSession:
 
     # -- compilation ----------------------------------------------------------------------
     def _compile(self, feeds: tuple, fetches: tuple, function: bool = False,
-                 owned_feeds: bool = False, default_device: Device | None = None) -> _Plan:
+                 owned_feeds: bool = False, default_device: Device | None = None,
+                 input_devices: tuple | None = None) -> _Plan:
         """Prunes, orders, places and binds the computation of ``fetches`` given ``feeds``.
 
         ``function`` compiles the body of a control-flow op placed on ``default_device``:
         fed tensors then may carry variable references (a captured variable) as well as
         values, inputs arrive and outputs leave on ``default_device``, and ops without a
-        device request run there.
+        device request run there. ``input_devices`` gives, per fed tensor, the device of the
+        variable it carries (when known), so that ops writing it are placed with it.
         """
         if default_device is None:
             default_device = self._host
@@ -914,8 +921,10 @@ class BaseSession:
         # Where values live: feeds arrive on the host (inside a function body, on the
         # function's device); every other value on the device of the op producing it.
         home = default_device if function else host
-        placement = self._place(order, fed, home if function else self._default_device) \
-            if multi else None
+        ref_home = {t: (input_devices[k] if input_devices is not None and t._dtype._is_ref
+                        else None) for k, t in enumerate(fed)}
+        placement = self._place(order, ref_home, home if function else
+                                self._default_device) if multi else None
         on_device: dict[tuple, int] = {}  # (tensor, device) -> slot holding its value there
 
         def device_of_slot_tensor(t: Tensor) -> Device:
@@ -939,7 +948,7 @@ class BaseSession:
             if t._dtype._is_ref:
                 if not multi:
                     return add_step(_deref, (src,), consumer, True)
-                var_dev = _variable_device(t, fed, placement)
+                var_dev = _variable_device(t, ref_home, placement)
                 if var_dev is None:  # a variable captured by a function: unknown device
                     return add_step(partial(_deref_to, dev or home), (src,), consumer, True)
                 s = add_step(_deref, (src,), consumer, True)
@@ -966,7 +975,7 @@ class BaseSession:
                 # Placement puts it on its variable's device; inside a function body the
                 # variable's device is unknown and the read moves the value if needed.
                 ref = op._inputs[0]
-                read = _deref if not multi or _variable_device(ref, fed, placement) \
+                read = _deref if not multi or _variable_device(ref, ref_home, placement) \
                     is not None else partial(_deref_to, device)
                 steps.append((read, (read_slot[ref],), base, 1, (), op))
                 persistent.add(base)
@@ -983,13 +992,16 @@ class BaseSession:
                                              f"the variable {t.name} itself, which cannot be fed")
                     s = read_slot[t]
                     if multi and opdef.writes_variables and \
-                            _variable_device(t, fed, placement) is None:
+                            _variable_device(t, ref_home, placement) is None:
                         guard.append(len(ins))
                 else:
                     s = value_on(t, device, op)
                 ins.append(s)
             ctx = BindContext(self, op, device, tuple(s in persistent for s in ins),
-                              tuple(t in used for t in op._outputs))
+                              tuple(t in used for t in op._outputs),
+                              tuple(_variable_device(t, ref_home, placement)
+                                    if t._dtype._is_ref else device for t in op._inputs)
+                              if multi else None)
             try:
                 kernel = _bind_kernel(op, ctx)
                 if guard:
@@ -1031,7 +1043,7 @@ class BaseSession:
                 where = None
             elif f._dtype._is_ref:
                 s = value_on(f, None, f._op)
-                where = _variable_device(f, fed, placement) if multi else host
+                where = _variable_device(f, ref_home, placement) if multi else host
             else:
                 s = read_slot[f]
                 where = device_of_slot_tensor(f)
@@ -1065,16 +1077,18 @@ class BaseSession:
         return plan
 
     # -- functions (control-flow bodies) --------------------------------------------------
-    def _compile_function(self, fg, device=None):
+    def _compile_function(self, fg, device=None, input_devices=None):
         """A callable running function graph ``fg``: ``f(*inputs) -> list of outputs``.
 
-        Inputs and outputs are raw runtime values (arrays, variable references, handles).
+        Inputs and outputs are raw runtime values (arrays, variable references, handles)
+        on ``device``; ``input_devices`` (per input, optional) tells where the variables
+        passed by reference live.
         """
         fetches = tuple(fg.outputs) + tuple(fg.control_outputs)
         n_out = len(fg.outputs)
         with self._lock:
             plan = self._compile(tuple(fg.inputs), fetches, function=True,
-                                 default_device=device)
+                                 default_device=device, input_devices=input_devices)
         steps = plan.steps
         template = plan.template
         feed_slots = plan.feed_slots
@@ -1172,12 +1186,13 @@ def _touches_strings(op: Operation) -> bool:
     return False
 
 
-def _variable_device(t: Tensor, fed, placement) -> Device | None:
-    """The device of the variable a reference tensor points to (None: fed into a function,
-    known only at run time)."""
+def _variable_device(t: Tensor, ref_home: dict, placement) -> Device | None:
+    """The device of the variable a reference tensor points to. ``ref_home`` maps the
+    plan's fed tensors to the device of the variable they carry into a function body (None:
+    not a variable, or known only at run time)."""
     while True:
-        if t in fed:
-            return None
+        if t in ref_home:
+            return ref_home[t]
         op = t._op
         nxt = None
         for x in op._inputs:

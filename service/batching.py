@@ -7,7 +7,8 @@ for the same signature whose inputs all have an unknown leading (batch) dimensio
 together; requests whose other dimensions differ go to separate batches unless
 ``pad_variable_length_inputs`` is on. A batch runs when it holds ``max_batch_size`` rows or
 when its oldest request has waited ``batch_timeout_micros``. Up to ``num_batch_threads``
-batches run at once, off the event loop; at most ``max_enqueued_batches`` batches wait, and
+batches (and at least one per model instance) run at once, off the event loop, each on the
+least busy instance; at most ``max_enqueued_batches`` batches wait, and
 beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. Results are
 split back by row count, each request getting exactly its rows in order.
 
@@ -127,8 +128,11 @@ class Batcher:
     """Dynamic batching for one model version (see the module docstring)."""
 
     def __init__(self, config: BatchingConfig, executor, metrics=None, model: str = "",
-                 version: str = ""):
+                 version: str = "", instances: int = 1):
         self.config = config
+        # Batches running at once: the batch threads, and at least one per model instance so
+        # that every instance can be busy.
+        self._concurrency = max(config.threads, instances)
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
@@ -187,7 +191,7 @@ class Batcher:
     def _start(self) -> None:
         self._wakeup = asyncio.Event()
         self._workers = [asyncio.create_task(self._worker(), name=f"fs-batch-{i}")
-                         for i in range(self.config.threads)]
+                         for i in range(self._concurrency)]
 
     def _enqueued_batches(self) -> int:
         return len(self._open) + len(self._ready)

@@ -129,7 +129,21 @@ class VersionPolicy:
         return set(ordered[-self.num_versions:]) if ordered else set()
 
 
-_DEVICE = re.compile(r"^(cpu|gpu(:\d+)?|cpu:0)$")
+_DEVICE = re.compile(r"^([a-z][a-z0-9_]{0,31})(:\d{1,4})?$")
+
+
+def parse_device(value, where: str) -> str:
+    """A model/server device setting, normalized: "cpu", "gpu" (every GPU) or "gpu:N" (or
+    "<type>[:N]" for another registered device type); ConfigError otherwise."""
+    from engine import devices  # noqa: PLC0415 - the engine only where devices are parsed
+
+    m = _DEVICE.match(value.strip().lower()) if isinstance(value, str) else None
+    known = {"cpu", "gpu"} | {t.lower() for t in devices.DEVICE_TYPES}
+    if m is None or m.group(1) not in known or (m.group(1) == "cpu" and m.group(2) not in
+                                                 (None, ":0")):
+        raise ConfigError(f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got "
+                          f"{value!r}")
+    return "cpu" if m.group(1) == "cpu" else m.group(0)
 
 
 @dataclass(frozen=True)
@@ -201,9 +215,7 @@ def parse_model_config(doc, where: str) -> ModelConfig:
         values["batching"] = dict(batching)
     device = doc.get("device")
     if device is not None:
-        if not isinstance(device, str) or not _DEVICE.match(device.lower()):
-            raise ConfigError(f"{where}: device must be 'cpu' or 'gpu:N', got {device!r}")
-        values["device"] = device.lower()
+        values["device"] = parse_device(device, f"{where}: ")
     instances = doc.get("instances", 1)
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= 64:
         raise ConfigError(f"{where}: instances must be an integer from 1 to 64, got "
@@ -251,7 +263,7 @@ SERVER_SETTINGS = [
     ("host", str, "0.0.0.0", "address to listen on"),
     ("port", int, 8501, "port to listen on (both protocols)"),
     ("poll_interval", float, 2.0, "seconds between model repository scans (0 disables)"),
-    ("device", str, "cpu", "default device for models: cpu or gpu:N"),
+    ("device", str, "cpu", "default device for models: cpu, gpu:N, or gpu (every GPU)"),
     ("auth_token", str, None, "require 'Authorization: Bearer TOKEN' (health and metrics "
                               "stay open)"),
     ("max_request_bytes", int, 64 << 20, "largest request body accepted (after "
@@ -293,9 +305,7 @@ class ServerConfig:
             raise ConfigError(f"port must be 1-65535 (or 0 for any free port), got {self.port}")
         if self.poll_interval < 0:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
-        if not _DEVICE.match(self.device.lower()):
-            raise ConfigError(f"device must be 'cpu' or 'gpu:N', got {self.device!r}")
-        self.device = self.device.lower()
+        self.device = parse_device(self.device, "")
         if self.max_request_bytes < 1024:
             raise ConfigError(f"max_request_bytes must be at least 1024, got "
                               f"{self.max_request_bytes}")

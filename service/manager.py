@@ -44,6 +44,10 @@ class VersionStatus:
     version: int
     state: str
     error: str | None
+    # Loaded versions: per device, {"device", "instances"[, "memory_in_use_bytes",
+    # "memory_limit_bytes"]}; and why it runs elsewhere than configured (soft placement).
+    devices: list = field(default_factory=list)
+    device_note: str | None = None
 
 
 @dataclass
@@ -80,6 +84,8 @@ class ModelManager:
         self._poller: asyncio.Task | None = None
         self._ready = False
         self._stopping = False
+        if metrics is not None:
+            metrics.device_source = self.device_usage
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -200,12 +206,18 @@ class ModelManager:
                 self.metrics.model_load_failed(s.model, str(s.version))
         self._set_state(s)
 
-    def _scheduler_for(self, s: Servable):
+    def batching_for(self, s: Servable):
+        """The batching parameters of a version: the server's, with its model's overrides."""
         batching = self.config.batching
         if s.config.batching is not None:
             batching = batching.merged(s.config.batching, f"model {s.model} batching")
+        return batching
+
+    def _scheduler_for(self, s: Servable):
+        batching = self.batching_for(s)
         if batching.enabled and any(sig.batchable for sig in s.signatures.values()):
-            return Batcher(batching, self.compute_pool, self.metrics, s.model, str(s.version))
+            return Batcher(batching, self.compute_pool, self.metrics, s.model, str(s.version),
+                           instances=len(s.instances))
         return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
 
     async def _unload(self, s: Servable) -> None:
@@ -329,11 +341,10 @@ class ModelManager:
             s = model.versions.get(v) if v is not None else None
             if s is None:
                 raise NotFound(f"Could not find version {version} of model '{name}'")
-            return [VersionStatus(name, s.version, s.state.value, s.error)]
+            return [_status_of(s)]
         if not model.versions and model.config_error:
             return [VersionStatus(name, 0, VersionState.END.value, model.config_error)]
-        return [VersionStatus(name, v, s.state.value, s.error)
-                for v, s in sorted(model.versions.items(), reverse=True)]
+        return [_status_of(s) for v, s in sorted(model.versions.items(), reverse=True)]
 
     def index(self) -> list[VersionStatus]:
         """Every model and version known (the V2 repository index)."""
@@ -343,9 +354,24 @@ class ModelManager:
             if not model.versions:
                 state = "UNAVAILABLE" if not model.disabled else "UNLOADED"
                 out.append(VersionStatus(name, 0, state, model.config_error))
-            for v, s in sorted(model.versions.items()):
-                out.append(VersionStatus(name, v, s.state.value, s.error))
+            for _v, s in sorted(model.versions.items()):
+                out.append(_status_of(s))
         return out
+
+    def device_usage(self) -> tuple[list, list]:
+        """For metrics: the accelerator devices in use (deduplicated by name), and per
+        loaded version (model, version, instance labels, runs per instance)."""
+        found: dict[str, object] = {}  # by physical name: sessions may renumber devices
+        versions = []
+        for name in sorted(self._models):
+            for v, s in sorted(self._models[name].versions.items()):
+                if s.state is not VersionState.AVAILABLE:
+                    continue
+                for d in s.accelerator_devices():
+                    found.setdefault(d.physical_name, d)
+                runs = list(s.pool.runs) if s.pool is not None else None
+                versions.append((name, str(v), list(s.instances), runs))
+        return list(found.values()), versions
 
     # -- repository control (KServe V2 repository extension) --------------------------------
     async def load_model(self, name: str) -> None:
@@ -383,6 +409,13 @@ class ModelManager:
             for s in list(model.versions.values()):
                 await self._unload(s)
             model.versions.clear()
+
+
+def _status_of(s: Servable) -> VersionStatus:
+    loaded = s.state is VersionState.AVAILABLE
+    return VersionStatus(s.model, s.version, s.state.value, s.error,
+                         s.device_status() if loaded else [],
+                         s.device_note if loaded else None)
 
 
 def _check_outputs(sig: Signature, outputs) -> list[str]:

@@ -17,6 +17,7 @@ from prometheus_client import (
     platform_collector,
     process_collector,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 __all__ = ["ServingMetrics", "CONTENT_TYPE"]
 
@@ -72,6 +73,9 @@ class ServingMetrics:
         self.rejections = Counter(
             "flowserve_requests_rejected", "Requests rejected by the scheduler, by reason "
             "(queue_full, deadline, too_large).", mv + ["reason"], registry=r)
+        # Devices: read from the manager at scrape time (set_device_source).
+        self.device_source = None
+        r.register(_DeviceCollector(self))
 
     def observe_request(self, model: str, version: str, protocol: str, code: int,
                         seconds: float) -> None:
@@ -131,3 +135,50 @@ class ServingMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _DeviceCollector:
+    """Model instances per device, runs per instance, and accelerator memory."""
+
+    def __init__(self, metrics: ServingMetrics):
+        self._metrics = metrics
+
+    def describe(self):
+        return []  # label sets are only known at scrape time
+
+    def collect(self):
+        source = self._metrics.device_source
+        if source is None:
+            return
+        devices, versions = source()
+        instances = GaugeMetricFamily(
+            "flowserve_model_instances", "Session instances of each loaded model version, "
+            "by device (cpu, gpu:N).", labels=["model", "version", "device"])
+        runs = CounterMetricFamily(
+            "flowserve_model_instance_runs", "Session runs (batches or requests) dispatched "
+            "to each instance of versions with several instances.",
+            labels=["model", "version", "instance", "device"])
+        for model, version, labels, counts in versions:
+            per_device: dict[str, int] = {}
+            for label in labels:
+                per_device[label] = per_device.get(label, 0) + 1
+            for label, n in per_device.items():
+                instances.add_metric([model, version, label], n)
+            if counts is not None:
+                for i, (label, n) in enumerate(zip(labels, counts)):
+                    runs.add_metric([model, version, str(i), label], n)
+        yield instances
+        yield runs
+        memory = GaugeMetricFamily(
+            "flowserve_device_memory_bytes", "Accelerator memory of the devices models run on: "
+            "in_use by arrays, reserved by the memory pool, and the pool's limit (0: none).",
+            labels=["device", "kind"])
+        for d in devices:
+            try:
+                info = d.memory_info()
+            except Exception:  # noqa: BLE001 - a scrape must not fail on a driver hiccup
+                info = None
+            if info:
+                for kind in ("in_use", "reserved", "limit"):
+                    memory.add_metric([d.physical_name, kind], float(info.get(kind, 0)))
+        yield memory

@@ -1,14 +1,19 @@
-"""A servable: one loaded model version with one long-lived engine Session.
+"""A servable: one loaded model version with its long-lived engine Session(s).
 
-Loading imports the SavedModel's serving graph once, restores its variables once, checks
-every signature (a signature that would change a variable is refused), builds one
+Loading imports the SavedModel's serving graph, restores its variables, checks every
+signature (a signature that would change a variable is refused), builds one
 ``make_callable`` per signature, finalizes the graph and runs warmup requests. After that a
 request only executes a compiled plan: requests never add ops.
+
+A version runs as one or more *instances* (Triton's instance groups): each is its own
+Session on its own device ("cpu", "gpu:N" or, with "gpu", every GPU), loaded from the same
+files. Each run goes to the least busy instance.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 import threading
 import time
@@ -16,6 +21,7 @@ import time
 import numpy as np
 
 import engine as tf
+from engine import devices as engine_devices
 from engine import errors as engine_errors
 from engine.framework import registry
 from engine.saving.saved_model import LoadOptions
@@ -36,18 +42,45 @@ class VersionState(enum.Enum):
     END = "END"
 
 
+class InstancePool:
+    """Picks the instance for each run: the least busy one (ties rotate), never blocking."""
+
+    def __init__(self, labels: list[str]):
+        self.labels = labels
+        self.busy = [0] * len(labels)
+        self.runs = [0] * len(labels)
+        self._lock = threading.Lock()
+        self._rotate = itertools.cycle(range(len(labels)))
+
+    def acquire(self) -> int:
+        with self._lock:
+            start = next(self._rotate)
+            n = len(self.busy)
+            busy = self.busy
+            best = min(((start + k) % n for k in range(n)), key=busy.__getitem__)
+            self.busy[best] += 1
+            self.runs[best] += 1
+            return best
+
+    def release(self, i: int) -> None:
+        with self._lock:
+            self.busy[i] -= 1
+
+
 class Signature:
-    """A servable signature: named inputs/outputs and the callable that computes them."""
+    """A servable signature: named inputs/outputs and, per instance, the callable that
+    computes them."""
 
     def __init__(self, key: str, method_name: str, inputs: dict[str, TensorSpec],
-                 outputs: dict[str, TensorSpec], fn):
+                 outputs: dict[str, TensorSpec], fn, pool: InstancePool | None = None):
         self.key = key
         self.method_name = method_name
         self.inputs = inputs
         self.outputs = outputs
         self.input_order = sorted(inputs)
         self.output_order = sorted(outputs)
-        self.fn = fn
+        self.fns = [fn]
+        self.pool = pool
         # Batchable: every input and output has an unknown leading (batch) dimension.
         self.batchable = all(
             s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
@@ -67,10 +100,20 @@ class Signature:
                                + " and ".join(parts))
         return [coerce(self.inputs[a], inputs[a]) for a in self.input_order]
 
-    def run(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
-        """Runs the signature (blocking; call off the event loop)."""
+    def run(self, arrays: list[np.ndarray], instance: int | None = None) -> dict[str, np.ndarray]:
+        """Runs the signature (blocking; call off the event loop) on ``instance``, or on the
+        least busy instance."""
         try:
-            values = self.fn(*arrays)
+            if instance is not None:
+                values = self.fns[instance](*arrays)
+            elif self.pool is None:
+                values = self.fns[0](*arrays)
+            else:
+                i = self.pool.acquire()
+                try:
+                    values = self.fns[i](*arrays)
+                finally:
+                    self.pool.release(i)
         except (engine_errors.InvalidArgumentError, engine_errors.OutOfRangeError) as e:
             raise InvalidInput(f"model rejected the input: {_first_line(e)}") from None
         except engine_errors.ResourceExhaustedError as e:
@@ -124,13 +167,16 @@ class Servable:
         self.version = version
         self.path = path
         self.config = config
-        self.device = device
+        self.device = device  # as requested: "cpu", "gpu", "gpu:N" (or a registered type)
         self.state = VersionState.START
         self.error: str | None = None
         self.load_seconds: float | None = None
         self.signatures: dict[str, Signature] = {}
         self.default_signature: str | None = None
-        self._session = None
+        self.instances: list[str] = []  # the device of each loaded instance ("gpu:0", ...)
+        self.device_note: str | None = None  # why it runs elsewhere than requested
+        self.pool: InstancePool | None = None
+        self._sessions: list = []
         self._graph = None
         self._inflight = 0
         self._idle = threading.Condition()
@@ -169,16 +215,60 @@ class Servable:
         log.info("model %s version %d available (%d signature(s), %.2fs)", self.model,
                  self.version, len(self.signatures), self.load_seconds or 0.0)
 
+    def _instance_configs(self) -> list[tuple[str, object]]:
+        """(device label, session ConfigProto) for each instance to load."""
+        n = self.config.instances
+        soft = self.config.allow_soft_placement
+        accelerators = list(engine_devices.DEVICE_TYPES)
+        kind, _, index = self.device.partition(":")
+        cpu = [("cpu", tf.ConfigProto(allow_soft_placement=soft,
+                                      device_count={t: 0 for t in accelerators}))
+               for _ in range(n)]
+        if kind == "cpu":
+            return cpu
+        device_type = kind.upper()
+        count, reason = engine_devices.device_count(device_type)
+        wanted = list(range(count)) if not index else [int(index)]
+        if count == 0 or wanted[-1] >= count:
+            why = reason if count == 0 else (
+                f"this machine has {count} {kind.upper()} device(s) "
+                f"({', '.join(f'{kind}:{i}' for i in range(count))})")
+            if soft:
+                self.device_note = (f"device {self.device} unavailable ({why}); running on "
+                                    "the CPU (allow_soft_placement)")
+                log.warning("model %s version %d: %s", self.model, self.version,
+                            self.device_note)
+                return cpu
+            raise LoadError(f"device {self.device} requested, but {why}. Set "
+                            "\"allow_soft_placement\": true in the model's config.json to fall "
+                            "back to the CPU, or set \"device\": \"cpu\"")
+        return [(f"{kind}:{k}", tf.ConfigProto(
+                    allow_soft_placement=soft,
+                    device_count={t: 0 for t in accelerators if t != device_type},
+                    gpu_options=tf.GPUOptions(visible_device_list=str(k))))
+                for k in wanted for _ in range(n)]
+
     def _load(self) -> None:
-        if self.device != "cpu":
-            raise LoadError(f"device {self.device!r} requested but GPU serving is not "
-                            "available in this build (use device 'cpu')")
-        graph = tf.Graph()
-        session = tf.Session(graph=graph, config=tf.ConfigProto(
-            allow_soft_placement=self.config.allow_soft_placement))
-        self._graph, self._session = graph, session
-        meta = tf.saved_model.load(session, [tf.saved_model.SERVING], str(self.path),
-                                   options=LoadOptions(optimize=self.config.optimize))
+        configs = self._instance_configs()
+        for i, (label, config) in enumerate(configs):
+            graph = tf.Graph()
+            session = tf.Session(graph=graph, config=config)
+            self._sessions.append(session)
+            if i == 0:
+                self._graph = graph
+            meta = tf.saved_model.load(session, [tf.saved_model.SERVING], str(self.path),
+                                       options=LoadOptions(optimize=self.config.optimize))
+            self._add_instance(i, graph, session, meta)
+            graph.finalize()
+            self.instances.append(label)
+        if len(configs) > 1:
+            self.pool = InstancePool(self.instances)
+            for sig in self.signatures.values():
+                sig.pool = self.pool
+        self._warmup()
+
+    def _add_instance(self, i: int, graph, session, meta) -> None:
+        """Builds the signatures' callables on instance ``i`` (defines them when i == 0)."""
         if not meta.signature_def:
             raise LoadError("the SavedModel has no signatures to serve")
         for key, sig in sorted(meta.signature_def.items()):
@@ -198,12 +288,14 @@ class Servable:
                                 f"(its computation includes {', '.join(sorted(set(bad))[:5])})"
                                 "; export a signature that only reads the model")
             fn = session.make_callable(out_tensors, feed_list=in_tensors)
-            self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
-        self.default_signature = (tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-                                  if tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-                                  in self.signatures else sorted(self.signatures)[0])
-        graph.finalize()
-        self._warmup()
+            if i == 0:
+                self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
+            else:
+                self.signatures[key].fns.append(fn)
+        if i == 0:
+            self.default_signature = (tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+                                      if tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+                                      in self.signatures else sorted(self.signatures)[0])
 
     def _warmup(self) -> None:
         warmup = self.config.warmup
@@ -218,13 +310,16 @@ class Servable:
                 try:
                     arrays = sig.validate({a: from_json_value(v, f"warmup input '{a}'")
                                            for a, v in req["inputs"].items()})
-                    sig.run(arrays)
+                    for k in range(len(sig.fns)):
+                        sig.run(arrays, instance=k)
                 except Exception as e:  # noqa: BLE001
                     raise LoadError(f"warmup request {i} failed: {_first_line(e)}") from None
             return
         for sig in self.signatures.values():
+            arrays = [_synthetic(spec) for spec in (sig.inputs[a] for a in sig.input_order)]
             try:
-                sig.run([_synthetic(spec) for spec in (sig.inputs[a] for a in sig.input_order)])
+                for k in range(len(sig.fns)):
+                    sig.run(arrays, instance=k)
             except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
                 log.warning("synthetic warmup of %s:%d signature %r failed (serving anyway): "
                             "%s", self.model, self.version, sig.key, _first_line(e))
@@ -241,9 +336,35 @@ class Servable:
         self.state = VersionState.END
 
     def _close_session(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        for session in self._sessions:
+            session.close()
+        self._sessions = []
+
+    def device_status(self) -> list[dict]:
+        """Per device used: its name, the instances on it and (for accelerators) memory."""
+        out = []
+        seen: dict[str, dict] = {}
+        for i, label in enumerate(self.instances):
+            entry = seen.get(label)
+            if entry is None:
+                entry = seen[label] = {"device": label, "instances": 0}
+                if self._sessions and label != "cpu":
+                    memory = _device_memory(self._sessions[i])
+                    if memory:
+                        entry["memory_in_use_bytes"] = memory["in_use"]
+                        entry["memory_limit_bytes"] = memory["limit"]
+                out.append(entry)
+            entry["instances"] += 1
+        return out
+
+    def accelerator_devices(self) -> list:
+        """The engine Devices (not the host) that this version's sessions run on."""
+        found = {}
+        for session in self._sessions:
+            for d in session.list_devices():
+                if not d.is_host:
+                    found.setdefault(id(d), d)
+        return list(found.values())
 
     # -- request accounting ---------------------------------------------------------------
     def acquire(self) -> None:
@@ -274,6 +395,16 @@ class Servable:
 
 class LoadError(Exception):
     """A model version cannot be served; the message says why."""
+
+
+def _device_memory(session) -> dict | None:
+    for d in session.list_devices():
+        if not d.is_host:
+            try:
+                return d.memory_info()
+            except Exception:  # noqa: BLE001 - status must not fail on a driver hiccup
+                return None
+    return None
 
 
 def _synthetic(spec: TensorSpec) -> np.ndarray:

@@ -208,7 +208,8 @@ class _UFunc:
 _limits: dict[int, int] = {}
 
 
-def _make_device(index: int, fraction: float) -> devices.Device:
+def _make_device(name_index: int, index: int, fraction: float) -> devices.Device:
+    """TEST device ``index`` (arrays tagged with it), seen by a session as TEST:name_index."""
     _limits[index] = int(CAPACITY_BYTES * fraction) if fraction else 0
     xp = _Namespace(np, index)
 
@@ -233,15 +234,22 @@ def _make_device(index: int, fraction: float) -> devices.Device:
     def memory_info():
         return {"in_use": 0, "reserved": 0, "limit": _limits.get(index, 0)}
 
-    return devices.Device("TEST", index, xp, "GPU", to_device=to_device, to_host=to_host,
+    return devices.Device("TEST", name_index, xp, "GPU", to_device=to_device, to_host=to_host,
                           array_types=(TestArray,), memory=None, owns=owns,
-                          memory_info=memory_info)
+                          memory_info=memory_info, physical_index=index)
 
 
 def make_factory(count: int = 2):
     def factory(config):
+        # Like GPUs, TEST devices honour gpu_options: the memory fraction, and
+        # visible_device_list ("1" makes physical TEST device 1 the session's TEST:0).
         memory = devices.MemoryConfig(getattr(config, "gpu_options", None))
-        return [_make_device(i, memory.fraction) for i in range(count)]
+        ids = memory.visible if memory.visible is not None else list(range(count))
+        for k in ids:
+            if not 0 <= k < count:
+                raise ValueError(f"visible_device_list names TEST device {k}, but there are "
+                                 f"{count}")
+        return [_make_device(i, k, memory.fraction) for i, k in enumerate(ids)]
 
     return factory
 

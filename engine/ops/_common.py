@@ -1,6 +1,9 @@
-"""Helpers shared by the op families: dtype sets, inference functions, op creation."""
+"""Helpers shared by the op families: dtype sets, inference functions, op creation, and
+kernel helpers that work with both array modules (numpy, cupy)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from engine import dtypes
 from engine.framework.graph import Operation, Tensor, get_default_graph
@@ -113,3 +116,47 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
         raise ShapeError(f"{what} {axis} is out of range for a tensor of rank {rank} "
                          f"(expected [{-rank}, {rank}))")
     return axis + rank if axis < 0 else axis
+
+
+# -----------------------------------------------------------------------------------------
+# Kernel helpers for both array modules
+# -----------------------------------------------------------------------------------------
+
+
+def is_cupy(xp) -> bool:
+    """Is ``xp`` the cupy module (the array module of a kernel placed on a GPU)?"""
+    return getattr(xp, "__name__", "") == "cupy"
+
+
+# cupy's scatter-add (CUDA atomicAdd) takes int32, uint32, uint64 and floats only. The other
+# integer dtypes accumulate exactly all the same: 8- and 16-bit ones in 32 bits of the same
+# signedness (the sum wraps the same way once cast back), int64 as the bits of a uint64
+# (two's complement addition is unsigned addition).
+_SCATTER_WIDE = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32,
+                 np.dtype(np.uint8): np.uint32, np.dtype(np.uint16): np.uint32}
+_SCATTER_BITS = {np.dtype(np.int64): np.uint64}
+
+
+def scatter_add(xp, out, index, values) -> None:
+    """``out[index] += values`` in place, repeated indices all adding up: numpy's
+    ``np.add.at``; on cupy ``cupyx.scatter_add``, with the integer dtypes it lacks handled.
+
+    ``values`` is an array of ``out``'s dtype shaped like ``out[index]``.
+    """
+    if not is_cupy(xp):
+        xp.add.at(out, index, values)
+        return
+    import cupyx  # noqa: PLC0415 - only present where cupy is
+
+    dt = out.dtype
+    bits = _SCATTER_BITS.get(dt)
+    if bits is not None:
+        cupyx.scatter_add(out.view(bits), index, values.astype(dt, copy=False).view(bits))
+        return
+    wide = _SCATTER_WIDE.get(dt)
+    if wide is not None:
+        acc = xp.zeros(out.shape, dtype=wide)
+        cupyx.scatter_add(acc, index, values.astype(wide))
+        out += acc.astype(dt)
+        return
+    cupyx.scatter_add(out, index, values)

@@ -278,7 +278,8 @@ def _reshape_grad(o, g):
 
 @op("Reshape", infer=_reshape_infer, aliases=True, grad=_reshape_grad, inputs=("tensor", "shape"))
 def _reshape_kernel(xp, x, shape):
-    return xp.reshape(x, [int(d) for d in shape])
+    # One copy to the host (iterating a device array copies each element on its own).
+    return xp.reshape(x, list(shape.tolist()))
 
 
 def reshape(tensor, shape, name=None):
@@ -510,7 +511,7 @@ def _fill_grad(o, g):
 
 @op("Fill", infer=_fill_infer, grad=_fill_grad, inputs=("dims", "value"))
 def _fill_kernel(xp, dims, value):
-    return xp.full([int(d) for d in dims], value, dtype=value.dtype)
+    return xp.full(list(dims.tolist()), value, dtype=value.dtype)
 
 
 def fill(dims, value, name=None):
@@ -604,6 +605,9 @@ def _range_infer(o):
 def _range_kernel(xp, start, limit, delta):
     if delta == 0:
         raise errors.InvalidArgumentError(None, None, "Requires delta != 0: 0")
+    if xp is not np:
+        # cupy.arange converts its bounds with numpy scalar types, which refuse device arrays.
+        return xp.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
     return xp.arange(start, limit, delta, dtype=start.dtype)
 
 

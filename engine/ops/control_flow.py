@@ -156,8 +156,9 @@ def _if_infer(o):
 
 def _if_bind(o, ctx):
     session = ctx.session
-    return {"then_fn": session._compile_function(o._attrs["then_branch"], ctx.device),
-            "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device),
+    inner = ctx.input_devices[1:] if ctx.input_devices is not None else None
+    return {"then_fn": session._compile_function(o._attrs["then_branch"], ctx.device, inner),
+            "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device, inner),
             "n_out": len(o._outputs)}
 
 
@@ -310,8 +311,9 @@ def _while_infer(o):
 
 def _while_bind(o, ctx):
     session = ctx.session
-    return {"cond_fn": session._compile_function(o._attrs["cond"], ctx.device),
-            "body_fn": session._compile_function(o._attrs["body"], ctx.device),
+    inner = ctx.input_devices
+    return {"cond_fn": session._compile_function(o._attrs["cond"], ctx.device, inner),
+            "body_fn": session._compile_function(o._attrs["body"], ctx.device, inner),
             "record": bool(ctx.outputs_used[-1])}
 
 

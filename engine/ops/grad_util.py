@@ -43,7 +43,7 @@ def _sum_to_shape_grad(o, dy):
 @op("SumToShape", infer=_sum_to_shape_infer, aliases=True, grad=_sum_to_shape_grad,
     inputs=("grad", "shape"))
 def _sum_to_shape_kernel(xp, g, shape):
-    target = tuple(int(d) for d in shape)
+    target = tuple(shape.tolist())  # one copy to the host, not one per element
     if g.shape == target:
         return g
     lead = g.ndim - len(target)

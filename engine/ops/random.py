@@ -59,7 +59,7 @@ def _rng_bind(o, ctx):
 
 
 def _dims(shape):
-    dims = [int(d) for d in shape]
+    dims = list(shape.tolist())  # one copy to the host, not one per element
     if any(d < 0 for d in dims):
         raise ValueError(f"shape must be non-negative, got {dims}")
     return dims

@@ -14,7 +14,16 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
-from engine.ops._common import BOOL, INDEX, NUMERIC, base, check_dtype, check_same_dtype, create
+from engine.ops._common import (
+    BOOL,
+    INDEX,
+    NUMERIC,
+    base,
+    check_dtype,
+    check_same_dtype,
+    create,
+    scatter_add,
+)
 from engine.ops.array import (
     _const_ints,
     _const_scalar,
@@ -522,7 +531,8 @@ def _gather_grad_kernel(xp, grad, indices, params_shape, axis, *, batch_dims):
     if list(indices.shape[:bd]) != dims[:bd] or list(grad.shape) != want:
         raise _invalid(f"GatherGrad: grad of shape {_short(grad.shape)} and indices of shape "
                        f"{_short(indices.shape)} do not match params shape {_short(dims)}")
-    # Repeated indices add up (ufunc.at, which cupy has too); half floats accumulate in float32.
+    # Repeated indices add up (numpy's add.at, cupy's scatter_add); half floats accumulate in
+    # float32.
     acc = np.float32 if grad.dtype == np.float16 else grad.dtype
     nb = int(np.prod(dims[:bd], dtype=np.int64))
     k = int(np.prod(indices.shape[bd:], dtype=np.int64))
@@ -531,7 +541,7 @@ def _gather_grad_kernel(xp, grad, indices, params_shape, axis, *, batch_dims):
     flat = indices.reshape(nb, k)
     lead = (builtins.slice(None),) * (a - bd)
     for b in builtins.range(nb):
-        xp.add.at(out[b], lead + (flat[b],), rows[b])
+        scatter_add(xp, out[b], lead + (flat[b],), rows[b])
     return out.reshape(dims).astype(grad.dtype, copy=False)
 
 

@@ -7,6 +7,9 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     GET  /v2/health/live, /v2/health/ready           200, or 503 {"ready": false} while starting
     GET  /v2/models/{model}[/versions/{v}]           model metadata (the default signature)
     GET  /v2/models/{model}[/versions/{v}]/ready     200 {"name", "ready": true}; 503 if not
+    GET  /v2/models/{model}[/versions/{v}]/config    Triton's model configuration (JSON form):
+                                                     inputs, outputs, max_batch_size,
+                                                     dynamic_batching, instance_group
     POST /v2/models/{model}[/versions/{v}]/infer     inference
     POST /v2/repository/index                        [{"name", "version", "state", "reason"}]
     POST /v2/repository/models/{model}/load|unload   repository control
@@ -100,6 +103,7 @@ def add_routes(app: web.Application) -> None:
     for model in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
         router.add_get(model, model_metadata)
         router.add_get(model + "/ready", model_ready)
+        router.add_get(model + "/config", model_config)
         router.add_post(model + "/infer", infer)
     router.add_post("/v2/repository/index", repository_index)
     router.add_post("/v2/repository/models/{model}/load", repository_load)
@@ -149,6 +153,60 @@ def _tensor_metadata(spec: TensorSpec) -> dict:
     if dims is None:
         meta["parameters"] = {"unknown_rank": True}  # V2 has no way to say "any rank"
     return meta
+
+
+async def model_config(request: web.Request) -> web.Response:
+    """The version's configuration as Triton's ``GET .../config`` reports it (the subset that
+    applies): what tritonclient's ``get_model_config`` reads."""
+    name, version = _target(request)
+    manager = request.app[MANAGER]
+    servable, sig = manager.signature_info(name, version)
+    batching = manager.batching_for(servable)
+    batched = batching.enabled and sig.batchable
+    config = {
+        "name": name, "platform": "flowserve", "backend": "flowserve",
+        "version_policy": _triton_version_policy(servable.config.version_policy),
+        "max_batch_size": batching.max_batch_size if batched else 0,
+        "input": [_triton_tensor(sig.inputs[a], batched) for a in sig.input_order],
+        "output": [_triton_tensor(sig.outputs[a], batched) for a in sig.output_order],
+        "instance_group": [_instance_group(name, i, d)
+                           for i, d in enumerate(servable.device_status())],
+        "parameters": {"device": {"string_value": servable.device},
+                       "signature_name": {"string_value": sig.key}},
+    }
+    if batched:
+        config["dynamic_batching"] = {
+            "max_queue_delay_microseconds": batching.batch_timeout_micros,
+            "preferred_batch_size": list(batching.allowed_batch_sizes)}
+    if servable.device_note:
+        config["parameters"]["device_note"] = {"string_value": servable.device_note}
+    return json_response(config)
+
+
+def _triton_version_policy(policy) -> dict:
+    if policy.kind == "all":
+        return {"all": {}}
+    if policy.kind == "specific":
+        return {"specific": {"versions": list(policy.versions)}}
+    return {"latest": {"num_versions": policy.num_versions}}
+
+
+def _triton_tensor(spec: TensorSpec, batched: bool) -> dict:
+    dims = [-1] if spec.dims is None else [-1 if d is None else d for d in spec.dims]
+    if batched:
+        dims = dims[1:]  # Triton leaves the batch dimension out when batching
+    return {"name": spec.alias, "data_type": "TYPE_" + (
+        "STRING" if spec.dtype.base_dtype is dtypes.string
+        else _DATATYPE_OF[spec.dtype.base_dtype]), "dims": dims}
+
+
+def _instance_group(name: str, i: int, entry: dict) -> dict:
+    kind, _, index = entry["device"].partition(":")
+    group = {"name": f"{name}_{i}", "count": entry["instances"],
+             "kind": "KIND_CPU" if kind == "cpu" else "KIND_GPU"}
+    if kind != "cpu":
+        group["gpus"] = [int(index)] if index else []
+    return group
 
 
 async def model_ready(request: web.Request) -> web.Response:

@@ -6,6 +6,10 @@ Endpoints (``{target}`` is ``/v1/models/{model}``, optionally followed by
 - ``GET {target}``: version status, newest first, as ``{"model_version_status": [{"version":
   "2", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]}``. A
   version that failed to load is ``END`` with error code ``UNKNOWN`` and its error message.
+  A loaded version also lists ``"devices"`` (an extension TF Serving clients ignore): per
+  device, ``{"device": "gpu:0", "instances": 2, "memory_in_use_bytes": ...,
+  "memory_limit_bytes": ...}`` (memory for accelerators only), and ``"device_note"`` when it
+  fell back to the CPU.
 - ``GET {target}/metadata``: ``{"model_spec": ..., "metadata": {"signature_def":
   {"signature_def": {key: {"inputs", "outputs", "method_name"}}}}}`` with TF's dtype names
   (``DT_FLOAT``) and shapes (``{"dim": [{"size": "-1", "name": ""}], "unknown_rank": false}``).
@@ -90,10 +94,18 @@ async def _status(request: web.Request) -> web.Response:
     model, version, label = _target(request)
     statuses = request.app[MANAGER].status(model, version, label)
     note(request, model=model, version=statuses[0].version if version or label else None)
-    return json_response({"model_version_status": [
-        {"version": str(st.version), "state": st.state,
-         "status": {"error_code": "UNKNOWN" if st.error else "OK",
-                    "error_message": st.error or ""}} for st in statuses]})
+    return json_response({"model_version_status": [_version_status(st) for st in statuses]})
+
+
+def _version_status(st) -> dict:
+    entry = {"version": str(st.version), "state": st.state,
+             "status": {"error_code": "UNKNOWN" if st.error else "OK",
+                        "error_message": st.error or ""}}
+    if st.devices:  # flowserve's extension: where a loaded version runs
+        entry["devices"] = st.devices
+        if st.device_note:
+            entry["device_note"] = st.device_note
+    return entry
 
 
 async def _metadata(request: web.Request) -> web.Response:

@@ -1,6 +1,7 @@
 """Server settings (flags > environment > config file > defaults) and per-model config.json."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -41,7 +42,7 @@ def test_defaults_serve_the_bundled_models():
     (["--port", "http"], {}, "--port must be a int"),
     (["--port", "70000"], {}, "port must be 1-65535"),
     ([], {"FLOWSERVE_POLL_INTERVAL": "-1"}, "poll_interval must be >= 0"),
-    (["--device", "tpu:0"], {}, "device must be 'cpu' or 'gpu:N'"),
+    (["--device", "tpu:0"], {}, "device must be 'cpu', 'gpu' (every GPU) or 'gpu:N'"),
     (["--log-format", "xml"], {}, "log_format must be 'text' or 'json'"),
     (["--model-repository", "/does/not/exist"], {}, "is not a directory"),
     (["--max-request-bytes", "10"], {}, "max_request_bytes must be at least 1024"),
@@ -49,7 +50,7 @@ def test_defaults_serve_the_bundled_models():
     (["--auth-token", " "], {}, "auth_token must not be empty"),
 ])
 def test_invalid_settings_name_the_setting(argv, env, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         resolve(argv, env)
 
 

@@ -199,14 +199,6 @@ async def test_warmup_requests_from_config(tmp_path, manager_for):
     assert st.state == "END" and "warmup request 0 failed" in st.error
 
 
-async def test_gpu_request_without_gpu_support_fails_clearly(tmp_path, manager_for):
-    models.half_plus_two(tmp_path / "hpt" / "1")
-    models.write_config(tmp_path / "hpt", {"device": "gpu:0"})
-    m = await manager_for(tmp_path)
-    (st,) = m.status("hpt")
-    assert st.state == "END" and "gpu:0" in st.error
-
-
 async def test_repository_index_load_and_unload(tmp_path, manager_for):
     models.half_plus_two(tmp_path / "hpt" / "1")
     m = await manager_for(tmp_path)

@@ -85,7 +85,8 @@ async def slow_client(aiohttp_client, make_config, tmp_path):
 # -- status --------------------------------------------------------------------------------
 def _ok(version):
     return {"version": str(version), "state": "AVAILABLE",
-            "status": {"error_code": "OK", "error_message": ""}}
+            "status": {"error_code": "OK", "error_message": ""},
+            "devices": [{"device": "cpu", "instances": 1}]}
 
 
 async def test_status_lists_every_version_newest_first(client):
