@@ -112,6 +112,18 @@ def test_model_ready_and_metadata(triton):
     assert triton.get_model_metadata("half_plus_two", "2")["versions"] == ["1", "2"]
 
 
+def test_model_config(triton):
+    config = triton.get_model_config("multi_io")
+    assert config["name"] == "multi_io" and config["max_batch_size"] == 0
+    assert config["input"] == [{"name": "a", "data_type": "TYPE_FP32", "dims": [-1, 3]},
+                               {"name": "b", "data_type": "TYPE_INT32", "dims": [-1]}]
+    assert {o["name"]: o["data_type"] for o in config["output"]}["label"] == "TYPE_STRING"
+    assert config["instance_group"] == [{"name": "multi_io_0", "count": 1,
+                                         "kind": "KIND_CPU"}]
+    with pytest.raises(InferenceServerException, match="nope"):
+        triton.get_model_config("nope")
+
+
 @pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
 def test_infer_all_outputs(triton, binary):
     # With no outputs named, tritonclient asks for every output in binary form.
