@@ -200,6 +200,13 @@ def measure_gpu(batch: int, quick=False) -> dict:
             "engine_over_cupy": round(times["gpu"] / times["cupy"], 2)}
 
 
+def print_table(header: str, lines) -> None:
+    print(header)
+    print("-" * len(header))
+    for line in lines:
+        print(line)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results to this JSON file")
@@ -216,14 +223,12 @@ def main(argv=None) -> int:
               f"{'run/np':>7} {'call/np':>8} {'overhead':>9} {'budget':>7}  ok")
     print(f"engine overhead on {platform.processor() or platform.machine()}, "
           f"python {platform.python_version()}, numpy {np.__version__}")
-    print(header)
-    print("-" * len(header))
-    for r in rows:
-        print(f"{r['workload']:32} {r['executed_ops']:>4} {r['numpy_us']:>9.2f} "
-              f"{r['session_run_us']:>9.2f} {r['make_callable_us']:>9.2f} "
-              f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
-              f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
-              f"{'yes' if r['within_budget'] else 'NO'}")
+    print_table(header, [
+        f"{r['workload']:32} {r['executed_ops']:>4} {r['numpy_us']:>9.2f} "
+        f"{r['session_run_us']:>9.2f} {r['make_callable_us']:>9.2f} "
+        f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
+        f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
+        f"{'yes' if r['within_budget'] else 'NO'}" for r in rows])
     result = rows
     if args.device == "gpu":
         cp = devices.cupy_or_none()
@@ -233,12 +238,10 @@ def main(argv=None) -> int:
         print(f"\nCPU vs GPU ({name}, cupy {cp.__version__}); host inputs and outputs")
         header = (f"{'workload':32} {'gpu ops':>8} {'cpu us':>9} {'gpu us':>9} {'cupy us':>9} "
                   f"{'gpu/cpu speedup':>16} {'engine/cupy':>12}")
-        print(header)
-        print("-" * len(header))
-        for r in gpu_rows:
-            print(f"{r['workload']:32} {r['ops_on_gpu']:>4}/{r['ops']:<3} {r['cpu_us']:>9.2f} "
-                  f"{r['gpu_us']:>9.2f} {r['cupy_us']:>9.2f} {r['gpu_speedup_over_cpu']:>16.2f} "
-                  f"{r['engine_over_cupy']:>12.2f}")
+        print_table(header, [
+            f"{r['workload']:32} {r['ops_on_gpu']:>4}/{r['ops']:<3} {r['cpu_us']:>9.2f} "
+            f"{r['gpu_us']:>9.2f} {r['cupy_us']:>9.2f} {r['gpu_speedup_over_cpu']:>16.2f} "
+            f"{r['engine_over_cupy']:>12.2f}" for r in gpu_rows])
         result = {"cpu": rows, "gpu": gpu_rows}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

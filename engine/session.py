@@ -256,9 +256,8 @@ class _Plan:
         self.feed_slots: tuple[int, ...] = ()
         self.fetch_slots: tuple = ()
         self.fetch_copy: tuple[bool, ...] = ()
-        # Per fetch: the device its value lives on when that is not the host (else None);
-        # None altogether when every fetch is on the host.
-        self.fetch_host: tuple | None = None
+        # Per fetch: the device its value lives on when that is not the host (else None).
+        self.fetch_host: tuple = ()
         self.num_ops = 0
         self.placement: dict | None = None  # op -> Device (None: single-device session)
 
@@ -693,39 +692,20 @@ class BaseSession:
                 None if isinstance(exc, errors.OpError) else exc)
 
     def _collect(self, plan, vals):
-        out = []
-        if plan.fetch_host is not None:
-            return self._collect_devices(plan, vals)
-        for slot, copy in zip(plan.fetch_slots, plan.fetch_copy):
-            if slot is None:
-                out.append(None)
-                continue
-            v = vals[slot]
-            if v.__class__ is _ndarray:
-                if v.ndim == 0:
-                    v = v[()]
-                elif copy:
-                    v = v.copy()
-            else:
-                v = _to_host(v, copy)
-            out.append(v)
-        return out
-
-    def _collect_devices(self, plan, vals):
-        """Fetches of a plan with values on devices: copied to host memory."""
+        """The fetched values as the caller gets them: host arrays (numpy scalars for 0-d),
+        copied when they could alias state the session keeps."""
         out = []
         for slot, copy, device in zip(plan.fetch_slots, plan.fetch_copy, plan.fetch_host):
             if slot is None:
                 out.append(None)
                 continue
             v = vals[slot]
-            if device is not None:
+            if device is not None:  # on a device: the copy to host memory is private
                 try:
                     v = device.to_host(v)
                 except Exception as exc:  # noqa: BLE001 - typed for the caller
                     raise _copy_error(exc, f"fetching a value from {device.name}") from exc
-                out.append(v[()] if getattr(v, "ndim", 1) == 0 else v)
-                continue
+                copy = False
             if v.__class__ is _ndarray:
                 if v.ndim == 0:
                     v = v[()]
@@ -1052,7 +1032,7 @@ class BaseSession:
             fetch_host.append(where if where is not None and not where.is_host else None)
         plan.fetch_slots = tuple(fetch_slots)
         plan.fetch_copy = tuple(fetch_copy)
-        plan.fetch_host = tuple(fetch_host) if any(d is not None for d in fetch_host) else None
+        plan.fetch_host = tuple(fetch_host)
 
         # Free every value after its last reader (fetched values are kept).
         keep = {s for s in fetch_slots if s is not None}

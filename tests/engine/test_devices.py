@@ -358,4 +358,4 @@ def test_cpu_only_sessions_compile_plans_without_placement():
     with tf.Session(config=tf.ConfigProto(device_count={"TEST": 0})) as sess:
         assert sess.run(y) == 2.0
         plan = next(iter(sess._plans.values()))
-        assert plan.placement is None and plan.fetch_host is None
+        assert plan.placement is None and plan.fetch_host == (None,)

@@ -4,6 +4,8 @@ import pytest
 
 from service.app import create_app
 from service.config import ServerConfig
+from service.manager import ModelManager
+from service.metrics import ServingMetrics
 from tests.service.models import make_repository
 
 
@@ -26,3 +28,25 @@ def make_config(repository):
 async def client(aiohttp_client, make_config):
     """An aiohttp test client for an app serving the shared repository."""
     return await aiohttp_client(create_app(make_config()))
+
+
+def manager_config(root, **kw) -> ServerConfig:
+    """A validated config serving ``root`` that scans it once."""
+    return ServerConfig(model_repository=str(root), poll_interval=0, **kw).validate()
+
+
+@pytest.fixture
+async def manager_for():
+    """``await manager_for(root, **settings)``: a started ModelManager (with metrics),
+    stopped after the test."""
+    managers = []
+
+    async def make(root, **kw):
+        m = ModelManager(manager_config(root, **kw), ServingMetrics())
+        await m.start()
+        managers.append(m)
+        return m
+
+    yield make
+    for m in managers:
+        await m.stop()

@@ -13,11 +13,10 @@ import pytest
 
 from engine import devices
 from service.app import create_app
-from service.config import ConfigError, ServerConfig
-from service.manager import ModelManager
-from service.metrics import ServingMetrics
+from service.config import ConfigError
 from tests import fake_device
 from tests.service import models
+from tests.service.conftest import manager_config
 
 
 @pytest.fixture(autouse=True)
@@ -26,23 +25,8 @@ def _test_devices():
         yield
 
 
-def _config(root, **kw):
-    return ServerConfig(model_repository=str(root), poll_interval=0, **kw).validate()
 
 
-@pytest.fixture
-async def manager_for():
-    managers = []
-
-    async def make(root, **kw):
-        m = ModelManager(_config(root, **kw), ServingMetrics())
-        await m.start()
-        managers.append(m)
-        return m
-
-    yield make
-    for m in managers:
-        await m.stop()
 
 
 def _servable(m, name):
@@ -132,9 +116,9 @@ async def test_the_server_device_is_the_default_and_models_override_it(tmp_path,
 
 def test_unknown_device_types_are_configuration_errors(tmp_path):
     with pytest.raises(ConfigError, match="device must be 'cpu', 'gpu'"):
-        _config(tmp_path, device="tpu:0")
-    assert _config(tmp_path, device="GPU").device == "gpu"
-    assert _config(tmp_path, device="cpu:0").device == "cpu"
+        manager_config(tmp_path, device="tpu:0")
+    assert manager_config(tmp_path, device="GPU").device == "gpu"
+    assert manager_config(tmp_path, device="cpu:0").device == "cpu"
 
 
 async def test_batches_spread_over_instances(tmp_path, manager_for):
@@ -155,7 +139,7 @@ async def test_device_status_config_endpoint_and_metrics_over_http(aiohttp_clien
     models.half_plus_two(tmp_path / "hpt" / "1")
     models.write_config(tmp_path / "hpt", {"device": "test:1", "instances": 2,
                                            "batching": {"enabled": True, "max_batch_size": 8}})
-    client = await aiohttp_client(create_app(_config(tmp_path, port=0)))
+    client = await aiohttp_client(create_app(manager_config(tmp_path, port=0)))
     status = await (await client.get("/v1/models/hpt")).json()
     assert status["model_version_status"][0]["devices"] == [
         {"device": "test:1", "instances": 2, "memory_in_use_bytes": 0, "memory_limit_bytes": 0}]

@@ -6,29 +6,8 @@ import shutil
 import numpy as np
 import pytest
 
-from service.config import ServerConfig
 from service.errors import DeadlineExceeded, InvalidInput, NotFound, Unavailable
-from service.manager import ModelManager
 from tests.service import models
-
-
-def _config(root, **kw):
-    return ServerConfig(model_repository=str(root), poll_interval=0, **kw).validate()
-
-
-@pytest.fixture
-async def manager_for():
-    managers = []
-
-    async def make(root, **kw):
-        m = ModelManager(_config(root, **kw))
-        await m.start()
-        managers.append(m)
-        return m
-
-    yield make
-    for m in managers:
-        await m.stop()
 
 
 def states(m, name):
