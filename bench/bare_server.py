@@ -40,8 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     with open(args.response_file, "rb") as f:
         body = f.read()
-    web.run_app(make_app(body), host="127.0.0.1", port=args.port, print=None,
-                access_log=None)
+    web.run_app(make_app(body), host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

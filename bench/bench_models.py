@@ -36,13 +36,17 @@ def wide_mlp(path: Path) -> None:
         x = tf.placeholder(tf.float32, [None, 784], name="x")
         h = x
         for i, units in enumerate([2048, 2048, 10]):
-            w = tf.get_variable(f"w{i}", [h.shape[1].value, units],
-                                initializer=tf.glorot_uniform_initializer(seed=i))
+            w = tf.get_variable(
+                f"w{i}",
+                [h.shape[1].value, units],
+                initializer=tf.glorot_uniform_initializer(seed=i),
+            )
             b = tf.get_variable(f"b{i}", [units], initializer=tf.zeros_initializer())
             h = tf.matmul(h, w) + b
             if i < 2:
                 h = tf.nn.relu(h)
         return {"x": x}, {"probabilities": tf.nn.softmax(h, name="probabilities")}
+
     _export(path, build)
 
 
@@ -50,6 +54,7 @@ def big_input(path: Path) -> None:
     def build():
         x = tf.placeholder(tf.float32, [None, BIG_INPUT_FLOATS], name="x")
         return {"x": x}, {"mean": tf.reduce_mean(x, axis=1, name="mean")}
+
     _export(path, build)
 
 
@@ -59,8 +64,9 @@ def build_repository(root: Path, batching: bool | dict | None = None) -> Path:
         if not (root / name / "1").exists():
             fn(root / name / "1")
         if batching is not None:
-            (root / name / "config.json").write_text(json.dumps({"batching": batching,
-                                                                 "warmup": True}))
+            (root / name / "config.json").write_text(
+                json.dumps({"batching": batching, "warmup": True})
+            )
     return root
 
 

@@ -74,8 +74,10 @@ def scalar_add():
 def mlp(batch: int, with_weights: bool = False):
     rng = np.random.default_rng(0)
     sizes = [784, 256, 128, 10]
-    weights = [(rng.standard_normal((i, o)).astype(np.float32) * 0.05,
-                np.zeros(o, np.float32)) for i, o in zip(sizes, sizes[1:])]
+    weights = [
+        (rng.standard_normal((i, o)).astype(np.float32) * 0.05, np.zeros(o, np.float32))
+        for i, o in zip(sizes, sizes[1:])
+    ]
     x_val = rng.standard_normal((batch, 784)).astype(np.float32)
     g = tf.Graph()
     with g.as_default():
@@ -142,11 +144,15 @@ def measure(name, build, quick=False):
     overhead_us = (t_call - t_np) * 1e6
     budget_us = 10 + 1.5 * n_ops
     return {
-        "workload": name, "executed_ops": n_ops,
-        "numpy_us": round(t_np * 1e6, 2), "session_run_us": round(t_run * 1e6, 2),
+        "workload": name,
+        "executed_ops": n_ops,
+        "numpy_us": round(t_np * 1e6, 2),
+        "session_run_us": round(t_run * 1e6, 2),
         "make_callable_us": round(t_call * 1e6, 2),
-        "ratio_run": round(t_run / t_np, 2), "ratio_callable": round(t_call / t_np, 2),
-        "callable_overhead_us": round(overhead_us, 2), "budget_us": round(budget_us, 1),
+        "ratio_run": round(t_run / t_np, 2),
+        "ratio_callable": round(t_call / t_np, 2),
+        "callable_overhead_us": round(overhead_us, 2),
+        "budget_us": round(budget_us, 1),
         "within_budget": overhead_us <= budget_us,
     }
 
@@ -192,12 +198,17 @@ def measure_gpu(batch: int, quick=False) -> dict:
 
     np.testing.assert_allclose(cupy_mlp(), want, rtol=1e-3, atol=1e-5)
     times["cupy"] = time_per_call(cupy_mlp, min_time)
-    return {"workload": f"MLP 784-256-128-10 batch {batch}", "batch": batch,
-            "ops_on_gpu": on_gpu, "ops": len(placement),
-            "cpu_us": round(times["cpu"] * 1e6, 2), "gpu_us": round(times["gpu"] * 1e6, 2),
-            "cupy_us": round(times["cupy"] * 1e6, 2),
-            "gpu_speedup_over_cpu": round(times["cpu"] / times["gpu"], 2),
-            "engine_over_cupy": round(times["gpu"] / times["cupy"], 2)}
+    return {
+        "workload": f"MLP 784-256-128-10 batch {batch}",
+        "batch": batch,
+        "ops_on_gpu": on_gpu,
+        "ops": len(placement),
+        "cpu_us": round(times["cpu"] * 1e6, 2),
+        "gpu_us": round(times["gpu"] * 1e6, 2),
+        "cupy_us": round(times["cupy"] * 1e6, 2),
+        "gpu_speedup_over_cpu": round(times["cpu"] / times["gpu"], 2),
+        "engine_over_cupy": round(times["gpu"] / times["cupy"], 2),
+    }
 
 
 def print_table(header: str, lines) -> None:
@@ -211,24 +222,38 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--quick", action="store_true", help="shorter timing loops")
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
-                        help="gpu: also compare the MLP on CPU and GPU (needs cupy and a GPU)")
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "gpu"],
+        default="cpu",
+        help="gpu: also compare the MLP on CPU and GPU (needs cupy and a GPU)",
+    )
     args = parser.parse_args(argv)
     if args.device == "gpu" and devices.gpu_count() == 0:
-        print(f"--device gpu: no GPU available ({devices.gpu_unavailable_reason()})",
-              file=sys.stderr)
+        print(
+            f"--device gpu: no GPU available ({devices.gpu_unavailable_reason()})", file=sys.stderr
+        )
         return 2
     rows = [measure(name, build, args.quick) for name, build in WORKLOADS]
-    header = (f"{'workload':32} {'ops':>4} {'numpy us':>9} {'run us':>9} {'call us':>9} "
-              f"{'run/np':>7} {'call/np':>8} {'overhead':>9} {'budget':>7}  ok")
-    print(f"engine overhead on {platform.processor() or platform.machine()}, "
-          f"python {platform.python_version()}, numpy {np.__version__}")
-    print_table(header, [
-        f"{r['workload']:32} {r['executed_ops']:>4} {r['numpy_us']:>9.2f} "
-        f"{r['session_run_us']:>9.2f} {r['make_callable_us']:>9.2f} "
-        f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
-        f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
-        f"{'yes' if r['within_budget'] else 'NO'}" for r in rows])
+    header = (
+        f"{'workload':32} {'ops':>4} {'numpy us':>9} {'run us':>9} {'call us':>9} "
+        f"{'run/np':>7} {'call/np':>8} {'overhead':>9} {'budget':>7}  ok"
+    )
+    print(
+        f"engine overhead on {platform.processor() or platform.machine()}, "
+        f"python {platform.python_version()}, numpy {np.__version__}"
+    )
+    print_table(
+        header,
+        [
+            f"{r['workload']:32} {r['executed_ops']:>4} {r['numpy_us']:>9.2f} "
+            f"{r['session_run_us']:>9.2f} {r['make_callable_us']:>9.2f} "
+            f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
+            f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
+            f"{'yes' if r['within_budget'] else 'NO'}"
+            for r in rows
+        ],
+    )
     result = rows
     if args.device == "gpu":
         cp = devices.cupy_or_none()
@@ -236,12 +261,19 @@ def main(argv=None) -> int:
         name = name.decode() if isinstance(name, bytes) else name
         gpu_rows = [measure_gpu(batch, args.quick) for batch in (1, 64, 1024)]
         print(f"\nCPU vs GPU ({name}, cupy {cp.__version__}); host inputs and outputs")
-        header = (f"{'workload':32} {'gpu ops':>8} {'cpu us':>9} {'gpu us':>9} {'cupy us':>9} "
-                  f"{'gpu/cpu speedup':>16} {'engine/cupy':>12}")
-        print_table(header, [
-            f"{r['workload']:32} {r['ops_on_gpu']:>4}/{r['ops']:<3} {r['cpu_us']:>9.2f} "
-            f"{r['gpu_us']:>9.2f} {r['cupy_us']:>9.2f} {r['gpu_speedup_over_cpu']:>16.2f} "
-            f"{r['engine_over_cupy']:>12.2f}" for r in gpu_rows])
+        header = (
+            f"{'workload':32} {'gpu ops':>8} {'cpu us':>9} {'gpu us':>9} {'cupy us':>9} "
+            f"{'gpu/cpu speedup':>16} {'engine/cupy':>12}"
+        )
+        print_table(
+            header,
+            [
+                f"{r['workload']:32} {r['ops_on_gpu']:>4}/{r['ops']:<3} {r['cpu_us']:>9.2f} "
+                f"{r['gpu_us']:>9.2f} {r['cupy_us']:>9.2f} {r['gpu_speedup_over_cpu']:>16.2f} "
+                f"{r['engine_over_cupy']:>12.2f}"
+                for r in gpu_rows
+            ],
+        )
         result = {"cpu": rows, "gpu": gpu_rows}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

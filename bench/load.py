@@ -63,23 +63,34 @@ def make_request(protocol: str, model: str, input_name: str, x: np.ndarray) -> R
     x = np.ascontiguousarray(x, dtype=np.float32)
     if protocol == "tfserving":
         body = json.dumps({"instances": x.tolist()}).encode()
-        return Request(f"/v1/models/{model}:predict", body,
-                       {"Content-Type": "application/json"})
+        return Request(f"/v1/models/{model}:predict", body, {"Content-Type": "application/json"})
     if protocol == "msgpack":
         tensor = {"dtype": "float32", "shape": list(x.shape), "data": x.tobytes()}
         body = msgpack.packb({"inputs": {input_name: tensor}}, use_bin_type=True)
-        return Request(f"/v1/models/{model}:predict", body,
-                       {"Content-Type": "application/msgpack", "Accept": "application/msgpack"})
+        return Request(
+            f"/v1/models/{model}:predict",
+            body,
+            {"Content-Type": "application/msgpack", "Accept": "application/msgpack"},
+        )
     spec = {"name": input_name, "shape": list(x.shape), "datatype": "FP32"}
     if protocol == "v2":
         body = json.dumps({"inputs": [{**spec, "data": x.ravel().tolist()}]}).encode()
         return Request(f"/v2/models/{model}/infer", body, {"Content-Type": "application/json"})
     if protocol == "v2-binary":
-        header = json.dumps({"inputs": [{**spec, "parameters": {"binary_data_size": x.nbytes}}],
-                             "parameters": {"binary_data_output": True}}).encode()
-        return Request(f"/v2/models/{model}/infer", header + x.tobytes(),
-                       {"Content-Type": "application/octet-stream",
-                        "Inference-Header-Content-Length": str(len(header))})
+        header = json.dumps(
+            {
+                "inputs": [{**spec, "parameters": {"binary_data_size": x.nbytes}}],
+                "parameters": {"binary_data_output": True},
+            }
+        ).encode()
+        return Request(
+            f"/v2/models/{model}/infer",
+            header + x.tobytes(),
+            {
+                "Content-Type": "application/octet-stream",
+                "Inference-Header-Content-Length": str(len(header)),
+            },
+        )
     raise ValueError(f"unknown protocol {protocol!r}")
 
 
@@ -103,12 +114,21 @@ class Result:
 
     def line(self) -> str:
         err = f" errors={self.errors}" if self.errors else ""
-        return (f"{self.label:44} {self.throughput_rps:9.1f} req/s   p50 {self.p50_ms:8.2f} ms"
-                f"   p90 {self.p90_ms:8.2f} ms   p99 {self.p99_ms:8.2f} ms{err}")
+        return (
+            f"{self.label:44} {self.throughput_rps:9.1f} req/s   p50 {self.p50_ms:8.2f} ms"
+            f"   p90 {self.p90_ms:8.2f} ms   p99 {self.p99_ms:8.2f} ms{err}"
+        )
 
 
-async def run_load(base_url: str, request: Request, concurrency: int, duration: float,
-                   rate: float | None = None, warmup: float = 1.0, label: str = "") -> Result:
+async def run_load(
+    base_url: str,
+    request: Request,
+    concurrency: int,
+    duration: float,
+    rate: float | None = None,
+    warmup: float = 1.0,
+    label: str = "",
+) -> Result:
     """Sends ``request`` repeatedly: ``concurrency`` clients back to back, or ``rate`` per
     second (at most ``concurrency`` in flight). Latencies of the warmup period are dropped."""
     url = base_url.rstrip("/") + request.path
@@ -138,6 +158,7 @@ async def run_load(base_url: str, request: Request, concurrency: int, duration: 
 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         if rate is None:
+
             async def client():
                 while loop.time() < end:
                     await one(session)
@@ -159,10 +180,18 @@ async def run_load(base_url: str, request: Request, concurrency: int, duration: 
             await asyncio.gather(*tasks)
     lat = np.array(latencies) * 1000 if latencies else np.zeros(1)
     measured = max(loop.time(), end) - measure_from
-    return Result(label or request.path, concurrency, round(measured, 2), len(latencies),
-                  errors, round(len(latencies) / measured, 1),
-                  round(float(np.percentile(lat, 50)), 3), round(float(np.percentile(lat, 90)), 3),
-                  round(float(np.percentile(lat, 99)), 3), round(float(lat.mean()), 3))
+    return Result(
+        label or request.path,
+        concurrency,
+        round(measured, 2),
+        len(latencies),
+        errors,
+        round(len(latencies) / measured, 1),
+        round(float(np.percentile(lat, 50)), 3),
+        round(float(np.percentile(lat, 90)), 3),
+        round(float(np.percentile(lat, 99)), 3),
+        round(float(lat.mean()), 3),
+    )
 
 
 # -----------------------------------------------------------------------------------------
@@ -182,10 +211,16 @@ class Server:
     def __init__(self, argv: list[str], port: int, name: str):
         self.port = port
         self.name = name
-        self.log = tempfile.NamedTemporaryFile(prefix=f"fs-bench-{name}-", suffix=".log",
-                                               delete=False)
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.log = tempfile.NamedTemporaryFile(
+            prefix=f"fs-bench-{name}-", suffix=".log", delete=False
+        )
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
 
     @property
     def url(self) -> str:
@@ -219,16 +254,35 @@ class Server:
 
 def flowserve(repo: Path, name: str, *args: str) -> Server:
     port = free_port()
-    argv = [sys.executable, "-m", "service", "--model-repository", str(repo), "--host",
-            "127.0.0.1", "--port", str(port), "--poll-interval", "0", "--log-level", "warning",
-            *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "service",
+        "--model-repository",
+        str(repo),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--poll-interval",
+        "0",
+        "--log-level",
+        "warning",
+        *args,
+    ]
     return Server(argv, port, name)
 
 
 def bare(response_file: Path) -> Server:
     port = free_port()
-    argv = [sys.executable, str(ROOT / "bench" / "bare_server.py"), "--port", str(port),
-            "--response-file", str(response_file)]
+    argv = [
+        sys.executable,
+        str(ROOT / "bench" / "bare_server.py"),
+        "--port",
+        str(port),
+        "--response-file",
+        str(response_file),
+    ]
     return Server(argv, port, "bare")
 
 
@@ -246,37 +300,56 @@ async def scenario_batching(duration: float, work: Path, device: str = "cpu") ->
     x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
     request = make_request("tfserving", "wide_mlp", "x", x)
     results = {}
-    for label, args in (("off", []), ("on", ["--enable-batching",
-                                             "--batching-parameters-file", str(params)])):
+    for label, args in (
+        ("off", []),
+        ("on", ["--enable-batching", "--batching-parameters-file", str(params)]),
+    ):
         server = flowserve(repo, f"wide-{label}", "--device", device, *args)
         try:
             await server.wait_ready()
             results[label] = await run_load(
-                server.url, request, 64, duration,
-                label=f"wide_mlp on {device}, batching {label}, 64 clients")
+                server.url,
+                request,
+                64,
+                duration,
+                label=f"wide_mlp on {device}, batching {label}, 64 clients",
+            )
         finally:
             server.stop()
     on, off = results["on"], results["off"]
-    core = {label: await _in_process(repo, params if label == "on" else None, x, duration,
-                                     device=device)
-            for label in ("off", "on")}
-    return {"results": [off, on, core["off"], core["on"]],
-            "throughput_ratio_on_off": round(on.throughput_rps / max(off.throughput_rps, 1e-9),
-                                             2),
-            "p99_on_ms": on.p99_ms, "p99_off_ms": off.p99_ms,
-            "in_process_ratio_on_off": round(core["on"].throughput_rps /
-                                             max(core["off"].throughput_rps, 1e-9), 2)}
+    core = {
+        label: await _in_process(
+            repo, params if label == "on" else None, x, duration, device=device
+        )
+        for label in ("off", "on")
+    }
+    return {
+        "results": [off, on, core["off"], core["on"]],
+        "throughput_ratio_on_off": round(on.throughput_rps / max(off.throughput_rps, 1e-9), 2),
+        "p99_on_ms": on.p99_ms,
+        "p99_off_ms": off.p99_ms,
+        "in_process_ratio_on_off": round(
+            core["on"].throughput_rps / max(core["off"].throughput_rps, 1e-9), 2
+        ),
+    }
 
 
-async def _in_process(repo: Path, params: Path | None, x: np.ndarray, duration: float,
-                      concurrency: int = 64, device: str = "cpu") -> Result:
+async def _in_process(
+    repo: Path,
+    params: Path | None,
+    x: np.ndarray,
+    duration: float,
+    concurrency: int = 64,
+    device: str = "cpu",
+) -> Result:
     """The same load on ModelManager.infer in this process: batching without HTTP costs."""
     from service.config import ServerConfig
     from service.manager import ModelManager
 
     kw = {"enable_batching": True, "batching_parameters_file": str(params)} if params else {}
-    manager = ModelManager(ServerConfig(model_repository=str(repo), poll_interval=0,
-                                        device=device, **kw).validate())
+    manager = ModelManager(
+        ServerConfig(model_repository=str(repo), poll_interval=0, device=device, **kw).validate()
+    )
     await manager.start()
     loop = asyncio.get_running_loop()
     latencies = []
@@ -296,10 +369,18 @@ async def _in_process(repo: Path, params: Path | None, x: np.ndarray, duration: 
         await manager.stop()
     lat = np.array(latencies) * 1000
     label = f"  in-process ModelManager.infer, batching {'on' if params else 'off'}"
-    return Result(label, concurrency, round(elapsed, 2), len(latencies), {},
-                  round(len(latencies) / elapsed, 1), round(float(np.percentile(lat, 50)), 3),
-                  round(float(np.percentile(lat, 90)), 3), round(float(np.percentile(lat, 99)), 3),
-                  round(float(lat.mean()), 3))
+    return Result(
+        label,
+        concurrency,
+        round(elapsed, 2),
+        len(latencies),
+        {},
+        round(len(latencies) / elapsed, 1),
+        round(float(np.percentile(lat, 50)), 3),
+        round(float(np.percentile(lat, 90)), 3),
+        round(float(np.percentile(lat, 99)), 3),
+        round(float(lat.mean()), 3),
+    )
 
 
 async def scenario_overhead(duration: float, work: Path, device: str = "cpu") -> dict:
@@ -310,18 +391,23 @@ async def scenario_overhead(duration: float, work: Path, device: str = "cpu") ->
     params = work / "digits_batching.json"
     params.write_text(json.dumps(BATCHING_PARAMETERS))
     served = []
-    for label, args in (("", []), (", batching on", ["--enable-batching",
-                                                      "--batching-parameters-file",
-                                                      str(params)])):
+    for label, args in (
+        ("", []),
+        (", batching on", ["--enable-batching", "--batching-parameters-file", str(params)]),
+    ):
         server = flowserve(ROOT / "models", "digits", "--device", device, *args)
         try:
             await server.wait_ready()
             async with aiohttp.ClientSession() as s:
-                async with s.post(server.url + request.path, data=request.body,
-                                  headers=request.headers) as r:
+                async with s.post(
+                    server.url + request.path, data=request.body, headers=request.headers
+                ) as r:
                     response = await r.read()
-            served.append(await run_load(server.url, request, 64, duration,
-                                         label=f"digits via flowserve predict{label}"))
+            served.append(
+                await run_load(
+                    server.url, request, 64, duration, label=f"digits via flowserve predict{label}"
+                )
+            )
         finally:
             server.stop()
     response_file = work / "digits_response.json"
@@ -329,15 +415,23 @@ async def scenario_overhead(duration: float, work: Path, device: str = "cpu") ->
     baseline = bare(response_file)
     try:
         await baseline.wait_ready()
-        base = await run_load(baseline.url, request, 64, duration,
-                              label="bare aiohttp handler (same JSON), 64 clients")
+        base = await run_load(
+            baseline.url,
+            request,
+            64,
+            duration,
+            label="bare aiohttp handler (same JSON), 64 clients",
+        )
     finally:
         baseline.stop()
-    return {"results": [*served, base], "response_bytes": len(response),
-            "fraction_of_bare": round(served[0].throughput_rps / max(base.throughput_rps, 1e-9),
-                                      3),
-            "fraction_of_bare_batching": round(served[1].throughput_rps /
-                                               max(base.throughput_rps, 1e-9), 3)}
+    return {
+        "results": [*served, base],
+        "response_bytes": len(response),
+        "fraction_of_bare": round(served[0].throughput_rps / max(base.throughput_rps, 1e-9), 3),
+        "fraction_of_bare_batching": round(
+            served[1].throughput_rps / max(base.throughput_rps, 1e-9), 3
+        ),
+    }
 
 
 async def scenario_encoding(duration: float, work: Path, device: str = "cpu") -> dict:
@@ -345,35 +439,52 @@ async def scenario_encoding(duration: float, work: Path, device: str = "cpu") ->
 
     repo = build_repository(work / "big_repo")
     x = np.random.default_rng(0).standard_normal((1, BIG_INPUT_FLOATS)).astype(np.float32)
-    server = flowserve(repo, "encoding", "--max-request-bytes", str(64 << 20), "--device",
-                       device)
+    server = flowserve(repo, "encoding", "--max-request-bytes", str(64 << 20), "--device", device)
     results = {}
     try:
         await server.wait_ready()
         for protocol in ("tfserving", "v2", "v2-binary", "msgpack"):
             request = make_request(protocol, "big_input", "x", x)
             results[protocol] = await run_load(
-                server.url, request, 8, duration,
-                label=f"1 MiB input, {protocol} ({len(request.body) / 2**20:.2f} MiB body)")
+                server.url,
+                request,
+                8,
+                duration,
+                label=f"1 MiB input, {protocol} ({len(request.body) / 2**20:.2f} MiB body)",
+            )
     finally:
         server.stop()
     json_rps = results["tfserving"].throughput_rps
-    return {"results": list(results.values()),
-            "speedup_vs_json": {p: round(r.throughput_rps / max(json_rps, 1e-9), 2)
-                                for p, r in results.items()}}
+    return {
+        "results": list(results.values()),
+        "speedup_vs_json": {
+            p: round(r.throughput_rps / max(json_rps, 1e-9), 2) for p, r in results.items()
+        },
+    }
 
 
-BATCHING_PARAMETERS = {"max_batch_size": {"value": 64}, "batch_timeout_micros": {"value": 0},
-                       "num_batch_threads": {"value": 1},
-                       "max_enqueued_batches": {"value": 64}}
+BATCHING_PARAMETERS = {
+    "max_batch_size": {"value": 64},
+    "batch_timeout_micros": {"value": 0},
+    "num_batch_threads": {"value": 1},
+    "max_enqueued_batches": {"value": 64},
+}
 
-SCENARIOS = {"batching": scenario_batching, "overhead": scenario_overhead,
-             "encoding": scenario_encoding}
+SCENARIOS = {
+    "batching": scenario_batching,
+    "overhead": scenario_overhead,
+    "encoding": scenario_encoding,
+}
 
 
 async def run_scenarios(names, duration: float, device: str = "cpu") -> dict:
-    out = {"machine": platform.machine(), "cpus": os.cpu_count(),
-           "python": platform.python_version(), "duration_s": duration, "device": device}
+    out = {
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "duration_s": duration,
+        "device": device,
+    }
     with tempfile.TemporaryDirectory(prefix="fs-bench-") as tmp:
         for name in names:
             print(f"== {name}", flush=True)
@@ -394,8 +505,9 @@ def main(argv=None) -> int:
     r.add_argument("--model", default="digits")
     r.add_argument("--input-name", default=None, help="input alias (default: from metadata)")
     r.add_argument("--rows", type=int, default=1, help="rows per request")
-    r.add_argument("--protocol", default="tfserving",
-                   choices=["tfserving", "v2", "v2-binary", "msgpack"])
+    r.add_argument(
+        "--protocol", default="tfserving", choices=["tfserving", "v2", "v2-binary", "msgpack"]
+    )
     r.add_argument("--concurrency", type=int, default=64)
     r.add_argument("--rate", type=float, default=None, help="requests/s (open loop)")
     r.add_argument("--duration", type=float, default=10.0)
@@ -403,8 +515,9 @@ def main(argv=None) -> int:
     s = sub.add_parser("scenario", help="run the paired measurements (starts servers)")
     s.add_argument("name", choices=[*SCENARIOS, "all"])
     s.add_argument("--duration", type=float, default=10.0)
-    s.add_argument("--device", default="cpu",
-                   help="device the servers run models on: cpu, gpu or gpu:N")
+    s.add_argument(
+        "--device", default="cpu", help="device the servers run models on: cpu, gpu or gpu:N"
+    )
     s.add_argument("--json")
     args = parser.parse_args(argv)
     if args.command == "scenario":
@@ -414,8 +527,10 @@ def main(argv=None) -> int:
             from engine import devices
 
             if devices.gpu_count() == 0:
-                print(f"--device {device}: no GPU available "
-                      f"({devices.gpu_unavailable_reason()})", file=sys.stderr)
+                print(
+                    f"--device {device}: no GPU available ({devices.gpu_unavailable_reason()})",
+                    file=sys.stderr,
+                )
                 return 2
             device = "gpu:0" if device == "gpu" else device
         out = asyncio.run(run_scenarios(names, args.duration, device))
@@ -430,13 +545,22 @@ async def _run_one(args) -> dict:
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{args.url.rstrip('/')}/v2/models/{args.model}") as resp:
             meta = await resp.json()
-    spec = meta["inputs"][0] if args.input_name is None else next(
-        i for i in meta["inputs"] if i["name"] == args.input_name)
+    spec = (
+        meta["inputs"][0]
+        if args.input_name is None
+        else next(i for i in meta["inputs"] if i["name"] == args.input_name)
+    )
     dims = [args.rows] + [d if d > 0 else 1 for d in spec["shape"][1:]]
     x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
     request = make_request(args.protocol, args.model, spec["name"], x)
-    result = await run_load(args.url, request, args.concurrency, args.duration, args.rate,
-                            label=f"{args.model} {args.protocol} c={args.concurrency}")
+    result = await run_load(
+        args.url,
+        request,
+        args.concurrency,
+        args.duration,
+        args.rate,
+        label=f"{args.model} {args.protocol} c={args.concurrency}",
+    )
     print(result.line())
     return asdict(result)
 

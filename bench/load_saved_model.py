@@ -36,7 +36,7 @@ from engine.saving.saved_model import LoadOptions  # noqa: E402
 def build(export_dir: str, total_mb: int) -> int:
     n_vars = 8
     per_var = total_mb * (1 << 20) // n_vars // 4
-    side = int(per_var ** 0.5)
+    side = int(per_var**0.5)
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [None, side], name="x")
@@ -44,8 +44,9 @@ def build(export_dir: str, total_mb: int) -> int:
         for i in range(n_vars):
             # Initializers, not numpy constants: the graph stays small and the values live
             # only in the variables bundle.
-            w = tf.get_variable(f"w{i}", [side, side],
-                                initializer=tf.random_normal_initializer(stddev=0.01, seed=i))
+            w = tf.get_variable(
+                f"w{i}", [side, side], initializer=tf.random_normal_initializer(stddev=0.01, seed=i)
+            )
             h = tf.matmul(h, w)
         with tf.Session(graph=g) as sess:
             sess.run(tf.global_variables_initializer())
@@ -80,23 +81,32 @@ def main(argv=None) -> int:
         def load(verify=True):
             g = tf.Graph()
             with tf.Session(graph=g) as sess:
-                tf.saved_model.load(sess, ["serve"], export_dir,
-                                    options=LoadOptions(verify_checksums=verify))
+                tf.saved_model.load(
+                    sess, ["serve"], export_dir, options=LoadOptions(verify_checksums=verify)
+                )
 
         read_numpy()  # warm the page cache
         t_np = timed(read_numpy, args.repeats)
         t_load = timed(load, args.repeats)
         t_noverify = timed(lambda: load(False), args.repeats)
-        result = {"variables_bytes": nbytes, "numpy_fromfile_s": round(t_np, 4),
-                  "load_s": round(t_load, 4), "load_no_checksum_s": round(t_noverify, 4),
-                  "ratio": round(t_load / t_np, 2),
-                  "ratio_no_checksum": round(t_noverify / t_np, 2)}
-        print(f"variables: {nbytes / 2 ** 20:.1f} MiB")
+        result = {
+            "variables_bytes": nbytes,
+            "numpy_fromfile_s": round(t_np, 4),
+            "load_s": round(t_load, 4),
+            "load_no_checksum_s": round(t_noverify, 4),
+            "ratio": round(t_load / t_np, 2),
+            "ratio_no_checksum": round(t_noverify / t_np, 2),
+        }
+        print(f"variables: {nbytes / 2**20:.1f} MiB")
         print(f"numpy.fromfile          {t_np * 1e3:9.1f} ms")
-        print(f"saved_model.load        {t_load * 1e3:9.1f} ms   ratio {result['ratio']:.2f}x"
-              "  (target <= 2x)")
-        print(f"load, no crc32 verify   {t_noverify * 1e3:9.1f} ms   ratio "
-              f"{result['ratio_no_checksum']:.2f}x")
+        print(
+            f"saved_model.load        {t_load * 1e3:9.1f} ms   ratio {result['ratio']:.2f}x"
+            "  (target <= 2x)"
+        )
+        print(
+            f"load, no crc32 verify   {t_noverify * 1e3:9.1f} ms   ratio "
+            f"{result['ratio_no_checksum']:.2f}x"
+        )
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
         return 0 if result["ratio"] <= 2.0 else 1

@@ -72,7 +72,7 @@ class NumpyMLP:
         grads[0] = x.T @ d
         grads[1] = d.sum(axis=0)
         self.t += 1
-        lr_t = LR * np.sqrt(1 - B2 ** self.t) / (1 - B1 ** self.t)
+        lr_t = LR * np.sqrt(1 - B2**self.t) / (1 - B1**self.t)
         for p, g, m, v in zip(self.p, grads, self.m, self.v):
             m *= B1
             m += (1 - B1) * g
@@ -94,8 +94,7 @@ def build_engine(params):
             h = tf.matmul(h, w) + b
             if k < 2:
                 h = tf.nn.relu(h)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-                                                                             logits=h))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
         train = tf.train.AdamOptimizer(LR, B1, B2, EPS).minimize(loss)
         init = tf.global_variables_initializer()
     sess = tf.Session(graph=g)
@@ -136,21 +135,30 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):  # interleaved rounds: both sides see the same machine state
         results["numpy"].append(steps_per_second(lambda: ref.step(xb, yb), args.steps))
         results["session_run"].append(
-            steps_per_second(lambda: sess.run(train, {x: xb, y: yb}), args.steps))
+            steps_per_second(lambda: sess.run(train, {x: xb, y: yb}), args.steps)
+        )
         results["make_callable"].append(steps_per_second(lambda: step_fn(xb, yb), args.steps))
     best = {k: max(v) for k, v in results.items()}
-    out = {"numpy_steps_per_s": round(best["numpy"], 1),
-           "engine_run_steps_per_s": round(best["session_run"], 1),
-           "engine_callable_steps_per_s": round(best["make_callable"], 1),
-           "ratio_run": round(best["numpy"] / best["session_run"], 3),
-           "ratio_callable": round(best["numpy"] / best["make_callable"], 3)}
-    print(f"Adam step, MLP 784-256-128-10, batch {BATCH}, on {platform.machine()} "
-          f"(numpy {np.__version__})")
+    out = {
+        "numpy_steps_per_s": round(best["numpy"], 1),
+        "engine_run_steps_per_s": round(best["session_run"], 1),
+        "engine_callable_steps_per_s": round(best["make_callable"], 1),
+        "ratio_run": round(best["numpy"] / best["session_run"], 3),
+        "ratio_callable": round(best["numpy"] / best["make_callable"], 3),
+    }
+    print(
+        f"Adam step, MLP 784-256-128-10, batch {BATCH}, on {platform.machine()} "
+        f"(numpy {np.__version__})"
+    )
     print(f"numpy (hand-written)       {out['numpy_steps_per_s']:8.1f} steps/s")
-    print(f"engine Session.run         {out['engine_run_steps_per_s']:8.1f} steps/s   "
-          f"numpy/engine {out['ratio_run']:.3f}x")
-    print(f"engine make_callable       {out['engine_callable_steps_per_s']:8.1f} steps/s   "
-          f"numpy/engine {out['ratio_callable']:.3f}x  (target <= 1.3x)")
+    print(
+        f"engine Session.run         {out['engine_run_steps_per_s']:8.1f} steps/s   "
+        f"numpy/engine {out['ratio_run']:.3f}x"
+    )
+    print(
+        f"engine make_callable       {out['engine_callable_steps_per_s']:8.1f} steps/s   "
+        f"numpy/engine {out['ratio_callable']:.3f}x  (target <= 1.3x)"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     sess.close()

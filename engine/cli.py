@@ -39,8 +39,10 @@ def cmd_inspect(args) -> int:
             for kind, infos in (("input", sig.inputs), ("output", sig.outputs)):
                 for alias in sorted(infos):
                     info = infos[alias]
-                    print(f"    {kind:6} {alias!r:20} {info.name:30} "
-                          f"{info.engine_dtype.name:8} {_fmt_shape(info)}")
+                    print(
+                        f"    {kind:6} {alias!r:20} {info.name:30} "
+                        f"{info.engine_dtype.name:8} {_fmt_shape(info)}"
+                    )
         counts = meta.graph_def.op_counts()
         print(f"  ops: {sum(counts.values())} in total")
         for op_type, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -49,7 +51,7 @@ def cmd_inspect(args) -> int:
     if bundle.bundle_exists(prefix):
         _, entries = bundle.read_index(prefix)
         total = sum(e.size for e in entries)
-        print(f"\nVariables: {len(entries)}, {total} bytes ({total / 2 ** 20:.2f} MiB)")
+        print(f"\nVariables: {len(entries)}, {total} bytes ({total / 2**20:.2f} MiB)")
         for e in sorted(entries, key=lambda e: e.name):
             print(f"    {e.name:40} {e.dtype.name:8} {list(e.shape)} {e.size} bytes")
     else:
@@ -73,8 +75,9 @@ def _parse_input(spec: str):
     try:
         return alias, json.loads(value)
     except json.JSONDecodeError as e:
-        raise ValueError(f"--input {alias}: {value!r} is neither a .npy path nor JSON ({e})") \
-            from None
+        raise ValueError(
+            f"--input {alias}: {value!r} is neither a .npy path nor JSON ({e})"
+        ) from None
 
 
 def cmd_run(args) -> int:
@@ -84,17 +87,22 @@ def cmd_run(args) -> int:
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:
-        meta = tf.saved_model.load(sess, args.tag, args.export_dir,
-                                   options=LoadOptions(optimize=args.optimize))
+        meta = tf.saved_model.load(
+            sess, args.tag, args.export_dir, options=LoadOptions(optimize=args.optimize)
+        )
         sig = meta.signature_def.get(args.signature)
         if sig is None:
-            raise ValueError(f"signature {args.signature!r} not found; the model has "
-                             f"{sorted(meta.signature_def)}")
+            raise ValueError(
+                f"signature {args.signature!r} not found; the model has "
+                f"{sorted(meta.signature_def)}"
+            )
         missing = sorted(set(sig.inputs) - set(inputs))
         unknown = sorted(set(inputs) - set(sig.inputs))
         if missing or unknown:
-            raise ValueError(f"signature {args.signature!r} takes inputs "
-                             f"{sorted(sig.inputs)}; missing {missing}, unknown {unknown}")
+            raise ValueError(
+                f"signature {args.signature!r} takes inputs "
+                f"{sorted(sig.inputs)}; missing {missing}, unknown {unknown}"
+            )
         feeds = {sig.inputs[a].name: v for a, v in inputs.items()}
         aliases = sorted(sig.outputs)
         values = sess.run([sig.outputs[a].name for a in aliases], feeds)
@@ -113,16 +121,18 @@ def cmd_run(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine",
-                                     description="Inspect and run flowserve SavedModels.")
+    parser = argparse.ArgumentParser(
+        prog="python -m engine", description="Inspect and run flowserve SavedModels."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="print signatures, op counts and variables")
     p.add_argument("export_dir")
     p.set_defaults(fn=cmd_inspect)
     p = sub.add_parser("run", help="run a signature on inputs and print or save the outputs")
     p.add_argument("export_dir")
-    p.add_argument("--tag", action="append", default=None,
-                   help="meta graph tag (repeatable; default: serve)")
+    p.add_argument(
+        "--tag", action="append", default=None, help="meta graph tag (repeatable; default: serve)"
+    )
     p.add_argument("--signature", default="serving_default")
     p.add_argument("--input", action="append", default=[], metavar="ALIAS=PATH.npy|JSON")
     p.add_argument("--output-dir", help="write each output to DIR/<alias>.npy")

@@ -7,8 +7,17 @@ runs unchanged.
 
 from __future__ import annotations
 
-__all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunOptions",
-           "RunMetadata", "StepStats", "DeviceStepStats", "NodeExecStats"]
+__all__ = [
+    "ConfigProto",
+    "GPUOptions",
+    "GraphOptions",
+    "OptimizerOptions",
+    "RunOptions",
+    "RunMetadata",
+    "StepStats",
+    "DeviceStepStats",
+    "NodeExecStats",
+]
 
 
 class _Message:
@@ -22,7 +31,7 @@ class _Message:
             setattr(self, name, value)
         for k, v in kwargs.items():
             if k not in dict(self._fields):
-                raise ValueError(f"Protocol message {type(self).__name__} has no \"{k}\" field.")
+                raise ValueError(f'Protocol message {type(self).__name__} has no "{k}" field.')
             setattr(self, k, v)
 
     def __repr__(self) -> str:
@@ -31,7 +40,8 @@ class _Message:
 
     def __eq__(self, other) -> bool:
         return type(self) is type(other) and all(
-            getattr(self, n) == getattr(other, n) for n, _ in self._fields)
+            getattr(self, n) == getattr(other, n) for n, _ in self._fields
+        )
 
     def CopyFrom(self, other) -> None:  # noqa: N802 - protobuf's name
         for n, _ in self._fields:
@@ -39,15 +49,21 @@ class _Message:
 
 
 class GPUOptions(_Message):
-    _fields = (("allow_growth", False), ("per_process_gpu_memory_fraction", 0.0),
-               ("visible_device_list", ""))
+    _fields = (
+        ("allow_growth", False),
+        ("per_process_gpu_memory_fraction", 0.0),
+        ("visible_device_list", ""),
+    )
 
 
 class OptimizerOptions(_Message):
     L1 = 0
     L0 = -1
-    _fields = (("opt_level", 0), ("do_common_subexpression_elimination", False),
-               ("do_constant_folding", False))
+    _fields = (
+        ("opt_level", 0),
+        ("do_common_subexpression_elimination", False),
+        ("do_constant_folding", False),
+    )
 
 
 class GraphOptions(_Message):
@@ -61,11 +77,18 @@ class ConfigProto(_Message):
     ``gpu_options`` control GPU memory; thread counts are accepted and recorded.
     """
 
-    _fields = (("allow_soft_placement", False), ("log_device_placement", False),
-               ("intra_op_parallelism_threads", 0), ("inter_op_parallelism_threads", 0),
-               ("use_per_session_threads", False), ("device_count", dict),
-               ("gpu_options", GPUOptions), ("graph_options", GraphOptions),
-               ("operation_timeout_in_ms", 0), ("isolate_session_state", False))
+    _fields = (
+        ("allow_soft_placement", False),
+        ("log_device_placement", False),
+        ("intra_op_parallelism_threads", 0),
+        ("inter_op_parallelism_threads", 0),
+        ("use_per_session_threads", False),
+        ("device_count", dict),
+        ("gpu_options", GPUOptions),
+        ("graph_options", GraphOptions),
+        ("operation_timeout_in_ms", 0),
+        ("isolate_session_state", False),
+    )
 
 
 class RunOptions(_Message):
@@ -73,17 +96,29 @@ class RunOptions(_Message):
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2
     FULL_TRACE = 3
-    _fields = (("trace_level", 0), ("timeout_in_ms", 0), ("output_partition_graphs", False),
-               ("report_tensor_allocations_upon_oom", False))
+    _fields = (
+        ("trace_level", 0),
+        ("timeout_in_ms", 0),
+        ("output_partition_graphs", False),
+        ("report_tensor_allocations_upon_oom", False),
+    )
 
 
 class NodeExecStats(_Message):
     """One executed op: name, type, device, start time and duration (microseconds)."""
 
-    _fields = (("node_name", ""), ("op_type", ""), ("device", ""), ("all_start_micros", 0),
-               ("op_start_rel_micros", 0), ("op_end_rel_micros", 0),
-               ("all_end_rel_micros", 0), ("all_start_nanos", 0), ("all_end_rel_nanos", 0),
-               ("timeline_label", ""))
+    _fields = (
+        ("node_name", ""),
+        ("op_type", ""),
+        ("device", ""),
+        ("all_start_micros", 0),
+        ("op_start_rel_micros", 0),
+        ("op_end_rel_micros", 0),
+        ("all_end_rel_micros", 0),
+        ("all_start_nanos", 0),
+        ("all_end_rel_nanos", 0),
+        ("timeline_label", ""),
+    )
 
 
 class DeviceStepStats(_Message):

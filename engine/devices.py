@@ -17,9 +17,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Device", "register_device_type", "unregister_device_type", "local_devices",
-           "cupy_or_none", "gpu_count", "gpu_unavailable_reason", "device_count",
-           "DEVICE_TYPES", "MemoryConfig", "to_host"]
+__all__ = [
+    "Device",
+    "register_device_type",
+    "unregister_device_type",
+    "local_devices",
+    "cupy_or_none",
+    "gpu_count",
+    "gpu_unavailable_reason",
+    "device_count",
+    "DEVICE_TYPES",
+    "MemoryConfig",
+    "to_host",
+]
 
 
 class Device:
@@ -31,15 +41,38 @@ class Device:
     kernel and copy that runs on the device (cupy's current-device switch for GPUs past 0).
     """
 
-    __slots__ = ("name", "device_type", "index", "xp", "kernel_type", "_to_device",
-                 "_to_host", "array_types", "is_host", "memory", "context", "_owns",
-                 "_memory_info", "physical_index")
+    __slots__ = (
+        "name",
+        "device_type",
+        "index",
+        "xp",
+        "kernel_type",
+        "_to_device",
+        "_to_host",
+        "array_types",
+        "is_host",
+        "memory",
+        "context",
+        "_owns",
+        "_memory_info",
+        "physical_index",
+    )
 
-    def __init__(self, device_type: str, index: int, xp, kernel_type: str,
-                 to_device: Callable | None = None, to_host: Callable | None = None,
-                 array_types: tuple = (np.ndarray,), memory: MemoryConfig | None = None,
-                 context: Callable | None = None, owns: Callable | None = None,
-                 memory_info: Callable | None = None, physical_index: int | None = None):
+    def __init__(
+        self,
+        device_type: str,
+        index: int,
+        xp,
+        kernel_type: str,
+        to_device: Callable | None = None,
+        to_host: Callable | None = None,
+        array_types: tuple = (np.ndarray,),
+        memory: MemoryConfig | None = None,
+        context: Callable | None = None,
+        owns: Callable | None = None,
+        memory_info: Callable | None = None,
+        physical_index: int | None = None,
+    ):
         self.device_type = device_type
         self.index = index
         # The device's index on the machine: differs from ``index`` when
@@ -116,7 +149,8 @@ def is_device_array(value) -> bool:
     if type(value) is np.ndarray:
         return False
     return hasattr(value, "__cuda_array_interface__") or (
-        isinstance(value, np.ndarray) and hasattr(value, "device_index"))
+        isinstance(value, np.ndarray) and hasattr(value, "device_index")
+    )
 
 
 def to_host(value):
@@ -175,8 +209,9 @@ def cupy_or_none():
                     else:
                         _cupy_error = "cupy sees no CUDA device"
                 except ImportError:
-                    _cupy_error = ("cupy is not installed (install flowserve[gpu] or the "
-                                   "cupy-cuda12x package)")
+                    _cupy_error = (
+                        "cupy is not installed (install flowserve[gpu] or the cupy-cuda12x package)"
+                    )
                 except Exception as e:  # noqa: BLE001 - no driver or no device
                     _cupy_error = f"cupy cannot use CUDA: {type(e).__name__}: {e}"
             _cupy_checked = True
@@ -224,17 +259,19 @@ class MemoryConfig:
     def __init__(self, gpu_options=None):
         fraction = float(getattr(gpu_options, "per_process_gpu_memory_fraction", 0.0) or 0.0)
         if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"gpu_options.per_process_gpu_memory_fraction must be in [0, 1], "
-                             f"got {fraction}")
+            raise ValueError(
+                f"gpu_options.per_process_gpu_memory_fraction must be in [0, 1], got {fraction}"
+            )
         self.fraction = fraction
         self.allow_growth = bool(getattr(gpu_options, "allow_growth", False))
         visible = getattr(gpu_options, "visible_device_list", "") or ""
         try:
-            self.visible = [int(v) for v in visible.split(",") if v.strip()] \
-                if visible else None
+            self.visible = [int(v) for v in visible.split(",") if v.strip()] if visible else None
         except ValueError:
-            raise ValueError(f"gpu_options.visible_device_list must be a comma-separated list "
-                             f"of GPU ids like '0,1', got {visible!r}") from None
+            raise ValueError(
+                f"gpu_options.visible_device_list must be a comma-separated list "
+                f"of GPU ids like '0,1', got {visible!r}"
+            ) from None
 
 
 def _gpu_devices(config) -> list[Device]:
@@ -246,8 +283,10 @@ def _gpu_devices(config) -> list[Device]:
     ids = memory.visible if memory.visible is not None else list(range(count))
     for gpu_id in ids:
         if not 0 <= gpu_id < count:
-            raise ValueError(f"gpu_options.visible_device_list names GPU {gpu_id}, but this "
-                             f"machine has {count} GPU(s)")
+            raise ValueError(
+                f"gpu_options.visible_device_list names GPU {gpu_id}, but this "
+                f"machine has {count} GPU(s)"
+            )
     devices = []
     for k, gpu_id in enumerate(ids):
         pool = cp.get_default_memory_pool()
@@ -270,8 +309,9 @@ def _gpu_device(cp, index: int, gpu_id: int, memory: MemoryConfig, pool) -> Devi
             with cp.cuda.Device(gpu_id):
                 out = cp.empty(src.shape, src.dtype)
                 if src.nbytes:
-                    cp.cuda.runtime.memcpyPeer(out.data.ptr, gpu_id, src.data.ptr, src_id,
-                                               src.nbytes)
+                    cp.cuda.runtime.memcpyPeer(
+                        out.data.ptr, gpu_id, src.data.ptr, src_id, src.nbytes
+                    )
             return out
         if type(value) is not np.ndarray:
             value = to_host(value)
@@ -283,13 +323,27 @@ def _gpu_device(cp, index: int, gpu_id: int, memory: MemoryConfig, pool) -> Devi
 
     def memory_info() -> dict:
         with cp.cuda.Device(gpu_id):
-            return {"in_use": int(pool.used_bytes()), "reserved": int(pool.total_bytes()),
-                    "limit": int(pool.get_limit())}
+            return {
+                "in_use": int(pool.used_bytes()),
+                "reserved": int(pool.total_bytes()),
+                "limit": int(pool.get_limit()),
+            }
 
     context = None if gpu_id == 0 else (lambda: cp.cuda.Device(gpu_id))
-    return Device("GPU", index, cp, "GPU", to_device=to_device, to_host=cp.asnumpy,
-                  array_types=(cp.ndarray,), memory=memory, context=context, owns=owns,
-                  memory_info=memory_info, physical_index=gpu_id)
+    return Device(
+        "GPU",
+        index,
+        cp,
+        "GPU",
+        to_device=to_device,
+        to_host=cp.asnumpy,
+        array_types=(cp.ndarray,),
+        memory=memory,
+        context=context,
+        owns=owns,
+        memory_info=memory_info,
+        physical_index=gpu_id,
+    )
 
 
 register_device_type("GPU", _gpu_devices)
@@ -308,5 +362,5 @@ def local_devices(config=None) -> list[Device]:
         if limit is not None and int(limit) <= 0:
             continue
         found = factory(config)
-        devices.extend(found if limit is None else found[:int(limit)])
+        devices.extend(found if limit is None else found[: int(limit)])
     return devices

@@ -12,9 +12,26 @@ import builtins
 import numpy as np
 
 __all__ = [
-    "DType", "as_dtype",
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "half", "float32", "float", "float64", "double", "string", "resource", "variant",
+    "DType",
+    "as_dtype",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "half",
+    "float32",
+    "float",
+    "float64",
+    "double",
+    "string",
+    "resource",
+    "variant",
 ]
 
 
@@ -192,8 +209,21 @@ _UNSIGNED = frozenset([uint8, uint16, uint32, uint64])
 _INTS = frozenset([int8, int16, int32, int64]) | _UNSIGNED
 _NUMERIC = _FLOATS | _INTS
 
-ALL_VALUE_TYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                   float16, float32, float64, string)
+ALL_VALUE_TYPES = (
+    bool,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    float16,
+    float32,
+    float64,
+    string,
+)
 
 _BY_NAME: dict[str, DType] = {}
 for _d in ALL_VALUE_TYPES + (resource, variant):
@@ -204,10 +234,18 @@ _BY_NAME.update({"half": float16, "float": float32, "double": float64})
 _BY_ENUM: dict[int, DType] = {d.as_datatype_enum: d for d in _BY_NAME.values()}
 
 _BY_NUMPY: dict[np.dtype, DType] = {
-    np.dtype(np.float16): float16, np.dtype(np.float32): float32, np.dtype(np.float64): float64,
-    np.dtype(np.int8): int8, np.dtype(np.int16): int16, np.dtype(np.int32): int32,
-    np.dtype(np.int64): int64, np.dtype(np.uint8): uint8, np.dtype(np.uint16): uint16,
-    np.dtype(np.uint32): uint32, np.dtype(np.uint64): uint64, np.dtype(np.bool_): bool,
+    np.dtype(np.float16): float16,
+    np.dtype(np.float32): float32,
+    np.dtype(np.float64): float64,
+    np.dtype(np.int8): int8,
+    np.dtype(np.int16): int16,
+    np.dtype(np.int32): int32,
+    np.dtype(np.int64): int64,
+    np.dtype(np.uint8): uint8,
+    np.dtype(np.uint16): uint16,
+    np.dtype(np.uint32): uint32,
+    np.dtype(np.uint64): uint64,
+    np.dtype(np.bool_): bool,
     np.dtype(object): string,
 }
 
@@ -242,5 +280,7 @@ def as_dtype(type_value) -> DType:
             d = _BY_NUMPY.get(npd)
             if d is not None and type_value is not int and type_value is not object:
                 return d
-    raise TypeError(f"Cannot convert the argument `type_value`: {type_value!r} to a DType "
-                    f"(expected one of {', '.join(d.name for d in ALL_VALUE_TYPES)}).")
+    raise TypeError(
+        f"Cannot convert the argument `type_value`: {type_value!r} to a DType "
+        f"(expected one of {', '.join(d.name for d in ALL_VALUE_TYPES)})."
+    )

@@ -7,14 +7,41 @@ canonical error code. Build-time mistakes raise Python's ``ValueError``/``TypeEr
 from __future__ import annotations
 
 __all__ = [
-    "OpError", "CancelledError", "UnknownError", "InvalidArgumentError", "DeadlineExceededError",
-    "NotFoundError", "AlreadyExistsError", "PermissionDeniedError", "UnauthenticatedError",
-    "ResourceExhaustedError", "FailedPreconditionError", "AbortedError", "OutOfRangeError",
-    "UnimplementedError", "InternalError", "UnavailableError", "DataLossError",
-    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-    "ALREADY_EXISTS", "PERMISSION_DENIED", "UNAUTHENTICATED", "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE",
-    "DATA_LOSS", "exception_type_from_error_code",
+    "OpError",
+    "CancelledError",
+    "UnknownError",
+    "InvalidArgumentError",
+    "DeadlineExceededError",
+    "NotFoundError",
+    "AlreadyExistsError",
+    "PermissionDeniedError",
+    "UnauthenticatedError",
+    "ResourceExhaustedError",
+    "FailedPreconditionError",
+    "AbortedError",
+    "OutOfRangeError",
+    "UnimplementedError",
+    "InternalError",
+    "UnavailableError",
+    "DataLossError",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "UNAUTHENTICATED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "exception_type_from_error_code",
 ]
 
 OK = 0
@@ -79,46 +106,78 @@ def _subclass(name: str, code: int, doc: str) -> type[OpError]:
     def init(self, node_def=None, op=None, message="", *args):
         OpError.__init__(self, node_def, op, message, code)
 
-    return type(name, (OpError,), {"__init__": init, "__doc__": doc,
-                                   "error_code_default": code, "__module__": __name__})
+    return type(
+        name,
+        (OpError,),
+        {"__init__": init, "__doc__": doc, "error_code_default": code, "__module__": __name__},
+    )
 
 
 CancelledError = _subclass("CancelledError", CANCELLED, "An operation or step was cancelled.")
 UnknownError = _subclass("UnknownError", UNKNOWN, "An unknown error.")
-InvalidArgumentError = _subclass("InvalidArgumentError", INVALID_ARGUMENT,
-                                 "An operation received an invalid argument.")
-DeadlineExceededError = _subclass("DeadlineExceededError", DEADLINE_EXCEEDED,
-                                  "A deadline expired before the operation could complete.")
+InvalidArgumentError = _subclass(
+    "InvalidArgumentError", INVALID_ARGUMENT, "An operation received an invalid argument."
+)
+DeadlineExceededError = _subclass(
+    "DeadlineExceededError",
+    DEADLINE_EXCEEDED,
+    "A deadline expired before the operation could complete.",
+)
 NotFoundError = _subclass("NotFoundError", NOT_FOUND, "A requested entity was not found.")
-AlreadyExistsError = _subclass("AlreadyExistsError", ALREADY_EXISTS,
-                               "An entity that we attempted to create already exists.")
-PermissionDeniedError = _subclass("PermissionDeniedError", PERMISSION_DENIED,
-                                  "The caller does not have permission to run an operation.")
-UnauthenticatedError = _subclass("UnauthenticatedError", UNAUTHENTICATED,
-                                 "The request does not have valid authentication credentials.")
-ResourceExhaustedError = _subclass("ResourceExhaustedError", RESOURCE_EXHAUSTED,
-                                   "Some resource (memory, queue space) has been exhausted.")
-FailedPreconditionError = _subclass("FailedPreconditionError", FAILED_PRECONDITION,
-                                    "The system is not in a state to run an operation, "
-                                    "e.g. a variable is read before it is initialized.")
+AlreadyExistsError = _subclass(
+    "AlreadyExistsError", ALREADY_EXISTS, "An entity that we attempted to create already exists."
+)
+PermissionDeniedError = _subclass(
+    "PermissionDeniedError",
+    PERMISSION_DENIED,
+    "The caller does not have permission to run an operation.",
+)
+UnauthenticatedError = _subclass(
+    "UnauthenticatedError",
+    UNAUTHENTICATED,
+    "The request does not have valid authentication credentials.",
+)
+ResourceExhaustedError = _subclass(
+    "ResourceExhaustedError",
+    RESOURCE_EXHAUSTED,
+    "Some resource (memory, queue space) has been exhausted.",
+)
+FailedPreconditionError = _subclass(
+    "FailedPreconditionError",
+    FAILED_PRECONDITION,
+    "The system is not in a state to run an operation, "
+    "e.g. a variable is read before it is initialized.",
+)
 AbortedError = _subclass("AbortedError", ABORTED, "The operation was aborted.")
-OutOfRangeError = _subclass("OutOfRangeError", OUT_OF_RANGE,
-                            "An operation iterated past the valid range.")
-UnimplementedError = _subclass("UnimplementedError", UNIMPLEMENTED,
-                               "The operation is not implemented or supported.")
+OutOfRangeError = _subclass(
+    "OutOfRangeError", OUT_OF_RANGE, "An operation iterated past the valid range."
+)
+UnimplementedError = _subclass(
+    "UnimplementedError", UNIMPLEMENTED, "The operation is not implemented or supported."
+)
 InternalError = _subclass("InternalError", INTERNAL, "An internal invariant was broken.")
 UnavailableError = _subclass("UnavailableError", UNAVAILABLE, "The runtime is unavailable.")
-DataLossError = _subclass("DataLossError", DATA_LOSS,
-                          "Unrecoverable data loss or corruption, e.g. a corrupted file.")
+DataLossError = _subclass(
+    "DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption, e.g. a corrupted file."
+)
 
 _BY_CODE = {
-    CANCELLED: CancelledError, UNKNOWN: UnknownError, INVALID_ARGUMENT: InvalidArgumentError,
-    DEADLINE_EXCEEDED: DeadlineExceededError, NOT_FOUND: NotFoundError,
-    ALREADY_EXISTS: AlreadyExistsError, PERMISSION_DENIED: PermissionDeniedError,
-    UNAUTHENTICATED: UnauthenticatedError, RESOURCE_EXHAUSTED: ResourceExhaustedError,
-    FAILED_PRECONDITION: FailedPreconditionError, ABORTED: AbortedError,
-    OUT_OF_RANGE: OutOfRangeError, UNIMPLEMENTED: UnimplementedError, INTERNAL: InternalError,
-    UNAVAILABLE: UnavailableError, DATA_LOSS: DataLossError,
+    CANCELLED: CancelledError,
+    UNKNOWN: UnknownError,
+    INVALID_ARGUMENT: InvalidArgumentError,
+    DEADLINE_EXCEEDED: DeadlineExceededError,
+    NOT_FOUND: NotFoundError,
+    ALREADY_EXISTS: AlreadyExistsError,
+    PERMISSION_DENIED: PermissionDeniedError,
+    UNAUTHENTICATED: UnauthenticatedError,
+    RESOURCE_EXHAUSTED: ResourceExhaustedError,
+    FAILED_PRECONDITION: FailedPreconditionError,
+    ABORTED: AbortedError,
+    OUT_OF_RANGE: OutOfRangeError,
+    UNIMPLEMENTED: UnimplementedError,
+    INTERNAL: InternalError,
+    UNAVAILABLE: UnavailableError,
+    DATA_LOSS: DataLossError,
 }
 
 

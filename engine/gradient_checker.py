@@ -50,8 +50,9 @@ def _jacobians(x, x_shape, x_value, y, y_shape, delta, sess, extra_feed):
     return theoretical, numerical
 
 
-def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
-                     init_targets=None, extra_feed_dict=None):
+def compute_gradient(
+    x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None, extra_feed_dict=None
+):
     """Symbolic and numerical Jacobians of ``y`` with respect to ``x``.
 
     Each Jacobian has one row per element of x and one column per element of y. ``x`` may be a
@@ -59,8 +60,10 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
     """
     if isinstance(x, (list, tuple)):
         inits = x_init_value or [None] * len(x)
-        return [compute_gradient(xi, si, y, y_shape, vi, delta, init_targets, extra_feed_dict)
-                for xi, si, vi in zip(x, x_shape, inits)]
+        return [
+            compute_gradient(xi, si, y, y_shape, vi, delta, init_targets, extra_feed_dict)
+            for xi, si, vi in zip(x, x_shape, inits)
+        ]
     if hasattr(x, "_ref") and not isinstance(x, Tensor):
         x = x.value()
     sess, owned = _session_for(y.graph)
@@ -75,18 +78,21 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
             x_value = np.asarray(x_init_value, dtype=x.dtype.base_dtype.np)
             if tuple(x_value.shape) != tuple(x_shape):
                 raise ValueError(f"x_init_value has shape {x_value.shape}, expected {x_shape}")
-        return _jacobians(x, list(x_shape), x_value, y, list(y_shape), delta, sess,
-                          dict(extra_feed_dict or {}))
+        return _jacobians(
+            x, list(x_shape), x_value, y, list(y_shape), delta, sess, dict(extra_feed_dict or {})
+        )
     finally:
         if owned:
             sess.close()
 
 
-def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
-                           init_targets=None, extra_feed_dict=None) -> float:
+def compute_gradient_error(
+    x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None, extra_feed_dict=None
+) -> float:
     """The largest absolute difference between the symbolic and numerical Jacobians."""
-    grads = compute_gradient(x, x_shape, y, y_shape, x_init_value, delta, init_targets,
-                             extra_feed_dict)
+    grads = compute_gradient(
+        x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict
+    )
     if isinstance(grads, tuple):
         grads = [grads]
     err = 0.0

@@ -18,8 +18,13 @@ from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Operation, Tensor, name_scope
 
-__all__ = ["gradients", "RegisterGradient", "get_gradient_function", "AggregationMethod",
-           "hessians"]
+__all__ = [
+    "gradients",
+    "RegisterGradient",
+    "get_gradient_function",
+    "AggregationMethod",
+    "hessians",
+]
 
 _gradient_registry: dict[str, object] = {}
 
@@ -62,8 +67,10 @@ def get_gradient_function(op: Operation):
             d = registry.lookup(override)
             fn = d.grad if d is not None else None
         if fn is None:
-            raise LookupError(f"No gradient defined for operation '{op.name}' (op type: "
-                              f"{op.type}, overridden as {override})")
+            raise LookupError(
+                f"No gradient defined for operation '{op.name}' (op type: "
+                f"{op.type}, overridden as {override})"
+            )
         return fn
     fn = _gradient_registry.get(op.type)
     if fn is not None:
@@ -139,14 +146,23 @@ def _default_grad_y(y: Tensor, i: int) -> Tensor:
 
     with name_scope(f"grad_ys_{i}"):
         if y.shape.is_fully_defined():
-            return array_ops.ones(y.shape.as_list(), y.dtype.base_dtype, name=ops.get_name_scope()
-                                  + "/")
+            return array_ops.ones(
+                y.shape.as_list(), y.dtype.base_dtype, name=ops.get_name_scope() + "/"
+            )
         return array_ops.ones_like(y, name=ops.get_name_scope() + "/")
 
 
-def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
-              gate_gradients=False, aggregation_method=None, stop_gradients=None,
-              unconnected_gradients="none"):
+def gradients(
+    ys,
+    xs,
+    grad_ys=None,
+    name="gradients",
+    colocate_gradients_with_ops=False,
+    gate_gradients=False,
+    aggregation_method=None,
+    stop_gradients=None,
+    unconnected_gradients="none",
+):
     """Symbolic partial derivatives of ``sum(ys)`` with respect to each of ``xs``.
 
     Returns one tensor per x (None where x does not affect ys, or zeros with
@@ -163,20 +179,28 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     values = ys + xs + [g for g in grad_ys if g is not None] + stop_tensors
     with name_scope(name, "gradients", values):
         ys = [convert_to_tensor(y, name="y") for y in ys]
-        xs = [x._ref() if hasattr(x, "_ref") and not isinstance(x, Tensor) else
-              convert_to_tensor(x, name="x") for x in xs]
+        xs = [
+            x._ref()
+            if hasattr(x, "_ref") and not isinstance(x, Tensor)
+            else convert_to_tensor(x, name="x")
+            for x in xs
+        ]
         stop_ops = {convert_to_tensor(t).op for t in stop_tensors}
         for i, (y, g) in enumerate(zip(ys, grad_ys)):
             if g is None:
                 if not _is_trainable(y):
-                    raise TypeError(f"Gradients of {y.dtype.base_dtype.name} tensor {y.name} "
-                                    "are not defined; ys must be floating point.")
+                    raise TypeError(
+                        f"Gradients of {y.dtype.base_dtype.name} tensor {y.name} "
+                        "are not defined; ys must be floating point."
+                    )
                 grad_ys[i] = _default_grad_y(y, i)
             else:
                 g = convert_to_tensor(g, dtype=y.dtype.base_dtype)
                 if not y.shape.is_compatible_with(g.shape):
-                    raise ValueError(f"Incompatible shapes between y {y.name} {y.shape} and "
-                                     f"its gradient grad_ys[{i}] {g.shape}")
+                    raise ValueError(
+                        f"Incompatible shapes between y {y.name} {y.shape} and "
+                        f"its gradient grad_ys[{i}] {g.shape}"
+                    )
                 grad_ys[i] = g
         to_ops = [y.op for y in ys]
         from_ops = [x.op for x in xs]
@@ -209,9 +233,11 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                         result = grad_fn(op, *out_grads)
                     result = _as_list(result) if result is not None else [None]
                     if len(result) != len(op._inputs):
-                        raise ValueError(f"Num gradients {len(result)} generated for op "
-                                         f"{op.node_def.name} do not match num inputs "
-                                         f"{len(op._inputs)}")
+                        raise ValueError(
+                            f"Num gradients {len(result)} generated for op "
+                            f"{op.node_def.name} do not match num inputs "
+                            f"{len(op._inputs)}"
+                        )
                     in_grads = result
             for i, (t_in, g) in enumerate(zip(op._inputs, in_grads)):
                 if g is None:
@@ -226,7 +252,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                             f"Incompatible shapes between op input and calculated input "
                             f"gradient. Forward operation: {op.name}. Input index: {i}. "
                             f"Original input shape: {t_in.shape}. Calculated input gradient "
-                            f"shape: {g.shape}") from None
+                            f"shape: {g.shape}"
+                        ) from None
                     grads[t_in].append(g)
             for t_in in op._inputs:
                 src = t_in.op
@@ -241,11 +268,12 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             if g is None and unconnected_gradients == "zero":
                 from engine.ops import array as array_ops
 
-                g = array_ops.zeros_like(x if not x.dtype._is_ref else
-                                         array_ops.identity(x))
+                g = array_ops.zeros_like(x if not x.dtype._is_ref else array_ops.identity(x))
             if g is not None and g.dtype.base_dtype is not x.dtype.base_dtype:
-                raise TypeError(f"Gradient for {x.name} has dtype {g.dtype.name}, expected "
-                                f"{x.dtype.base_dtype.name}")
+                raise TypeError(
+                    f"Gradient for {x.name} has dtype {g.dtype.name}, expected "
+                    f"{x.dtype.base_dtype.name}"
+                )
             out.append(g)
         return out
 
@@ -267,8 +295,9 @@ def hessians(ys, xs, name="hessians", **kwargs):
             flat = array_ops.reshape(g, [-1])
             rows = [gradients(flat[i], x)[0] for i in range(n)]
             rows = [array_ops.zeros_like(x) if r is None else r for r in rows]
-            out.append(array_ops.reshape(array_ops.stack(rows),
-                                         x.shape.as_list() + x.shape.as_list()))
+            out.append(
+                array_ops.reshape(array_ops.stack(rows), x.shape.as_list() + x.shape.as_list())
+            )
     return out
 
 

@@ -13,13 +13,31 @@ from engine.framework.constant_op import constant
 from engine.ops import array as array_ops
 from engine.ops import random as random_ops
 
-__all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
-           "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal",
-           "zeros_initializer", "ones_initializer", "constant_initializer",
-           "random_normal_initializer", "random_uniform_initializer",
-           "truncated_normal_initializer", "variance_scaling_initializer",
-           "glorot_uniform_initializer", "glorot_normal_initializer", "he_normal", "he_uniform",
-           "lecun_normal", "lecun_uniform"]
+__all__ = [
+    "Initializer",
+    "Zeros",
+    "Ones",
+    "Constant",
+    "RandomNormal",
+    "RandomUniform",
+    "TruncatedNormal",
+    "VarianceScaling",
+    "GlorotUniform",
+    "GlorotNormal",
+    "zeros_initializer",
+    "ones_initializer",
+    "constant_initializer",
+    "random_normal_initializer",
+    "random_uniform_initializer",
+    "truncated_normal_initializer",
+    "variance_scaling_initializer",
+    "glorot_uniform_initializer",
+    "glorot_normal_initializer",
+    "he_normal",
+    "he_uniform",
+    "lecun_normal",
+    "lecun_uniform",
+]
 
 
 def _shape_list(shape):
@@ -74,8 +92,7 @@ class Constant(Initializer):
         return constant(self.value, dtype=self._dtype(dtype), shape=shape, verify_shape=verify)
 
     def get_config(self):
-        return {"value": self.value, "dtype": self.dtype.name,
-                "verify_shape": self.verify_shape}
+        return {"value": self.value, "dtype": self.dtype.name, "verify_shape": self.verify_shape}
 
 
 class RandomNormal(Initializer):
@@ -84,12 +101,17 @@ class RandomNormal(Initializer):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.random_normal(shape, self.mean, self.stddev, self._dtype(dtype),
-                                        seed=self.seed)
+        return random_ops.random_normal(
+            shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
+        )
 
     def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed,
-                "dtype": self.dtype.name}
+        return {
+            "mean": self.mean,
+            "stddev": self.stddev,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class RandomUniform(Initializer):
@@ -98,12 +120,17 @@ class RandomUniform(Initializer):
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.random_uniform(shape, self.minval, self.maxval, self._dtype(dtype),
-                                         seed=self.seed)
+        return random_ops.random_uniform(
+            shape, self.minval, self.maxval, self._dtype(dtype), seed=self.seed
+        )
 
     def get_config(self):
-        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed,
-                "dtype": self.dtype.name}
+        return {
+            "minval": self.minval,
+            "maxval": self.maxval,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class TruncatedNormal(Initializer):
@@ -112,12 +139,17 @@ class TruncatedNormal(Initializer):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.truncated_normal(shape, self.mean, self.stddev, self._dtype(dtype),
-                                           seed=self.seed)
+        return random_ops.truncated_normal(
+            shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
+        )
 
     def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed,
-                "dtype": self.dtype.name}
+        return {
+            "mean": self.mean,
+            "stddev": self.stddev,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 def _fans(shape):
@@ -134,13 +166,20 @@ def _fans(shape):
 class VarianceScaling(Initializer):
     """Scales the spread to ``scale / n`` where n is fan_in, fan_out or their average."""
 
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None,
-                 dtype=dtypes.float32):
+    def __init__(
+        self,
+        scale=1.0,
+        mode="fan_in",
+        distribution="truncated_normal",
+        seed=None,
+        dtype=dtypes.float32,
+    ):
         if scale <= 0.0:
             raise ValueError("`scale` must be positive float.")
         if mode not in ("fan_in", "fan_out", "fan_avg"):
-            raise ValueError(f"Invalid `mode` argument: {mode!r} (expected fan_in, fan_out or "
-                             "fan_avg)")
+            raise ValueError(
+                f"Invalid `mode` argument: {mode!r} (expected fan_in, fan_out or fan_avg)"
+            )
         distribution = distribution.lower()
         if distribution == "normal":
             distribution = "truncated_normal"
@@ -165,8 +204,13 @@ class VarianceScaling(Initializer):
         return random_ops.random_normal(dims, 0.0, math.sqrt(scale), dtype, seed=self.seed)
 
     def get_config(self):
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed, "dtype": self.dtype.name}
+        return {
+            "scale": self.scale,
+            "mode": self.mode,
+            "distribution": self.distribution,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class GlorotUniform(VarianceScaling):

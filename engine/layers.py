@@ -37,9 +37,11 @@ def _layer_scope(name, default_name: str, reuse=None):
 def _check_min_ndim(x: Tensor, layer: str, min_ndim: int) -> None:
     rank = x.shape.rank
     if rank is not None and rank < min_ndim:
-        raise ValueError(f"Input 0 of layer {layer} is incompatible with the layer: : expected "
-                         f"min_ndim={min_ndim}, found ndim={rank}. Full shape received: "
-                         f"{x.shape}")
+        raise ValueError(
+            f"Input 0 of layer {layer} is incompatible with the layer: : expected "
+            f"min_ndim={min_ndim}, found ndim={rank}. Full shape received: "
+            f"{x.shape}"
+        )
 
 
 def _short_name(scope) -> str:
@@ -59,10 +61,22 @@ def _dim(x: Tensor, i: int):
 # -----------------------------------------------------------------------------------------
 
 
-def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
-          bias_initializer=zeros_initializer(), kernel_regularizer=None,
-          bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-          bias_constraint=None, trainable=True, name=None, reuse=None) -> Tensor:
+def dense(
+    inputs,
+    units,
+    activation=None,
+    use_bias=True,
+    kernel_initializer=None,
+    bias_initializer=zeros_initializer(),
+    kernel_regularizer=None,
+    bias_regularizer=None,
+    activity_regularizer=None,
+    kernel_constraint=None,
+    bias_constraint=None,
+    trainable=True,
+    name=None,
+    reuse=None,
+) -> Tensor:
     """A fully connected layer: ``activation(inputs @ kernel + bias)``.
 
     Creates ``<scope>/kernel`` (``[inputs.shape[-1], units]``, glorot-uniform by default)
@@ -74,27 +88,40 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     """
     units = int(units)
     if units < 0:
-        raise ValueError(f"Received an invalid value for `units`, expected a positive "
-                         f"integer, got {units}.")
+        raise ValueError(
+            f"Received an invalid value for `units`, expected a positive integer, got {units}."
+        )
     with _layer_scope(name, "dense", reuse) as scope:
         x = convert_to_tensor(inputs)
         _check_min_ndim(x, name or _short_name(scope), 2)
         dtype = x.dtype.base_dtype
         if not dtype.is_floating:
-            raise TypeError(f"Unable to build `Dense` layer with non-floating point dtype "
-                            f"{dtype}")
+            raise TypeError(f"Unable to build `Dense` layer with non-floating point dtype {dtype}")
         last = x.shape.as_tuple()[-1] if x.shape.rank is not None else None
         if last is None:
-            raise ValueError("The last dimension of the inputs to `Dense` should be defined. "
-                             "Found `None`.")
-        kernel = get_variable("kernel", shape=[last, units], dtype=dtype,
-                              initializer=kernel_initializer, regularizer=kernel_regularizer,
-                              trainable=trainable, constraint=kernel_constraint)
+            raise ValueError(
+                "The last dimension of the inputs to `Dense` should be defined. Found `None`."
+            )
+        kernel = get_variable(
+            "kernel",
+            shape=[last, units],
+            dtype=dtype,
+            initializer=kernel_initializer,
+            regularizer=kernel_regularizer,
+            trainable=trainable,
+            constraint=kernel_constraint,
+        )
         bias = None
         if use_bias:
-            bias = get_variable("bias", shape=[units], dtype=dtype,
-                                initializer=bias_initializer, regularizer=bias_regularizer,
-                                trainable=trainable, constraint=bias_constraint)
+            bias = get_variable(
+                "bias",
+                shape=[units],
+                dtype=dtype,
+                initializer=bias_initializer,
+                regularizer=bias_regularizer,
+                trainable=trainable,
+                constraint=bias_constraint,
+            )
         rank = x.shape.rank
         if rank == 2:
             outputs = math_ops.matmul(x, kernel)
@@ -126,8 +153,9 @@ def flatten(inputs, name=None, data_format="channels_last") -> Tensor:
     >>> flatten(placeholder(float32, [None, 4, 3])).shape  # (?, 12)
     """
     if data_format != "channels_last":
-        raise NotImplementedError(f"flatten(data_format={data_format!r}) is not supported; "
-                                  "only 'channels_last'")
+        raise NotImplementedError(
+            f"flatten(data_format={data_format!r}) is not supported; only 'channels_last'"
+        )
     with _layer_scope(name, "flatten") as scope:
         x = convert_to_tensor(inputs)
         _check_min_ndim(x, name or _short_name(scope), 1)
@@ -152,8 +180,7 @@ def _static_training(training):
     return bool(training)
 
 
-def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False,
-            name=None) -> Tensor:
+def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None) -> Tensor:
     """Dropout when ``training``: zeroes each element with probability ``rate`` and scales the
     rest by ``1 / (1 - rate)``; the identity otherwise.
 
@@ -163,8 +190,9 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False,
     >>> y = dropout(x, 0.3, training=is_training)  # is_training: a bool placeholder
     """
     if isinstance(rate, numbers.Real) and not 0 <= rate <= 1:
-        raise ValueError(f"Invalid value {rate} received for `rate`, expected a value between "
-                         "0 and 1.")
+        raise ValueError(
+            f"Invalid value {rate} received for `rate`, expected a value between 0 and 1."
+        )
     static = _static_training(training)
     with _layer_scope(name, "dropout"):
         x = convert_to_tensor(inputs)

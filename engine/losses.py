@@ -24,10 +24,20 @@ from engine.ops import math as math_ops
 from engine.ops import nn as nn_ops
 from engine.ops import reduction as reduction_ops
 
-__all__ = ["Reduction", "compute_weighted_loss", "mean_squared_error", "absolute_difference",
-           "softmax_cross_entropy", "sparse_softmax_cross_entropy", "sigmoid_cross_entropy",
-           "add_loss", "get_losses", "get_total_loss", "get_regularization_loss",
-           "get_regularization_losses"]
+__all__ = [
+    "Reduction",
+    "compute_weighted_loss",
+    "mean_squared_error",
+    "absolute_difference",
+    "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy",
+    "sigmoid_cross_entropy",
+    "add_loss",
+    "get_losses",
+    "get_total_loss",
+    "get_regularization_loss",
+    "get_regularization_losses",
+]
 
 
 class Reduction:
@@ -50,8 +60,14 @@ class Reduction:
 
     @classmethod
     def all(cls) -> tuple[str, ...]:
-        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE,
-                cls.SUM_OVER_NONZERO_WEIGHTS, cls.SUM_BY_NONZERO_WEIGHTS)
+        return (
+            cls.NONE,
+            cls.SUM,
+            cls.MEAN,
+            cls.SUM_OVER_BATCH_SIZE,
+            cls.SUM_OVER_NONZERO_WEIGHTS,
+            cls.SUM_BY_NONZERO_WEIGHTS,
+        )
 
     @classmethod
     def validate(cls, key) -> None:
@@ -111,8 +127,9 @@ def _div_no_nan(x: Tensor, y: Tensor, name=None) -> Tensor:
     with name_scope(name, "div_no_nan", [x, y]) as scope:
         zero = math_ops.equal(y, array_ops.zeros([], dtype=y.dtype.base_dtype))
         safe = math_ops.where_v2(zero, array_ops.ones_like(y), y)
-        return math_ops.where_v2(zero, array_ops.zeros_like(x), math_ops.realdiv(x, safe),
-                                 name=scope)
+        return math_ops.where_v2(
+            zero, array_ops.zeros_like(x), math_ops.realdiv(x, safe), name=scope
+        )
 
 
 def _assert_broadcastable(weights: Tensor, values: Tensor):
@@ -129,25 +146,31 @@ def _assert_broadcastable(weights: Tensor, values: Tensor):
         if w_rank is None or v_rank is None:
             return None
         if w_rank != v_rank:
-            raise ValueError(f"{_BROADCAST_ERROR} values.rank={v_rank}. weights.rank={w_rank}. "
-                             f"values.shape={values.shape}. weights.shape={weights.shape}. "
-                             f"Received weights={weights}, values={values}")
+            raise ValueError(
+                f"{_BROADCAST_ERROR} values.rank={v_rank}. weights.rank={w_rank}. "
+                f"values.shape={values.shape}. weights.shape={weights.shape}. "
+                f"Received weights={weights}, values={values}"
+            )
         w_dims, v_dims = weights.shape.as_tuple(), values.shape.as_tuple()
         dynamic = False
         for i, (w, v) in enumerate(zip(w_dims, v_dims)):
             if w is None or (v is None and w != 1):
                 dynamic = True
             elif w not in (1, v):
-                raise ValueError(f"{_BROADCAST_ERROR} Mismatch at dim {i}. values.shape="
-                                 f"{values.shape}, weights.shape={weights.shape}. Received "
-                                 f"weights={weights}, values={values}")
+                raise ValueError(
+                    f"{_BROADCAST_ERROR} Mismatch at dim {i}. values.shape="
+                    f"{values.shape}, weights.shape={weights.shape}. Received "
+                    f"weights={weights}, values={values}"
+                )
         if not dynamic:
             return None
         w_shape, v_shape = array_ops.shape(weights), array_ops.shape(values)
-        ok = reduction_ops.reduce_all(math_ops.logical_or(math_ops.equal(w_shape, 1),
-                                                      math_ops.equal(w_shape, v_shape)))
-        return logging_ops.Assert(ok, [_BROADCAST_ERROR, "weights.shape=", w_shape,
-                                       "values.shape=", v_shape])
+        ok = reduction_ops.reduce_all(
+            math_ops.logical_or(math_ops.equal(w_shape, 1), math_ops.equal(w_shape, v_shape))
+        )
+        return logging_ops.Assert(
+            ok, [_BROADCAST_ERROR, "weights.shape=", w_shape, "values.shape=", v_shape]
+        )
 
 
 def _broadcast_weights(weights: Tensor, values: Tensor) -> Tensor:
@@ -172,8 +195,11 @@ def _num_present(losses: Tensor, weights) -> Tensor:
         return _num_elements(losses)
     with name_scope(None, "num_present", [losses, weights]) as scope:
         weights = math_ops.cast(weights, dtypes.float32)
-        present = math_ops.where(math_ops.equal(weights, 0.0), array_ops.zeros_like(weights),
-                                 array_ops.ones_like(weights))
+        present = math_ops.where(
+            math_ops.equal(weights, 0.0),
+            array_ops.zeros_like(weights),
+            array_ops.ones_like(weights),
+        )
         present = _broadcast_weights(present, losses)
         return reduction_ops.reduce_sum(present, name=scope)
 
@@ -183,8 +209,13 @@ def _safe_mean(total: Tensor, num_present: Tensor) -> Tensor:
     return _div_no_nan(total, num_present, name="value")
 
 
-def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+def compute_weighted_loss(
+    losses,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+) -> Tensor:
     """``losses * weights`` reduced as ``reduction`` says, in the dtype of ``losses``, and
     added to ``loss_collection``.
 
@@ -198,8 +229,9 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
         losses = convert_to_tensor(losses)
         input_dtype = losses.dtype.base_dtype
         losses = math_ops.cast(losses, dtypes.float32)
-        weights_t = math_ops.cast(convert_to_tensor(weights, dtype_hint=dtypes.float32),
-                                  dtypes.float32)
+        weights_t = math_ops.cast(
+            convert_to_tensor(weights, dtype_hint=dtypes.float32), dtypes.float32
+        )
         check = _assert_broadcastable(weights_t, losses)
         with control_dependencies([check] if check is not None else []):
             weighted = math_ops.multiply(losses, weights_t)
@@ -208,8 +240,12 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
             else:
                 loss = reduction_ops.reduce_sum(weighted)
                 if reduction == Reduction.MEAN:
-                    loss = _safe_mean(loss, reduction_ops.reduce_sum(
-                        math_ops.multiply(array_ops.ones_like(losses), weights_t)))
+                    loss = _safe_mean(
+                        loss,
+                        reduction_ops.reduce_sum(
+                            math_ops.multiply(array_ops.ones_like(losses), weights_t)
+                        ),
+                    )
                 elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
                     loss = _safe_mean(loss, _num_present(losses, weights))
                 elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
@@ -229,8 +265,9 @@ def _require(value, what: str) -> None:
         raise ValueError(f"Argument `{what}` must not be None.")
 
 
-def _regression_loss(kind, default_name, labels, predictions, weights, scope, loss_collection,
-                     reduction):
+def _regression_loss(
+    kind, default_name, labels, predictions, weights, scope, loss_collection, reduction
+):
     _require(labels, "labels")
     _require(predictions, "predictions")
     with name_scope(scope, default_name, [predictions, labels, weights]) as scope:
@@ -238,41 +275,70 @@ def _regression_loss(kind, default_name, labels, predictions, weights, scope, lo
         labels = math_ops.cast(convert_to_tensor(labels), dtypes.float32)
         predictions.shape.assert_is_compatible_with(labels.shape)
         losses = kind(predictions, labels)
-        return compute_weighted_loss(losses, weights, scope, loss_collection,
-                                     reduction=reduction)
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
-def mean_squared_error(labels, predictions, weights=1.0, scope=None,
-                       loss_collection=GraphKeys.LOSSES,
-                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+def mean_squared_error(
+    labels,
+    predictions,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+) -> Tensor:
     """The weighted squared error ``(predictions - labels) ** 2``, reduced.
 
     >>> mean_squared_error([1.0, 2.0], [2.0, 2.0])  # 0.5
     """
-    return _regression_loss(math_ops.squared_difference, "mean_squared_error", labels,
-                            predictions, weights, scope, loss_collection, reduction)
+    return _regression_loss(
+        math_ops.squared_difference,
+        "mean_squared_error",
+        labels,
+        predictions,
+        weights,
+        scope,
+        loss_collection,
+        reduction,
+    )
 
 
-def absolute_difference(labels, predictions, weights=1.0, scope=None,
-                        loss_collection=GraphKeys.LOSSES,
-                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+def absolute_difference(
+    labels,
+    predictions,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+) -> Tensor:
     """The weighted absolute error ``|predictions - labels|``, reduced."""
-    return _regression_loss(lambda p, t: math_ops.abs(math_ops.subtract(p, t)),
-                            "absolute_difference", labels, predictions, weights, scope,
-                            loss_collection, reduction)
+    return _regression_loss(
+        lambda p, t: math_ops.abs(math_ops.subtract(p, t)),
+        "absolute_difference",
+        labels,
+        predictions,
+        weights,
+        scope,
+        loss_collection,
+        reduction,
+    )
 
 
-def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
-                          loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+def softmax_cross_entropy(
+    onehot_labels,
+    logits,
+    weights=1.0,
+    label_smoothing=0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+) -> Tensor:
     """Softmax cross entropy of ``[batch, classes]`` logits against one-hot (or soft) labels;
     ``weights`` scale the per-example losses. With ``label_smoothing`` s the labels become
     ``labels * (1 - s) + s / num_classes``. No gradient flows into the labels.
     """
     _require(onehot_labels, "onehot_labels")
     _require(logits, "logits")
-    with name_scope(scope, "softmax_cross_entropy_loss",
-                    [logits, onehot_labels, weights]) as scope:
+    with name_scope(scope, "softmax_cross_entropy_loss", [logits, onehot_labels, weights]) as scope:
         logits = convert_to_tensor(logits)
         labels = math_ops.cast(onehot_labels, logits.dtype.base_dtype)
         logits.shape.assert_is_compatible_with(labels.shape)
@@ -282,10 +348,10 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
             smooth_negatives = math_ops.truediv(label_smoothing, num_classes)
             labels = math_ops.add(math_ops.multiply(labels, smooth_positives), smooth_negatives)
         labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-        losses = nn_ops.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits,
-                                                             name="xentropy")
-        return compute_weighted_loss(losses, weights, scope, loss_collection,
-                                     reduction=reduction)
+        losses = nn_ops.softmax_cross_entropy_with_logits_v2(
+            labels=labels, logits=logits, name="xentropy"
+        )
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
 def _remove_squeezable_dimensions(labels, predictions, weights, expected_rank_diff=0):
@@ -304,8 +370,9 @@ def _remove_squeezable_dimensions(labels, predictions, weights, expected_rank_di
     else:
         rank_diff = math_ops.subtract(array_ops.rank(predictions), array_ops.rank(labels))
         if p_rank is None or p_shape[-1].is_compatible_with(1):
-            predictions = _squeeze_if(math_ops.equal(expected_rank_diff + 1, rank_diff),
-                                      predictions)
+            predictions = _squeeze_if(
+                math_ops.equal(expected_rank_diff + 1, rank_diff), predictions
+            )
         if l_rank is None or l_shape[-1].is_compatible_with(1):
             labels = _squeeze_if(math_ops.equal(expected_rank_diff - 1, rank_diff), labels)
     if weights is None:
@@ -330,41 +397,54 @@ def _squeeze_if(pred: Tensor, t: Tensor) -> Tensor:
     return control_flow.cond(pred, lambda: array_ops.squeeze(t, [-1]), lambda: t)
 
 
-def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
-                                 loss_collection=GraphKeys.LOSSES,
-                                 reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+def sparse_softmax_cross_entropy(
+    labels,
+    logits,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+) -> Tensor:
     """Softmax cross entropy of ``[batch, classes]`` logits against int class ``labels``
     (``[batch]``, or ``[batch, 1]``); ``weights`` scale the per-example losses.
     """
     _require(labels, "labels")
     _require(logits, "logits")
-    with name_scope(scope, "sparse_softmax_cross_entropy_loss",
-                    [logits, labels, weights]) as scope:
-        labels, logits, weights = _remove_squeezable_dimensions(labels, logits, weights,
-                                                                expected_rank_diff=1)
-        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
-                                                                 name="xentropy")
-        return compute_weighted_loss(losses, weights, scope, loss_collection,
-                                     reduction=reduction)
+    with name_scope(scope, "sparse_softmax_cross_entropy_loss", [logits, labels, weights]) as scope:
+        labels, logits, weights = _remove_squeezable_dimensions(
+            labels, logits, weights, expected_rank_diff=1
+        )
+        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits, name="xentropy"
+        )
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
-def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
-                          scope=None, loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+def sigmoid_cross_entropy(
+    multi_class_labels,
+    logits,
+    weights=1.0,
+    label_smoothing=0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+) -> Tensor:
     """Elementwise sigmoid cross entropy of ``logits`` against 0/1 (or soft) labels of the
     same shape. With ``label_smoothing`` s the labels become ``labels * (1 - s) + s / 2``.
     """
     _require(multi_class_labels, "multi_class_labels")
     _require(logits, "logits")
-    with name_scope(scope, "sigmoid_cross_entropy_loss",
-                    [logits, multi_class_labels, weights]) as scope:
+    with name_scope(
+        scope, "sigmoid_cross_entropy_loss", [logits, multi_class_labels, weights]
+    ) as scope:
         logits = convert_to_tensor(logits)
         labels = math_ops.cast(multi_class_labels, logits.dtype.base_dtype)
         logits.shape.assert_is_compatible_with(labels.shape)
         if label_smoothing > 0:
-            labels = math_ops.add(math_ops.multiply(labels, 1 - label_smoothing),
-                                  0.5 * label_smoothing)
-        losses = nn_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
-                                                          name="xentropy")
-        return compute_weighted_loss(losses, weights, scope, loss_collection,
-                                     reduction=reduction)
+            labels = math_ops.add(
+                math_ops.multiply(labels, 1 - label_smoothing), 0.5 * label_smoothing
+            )
+        losses = nn_ops.sigmoid_cross_entropy_with_logits(
+            labels=labels, logits=logits, name="xentropy"
+        )
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)

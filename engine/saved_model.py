@@ -36,9 +36,13 @@ loader = SimpleNamespace(load=load, maybe_saved_model_directory=contains_saved_m
 tag_constants = SimpleNamespace(SERVING=SERVING, TRAINING=TRAINING, GPU=GPU)
 signature_constants = SimpleNamespace(
     DEFAULT_SERVING_SIGNATURE_DEF_KEY=DEFAULT_SERVING_SIGNATURE_DEF_KEY,
-    PREDICT_METHOD_NAME=PREDICT_METHOD_NAME, CLASSIFY_METHOD_NAME=CLASSIFY_METHOD_NAME,
-    REGRESS_METHOD_NAME=REGRESS_METHOD_NAME, PREDICT_INPUTS=PREDICT_INPUTS,
-    PREDICT_OUTPUTS=PREDICT_OUTPUTS)
-signature_def_utils = SimpleNamespace(predict_signature_def=predict_signature_def,
-                                      build_signature_def=build_signature_def)
+    PREDICT_METHOD_NAME=PREDICT_METHOD_NAME,
+    CLASSIFY_METHOD_NAME=CLASSIFY_METHOD_NAME,
+    REGRESS_METHOD_NAME=REGRESS_METHOD_NAME,
+    PREDICT_INPUTS=PREDICT_INPUTS,
+    PREDICT_OUTPUTS=PREDICT_OUTPUTS,
+)
+signature_def_utils = SimpleNamespace(
+    predict_signature_def=predict_signature_def, build_signature_def=build_signature_def
+)
 utils = SimpleNamespace(build_tensor_info=build_tensor_info)

@@ -59,7 +59,8 @@ class VariableSlot:
         v = self.value
         if v is None:
             raise errors.FailedPreconditionError(
-                None, None, f"Attempting to use uninitialized value {self.name}")
+                None, None, f"Attempting to use uninitialized value {self.name}"
+            )
         return v
 
     def __repr__(self) -> str:
@@ -83,10 +84,13 @@ def _guard_variable_device(kernel, device, ref_indices, *args):
         slot = args[i]
         if slot.__class__ is VariableSlot and slot.device is not device:
             raise errors.InvalidArgumentError(
-                None, None, f"Variable {slot.name} lives on {slot.device.name}, but this op "
-                            f"writing it runs on {device.name} inside a control-flow body. "
-                            "Place the cond/while_loop on the variable's device "
-                            "(with tf.device(...)).")
+                None,
+                None,
+                f"Variable {slot.name} lives on {slot.device.name}, but this op "
+                f"writing it runs on {device.name} inside a control-flow body. "
+                "Place the cond/while_loop on the variable's device "
+                "(with tf.device(...)).",
+            )
     return kernel(*args)
 
 
@@ -116,7 +120,8 @@ def _on_device(device: Device, value) -> bool:
 
 def _describe(value) -> str:
     return f"{type(value).__module__}.{type(value).__name__}" + (
-        f" on TEST:{value.device_index}" if hasattr(value, "device_index") else "")
+        f" on TEST:{value.device_index}" if hasattr(value, "device_index") else ""
+    )
 
 
 class _DeviceChecked:
@@ -135,26 +140,30 @@ class _DeviceChecked:
         for i, v in enumerate(args):
             if i not in self.refs and not _on_device(device, v):
                 raise errors.InternalError(
-                    None, op, f"{op._type} op '{op._name}' placed on {device.name} was given "
-                              f"input {i} as {_describe(v)} (a missing copy)")
+                    None,
+                    op,
+                    f"{op._type} op '{op._name}' placed on {device.name} was given "
+                    f"input {i} as {_describe(v)} (a missing copy)",
+                )
         r = self.kernel(*args)
         for k, v in enumerate(r if isinstance(r, (tuple, list)) else (r,)):
             if not _on_device(device, v):
                 raise errors.InternalError(
-                    None, op, f"{op._type} kernel placed on {device.name} returned output {k} "
-                              f"as {_describe(v)}: kernels must build results with xp, "
-                              "not numpy")
+                    None,
+                    op,
+                    f"{op._type} kernel placed on {device.name} returned output {k} "
+                    f"as {_describe(v)}: kernels must build results with xp, "
+                    "not numpy",
+                )
         return r
 
 
 class BindContext:
     """What a kernel's ``bind`` hook may know when a plan is compiled."""
 
-    __slots__ = ("session", "op", "device", "input_persistent", "outputs_used",
-                 "input_devices")
+    __slots__ = ("session", "op", "device", "input_persistent", "outputs_used", "input_devices")
 
-    def __init__(self, session, op, device, input_persistent, outputs_used,
-                 input_devices=None):
+    def __init__(self, session, op, device, input_persistent, outputs_used, input_devices=None):
         self.session = session
         self.op = op
         self.device = device
@@ -191,8 +200,10 @@ class _FeedSpec:
     def convert(self, value):
         """The fed value as an array of the tensor's dtype, checked against its static shape."""
         if isinstance(value, Tensor):
-            raise TypeError("The value of a feed cannot be a Tensor object. Acceptable feed "
-                            "values include Python scalars, strings, lists, numpy ndarrays.")
+            raise TypeError(
+                "The value of a feed cannot be a Tensor object. Acceptable feed "
+                "values include Python scalars, strings, lists, numpy ndarrays."
+            )
         if self.is_string:
             arr = _as_string_array(value)
         elif value.__class__ is _ndarray and value.dtype is self.np_dtype:
@@ -201,16 +212,21 @@ class _FeedSpec:
             try:
                 arr = np.asarray(value, dtype=self.np_dtype)
             except (TypeError, ValueError) as e:
-                raise ValueError(f"Cannot feed value {_short_repr(value)} for Tensor "
-                                 f"'{self.name}' of dtype {self.tensor.dtype.base_dtype.name}: "
-                                 f"{e}") from None
+                raise ValueError(
+                    f"Cannot feed value {_short_repr(value)} for Tensor "
+                    f"'{self.name}' of dtype {self.tensor.dtype.base_dtype.name}: "
+                    f"{e}"
+                ) from None
         dims = self.dims
         if dims is not None:
             shape = arr.shape
             if len(shape) != len(dims) or any(
-                    d is not None and d != s for d, s in zip(dims, shape)):
-                raise ValueError(f"Cannot feed value of shape {shape} for Tensor "
-                                 f"'{self.name}', which has shape '{self.tensor.shape}'")
+                d is not None and d != s for d, s in zip(dims, shape)
+            ):
+                raise ValueError(
+                    f"Cannot feed value of shape {shape} for Tensor "
+                    f"'{self.name}', which has shape '{self.tensor.shape}'"
+                )
         return arr
 
 
@@ -246,8 +262,17 @@ def _as_string_array(value) -> np.ndarray:
 class _Plan:
     """A compiled (feeds, fetches) computation: slots, steps and what to return."""
 
-    __slots__ = ("steps", "template", "feed_specs", "feed_slots", "fetch_slots", "fetch_copy",
-                 "fetch_host", "num_ops", "placement")
+    __slots__ = (
+        "steps",
+        "template",
+        "feed_specs",
+        "feed_slots",
+        "fetch_slots",
+        "fetch_copy",
+        "fetch_host",
+        "num_ops",
+        "placement",
+    )
 
     def __init__(self):
         self.steps: list = []
@@ -276,7 +301,7 @@ def _execute(steps, vals):
             r = fn(*[vals[i] for i in ins])
             if r.__class__ is not tuple or len(r) != nout:
                 r = _coerce_outputs(r, op, nout)
-            vals[out:out + nout] = r
+            vals[out : out + nout] = r
         for i in free:
             vals[i] = None
 
@@ -293,7 +318,7 @@ def _execute_checked(steps, vals, trace=None):
         if nout:
             if CHECK_KERNELS and op is not None and fn.__class__ is not _Copy:
                 _verify_outputs(op, r, out)
-            vals[out:out + nout] = r
+            vals[out : out + nout] = r
         if trace is not None:
             trace.append((op, fn, t0, time.perf_counter_ns()))
         for i in free:
@@ -303,14 +328,20 @@ def _execute_checked(steps, vals, trace=None):
 def _coerce_output(r, op, i):
     if isinstance(r, np.generic):
         return np.asarray(r)
-    if r.__class__ is VariableSlot or isinstance(r, _ndarray) or \
-            hasattr(r, "__cuda_array_interface__"):
+    if (
+        r.__class__ is VariableSlot
+        or isinstance(r, _ndarray)
+        or hasattr(r, "__cuda_array_interface__")
+    ):
         return r
     if op is not None and op._outputs[i]._dtype.base_dtype.name in ("resource", "variant"):
         return r
     raise errors.InternalError(
-        None, op, f"Kernel for {op._type if op else 'step'} op '{op._name if op else ''}' "
-                  f"returned {type(r).__name__}, expected an array")
+        None,
+        op,
+        f"Kernel for {op._type if op else 'step'} op '{op._name if op else ''}' "
+        f"returned {type(r).__name__}, expected an array",
+    )
 
 
 def _coerce_outputs(r, op, nout):
@@ -318,10 +349,14 @@ def _coerce_outputs(r, op, nout):
         r = tuple(r)
     if r.__class__ is not tuple or len(r) != nout:
         raise errors.InternalError(
-            None, op, f"Kernel for {op._type} op '{op._name}' returned "
-                      f"{type(r).__name__}, expected a tuple of {nout} arrays")
-    return tuple(x if x.__class__ is _ndarray else _coerce_output(x, op, i)
-                 for i, x in enumerate(r))
+            None,
+            op,
+            f"Kernel for {op._type} op '{op._name}' returned "
+            f"{type(r).__name__}, expected a tuple of {nout} arrays",
+        )
+    return tuple(
+        x if x.__class__ is _ndarray else _coerce_output(x, op, i) for i, x in enumerate(r)
+    )
 
 
 def _verify_outputs(op, values, out):
@@ -329,32 +364,42 @@ def _verify_outputs(op, values, out):
         if t._dtype._is_ref or t._dtype.base_dtype.name in ("resource", "variant"):
             continue
         if not hasattr(v, "dtype"):
-            raise errors.InternalError(None, op, f"{op._type} kernel returned "
-                                       f"{type(v).__name__} for {t.name}")
+            raise errors.InternalError(
+                None, op, f"{op._type} kernel returned {type(v).__name__} for {t.name}"
+            )
         want = t._dtype.np
         if v.dtype != want:
             raise errors.InternalError(
-                None, op, f"{op._type} kernel returned dtype {v.dtype} for {t.name}, "
-                          f"expected {t._dtype.name}")
+                None,
+                op,
+                f"{op._type} kernel returned dtype {v.dtype} for {t.name}, "
+                f"expected {t._dtype.name}",
+            )
         if not t._shape.is_compatible_with(v.shape):
             raise errors.InternalError(
-                None, op, f"{op._type} kernel returned shape {v.shape} for {t.name}, "
-                          f"incompatible with its static shape {t._shape}")
+                None,
+                op,
+                f"{op._type} kernel returned shape {v.shape} for {t.name}, "
+                f"incompatible with its static shape {t._shape}",
+            )
 
 
 _EXC_MAP = (
     (MemoryError, errors.ResourceExhaustedError),
     (NotImplementedError, errors.UnimplementedError),
     (StopIteration, errors.OutOfRangeError),
-    ((ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, KeyError),
-     errors.InvalidArgumentError),
+    (
+        (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, KeyError),
+        errors.InvalidArgumentError,
+    ),
 )
 
 
 def _error_class(exc: BaseException) -> type:
     name = type(exc).__name__
     if name == "OutOfMemoryError" or (
-            name == "CUDARuntimeError" and "MemoryAllocation" in str(exc)):
+        name == "CUDARuntimeError" and "MemoryAllocation" in str(exc)
+    ):
         return errors.ResourceExhaustedError  # cupy's device out-of-memory errors
     for types, target in _EXC_MAP:
         if isinstance(exc, types):
@@ -372,8 +417,11 @@ def _op_error(op, exc: BaseException, vals, steps_inputs, fn=None) -> errors.OpE
     """Re-raises a kernel failure as an OpError naming the op, its type and its inputs."""
     where = ""
     if op is not None:
-        where = f"\n\t [[node {op._name} (defined at {op._defined_at})]]" \
-            if op._defined_at else f"\n\t [[node {op._name}]]"
+        where = (
+            f"\n\t [[node {op._name} (defined at {op._defined_at})]]"
+            if op._defined_at
+            else f"\n\t [[node {op._name}]]"
+        )
     if isinstance(exc, errors.OpError):
         if exc.op is None and op is not None:
             return type(exc)(op.node_def, op, exc.message + where)
@@ -387,12 +435,18 @@ def _op_error(op, exc: BaseException, vals, steps_inputs, fn=None) -> errors.OpE
         else:
             desc.append(type(v).__name__)
     if fn.__class__ is _Copy:
-        return cls(None, None, f"Copying {fn.tensor_name} from {fn.src.name} to "
-                               f"{fn.dst.name} failed: {type(exc).__name__}: {exc}")
+        return cls(
+            None,
+            None,
+            f"Copying {fn.tensor_name} from {fn.src.name} to "
+            f"{fn.dst.name} failed: {type(exc).__name__}: {exc}",
+        )
     if op is None:
         return cls(None, None, f"{type(exc).__name__}: {exc}")
-    msg = (f"{op._type} op '{op._name}' failed on inputs ({', '.join(desc)}): "
-           f"{type(exc).__name__}: {exc}{where}")
+    msg = (
+        f"{op._type} op '{op._name}' failed on inputs ({', '.join(desc)}): "
+        f"{type(exc).__name__}: {exc}{where}"
+    )
     return cls(op.node_def, op, msg)
 
 
@@ -417,22 +471,29 @@ class _FetchStructure:
 
     def _flatten(self, graph, f, index):
         if f is None:
-            raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a "
-                            "string or Tensor. (Can not convert a NoneType into a Tensor or "
-                            "Operation.)")
+            raise TypeError(
+                f"Fetch argument {f!r} has invalid type {type(f)}, must be a "
+                "string or Tensor. (Can not convert a NoneType into a Tensor or "
+                "Operation.)"
+            )
         if isinstance(f, (Tensor, Operation, str)) or (
-                hasattr(f, "_as_graph_element") and not isinstance(f, (list, tuple, dict))):
+            hasattr(f, "_as_graph_element") and not isinstance(f, (list, tuple, dict))
+        ):
             try:
                 elem = graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
             except TypeError as e:
-                raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a "
-                                f"string or Tensor. ({e})") from None
+                raise TypeError(
+                    f"Fetch argument {f!r} has invalid type {type(f)}, must be a "
+                    f"string or Tensor. ({e})"
+                ) from None
             except ValueError as e:
-                raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. "
-                                 f"({e})") from None
+                raise ValueError(
+                    f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})"
+                ) from None
             except KeyError as e:
-                raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. "
-                                 f"({e.args[0]})") from None
+                raise ValueError(
+                    f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e.args[0]})"
+                ) from None
             k = index.get(id(elem))
             if k is None:
                 k = index[id(elem)] = self._add(elem)
@@ -464,9 +525,11 @@ class _FetchStructure:
             if isinstance(f, tuple):
                 return lambda vals: tuple(b(vals) for b in builders)
             return lambda vals: [b(vals) for b in builders]
-        raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or "
-                        f"Tensor. (Can not convert a {type(f).__name__} into a Tensor or "
-                        "Operation.)")
+        raise TypeError(
+            f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or "
+            f"Tensor. (Can not convert a {type(f).__name__} into a Tensor or "
+            "Operation.)"
+        )
 
 
 # -----------------------------------------------------------------------------------------
@@ -492,19 +555,24 @@ def _session_for(elem, session, method: str):
     if session is None:
         session = get_default_session()
         if session is None:
-            raise ValueError(f"Cannot {kind} using `{method}()`: No default session is "
-                             "registered. Use `with sess.as_default()` or pass an explicit "
-                             f"session to `{method}(session=sess)`")
+            raise ValueError(
+                f"Cannot {kind} using `{method}()`: No default session is "
+                "registered. Use `with sess.as_default()` or pass an explicit "
+                f"session to `{method}(session=sess)`"
+            )
     if session.graph is not elem.graph:
         what = "tensor" if isinstance(elem, Tensor) else "operation"
-        raise ValueError(f"Cannot use the given session to {kind}: the {what}'s graph is "
-                         "different from the session's graph.")
+        raise ValueError(
+            f"Cannot use the given session to {kind}: the {what}'s graph is "
+            "different from the session's graph."
+        )
     return session
 
 
 class BaseSession:
-    def __init__(self, target: str = "", graph: Graph | None = None,
-                 config: ConfigProto | None = None):
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ):
         if graph is None:
             graph = get_default_graph()
         if not isinstance(graph, Graph):
@@ -513,8 +581,10 @@ class BaseSession:
             raise TypeError(f"target must be a string, but got {type(target).__name__}")
         if target:
             raise errors.UnimplementedError(
-                None, None, f"Session target {target!r}: only in-process sessions "
-                            "(target='') are supported")
+                None,
+                None,
+                f"Session target {target!r}: only in-process sessions (target='') are supported",
+            )
         if config is not None and not isinstance(config, ConfigProto):
             raise TypeError(f"config must be a ConfigProto, but got {type(config).__name__}")
         self._graph = graph
@@ -531,7 +601,8 @@ class BaseSession:
         # (CPU only): plans skip placement entirely, so the CPU path pays nothing for it.
         self._multi = len(self._devices) > 1
         self._default_device = next(
-            (d for d in self._devices if d.kernel_type == "GPU"), self._host)
+            (d for d in self._devices if d.kernel_type == "GPU"), self._host
+        )
         self._spec_cache: dict[str, tuple] = {}
         self._default_graph_cm = None
         self._default_session_cm = None
@@ -591,8 +662,9 @@ class BaseSession:
             slot = self._slots.get(key)
             if slot is None:
                 shape = op._attrs.get("shape")
-                slot = VariableSlot(op._name, op._outputs[0]._dtype.base_dtype, shape,
-                                    device or self._host)
+                slot = VariableSlot(
+                    op._name, op._outputs[0]._dtype.base_dtype, shape, device or self._host
+                )
                 self._slots[key] = slot
             return slot
 
@@ -621,8 +693,11 @@ class BaseSession:
         structure = _FetchStructure(self._graph, fetches)
         feed_tensors, feed_values = self._resolve_feeds(feed_dict)
         plan = self._plan_for(feed_tensors, tuple(structure.elements))
-        trace = options is not None and getattr(options, "trace_level", 0) > 0 \
+        trace = (
+            options is not None
+            and getattr(options, "trace_level", 0) > 0
             and run_metadata is not None
+        )
         values = self._run_plan(plan, feed_values, trace, run_metadata)
         return structure.build(values)
 
@@ -689,7 +764,8 @@ class BaseSession:
         except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
             op, ins, fn = _failing_step(exc, steps)
             raise _op_error(op, exc, vals, ins, fn) from (
-                None if isinstance(exc, errors.OpError) else exc)
+                None if isinstance(exc, errors.OpError) else exc
+            )
 
     def _collect(self, plan, vals):
         """The fetched values as the caller gets them: host arrays (numpy scalars for 0-d),
@@ -729,15 +805,21 @@ class BaseSession:
                 name, op_type = op._name, op._type
             rel0 = t0 - base_ns
             stats = NodeExecStats(
-                node_name=name, op_type=op_type, device=dev,
-                all_start_micros=(start_ns + rel0) // 1000, op_start_rel_micros=0,
-                op_end_rel_micros=(t1 - t0) // 1000, all_end_rel_micros=(t1 - t0) // 1000,
-                all_start_nanos=start_ns + rel0, all_end_rel_nanos=t1 - t0,
-                timeline_label=f"{op._name} = {op._type}("
-                               f"{', '.join(t.name for t in op._inputs)})")
+                node_name=name,
+                op_type=op_type,
+                device=dev,
+                all_start_micros=(start_ns + rel0) // 1000,
+                op_start_rel_micros=0,
+                op_end_rel_micros=(t1 - t0) // 1000,
+                all_end_rel_micros=(t1 - t0) // 1000,
+                all_start_nanos=start_ns + rel0,
+                all_end_rel_nanos=t1 - t0,
+                timeline_label=f"{op._name} = {op._type}({', '.join(t.name for t in op._inputs)})",
+            )
             by_device.setdefault(dev, []).append(stats)
-        md.step_stats = StepStats(dev_stats=[DeviceStepStats(device=d, node_stats=s)
-                                             for d, s in by_device.items()])
+        md.step_stats = StepStats(
+            dev_stats=[DeviceStepStats(device=d, node_stats=s) for d, s in by_device.items()]
+        )
 
     # -- placement ------------------------------------------------------------------------
     def _supports(self, op: Operation, device: Device) -> bool:
@@ -752,15 +834,23 @@ class BaseSession:
         if cached is not None:
             return cached
         spec = DeviceSpec.from_string(requested)
-        if spec.job not in (None, "localhost") or spec.replica not in (None, 0) or \
-                spec.task not in (None, 0):
+        if (
+            spec.job not in (None, "localhost")
+            or spec.replica not in (None, 0)
+            or spec.task not in (None, 0)
+        ):
             found = []
         elif spec.device_type is None:
-            found = [self._default_device] + [d for d in self._devices
-                                              if d is not self._default_device]
+            found = [self._default_device] + [
+                d for d in self._devices if d is not self._default_device
+            ]
         else:
-            found = [d for d in self._devices if d.device_type == spec.device_type and (
-                spec.device_index in (None, "*") or d.index == spec.device_index)]
+            found = [
+                d
+                for d in self._devices
+                if d.device_type == spec.device_type
+                and (spec.device_index in (None, "*") or d.index == spec.device_index)
+            ]
         self._spec_cache[requested] = (found, spec)
         return found, spec
 
@@ -792,9 +882,12 @@ class BaseSession:
                     continue
                 if opdef.writes_variables:
                     raise errors.InvalidArgumentError(
-                        op.node_def, op, f"Cannot assign a device for operation {op._name}: "
-                                         f"it writes a variable on {colocate.name}, and "
-                                         f"{op._type} has no {colocate.kernel_type} kernel")
+                        op.node_def,
+                        op,
+                        f"Cannot assign a device for operation {op._name}: "
+                        f"it writes a variable on {colocate.name}, and "
+                        f"{op._type} has no {colocate.kernel_type} kernel",
+                    )
             requested = op._device
             if not requested:
                 placement[op] = default if self._supports(op, default) else host
@@ -802,8 +895,14 @@ class BaseSession:
             found, spec = self._matching_devices(requested)
             chosen = next((d for d in found if self._supports(op, d)), None)
             if chosen is None and soft:
-                chosen = next((d for d in self._devices if d.device_type == spec.device_type
-                               and self._supports(op, d)), None)
+                chosen = next(
+                    (
+                        d
+                        for d in self._devices
+                        if d.device_type == spec.device_type and self._supports(op, d)
+                    ),
+                    None,
+                )
                 if chosen is None:
                     chosen = default if self._supports(op, default) else host
             if chosen is None:
@@ -812,30 +911,41 @@ class BaseSession:
         return placement
 
     def _placement_error(self, op, requested, found, spec) -> errors.InvalidArgumentError:
-        hint = (" Set allow_soft_placement=True in the session's ConfigProto to fall back to "
-                "a device that can run it.")
+        hint = (
+            " Set allow_soft_placement=True in the session's ConfigProto to fall back to "
+            "a device that can run it."
+        )
         if not found:
             names = ", ".join(d.name for d in self._devices)
-            msg = (f"Cannot assign a device for operation {op._name}: {{{{node {op._name}}}}} "
-                   f"was explicitly assigned to {requested} but available devices are "
-                   f"[ {names} ]. Make sure the device specification refers to a valid "
-                   "device.")
-            if spec.device_type == "GPU" and not any(d.device_type == "GPU"
-                                                     for d in self._devices):
+            msg = (
+                f"Cannot assign a device for operation {op._name}: {{{{node {op._name}}}}} "
+                f"was explicitly assigned to {requested} but available devices are "
+                f"[ {names} ]. Make sure the device specification refers to a valid "
+                "device."
+            )
+            if spec.device_type == "GPU" and not any(d.device_type == "GPU" for d in self._devices):
                 reason = gpu_unavailable_reason() or "no GPU is configured for this session"
                 msg += f" The requested device appears to be a GPU, but {reason}."
         else:
-            msg = (f"Cannot assign a device for operation {op._name}: Could not satisfy "
-                   f"explicit device specification '{requested}' because no supported "
-                   f"kernel for {spec.device_type} devices is available.")
+            msg = (
+                f"Cannot assign a device for operation {op._name}: Could not satisfy "
+                f"explicit device specification '{requested}' because no supported "
+                f"kernel for {spec.device_type} devices is available."
+            )
             if found[0].kernel_type in op._opdef.device_types:
                 msg += " String tensors live in host memory only."
         return errors.InvalidArgumentError(op.node_def, op, msg + hint)
 
     # -- compilation ----------------------------------------------------------------------
-    def _compile(self, feeds: tuple, fetches: tuple, function: bool = False,
-                 owned_feeds: bool = False, default_device: Device | None = None,
-                 input_devices: tuple | None = None) -> _Plan:
+    def _compile(
+        self,
+        feeds: tuple,
+        fetches: tuple,
+        function: bool = False,
+        owned_feeds: bool = False,
+        default_device: Device | None = None,
+        input_devices: tuple | None = None,
+    ) -> _Plan:
         """Prunes, orders, places and binds the computation of ``fetches`` given ``feeds``.
 
         ``function`` compiles the body of a control-flow op placed on ``default_device``:
@@ -855,14 +965,20 @@ class BaseSession:
         for op in order:
             if op._type == "Placeholder":
                 shape = op._attrs.get("shape")
-                shape_s = shape._short() if shape is not None and shape.rank is not None \
-                    else "<unknown>"
+                shape_s = (
+                    shape._short() if shape is not None and shape.rank is not None else "<unknown>"
+                )
                 raise errors.InvalidArgumentError(
-                    op.node_def, op,
+                    op.node_def,
+                    op,
                     f"You must feed a value for placeholder tensor '{op._name}' with dtype "
                     f"{op._attrs['dtype'].name} and shape {shape_s}"
-                    + (f"\n\t [[node {op._name} (defined at {op._defined_at})]]"
-                       if op._defined_at else ""))
+                    + (
+                        f"\n\t [[node {op._name} (defined at {op._defined_at})]]"
+                        if op._defined_at
+                        else ""
+                    ),
+                )
         plan = _Plan()
         plan.num_ops = len(order)
         template: list = []
@@ -901,10 +1017,15 @@ class BaseSession:
         # Where values live: feeds arrive on the host (inside a function body, on the
         # function's device); every other value on the device of the op producing it.
         home = default_device if function else host
-        ref_home = {t: (input_devices[k] if input_devices is not None and t._dtype._is_ref
-                        else None) for k, t in enumerate(fed)}
-        placement = self._place(order, ref_home, home if function else
-                                self._default_device) if multi else None
+        ref_home = {
+            t: (input_devices[k] if input_devices is not None and t._dtype._is_ref else None)
+            for k, t in enumerate(fed)
+        }
+        placement = (
+            self._place(order, ref_home, home if function else self._default_device)
+            if multi
+            else None
+        )
         on_device: dict[tuple, int] = {}  # (tensor, device) -> slot holding its value there
 
         def device_of_slot_tensor(t: Tensor) -> Device:
@@ -955,8 +1076,11 @@ class BaseSession:
                 # Placement puts it on its variable's device; inside a function body the
                 # variable's device is unknown and the read moves the value if needed.
                 ref = op._inputs[0]
-                read = _deref if not multi or _variable_device(ref, ref_home, placement) \
-                    is not None else partial(_deref_to, device)
+                read = (
+                    _deref
+                    if not multi or _variable_device(ref, ref_home, placement) is not None
+                    else partial(_deref_to, device)
+                )
                 steps.append((read, (read_slot[ref],), base, 1, (), op))
                 persistent.add(base)
                 continue
@@ -968,20 +1092,34 @@ class BaseSession:
                 if t._dtype._is_ref and takes_ref:
                     if t in fed and not function:
                         raise errors.InvalidArgumentError(
-                            op.node_def, op, f"Input {i} of {op._type} op '{op._name}' needs "
-                                             f"the variable {t.name} itself, which cannot be fed")
+                            op.node_def,
+                            op,
+                            f"Input {i} of {op._type} op '{op._name}' needs "
+                            f"the variable {t.name} itself, which cannot be fed",
+                        )
                     s = read_slot[t]
-                    if multi and opdef.writes_variables and \
-                            _variable_device(t, ref_home, placement) is None:
+                    if (
+                        multi
+                        and opdef.writes_variables
+                        and _variable_device(t, ref_home, placement) is None
+                    ):
                         guard.append(len(ins))
                 else:
                     s = value_on(t, device, op)
                 ins.append(s)
-            ctx = BindContext(self, op, device, tuple(s in persistent for s in ins),
-                              tuple(t in used for t in op._outputs),
-                              tuple(_variable_device(t, ref_home, placement)
-                                    if t._dtype._is_ref else device for t in op._inputs)
-                              if multi else None)
+            ctx = BindContext(
+                self,
+                op,
+                device,
+                tuple(s in persistent for s in ins),
+                tuple(t in used for t in op._outputs),
+                tuple(
+                    _variable_device(t, ref_home, placement) if t._dtype._is_ref else device
+                    for t in op._inputs
+                )
+                if multi
+                else None,
+            )
             try:
                 kernel = _bind_kernel(op, ctx)
                 if guard:
@@ -998,8 +1136,11 @@ class BaseSession:
                 raise _op_error(op, exc, [], ()) from exc
             if opdef.hoist:
                 if len(op._outputs) == 1:
-                    template[base] = value if value.__class__ is _ndarray or \
-                        value.__class__ is VariableSlot else _coerce_output(value, op, 0)
+                    template[base] = (
+                        value
+                        if value.__class__ is _ndarray or value.__class__ is VariableSlot
+                        else _coerce_output(value, op, 0)
+                    )
                     persistent.add(base)
                 continue
             steps.append((kernel, tuple(ins), base, len(op._outputs), (), op))
@@ -1046,13 +1187,17 @@ class BaseSession:
         for s, k in last_use.items():
             if s not in keep:
                 frees[k].append(s)
-        plan.steps = [(fn, ins, out, nout, tuple(frees[k]), op)
-                      for k, (fn, ins, out, nout, _, op) in enumerate(steps)]
+        plan.steps = [
+            (fn, ins, out, nout, tuple(frees[k]), op)
+            for k, (fn, ins, out, nout, _, op) in enumerate(steps)
+        ]
         plan.template = template
         plan.placement = placement
         if self._config.log_device_placement:
-            lines = [f"{op._name}: ({op._type}): {(placement[op] if multi else host).name}"
-                     for op in order]
+            lines = [
+                f"{op._name}: ({op._type}): {(placement[op] if multi else host).name}"
+                for op in order
+            ]
             print("\n".join(lines), file=sys.stderr)
         return plan
 
@@ -1067,8 +1212,13 @@ class BaseSession:
         fetches = tuple(fg.outputs) + tuple(fg.control_outputs)
         n_out = len(fg.outputs)
         with self._lock:
-            plan = self._compile(tuple(fg.inputs), fetches, function=True,
-                                 default_device=device, input_devices=input_devices)
+            plan = self._compile(
+                tuple(fg.inputs),
+                fetches,
+                function=True,
+                default_device=device,
+                input_devices=input_devices,
+            )
         steps = plan.steps
         template = plan.template
         feed_slots = plan.feed_slots
@@ -1107,11 +1257,13 @@ class BaseSession:
         feeds = []
         for key in feed_list or ():
             try:
-                feeds.append(self._graph.as_graph_element(key, allow_tensor=True,
-                                                          allow_operation=False))
+                feeds.append(
+                    self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+                )
             except (TypeError, ValueError, KeyError) as e:
-                raise TypeError(f"Cannot interpret feed_list key as Tensor: "
-                                f"{e.args[0] if e.args else e}") from None
+                raise TypeError(
+                    f"Cannot interpret feed_list key as Tensor: {e.args[0] if e.args else e}"
+                ) from None
         feeds = tuple(feeds)
         plan = self._plan_for(feeds, tuple(structure.elements))
         n_feeds = len(feeds)
@@ -1130,8 +1282,10 @@ class BaseSession:
             if session._closed:
                 raise RuntimeError("Attempted to use a closed Session.")
             if len(feed_values) != n_feeds:
-                raise TypeError(f"This callable takes {n_feeds} feed value(s) "
-                                f"({', '.join(t.name for t in feeds)}), got {len(feed_values)}")
+                raise TypeError(
+                    f"This callable takes {n_feeds} feed value(s) "
+                    f"({', '.join(t.name for t in feeds)}), got {len(feed_values)}"
+                )
             vals = template.copy()
             for spec, slot, value in zip(specs, feed_slots, feed_values):
                 vals[slot] = spec.convert(value)
@@ -1233,8 +1387,8 @@ def _topological_order(fetches, fed) -> list[Operation]:
                     break
                 if s == 1:
                     raise errors.InvalidArgumentError(
-                        None, dep, f"Graph is invalid, contains a cycle through op "
-                                   f"'{dep._name}'")
+                        None, dep, f"Graph is invalid, contains a cycle through op '{dep._name}'"
+                    )
             else:
                 stack.pop()
                 state[op] = 2
@@ -1261,8 +1415,9 @@ class Session(BaseSession):
 class InteractiveSession(BaseSession):
     """A session that installs itself as the default session when created."""
 
-    def __init__(self, target: str = "", graph: Graph | None = None,
-                 config: ConfigProto | None = None):
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ):
         super().__init__(target, graph, config)
         self._default_session_cm = self.as_default()
         self._default_session_cm.__enter__()

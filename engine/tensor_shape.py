@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["Dimension", "TensorShape", "as_shape", "unknown_shape", "dimension_value",
-           "as_dimension", "scalar", "vector", "matrix"]
+__all__ = [
+    "Dimension",
+    "TensorShape",
+    "as_shape",
+    "unknown_shape",
+    "dimension_value",
+    "as_dimension",
+    "scalar",
+    "vector",
+    "matrix",
+]
 
 
 class Dimension:
@@ -29,13 +38,17 @@ class Dimension:
             self._value = None
             return
         if isinstance(value, (str, bytes, float)) or isinstance(value, bool):
-            raise TypeError(f"Dimension value must be integer or None, got {value!r} of type "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"Dimension value must be integer or None, got {value!r} of type "
+                f"{type(value).__name__}"
+            )
         try:
             v = int(value.__index__())
         except (AttributeError, TypeError):
-            raise TypeError(f"Dimension value must be integer or None, got {value!r} of type "
-                            f"{type(value).__name__}") from None
+            raise TypeError(
+                f"Dimension value must be integer or None, got {value!r} of type "
+                f"{type(value).__name__}"
+            ) from None
         if v < 0:
             raise ValueError(f"Dimension {v} must be >= 0")
         self._value = v
@@ -83,14 +96,29 @@ class Dimension:
             return Dimension(None)
         return Dimension(fn(self._value, other._value))
 
-    def __add__(self, o): return self._binary(o, lambda a, b: a + b)  # noqa: E704
-    def __radd__(self, o): return self._binary(o, lambda a, b: b + a)  # noqa: E704
-    def __sub__(self, o): return self._binary(o, lambda a, b: a - b)  # noqa: E704
-    def __rsub__(self, o): return self._binary(o, lambda a, b: b - a)  # noqa: E704
-    def __mul__(self, o): return self._binary(o, lambda a, b: a * b)  # noqa: E704
-    def __rmul__(self, o): return self._binary(o, lambda a, b: b * a)  # noqa: E704
-    def __floordiv__(self, o): return self._binary(o, lambda a, b: a // b)  # noqa: E704
-    def __mod__(self, o): return self._binary(o, lambda a, b: a % b)  # noqa: E704
+    def __add__(self, o):
+        return self._binary(o, lambda a, b: a + b)  # noqa: E704
+
+    def __radd__(self, o):
+        return self._binary(o, lambda a, b: b + a)  # noqa: E704
+
+    def __sub__(self, o):
+        return self._binary(o, lambda a, b: a - b)  # noqa: E704
+
+    def __rsub__(self, o):
+        return self._binary(o, lambda a, b: b - a)  # noqa: E704
+
+    def __mul__(self, o):
+        return self._binary(o, lambda a, b: a * b)  # noqa: E704
+
+    def __rmul__(self, o):
+        return self._binary(o, lambda a, b: b * a)  # noqa: E704
+
+    def __floordiv__(self, o):
+        return self._binary(o, lambda a, b: a // b)  # noqa: E704
+
+    def __mod__(self, o):
+        return self._binary(o, lambda a, b: a % b)  # noqa: E704
 
     def _compare(self, other, fn):
         other = as_dimension(other)
@@ -98,10 +126,17 @@ class Dimension:
             return None
         return fn(self._value, other._value)
 
-    def __lt__(self, o): return self._compare(o, lambda a, b: a < b)  # noqa: E704
-    def __le__(self, o): return self._compare(o, lambda a, b: a <= b)  # noqa: E704
-    def __gt__(self, o): return self._compare(o, lambda a, b: a > b)  # noqa: E704
-    def __ge__(self, o): return self._compare(o, lambda a, b: a >= b)  # noqa: E704
+    def __lt__(self, o):
+        return self._compare(o, lambda a, b: a < b)  # noqa: E704
+
+    def __le__(self, o):
+        return self._compare(o, lambda a, b: a <= b)  # noqa: E704
+
+    def __gt__(self, o):
+        return self._compare(o, lambda a, b: a > b)  # noqa: E704
+
+    def __ge__(self, o):
+        return self._compare(o, lambda a, b: a >= b)  # noqa: E704
 
     def is_compatible_with(self, other) -> bool:
         other = as_dimension(other)
@@ -214,8 +249,12 @@ class TensorShape:
             return Dimension(self._dims[key])
         if isinstance(key, slice):
             start, stop = key.start, key.stop
-            if key.step not in (None, 1) or (start is not None and start < 0) or \
-                    stop is None or stop < 0:
+            if (
+                key.step not in (None, 1)
+                or (start is not None and start < 0)
+                or stop is None
+                or stop < 0
+            ):
                 return unknown_shape()
             return unknown_shape(rank=max(stop - (start or 0), 0))
         return Dimension(None)
@@ -284,8 +323,9 @@ class TensorShape:
         other = as_shape(other)
         if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
             return unknown_shape()
-        return TensorShape._from_tuple(tuple(a if a == b else None
-                                             for a, b in zip(self._dims, other._dims)))
+        return TensorShape._from_tuple(
+            tuple(a if a == b else None for a, b in zip(self._dims, other._dims))
+        )
 
     def concatenate(self, other) -> TensorShape:
         other = as_shape(other)

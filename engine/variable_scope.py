@@ -18,9 +18,18 @@ from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, _defined_at, get_default_graph
 from engine.tensor_shape import TensorShape, as_shape
 
-__all__ = ["AUTO_REUSE", "VariableScope", "variable_scope", "variable_op_scope",
-           "get_variable", "get_local_variable", "get_variable_scope", "make_template",
-           "Template", "no_regularizer"]
+__all__ = [
+    "AUTO_REUSE",
+    "VariableScope",
+    "variable_scope",
+    "variable_op_scope",
+    "get_variable",
+    "get_local_variable",
+    "get_variable_scope",
+    "make_template",
+    "Template",
+    "no_regularizer",
+]
 
 
 class _ReuseMode(enum.Enum):
@@ -38,9 +47,20 @@ def no_regularizer(_):
 class VariableScope:
     """The variable scope object: name, reuse mode and defaults for ``get_variable``."""
 
-    def __init__(self, reuse, name="", initializer=None, regularizer=None, caching_device=None,
-                 partitioner=None, custom_getter=None, name_scope="", dtype=dtypes.float32,
-                 use_resource=None, constraint=None):
+    def __init__(
+        self,
+        reuse,
+        name="",
+        initializer=None,
+        regularizer=None,
+        caching_device=None,
+        partitioner=None,
+        custom_getter=None,
+        name_scope="",
+        dtype=dtypes.float32,
+        use_resource=None,
+        constraint=None,
+    ):
         self._name = name
         self._reuse = reuse
         self._initializer = initializer
@@ -104,10 +124,25 @@ class VariableScope:
 
         return re.escape(self._name + "/") if self._name else None
 
-    def get_variable(self, var_store, name, shape=None, dtype=None, initializer=None,
-                     regularizer=None, reuse=None, trainable=None, collections=None,
-                     caching_device=None, partitioner=None, validate_shape=True,
-                     use_resource=None, custom_getter=None, constraint=None, **kwargs):
+    def get_variable(
+        self,
+        var_store,
+        name,
+        shape=None,
+        dtype=None,
+        initializer=None,
+        regularizer=None,
+        reuse=None,
+        trainable=None,
+        collections=None,
+        caching_device=None,
+        partitioner=None,
+        validate_shape=True,
+        use_resource=None,
+        custom_getter=None,
+        constraint=None,
+        **kwargs,
+    ):
         if regularizer is None:
             regularizer = self._regularizer
         if partitioner is None:
@@ -126,11 +161,20 @@ class VariableScope:
         # Variable names depend only on the variable scope: reset the name scope.
         with ops.name_scope(None):
             return var_store.get_variable(
-                full_name, shape=shape, dtype=dtype, initializer=initializer,
-                regularizer=regularizer, reuse=reuse, trainable=trainable,
-                collections=collections, caching_device=caching_device,
-                partitioner=partitioner, validate_shape=validate_shape,
-                custom_getter=custom_getter, constraint=constraint)
+                full_name,
+                shape=shape,
+                dtype=dtype,
+                initializer=initializer,
+                regularizer=regularizer,
+                reuse=reuse,
+                trainable=trainable,
+                collections=collections,
+                caching_device=caching_device,
+                partitioner=partitioner,
+                validate_shape=validate_shape,
+                custom_getter=custom_getter,
+                constraint=constraint,
+            )
 
 
 class _VariableStore:
@@ -141,43 +185,107 @@ class _VariableStore:
         self._defined_at: dict[str, str] = {}
         self._lock = threading.RLock()
 
-    def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
-                     regularizer=None, reuse=None, trainable=None, collections=None,
-                     caching_device=None, partitioner=None, validate_shape=True,
-                     custom_getter=None, constraint=None):
+    def get_variable(
+        self,
+        name,
+        shape=None,
+        dtype=dtypes.float32,
+        initializer=None,
+        regularizer=None,
+        reuse=None,
+        trainable=None,
+        collections=None,
+        caching_device=None,
+        partitioner=None,
+        validate_shape=True,
+        custom_getter=None,
+        constraint=None,
+    ):
         if partitioner is not None:
-            raise NotImplementedError("Partitioned variables are not supported "
-                                      f"(partitioner given for {name}).")
+            raise NotImplementedError(
+                f"Partitioned variables are not supported (partitioner given for {name})."
+            )
         if custom_getter is not None:
             if not callable(custom_getter):
-                raise ValueError(f"Passed a custom_getter which is not callable: "
-                                 f"{custom_getter}")
+                raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
 
-            def true_getter(name, shape=None, dtype=dtypes.float32, initializer=None,
-                            regularizer=None, reuse=None, trainable=None, collections=None,
-                            caching_device=None, partitioner=None, validate_shape=True,
-                            constraint=None, **_):
+            def true_getter(
+                name,
+                shape=None,
+                dtype=dtypes.float32,
+                initializer=None,
+                regularizer=None,
+                reuse=None,
+                trainable=None,
+                collections=None,
+                caching_device=None,
+                partitioner=None,
+                validate_shape=True,
+                constraint=None,
+                **_,
+            ):
                 return self._get_single_variable(
-                    name, shape, dtype, initializer, regularizer, reuse, trainable,
-                    collections, validate_shape, constraint)
+                    name,
+                    shape,
+                    dtype,
+                    initializer,
+                    regularizer,
+                    reuse,
+                    trainable,
+                    collections,
+                    validate_shape,
+                    constraint,
+                )
 
-            return custom_getter(true_getter, name, shape=shape, dtype=dtype,
-                                 initializer=initializer, regularizer=regularizer,
-                                 reuse=reuse, trainable=trainable, collections=collections,
-                                 caching_device=caching_device, partitioner=partitioner,
-                                 validate_shape=validate_shape, constraint=constraint)
-        return self._get_single_variable(name, shape, dtype, initializer, regularizer, reuse,
-                                         trainable, collections, validate_shape, constraint)
+            return custom_getter(
+                true_getter,
+                name,
+                shape=shape,
+                dtype=dtype,
+                initializer=initializer,
+                regularizer=regularizer,
+                reuse=reuse,
+                trainable=trainable,
+                collections=collections,
+                caching_device=caching_device,
+                partitioner=partitioner,
+                validate_shape=validate_shape,
+                constraint=constraint,
+            )
+        return self._get_single_variable(
+            name,
+            shape,
+            dtype,
+            initializer,
+            regularizer,
+            reuse,
+            trainable,
+            collections,
+            validate_shape,
+            constraint,
+        )
 
-    def _get_single_variable(self, name, shape, dtype, initializer, regularizer, reuse,
-                             trainable, collections, validate_shape, constraint):
+    def _get_single_variable(
+        self,
+        name,
+        shape,
+        dtype,
+        initializer,
+        regularizer,
+        reuse,
+        trainable,
+        collections,
+        validate_shape,
+        constraint,
+    ):
         from engine.variables import Variable
 
         dtype = dtypes.as_dtype(dtype).base_dtype
         init_is_tensor = initializer is not None and not callable(initializer)
         if init_is_tensor:
-            initializer = convert_to_tensor(initializer, dtype=dtype if dtype !=
-                                            dtypes.float32 else None)
+            initializer = convert_to_tensor(
+                initializer, dtype=dtype if dtype != dtypes.float32 else None
+            )
             if shape is not None and not as_shape(shape).is_compatible_with(initializer.shape):
                 raise ValueError("If initializer is a constant, do not specify shape.")
             dtype = initializer.dtype.base_dtype
@@ -190,21 +298,30 @@ class _VariableStore:
                     raise ValueError(
                         f"Variable {name} already exists, disallowed. Did you mean to set "
                         "reuse=True or reuse=AUTO_REUSE in VarScope? Originally defined "
-                        f"at:\n\n  {self._defined_at.get(name, '')}\n")
+                        f"at:\n\n  {self._defined_at.get(name, '')}\n"
+                    )
                 if not shape.is_compatible_with(found.shape):
-                    raise ValueError(f"Trying to share variable {name}, but specified shape "
-                                     f"{shape} and found shape {found.shape}.")
+                    raise ValueError(
+                        f"Trying to share variable {name}, but specified shape "
+                        f"{shape} and found shape {found.shape}."
+                    )
                 if found.dtype.base_dtype is not dtype:
-                    raise ValueError(f"Trying to share variable {name}, but specified dtype "
-                                     f"{dtype.name} and found dtype {found.dtype.name}.")
+                    raise ValueError(
+                        f"Trying to share variable {name}, but specified dtype "
+                        f"{dtype.name} and found dtype {found.dtype.name}."
+                    )
                 return found
             if reuse is True:
-                raise ValueError(f"Variable {name} does not exist, or was not created with "
-                                 "get_variable(). Did you mean to set reuse=AUTO_REUSE in "
-                                 "VarScope?")
+                raise ValueError(
+                    f"Variable {name} does not exist, or was not created with "
+                    "get_variable(). Did you mean to set reuse=AUTO_REUSE in "
+                    "VarScope?"
+                )
             if not init_is_tensor and not shape.is_fully_defined():
-                raise ValueError(f"Shape of a new variable ({name}) must be fully defined, "
-                                 f"but instead was {shape}.")
+                raise ValueError(
+                    f"Shape of a new variable ({name}) must be fully defined, "
+                    f"but instead was {shape}."
+                )
             if initializer is None:
                 initializer, init_is_tensor = _default_initializer(name, shape, dtype), False
             if init_is_tensor:
@@ -216,9 +333,16 @@ class _VariableStore:
 
                 def init_val():
                     return initializer(dims, dtype=dtype, partition_info=None)
-            v = Variable(initial_value=init_val, name=name, trainable=trainable,
-                         collections=collections, dtype=dtype, validate_shape=validate_shape,
-                         constraint=constraint)
+
+            v = Variable(
+                initial_value=init_val,
+                name=name,
+                trainable=trainable,
+                collections=collections,
+                dtype=dtype,
+                validate_shape=validate_shape,
+                constraint=constraint,
+            )
             self._vars[name] = v
             self._defined_at[name] = _defined_at()
         if regularizer is not None:
@@ -282,10 +406,21 @@ def _unique_scope_name(prefix: str) -> str:
 
 
 @contextlib.contextmanager
-def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
-                   regularizer=None, caching_device=None, partitioner=None, custom_getter=None,
-                   reuse=None, dtype=None, use_resource=None, constraint=None,
-                   auxiliary_name_scope=True):
+def variable_scope(
+    name_or_scope,
+    default_name=None,
+    values=None,
+    initializer=None,
+    regularizer=None,
+    caching_device=None,
+    partitioner=None,
+    custom_getter=None,
+    reuse=None,
+    dtype=None,
+    use_resource=None,
+    constraint=None,
+    auxiliary_name_scope=True,
+):
     """Opens a variable scope (and a name scope) for ``get_variable``.
 
     ``reuse=True`` requires variables to exist; ``AUTO_REUSE`` creates them when missing;
@@ -297,8 +432,9 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     if reuse is False:
         reuse = None
     if not (reuse is None or reuse is True or reuse is AUTO_REUSE):
-        raise ValueError(f"The reuse parameter must be True or False or None or AUTO_REUSE, "
-                         f"got {reuse!r}")
+        raise ValueError(
+            f"The reuse parameter must be True or False or None or AUTO_REUSE, got {reuse!r}"
+        )
     graph = ops._get_graph_from_inputs(values) if values else get_default_graph()
     with graph.as_default():
         _, scopes, counts = _store_for(graph)
@@ -306,20 +442,28 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         if isinstance(name_or_scope, VariableScope):
             target = name_or_scope
             full_name = target.name
-            ns_cm = ops.name_scope(target.original_name_scope) if auxiliary_name_scope \
+            ns_cm = (
+                ops.name_scope(target.original_name_scope)
+                if auxiliary_name_scope
                 else contextlib.nullcontext(target.original_name_scope)
+            )
             base_scope = target
         else:
             if name_or_scope is not None:
                 if not isinstance(name_or_scope, str):
-                    raise TypeError(f"VariableScope: name_or_scope must be a string or "
-                                    f"VariableScope, got {type(name_or_scope).__name__}")
+                    raise TypeError(
+                        f"VariableScope: name_or_scope must be a string or "
+                        f"VariableScope, got {type(name_or_scope).__name__}"
+                    )
                 short = name_or_scope
             else:
                 short = _unique_scope_name(default_name)
             full_name = f"{parent.name}/{short}" if parent.name else short
-            ns_cm = ops.name_scope(short) if auxiliary_name_scope else \
-                contextlib.nullcontext(ops.get_name_scope() + "/")
+            ns_cm = (
+                ops.name_scope(short)
+                if auxiliary_name_scope
+                else contextlib.nullcontext(ops.get_name_scope() + "/")
+            )
             base_scope = parent
         counts[full_name] = counts.get(full_name, 0) + 1
         if isinstance(name_or_scope, VariableScope):
@@ -328,17 +472,20 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
             new_reuse = reuse or parent.reuse  # reuse is inherited by sub-scopes
         with ns_cm as ns:
             scope = VariableScope(
-                new_reuse, name=full_name,
+                new_reuse,
+                name=full_name,
                 initializer=initializer if initializer is not None else base_scope.initializer,
                 regularizer=regularizer if regularizer is not None else base_scope.regularizer,
-                caching_device=caching_device if caching_device is not None
+                caching_device=caching_device
+                if caching_device is not None
                 else base_scope.caching_device,
                 partitioner=partitioner if partitioner is not None else base_scope.partitioner,
                 custom_getter=_compose_getters(custom_getter, base_scope.custom_getter),
                 name_scope=ns if isinstance(ns, str) else "",
                 dtype=dtype if dtype is not None else base_scope.dtype,
-                use_resource=use_resource, constraint=constraint if constraint is not None
-                else base_scope.constraint)
+                use_resource=use_resource,
+                constraint=constraint if constraint is not None else base_scope.constraint,
+            )
             if isinstance(name_or_scope, VariableScope):
                 scope._name_scope = name_or_scope.original_name_scope
             scopes.current = scope
@@ -364,27 +511,64 @@ def variable_op_scope(values, name_or_scope, default_name=None, **kwargs):
     return variable_scope(name_or_scope, default_name=default_name, values=values, **kwargs)
 
 
-def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
-                 trainable=None, collections=None, caching_device=None, partitioner=None,
-                 validate_shape=True, use_resource=None, custom_getter=None, constraint=None,
-                 **kwargs):
+def get_variable(
+    name,
+    shape=None,
+    dtype=None,
+    initializer=None,
+    regularizer=None,
+    trainable=None,
+    collections=None,
+    caching_device=None,
+    partitioner=None,
+    validate_shape=True,
+    use_resource=None,
+    custom_getter=None,
+    constraint=None,
+    **kwargs,
+):
     """Gets an existing variable ``<scope>/name`` or creates it (per the scope's reuse).
 
     The default initializer is glorot_uniform for floats and zeros for ints and bools.
     """
     return get_variable_scope().get_variable(
-        _var_store(), name, shape=shape, dtype=dtype, initializer=initializer,
-        regularizer=regularizer, trainable=trainable, collections=collections,
-        caching_device=caching_device, partitioner=partitioner, validate_shape=validate_shape,
-        custom_getter=custom_getter, constraint=constraint)
+        _var_store(),
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        caching_device=caching_device,
+        partitioner=partitioner,
+        validate_shape=validate_shape,
+        custom_getter=custom_getter,
+        constraint=constraint,
+    )
 
 
-def get_local_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
-                       trainable=False, collections=None, **kwargs):
+def get_local_variable(
+    name,
+    shape=None,
+    dtype=None,
+    initializer=None,
+    regularizer=None,
+    trainable=False,
+    collections=None,
+    **kwargs,
+):
     collections = list(collections or []) + [GraphKeys.LOCAL_VARIABLES]
-    return get_variable(name, shape=shape, dtype=dtype, initializer=initializer,
-                        regularizer=regularizer, trainable=trainable, collections=collections,
-                        **kwargs)
+    return get_variable(
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        **kwargs,
+    )
 
 
 # -----------------------------------------------------------------------------------------
@@ -395,8 +579,7 @@ def get_local_variable(name, shape=None, dtype=None, initializer=None, regulariz
 class Template:
     """A function whose variables are created on the first call and shared afterwards."""
 
-    def __init__(self, name, func, create_scope_now=False, unique_name=None,
-                 custom_getter=None):
+    def __init__(self, name, func, create_scope_now=False, unique_name=None, custom_getter=None):
         self._func = func
         self._name = name
         self._unique_name = unique_name
@@ -413,9 +596,11 @@ class Template:
         result = self._func(*args, **kwargs)
         after = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
         if check_new and len(after) > before:
-            raise ValueError("Trainable variable created when calling a template after the "
-                             "first time, perhaps you used Variable when you meant "
-                             f"get_variable: {[v.name for v in after[before:]]}")
+            raise ValueError(
+                "Trainable variable created when calling a template after the "
+                "first time, perhaps you used Variable when you meant "
+                f"get_variable: {[v.name for v in after[before:]]}"
+            )
         self._variables_created = True
         return result
 
@@ -426,8 +611,7 @@ class Template:
                     return self._call(args, kwargs, True)
             with variable_scope(self._variable_scope):
                 return self._call(args, kwargs, False)
-        with variable_scope(self._unique_name, self._name,
-                            custom_getter=self._custom_getter) as vs:
+        with variable_scope(self._unique_name, self._name, custom_getter=self._custom_getter) as vs:
             self._variable_scope = vs
             return self._call(args, kwargs, False)
 
@@ -454,12 +638,18 @@ class Template:
     variables = global_variables
 
 
-def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
-                  custom_getter_=None, **kwargs):
+def make_template(
+    name_, func_, create_scope_now_=False, unique_name_=None, custom_getter_=None, **kwargs
+):
     """Wraps ``func_`` so all calls share the variables made by the first call."""
     import functools
 
     if kwargs:
         func_ = functools.partial(func_, **kwargs)
-    return Template(name_, func_, create_scope_now=create_scope_now_, unique_name=unique_name_,
-                    custom_getter=custom_getter_)
+    return Template(
+        name_,
+        func_,
+        create_scope_now=create_scope_now_,
+        unique_name=unique_name_,
+        custom_getter=custom_getter_,
+    )

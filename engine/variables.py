@@ -16,12 +16,24 @@ from engine.ops import state as state_ops
 from engine.ops.control_flow import group, no_op
 from engine.tensor_shape import as_shape, unknown_shape
 
-__all__ = ["Variable", "global_variables", "trainable_variables", "local_variables",
-           "model_variables", "moving_average_variables", "all_variables",
-           "global_variables_initializer", "local_variables_initializer",
-           "variables_initializer", "initialize_all_variables", "initialize_variables",
-           "initialize_local_variables", "is_variable_initialized",
-           "report_uninitialized_variables", "assert_variables_initialized"]
+__all__ = [
+    "Variable",
+    "global_variables",
+    "trainable_variables",
+    "local_variables",
+    "model_variables",
+    "moving_average_variables",
+    "all_variables",
+    "global_variables_initializer",
+    "local_variables_initializer",
+    "variables_initializer",
+    "initialize_all_variables",
+    "initialize_variables",
+    "initialize_local_variables",
+    "is_variable_initialized",
+    "report_uninitialized_variables",
+    "assert_variables_initialized",
+]
 
 
 class Variable:
@@ -37,13 +49,29 @@ class Variable:
     # Make numpy defer to our reflected operators.
     __array_priority__ = 100
 
-    def __init__(self, initial_value=None, trainable=None, collections=None,
-                 validate_shape=True, caching_device=None, name=None, variable_def=None,
-                 dtype=None, expected_shape=None, import_scope=None, constraint=None,
-                 use_resource=None, synchronization=None, aggregation=None, shape=None):
+    def __init__(
+        self,
+        initial_value=None,
+        trainable=None,
+        collections=None,
+        validate_shape=True,
+        caching_device=None,
+        name=None,
+        variable_def=None,
+        dtype=None,
+        expected_shape=None,
+        import_scope=None,
+        constraint=None,
+        use_resource=None,
+        synchronization=None,
+        aggregation=None,
+        shape=None,
+    ):
         if variable_def is not None:
-            raise NotImplementedError("Variable(variable_def=...) is not supported; import "
-                                      "the graph and use get_tensor_by_name instead.")
+            raise NotImplementedError(
+                "Variable(variable_def=...) is not supported; import "
+                "the graph and use get_tensor_by_name instead."
+            )
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if trainable is None:
@@ -51,14 +79,18 @@ class Variable:
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]
         if not isinstance(collections, (list, tuple, set)):
-            raise ValueError(f"collections argument to Variable constructor must be a list, "
-                             f"tuple, or set. Got {collections} of type {type(collections)}")
+            raise ValueError(
+                f"collections argument to Variable constructor must be a list, "
+                f"tuple, or set. Got {collections} of type {type(collections)}"
+            )
         collections = list(collections)
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         if ops.get_default_graph()._is_function_graph:
-            raise ValueError("Variables cannot be created inside a cond branch or a while_loop "
-                             "body; create them outside and use them inside.")
+            raise ValueError(
+                "Variables cannot be created inside a cond branch or a while_loop "
+                "body; create them outside and use them inside."
+            )
         init_from_fn = callable(initial_value)
         self._trainable = bool(trainable)
         self._constraint = constraint
@@ -70,11 +102,11 @@ class Variable:
             if init_from_fn:
                 with name_scope("Initializer"), ops.device(None):
                     init = initial_value()
-                    self._initial_value = convert_to_tensor(init, name="initial_value",
-                                                            dtype=dtype)
+                    self._initial_value = convert_to_tensor(init, name="initial_value", dtype=dtype)
             else:
-                self._initial_value = convert_to_tensor(initial_value, name="initial_value",
-                                                        dtype=dtype)
+                self._initial_value = convert_to_tensor(
+                    initial_value, name="initial_value", dtype=dtype
+                )
             if shape is not None:
                 var_shape = as_shape(shape)
             elif validate_shape:
@@ -82,13 +114,15 @@ class Variable:
             else:
                 var_shape = unknown_shape()
             if validate_shape and not var_shape.is_fully_defined():
-                raise ValueError(f"initial_value must have a shape specified: "
-                                 f"{self._initial_value}")
+                raise ValueError(
+                    f"initial_value must have a shape specified: {self._initial_value}"
+                )
             self._variable = state_ops.variable_op_v2(
-                var_shape, self._initial_value.dtype.base_dtype, name=scope)
+                var_shape, self._initial_value.dtype.base_dtype, name=scope
+            )
             self._initializer_op = state_ops.assign(
-                self._variable, self._initial_value, validate_shape=validate_shape,
-                name="Assign").op
+                self._variable, self._initial_value, validate_shape=validate_shape, name="Assign"
+            ).op
             with ops.colocate_with(self._variable.op):
                 self._snapshot = array_ops.identity(self._variable, name="read")
         self._graph = self._variable.graph
@@ -135,8 +169,9 @@ class Variable:
         from engine.ops import control_flow as cf
 
         if hasattr(cf, "cond"):
-            return cf.cond(is_variable_initialized(self), self.read_value,
-                           lambda: self.initial_value)
+            return cf.cond(
+                is_variable_initialized(self), self.read_value, lambda: self.initial_value
+            )
         with ops.control_dependencies([self._initializer_op]):
             return array_ops.identity(self._variable)
 
@@ -195,10 +230,15 @@ class Variable:
             v = convert_to_tensor(value, dtype=self.dtype.base_dtype, name="value")
             from engine.ops._common import create
 
-            out = create("Assign", [self._variable, v], {
-                "validate_shape": True if validate_shape is None else bool(validate_shape),
-                "use_locking": bool(use_locking) if use_locking is not None else True},
-                scope).outputs[0]
+            out = create(
+                "Assign",
+                [self._variable, v],
+                {
+                    "validate_shape": True if validate_shape is None else bool(validate_shape),
+                    "use_locking": bool(use_locking) if use_locking is not None else True,
+                },
+                scope,
+            ).outputs[0]
         return out if read_value else out.op
 
     def assign_add(self, delta, use_locking=False, name=None, read_value=True):
@@ -225,7 +265,7 @@ class Variable:
 
     # -- python protocol --------------------------------------------------------------------
     def __repr__(self) -> str:
-        return (f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>")
+        return f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
 
     def __hash__(self) -> int:
         return id(self)
@@ -237,8 +277,10 @@ class Variable:
         raise TypeError(f"Variable {self.name} is not iterable.")
 
     def __array__(self, dtype=None, copy=None):
-        raise NotImplementedError(f"Cannot convert a symbolic Variable ({self.name}) to a "
-                                  "numpy array; run it in a Session to get its value.")
+        raise NotImplementedError(
+            f"Cannot convert a symbolic Variable ({self.name}) to a "
+            "numpy array; run it in a Session to get its value."
+        )
 
     @staticmethod
     def _overload_operators():
@@ -247,6 +289,7 @@ class Variable:
         def make(method):
             def fn(self, *args):
                 return method(self._snapshot, *args)
+
             return fn
 
         for key in list(math_ops.OVERLOADS) + ["__getitem__"]:
@@ -331,5 +374,8 @@ def assert_variables_initialized(var_list=None):
     if not var_list:
         return no_op()
     ranks = [math_ops.cast(is_variable_initialized(v), dtypes.int32) for v in var_list]
-    return logging_ops.assert_equal(math_ops.add_n(ranks) if len(ranks) > 1 else ranks[0],
-                                    len(ranks), message="Some variables are not initialized")
+    return logging_ops.assert_equal(
+        math_ops.add_n(ranks) if len(ranks) > 1 else ranks[0],
+        len(ranks),
+        message="Some variables are not initialized",
+    )

@@ -111,18 +111,30 @@ def rebuild(name: str, repository: Path) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Rebuild the bundled example models.")
-    parser.add_argument("--repository", type=Path, default=DEFAULT_REPOSITORY,
-                        help=f"model repository to export into (default: {DEFAULT_REPOSITORY})")
-    parser.add_argument("--only", action="append", choices=sorted(MODELS), metavar="NAME",
-                        help=f"rebuild only this model (repeatable; one of {sorted(MODELS)})")
+    parser.add_argument(
+        "--repository",
+        type=Path,
+        default=DEFAULT_REPOSITORY,
+        help=f"model repository to export into (default: {DEFAULT_REPOSITORY})",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(MODELS),
+        metavar="NAME",
+        help=f"rebuild only this model (repeatable; one of {sorted(MODELS)})",
+    )
     args = parser.parse_args(argv)
     args.repository.mkdir(parents=True, exist_ok=True)
     for name in args.only or list(MODELS):
         start = time.perf_counter()
         report = rebuild(name, args.repository)
         target = args.repository / name / str(MODELS[name].VERSION)
-        print(f"{name}: exported {target} in {time.perf_counter() - start:.1f} s  "
-              f"{json.dumps(report)}", flush=True)
+        print(
+            f"{name}: exported {target} in {time.perf_counter() - start:.1f} s  "
+            f"{json.dumps(report)}",
+            flush=True,
+        )
     return 0
 
 

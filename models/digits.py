@@ -76,7 +76,7 @@ def train(x_train, y_train, epochs: int = EPOCHS, seed: int = SEED) -> dict:
             for _ in range(epochs):
                 order = rng.permutation(len(x_train))
                 for start in range(0, len(order), BATCH_SIZE):
-                    batch = order[start:start + BATCH_SIZE]
+                    batch = order[start : start + BATCH_SIZE]
                     step(x_train[batch], y_train[batch])
             return dict(zip([v.op.name for v in weights], sess.run(weights)))
 
@@ -109,22 +109,32 @@ def export(export_dir: str, epochs: int = EPOCHS, seed: int = SEED) -> dict:
             sess.run(tf.global_variables_initializer())
             for v in tf.global_variables():
                 v.load(trained[v.op.name], sess)
-            test_accuracy = accuracy(lambda x: sess.run(out["classes"], {images: x}),
-                                     x_test, y_test)
-            train_accuracy = accuracy(lambda x: sess.run(out["classes"], {images: x}),
-                                      x_train, y_train)
+            test_accuracy = accuracy(
+                lambda x: sess.run(out["classes"], {images: x}), x_test, y_test
+            )
+            train_accuracy = accuracy(
+                lambda x: sess.run(out["classes"], {images: x}), x_train, y_train
+            )
             b = tf.saved_model.Builder(export_dir)
-            b.add_meta_graph_and_variables(sess, [tf.saved_model.SERVING], signature_def_map={
-                tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
-                    tf.saved_model.predict_signature_def(
+            b.add_meta_graph_and_variables(
+                sess,
+                [tf.saved_model.SERVING],
+                signature_def_map={
+                    tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: tf.saved_model.predict_signature_def(
                         {"images": images},
-                        {"probabilities": out["probabilities"], "classes": out["classes"]}),
-                "logits": tf.saved_model.predict_signature_def(
-                    {"images": images}, {"logits": out["logits"]}),
-            })
+                        {"probabilities": out["probabilities"], "classes": out["classes"]},
+                    ),
+                    "logits": tf.saved_model.predict_signature_def(
+                        {"images": images}, {"logits": out["logits"]}
+                    ),
+                },
+            )
             b.save()
-    return {"train_accuracy": round(train_accuracy, 4), "test_accuracy": round(test_accuracy, 4),
-            "test_examples": len(y_test)}
+    return {
+        "train_accuracy": round(train_accuracy, 4),
+        "test_accuracy": round(test_accuracy, 4),
+        "test_examples": len(y_test),
+    }
 
 
 if __name__ == "__main__":

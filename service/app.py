@@ -39,15 +39,15 @@ async def _errors(request: web.Request, handler):
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        message = {404: "Not found: no route for " + request.method + " " + request.path,
-                   405: f"Method {request.method} is not allowed for {request.path}",
-                   413: f"Request body too large (the limit is "
-                        f"{request.app[CONFIG].max_request_bytes} bytes)"}.get(
-            e.status, e.reason or "error")
+        message = {
+            404: "Not found: no route for " + request.method + " " + request.path,
+            405: f"Method {request.method} is not allowed for {request.path}",
+            413: f"Request body too large (the limit is "
+            f"{request.app[CONFIG].max_request_bytes} bytes)",
+        }.get(e.status, e.reason or "error")
         if e.text and e.status not in (404, 405, 413) and not e.text.startswith(str(e.status)):
             message = e.text
-        headers = {k: v for k, v in e.headers.items() if k.lower() in ("allow",
-                                                                        "www-authenticate")}
+        headers = {k: v for k, v in e.headers.items() if k.lower() in ("allow", "www-authenticate")}
         return json_response({"error": message}, status=e.status, headers=headers)
     except Exception:  # noqa: BLE001 - a bug must still answer with JSON, and be logged
         log.exception("unhandled error serving %s %s", request.method, request.path)
@@ -62,9 +62,14 @@ def _auth(token: str):
         if request.path not in _OPEN_PATHS:
             given = request.headers.get("Authorization", "").encode()
             if not hmac.compare_digest(given, expected):
-                return json_response({"error": "Missing or invalid bearer token (send "
-                                               "'Authorization: Bearer <token>')"},
-                                     status=401, headers={"WWW-Authenticate": "Bearer"})
+                return json_response(
+                    {
+                        "error": "Missing or invalid bearer token (send "
+                        "'Authorization: Bearer <token>')"
+                    },
+                    status=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
         return await handler(request)
 
     return auth
@@ -85,13 +90,16 @@ async def _observe(request: web.Request, handler):
         protocol = request.get(PROTOCOL)
         if protocol is not None:
             request.app[METRICS].observe_request(
-                request.get(MODEL, ""), request.get(VERSION, ""), protocol, status,
-                time.perf_counter() - start)
+                request.get(MODEL, ""),
+                request.get(VERSION, ""),
+                protocol,
+                status,
+                time.perf_counter() - start,
+            )
 
 
 async def _metrics_handler(request: web.Request) -> web.Response:
-    return web.Response(body=request.app[METRICS].render(),
-                        headers={"Content-Type": CONTENT_TYPE})
+    return web.Response(body=request.app[METRICS].render(), headers={"Content-Type": CONTENT_TYPE})
 
 
 async def _manager_ctx(app: web.Application):
@@ -105,8 +113,7 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     """The server application for ``config`` (validated by the caller or here)."""
     from service.protocols import kserve_v2, tfserving
 
-    metrics = ServingMetrics() if manager is None or manager.metrics is None else \
-        manager.metrics
+    metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
     # Outermost first: metrics see the final status of every response, errors included.
     middlewares = [_observe, _errors]
     if config.auth_token:
@@ -120,4 +127,3 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     tfserving.add_routes(app)
     kserve_v2.add_routes(app)
     return app
-

@@ -72,8 +72,9 @@ class DirectScheduler:
             if not expired:
                 raise
             self._reject("deadline")
-            raise DeadlineExceeded(f"deadline exceeded while running the model (limit "
-                                   f"{remaining:.3f}s)") from None
+            raise DeadlineExceeded(
+                f"deadline exceeded while running the model (limit {remaining:.3f}s)"
+            ) from None
         finally:
             timer.cancel()
         if self._metrics is not None:
@@ -127,8 +128,15 @@ class _Batch:
 class Batcher:
     """Dynamic batching for one model version (see the module docstring)."""
 
-    def __init__(self, config: BatchingConfig, executor, metrics=None, model: str = "",
-                 version: str = "", instances: int = 1):
+    def __init__(
+        self,
+        config: BatchingConfig,
+        executor,
+        metrics=None,
+        model: str = "",
+        version: str = "",
+        instances: int = 1,
+    ):
         self.config = config
         # Batches running at once: the batch threads, and at least one per model instance so
         # that every instance can be busy.
@@ -155,9 +163,11 @@ class Batcher:
         if rows > cfg.max_batch_size:
             if not cfg.enable_large_batch_splitting:
                 self._reject("too_large")
-                raise TooLarge(f"Task size {rows} is larger than maximum batch size "
-                               f"{cfg.max_batch_size} (enable_large_batch_splitting to split "
-                               "large requests across batches)")
+                raise TooLarge(
+                    f"Task size {rows} is larger than maximum batch size "
+                    f"{cfg.max_batch_size} (enable_large_batch_splitting to split "
+                    "large requests across batches)"
+                )
             return await self._submit_split(signature, arrays, rows, deadline)
         if rows == 0:
             return await self._direct.submit(signature, arrays, deadline)
@@ -180,8 +190,7 @@ class Batcher:
             batch = self._ready.popleft()
             for r in batch.requests:
                 if not r.future.done():
-                    r.future.set_exception(QueueFull("the model version is being "
-                                                     "unloaded; retry"))
+                    r.future.set_exception(QueueFull("the model version is being unloaded; retry"))
 
     @property
     def queued_requests(self) -> int:
@@ -190,8 +199,10 @@ class Batcher:
     # -- queueing -------------------------------------------------------------------------
     def _start(self) -> None:
         self._wakeup = asyncio.Event()
-        self._workers = [asyncio.create_task(self._worker(), name=f"fs-batch-{i}")
-                         for i in range(self._concurrency)]
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"fs-batch-{i}")
+            for i in range(self._concurrency)
+        ]
 
     def _enqueued_batches(self) -> int:
         return len(self._open) + len(self._ready)
@@ -210,8 +221,10 @@ class Batcher:
         if batch is None:
             if self._enqueued_batches() >= self.config.max_enqueued_batches:
                 self._reject("queue_full")
-                raise QueueFull(f"The batching queue is full ({self.config.max_enqueued_batches}"
-                                " batches waiting); retry later")
+                raise QueueFull(
+                    f"The batching queue is full ({self.config.max_enqueued_batches}"
+                    " batches waiting); retry later"
+                )
             batch = self._open[key] = _Batch(signature, key)
             timeout = self.config.batch_timeout_micros / 1e6
             batch.timer = loop.call_later(timeout, self._close_batch, batch)
@@ -242,8 +255,9 @@ class Batcher:
     def _expire(self, request: _Request) -> None:
         if not request.future.done():
             self._reject("deadline")
-            request.future.set_exception(DeadlineExceeded(
-                "deadline exceeded while the request was queued or running"))
+            request.future.set_exception(
+                DeadlineExceeded("deadline exceeded while the request was queued or running")
+            )
 
     def _reject(self, reason: str) -> None:
         if self._metrics is not None:
@@ -255,11 +269,11 @@ class Batcher:
 
     async def _submit_split(self, signature, arrays, rows, deadline):
         step = self.config.max_batch_size
-        chunks = [[a[i:i + step] for a in arrays] for i in range(0, rows, step)]
-        parts = await asyncio.gather(*(self._enqueue(signature, c, _rows(c), deadline)
-                                       for c in chunks))
-        return {alias: np.concatenate([p[alias] for p in parts], axis=0)
-                for alias in parts[0]}
+        chunks = [[a[i : i + step] for a in arrays] for i in range(0, rows, step)]
+        parts = await asyncio.gather(
+            *(self._enqueue(signature, c, _rows(c), deadline) for c in chunks)
+        )
+        return {alias: np.concatenate([p[alias] for p in parts], axis=0) for alias in parts[0]}
 
     # -- execution ------------------------------------------------------------------------
     def _take(self) -> _Batch:
@@ -309,8 +323,9 @@ class Batcher:
             _fail(live, e)
             return
         try:
-            values, seconds = await loop.run_in_executor(self._executor, _timed_run,
-                                                         signature, merged)
+            values, seconds = await loop.run_in_executor(
+                self._executor, _timed_run, signature, merged
+            )
         except ServingError as e:
             _fail(live, e)
             return
@@ -323,14 +338,19 @@ class Batcher:
         total = real_rows + padding
         for alias, v in values.items():
             if v.ndim == 0 or v.shape[0] != total:
-                _fail(live, Internal(f"output '{alias}' has shape {list(v.shape)}, which does "
-                                     f"not keep the batch dimension of {total} rows; this "
-                                     "signature cannot be batched"))
+                _fail(
+                    live,
+                    Internal(
+                        f"output '{alias}' has shape {list(v.shape)}, which does "
+                        f"not keep the batch dimension of {total} rows; this "
+                        "signature cannot be batched"
+                    ),
+                )
                 return
         offset = 0
         for r in live:
             if not r.future.done():
-                r.future.set_result({a: v[offset:offset + r.rows] for a, v in values.items()})
+                r.future.set_result({a: v[offset : offset + r.rows] for a, v in values.items()})
             offset += r.rows
 
 
@@ -343,8 +363,9 @@ def _fail(requests, error: ServingError) -> None:
 def _rows(arrays) -> int:
     rows = {a.shape[0] for a in arrays}
     if len(rows) != 1:
-        raise InvalidInput(f"all inputs must have the same batch size (leading dimension); "
-                           f"got {sorted(rows)}")
+        raise InvalidInput(
+            f"all inputs must have the same batch size (leading dimension); got {sorted(rows)}"
+        )
     return rows.pop()
 
 

@@ -57,24 +57,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowserve",
         description="Serve the saved models of a model repository over HTTP (TensorFlow "
-                    "Serving REST and KServe V2 protocols on one port).",
+        "Serving REST and KServe V2 protocols on one port).",
         epilog="Every flag can also be set with an environment variable FLOWSERVE_<FLAG> "
-               "(e.g. FLOWSERVE_PORT=9000) or a key of the --config JSON file.")
-    parser.add_argument("--config", metavar="FILE",
-                        help="JSON file of settings (keys as the flags, with underscores) "
-                             "[env FLOWSERVE_CONFIG]")
+        "(e.g. FLOWSERVE_PORT=9000) or a key of the --config JSON file.",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="JSON file of settings (keys as the flags, with underscores) [env FLOWSERVE_CONFIG]",
+    )
     for name, typ, default, help_text in SERVER_SETTINGS:
         flag = "--" + name.replace("_", "-")
         shown = default if name != "model_repository" else default_model_repository()
         env = f"[env {_env_name(name)}]"
         if typ is bool:
-            parser.add_argument(flag, dest=name, default=None, nargs="?", const=True,
-                                type=lambda v, n=name: _parse_bool(v, "--" + n),
-                                help=f"{help_text} (default: {shown}) {env}")
+            parser.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                nargs="?",
+                const=True,
+                type=lambda v, n=name: _parse_bool(v, "--" + n),
+                help=f"{help_text} (default: {shown}) {env}",
+            )
         else:
-            parser.add_argument(flag, dest=name, default=None, type=str,
-                                metavar=name.split("_")[-1].upper(),
-                                help=f"{help_text} (default: {shown}) {env}")
+            parser.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                type=str,
+                metavar=name.split("_")[-1].upper(),
+                help=f"{help_text} (default: {shown}) {env}",
+            )
     return parser
 
 
@@ -93,8 +107,10 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
             raise ConfigError(f"config file {config_path}: must be a JSON object")
         for key, raw in doc.items():
             if key not in known:
-                raise ConfigError(f"config file {config_path}: unknown setting {key!r} (known: "
-                                  f"{', '.join(sorted(known))})")
+                raise ConfigError(
+                    f"config file {config_path}: unknown setting {key!r} (known: "
+                    f"{', '.join(sorted(known))})"
+                )
             values[key] = _convert(key, known[key], raw, f"{key} in {config_path}")
     for name, typ in known.items():
         raw = environ.get(_env_name(name))
@@ -115,8 +131,12 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        doc = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
-               "logger": record.name, "message": record.getMessage()}
+        doc = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         extra = getattr(record, "access", None)
         if extra:
             doc.update(extra)
@@ -130,8 +150,7 @@ def setup_logging(fmt: str, level: str) -> None:
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: "
-                                               "%(message)s"))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -146,12 +165,25 @@ class AccessLogger(AbstractAccessLogger):
 
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
-        fields = {"method": request.method, "path": request.path, "model": model,
-                  "version": version, "status": response.status,
-                  "latency_ms": round(time * 1000, 3), "remote": request.remote}
-        self.logger.info("%s %s model=%s%s status=%d latency_ms=%.2f", request.method,
-                         request.path, model, f" version={version}" if version else "",
-                         response.status, time * 1000, extra={"access": fields})
+        fields = {
+            "method": request.method,
+            "path": request.path,
+            "model": model,
+            "version": version,
+            "status": response.status,
+            "latency_ms": round(time * 1000, 3),
+            "remote": request.remote,
+        }
+        self.logger.info(
+            "%s %s model=%s%s status=%d latency_ms=%.2f",
+            request.method,
+            request.path,
+            model,
+            f" version={version}" if version else "",
+            response.status,
+            time * 1000,
+            extra={"access": fields},
+        )
 
     @property
     def enabled(self) -> bool:
@@ -170,17 +202,25 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     app = create_app(config)
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
-    runner = web.AppRunner(app, access_log_class=AccessLogger,
-                           access_log=logging.getLogger("flowserve.access"),
-                           shutdown_timeout=config.shutdown_grace_period,
-                           handle_signals=False, handler_cancellation=True)
+    runner = web.AppRunner(
+        app,
+        access_log_class=AccessLogger,
+        access_log=logging.getLogger("flowserve.access"),
+        shutdown_timeout=config.shutdown_grace_period,
+        handle_signals=False,
+        handler_cancellation=True,
+    )
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
     await site.start()
     for sock in getattr(site._server, "sockets", None) or []:
         host, port = sock.getsockname()[:2]
-        log.info("flowserve listening on http://%s:%d (model repository %s)", host, port,
-                 config.model_repository)
+        log.info(
+            "flowserve listening on http://%s:%d (model repository %s)",
+            host,
+            port,
+            config.model_repository,
+        )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -191,14 +231,22 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     try:
         await stop.wait()
     finally:
-        log.info("shutting down: finishing in-flight requests (grace period %.1fs)",
-                 config.shutdown_grace_period)
+        log.info(
+            "shutting down: finishing in-flight requests (grace period %.1fs)",
+            config.shutdown_grace_period,
+        )
         await runner.cleanup()
         log.info("stopped")
 
 
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                          "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+_BLAS_THREAD_VARIABLES = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 
 
 def limit_blas_threads(n: int) -> None:

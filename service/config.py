@@ -13,8 +13,16 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-__all__ = ["ServerConfig", "ModelConfig", "BatchingConfig", "VersionPolicy", "ConfigError",
-           "default_model_repository", "load_model_config", "SERVER_SETTINGS"]
+__all__ = [
+    "ServerConfig",
+    "ModelConfig",
+    "BatchingConfig",
+    "VersionPolicy",
+    "ConfigError",
+    "default_model_repository",
+    "load_model_config",
+    "SERVER_SETTINGS",
+]
 
 
 class ConfigError(ValueError):
@@ -58,11 +66,15 @@ class BatchingConfig:
         sizes = list(self.allowed_batch_sizes)
         if sizes:
             if sizes != sorted(set(sizes)) or sizes[0] < 1:
-                raise ConfigError(f"{where}: allowed_batch_sizes must be strictly increasing "
-                                  f"positive integers, got {sizes}")
+                raise ConfigError(
+                    f"{where}: allowed_batch_sizes must be strictly increasing "
+                    f"positive integers, got {sizes}"
+                )
             if sizes[-1] != self.max_batch_size:
-                raise ConfigError(f"{where}: the last of allowed_batch_sizes ({sizes[-1]}) must "
-                                  f"equal max_batch_size ({self.max_batch_size})")
+                raise ConfigError(
+                    f"{where}: the last of allowed_batch_sizes ({sizes[-1]}) must "
+                    f"equal max_batch_size ({self.max_batch_size})"
+                )
         return self
 
     @property
@@ -75,8 +87,10 @@ class BatchingConfig:
         values = {}
         for key, value in overrides.items():
             if key not in known:
-                raise ConfigError(f"{where}: unknown batching parameter {key!r} (known: "
-                                  f"{', '.join(sorted(known))})")
+                raise ConfigError(
+                    f"{where}: unknown batching parameter {key!r} (known: "
+                    f"{', '.join(sorted(known))})"
+                )
             values[key] = _coerce_field(self, key, value, where)
         return replace(self, **values).validate(where)
 
@@ -101,7 +115,8 @@ def _coerce_field(obj, key, value, where):
         return value
     if isinstance(current, tuple):
         if not isinstance(value, list) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
             raise ConfigError(f"{where}: {key} must be a list of integers, got {value!r}")
         return tuple(value)
     return value
@@ -126,7 +141,7 @@ class VersionPolicy:
             return set(ordered)
         if self.kind == "specific":
             return set(self.versions) & set(ordered)
-        return set(ordered[-self.num_versions:]) if ordered else set()
+        return set(ordered[-self.num_versions :]) if ordered else set()
 
 
 _DEVICE = re.compile(r"^([a-z][a-z0-9_]{0,31})(:\d{1,4})?$")
@@ -139,10 +154,14 @@ def parse_device(value, where: str) -> str:
 
     m = _DEVICE.match(value.strip().lower()) if isinstance(value, str) else None
     known = {"cpu", "gpu"} | {t.lower() for t in devices.DEVICE_TYPES}
-    if m is None or m.group(1) not in known or (m.group(1) == "cpu" and m.group(2) not in
-                                                 (None, ":0")):
-        raise ConfigError(f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got "
-                          f"{value!r}")
+    if (
+        m is None
+        or m.group(1) not in known
+        or (m.group(1) == "cpu" and m.group(2) not in (None, ":0"))
+    ):
+        raise ConfigError(
+            f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got {value!r}"
+        )
     return "cpu" if m.group(1) == "cpu" else m.group(0)
 
 
@@ -158,30 +177,47 @@ class ModelConfig:
     optimize: bool = False
 
 
-_MODEL_KEYS = {"version_policy", "model_version_policy", "version_labels", "batching",
-               "device", "instances", "allow_soft_placement", "warmup", "optimize"}
+_MODEL_KEYS = {
+    "version_policy",
+    "model_version_policy",
+    "version_labels",
+    "batching",
+    "device",
+    "instances",
+    "allow_soft_placement",
+    "warmup",
+    "optimize",
+}
 
 
 def _parse_policy(value, where) -> VersionPolicy:
     if not isinstance(value, dict) or len(value) != 1:
-        raise ConfigError(f"{where}: version_policy must be one of {{\"latest\": "
-                          f"{{\"num_versions\": N}}}}, {{\"all\": {{}}}} or {{\"specific\": "
-                          f"{{\"versions\": [...]}}}}, got {value!r}")
-    (kind, body), = value.items()
+        raise ConfigError(
+            f'{where}: version_policy must be one of {{"latest": '
+            f'{{"num_versions": N}}}}, {{"all": {{}}}} or {{"specific": '
+            f'{{"versions": [...]}}}}, got {value!r}'
+        )
+    ((kind, body),) = value.items()
     if kind == "all":
         return VersionPolicy("all")
     if kind == "latest":
         n = (body or {}).get("num_versions", 1) if isinstance(body, dict) else None
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"{where}: version_policy.latest.num_versions must be a positive "
-                              f"integer, got {n!r}")
+            raise ConfigError(
+                f"{where}: version_policy.latest.num_versions must be a positive integer, got {n!r}"
+            )
         return VersionPolicy("latest", num_versions=n)
     if kind == "specific":
         versions = body.get("versions") if isinstance(body, dict) else None
-        if not isinstance(versions, list) or not versions or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in versions):
-            raise ConfigError(f"{where}: version_policy.specific.versions must be a non-empty "
-                              f"list of positive integers, got {versions!r}")
+        if (
+            not isinstance(versions, list)
+            or not versions
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in versions)
+        ):
+            raise ConfigError(
+                f"{where}: version_policy.specific.versions must be a non-empty "
+                f"list of positive integers, got {versions!r}"
+            )
         return VersionPolicy("specific", versions=tuple(sorted(set(versions))))
     raise ConfigError(f"{where}: unknown version policy {kind!r} (use latest, all or specific)")
 
@@ -191,26 +227,37 @@ def parse_model_config(doc, where: str) -> ModelConfig:
         raise ConfigError(f"{where}: must be a JSON object")
     unknown = set(doc) - _MODEL_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown setting(s) {sorted(unknown)} (known: "
-                          f"{sorted(_MODEL_KEYS - {'model_version_policy'})})")
+        raise ConfigError(
+            f"{where}: unknown setting(s) {sorted(unknown)} (known: "
+            f"{sorted(_MODEL_KEYS - {'model_version_policy'})})"
+        )
     values: dict = {}
     policy = doc.get("version_policy", doc.get("model_version_policy"))
     if policy is not None:
         values["version_policy"] = _parse_policy(policy, where)
     labels = doc.get("version_labels", {})
     if not isinstance(labels, dict) or not all(
-            isinstance(k, str) and re.match(r"^[A-Za-z0-9_.-]+$", k) and isinstance(v, int)
-            and not isinstance(v, bool) and v > 0 for k, v in labels.items()):
-        raise ConfigError(f"{where}: version_labels must map label names to positive version "
-                          f"numbers, got {labels!r}")
+        isinstance(k, str)
+        and re.match(r"^[A-Za-z0-9_.-]+$", k)
+        and isinstance(v, int)
+        and not isinstance(v, bool)
+        and v > 0
+        for k, v in labels.items()
+    ):
+        raise ConfigError(
+            f"{where}: version_labels must map label names to positive version "
+            f"numbers, got {labels!r}"
+        )
     values["version_labels"] = dict(labels)
     batching = doc.get("batching")
     if batching is not None:
         if isinstance(batching, bool):
             batching = {"enabled": batching}
         if not isinstance(batching, dict):
-            raise ConfigError(f"{where}: batching must be true, false or an object of TF "
-                              "Serving batching parameters")
+            raise ConfigError(
+                f"{where}: batching must be true, false or an object of TF "
+                "Serving batching parameters"
+            )
         BatchingConfig().merged(batching, f"{where}: batching")  # validate now
         values["batching"] = dict(batching)
     device = doc.get("device")
@@ -218,8 +265,7 @@ def parse_model_config(doc, where: str) -> ModelConfig:
         values["device"] = parse_device(device, f"{where}: ")
     instances = doc.get("instances", 1)
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= 64:
-        raise ConfigError(f"{where}: instances must be an integer from 1 to 64, got "
-                          f"{instances!r}")
+        raise ConfigError(f"{where}: instances must be an integer from 1 to 64, got {instances!r}")
     values["instances"] = instances
     for key in ("allow_soft_placement", "optimize"):
         if key in doc:
@@ -229,8 +275,10 @@ def parse_model_config(doc, where: str) -> ModelConfig:
     if "warmup" in doc:
         warmup = doc["warmup"]
         if not isinstance(warmup, (bool, list)):
-            raise ConfigError(f"{where}: warmup must be true, false or a list of requests "
-                              "({\"signature_name\": ..., \"inputs\": {...}})")
+            raise ConfigError(
+                f"{where}: warmup must be true, false or a list of requests "
+                '({"signature_name": ..., "inputs": {...}})'
+            )
         if isinstance(warmup, list):
             for i, r in enumerate(warmup):
                 if not isinstance(r, dict) or not isinstance(r.get("inputs"), dict):
@@ -264,20 +312,37 @@ SERVER_SETTINGS = [
     ("port", int, 8501, "port to listen on (both protocols)"),
     ("poll_interval", float, 2.0, "seconds between model repository scans (0 disables)"),
     ("device", str, "cpu", "default device for models: cpu, gpu:N, or gpu (every GPU)"),
-    ("auth_token", str, None, "require 'Authorization: Bearer TOKEN' (health and metrics "
-                              "stay open)"),
-    ("max_request_bytes", int, 64 << 20, "largest request body accepted (after "
-                                         "decompression); larger gets 413"),
+    (
+        "auth_token",
+        str,
+        None,
+        "require 'Authorization: Bearer TOKEN' (health and metrics stay open)",
+    ),
+    (
+        "max_request_bytes",
+        int,
+        64 << 20,
+        "largest request body accepted (after decompression); larger gets 413",
+    ),
     ("log_format", str, "text", "access log format: text or json"),
     ("log_level", str, "info", "log level: debug, info, warning or error"),
     ("enable_batching", bool, False, "batch concurrent requests for models that allow it"),
     ("batching_parameters_file", str, None, "JSON file of TF Serving batching parameters"),
     ("request_timeout", float, 30.0, "default per-request deadline in seconds"),
-    ("shutdown_grace_period", float, 10.0, "seconds to finish in-flight requests on "
-                                           "SIGTERM/SIGINT"),
+    (
+        "shutdown_grace_period",
+        float,
+        10.0,
+        "seconds to finish in-flight requests on SIGTERM/SIGINT",
+    ),
     ("num_threads", int, 0, "threads running model computations (0: one per CPU core)"),
-    ("intra_op_threads", int, 1, "threads one computation may use inside numpy's BLAS "
-                                 "(requests already run in parallel on num_threads)"),
+    (
+        "intra_op_threads",
+        int,
+        1,
+        "threads one computation may use inside numpy's BLAS "
+        "(requests already run in parallel on num_threads)",
+    ),
 ]
 
 
@@ -307,13 +372,15 @@ class ServerConfig:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
         self.device = parse_device(self.device, "")
         if self.max_request_bytes < 1024:
-            raise ConfigError(f"max_request_bytes must be at least 1024, got "
-                              f"{self.max_request_bytes}")
+            raise ConfigError(
+                f"max_request_bytes must be at least 1024, got {self.max_request_bytes}"
+            )
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"log_format must be 'text' or 'json', got {self.log_format!r}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
-            raise ConfigError(f"log_level must be debug, info, warning or error, got "
-                              f"{self.log_level!r}")
+            raise ConfigError(
+                f"log_level must be debug, info, warning or error, got {self.log_level!r}"
+            )
         if self.request_timeout <= 0:
             raise ConfigError(f"request_timeout must be > 0, got {self.request_timeout}")
         if self.shutdown_grace_period < 0:
@@ -332,8 +399,9 @@ class ServerConfig:
             try:
                 doc = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise ConfigError(f"batching parameters file {path}: cannot read JSON ({e})") \
-                    from None
+                raise ConfigError(
+                    f"batching parameters file {path}: cannot read JSON ({e})"
+                ) from None
             if not isinstance(doc, dict):
                 raise ConfigError(f"batching parameters file {path}: must be a JSON object")
             batching = batching.merged(doc, f"batching parameters file {path}")

@@ -6,9 +6,19 @@ The core raises these without knowing about HTTP; protocol adapters turn them in
 
 from __future__ import annotations
 
-__all__ = ["ServingError", "InvalidInput", "NotFound", "Unavailable", "QueueFull",
-           "DeadlineExceeded", "TooLarge", "Unauthenticated", "Internal", "Cancelled",
-           "FailedPrecondition"]
+__all__ = [
+    "ServingError",
+    "InvalidInput",
+    "NotFound",
+    "Unavailable",
+    "QueueFull",
+    "DeadlineExceeded",
+    "TooLarge",
+    "Unauthenticated",
+    "Internal",
+    "Cancelled",
+    "FailedPrecondition",
+]
 
 
 class ServingError(Exception):

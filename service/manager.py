@@ -80,7 +80,8 @@ class ModelManager:
         self._load_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fs-load")
         self.compute_pool = ThreadPoolExecutor(
             max_workers=max(config.compute_threads, config.batching.threads),
-            thread_name_prefix="fs-compute")
+            thread_name_prefix="fs-compute",
+        )
         self._poller: asyncio.Task | None = None
         self._ready = False
         self._stopping = False
@@ -129,8 +130,9 @@ class ModelManager:
     async def poll_once(self) -> None:
         """Scans the repository and brings every model to its desired versions."""
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(self._load_pool, scan_repository,
-                                             self.config.model_repository)
+        sources = await loop.run_in_executor(
+            self._load_pool, scan_repository, self.config.model_repository
+        )
         async with self._lock:
             if self._stopping:
                 return
@@ -167,20 +169,31 @@ class ModelManager:
         for v in sorted(desired):
             current = model.versions.get(v)
             if current is not None:
-                if current.state is VersionState.END and current.error and \
-                        model.failed_stamp.get(v) != _stamp(source.versions[v]):
+                if (
+                    current.state is VersionState.END
+                    and current.error
+                    and model.failed_stamp.get(v) != _stamp(source.versions[v])
+                ):
                     del model.versions[v]  # the files changed since it failed: retry
                 else:
                     continue
-            s = Servable(name, v, source.versions[v], source.config,
-                         device=source.config.device or self.config.device)
+            s = Servable(
+                name,
+                v,
+                source.versions[v],
+                source.config,
+                device=source.config.device or self.config.device,
+            )
             model.versions[v] = s
             self._set_state(s)
             loads.append(s)
         if loads:
             await asyncio.gather(*(self._load(model, s) for s in loads))
-        serving_desired = any(model.versions[v].state is VersionState.AVAILABLE
-                              for v in desired if v in model.versions)
+        serving_desired = any(
+            model.versions[v].state is VersionState.AVAILABLE
+            for v in desired
+            if v in model.versions
+        )
         for v, s in sorted(model.versions.items()):
             if v in desired:
                 continue
@@ -216,8 +229,14 @@ class ModelManager:
     def _scheduler_for(self, s: Servable):
         batching = self.batching_for(s)
         if batching.enabled and any(sig.batchable for sig in s.signatures.values()):
-            return Batcher(batching, self.compute_pool, self.metrics, s.model, str(s.version),
-                           instances=len(s.instances))
+            return Batcher(
+                batching,
+                self.compute_pool,
+                self.metrics,
+                s.model,
+                str(s.version),
+                instances=len(s.instances),
+            )
         return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
 
     async def _unload(self, s: Servable) -> None:
@@ -230,14 +249,16 @@ class ModelManager:
         if s.scheduler is not None:
             await s.scheduler.close()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._load_pool, s.unload,
-                                   self.config.shutdown_grace_period + 5.0)
+        await loop.run_in_executor(
+            self._load_pool, s.unload, self.config.shutdown_grace_period + 5.0
+        )
         self._set_state(s, removed=True)
 
     def _set_state(self, s: Servable, removed: bool = False) -> None:
         if self.metrics is not None:
-            self.metrics.set_version_state(s.model, str(s.version),
-                                           None if removed else s.state.value)
+            self.metrics.set_version_state(
+                s.model, str(s.version), None if removed else s.state.value
+            )
 
     # -- lookup -----------------------------------------------------------------------------
     def _model(self, name: str) -> _Model:
@@ -245,15 +266,20 @@ class ModelManager:
         if model is not None and not model.disabled:
             return model
         if not valid_model_name(name):
-            raise NotFound(f"Model name {name!r} is not valid (letters, digits, '_', '.', '-'; "
-                           "no path separators)")
+            raise NotFound(
+                f"Model name {name!r} is not valid (letters, digits, '_', '.', '-'; "
+                "no path separators)"
+            )
         model = self._models.get(name)
         if model is None:
-            raise NotFound(f"Servable not found for request: model '{name}' is not in the "
-                           "model repository")
+            raise NotFound(
+                f"Servable not found for request: model '{name}' is not in the model repository"
+            )
         if model.disabled and not model.versions:
-            raise Unavailable(f"Model '{name}' was unloaded; load it again with POST "
-                              f"/v2/repository/models/{name}/load")
+            raise Unavailable(
+                f"Model '{name}' was unloaded; load it again with POST "
+                f"/v2/repository/models/{name}/load"
+            )
         return model
 
     def resolve(self, name: str, version=None, label: str | None = None) -> Servable:
@@ -263,26 +289,32 @@ class ModelManager:
             if version is not None:
                 raise InvalidInput("Specify a version or a label, not both")
             if label not in model.labels:
-                raise NotFound(f"Unrecognized servable version label '{label}' for model "
-                               f"'{name}' (labels: {sorted(model.labels)})")
+                raise NotFound(
+                    f"Unrecognized servable version label '{label}' for model "
+                    f"'{name}' (labels: {sorted(model.labels)})"
+                )
             version = model.labels[label]
         if version is not None:
             v = version if isinstance(version, int) else parse_version(str(version))
             if v is None:
-                raise NotFound(f"Model '{name}' has no version {version!r} (versions are "
-                               "positive integers)")
+                raise NotFound(
+                    f"Model '{name}' has no version {version!r} (versions are positive integers)"
+                )
             s = model.versions.get(v)
             if s is None:
                 raise NotFound(f"Servable not found for request: model '{name}' version {v}")
             if s.state is not VersionState.AVAILABLE:
                 detail = f": {s.error}" if s.error else ""
-                raise Unavailable(f"Model '{name}' version {v} is not available (state "
-                                  f"{s.state.value}{detail})")
+                raise Unavailable(
+                    f"Model '{name}' version {v} is not available (state {s.state.value}{detail})"
+                )
             return s
         available = [s for s in model.versions.values() if s.state is VersionState.AVAILABLE]
         if not available:
-            states = ", ".join(f"v{v} {s.state.value}" + (f": {s.error}" if s.error else "")
-                               for v, s in sorted(model.versions.items()))
+            states = ", ".join(
+                f"v{v} {s.state.value}" + (f": {s.error}" if s.error else "")
+                for v, s in sorted(model.versions.items())
+            )
             detail = f" ({states})" if states else ""
             if model.config_error:
                 detail += f"; config error: {model.config_error}"
@@ -290,10 +322,17 @@ class ModelManager:
         return max(available, key=lambda s: s.version)
 
     # -- inference --------------------------------------------------------------------------
-    async def infer(self, name: str, inputs: dict[str, np.ndarray], *, version=None,
-                    label: str | None = None, signature: str | None = None,
-                    outputs: list[str] | None = None,
-                    timeout: float | None = None) -> InferResult:
+    async def infer(
+        self,
+        name: str,
+        inputs: dict[str, np.ndarray],
+        *,
+        version=None,
+        label: str | None = None,
+        signature: str | None = None,
+        outputs: list[str] | None = None,
+        timeout: float | None = None,
+    ) -> InferResult:
         """Runs one request; raises ``service.errors`` types for every failure."""
         loop = asyncio.get_running_loop()
         timeout = self.config.request_timeout if timeout is None else timeout
@@ -320,8 +359,9 @@ class ModelManager:
             return InferResult(s.model, s.version, sig.key, {a: values[a] for a in wanted})
         raise Unavailable(f"Model '{name}' has no available version")
 
-    def signature_info(self, name: str, version=None, label=None,
-                       signature: str | None = None) -> tuple[Servable, Signature]:
+    def signature_info(
+        self, name: str, version=None, label=None, signature: str | None = None
+    ) -> tuple[Servable, Signature]:
         s = self.resolve(name, version, label)
         return s, s.signature(signature)
 
@@ -333,8 +373,7 @@ class ModelManager:
         model = self._model(name)
         if label is not None:
             if label not in model.labels:
-                raise NotFound(f"Unrecognized servable version label '{label}' for model "
-                               f"'{name}'")
+                raise NotFound(f"Unrecognized servable version label '{label}' for model '{name}'")
             version = model.labels[label]
         if version is not None:
             v = version if isinstance(version, int) else parse_version(str(version))
@@ -379,8 +418,9 @@ class ModelManager:
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(self._load_pool, scan_repository,
-                                             self.config.model_repository)
+        sources = await loop.run_in_executor(
+            self._load_pool, scan_repository, self.config.model_repository
+        )
         source = sources.get(name)
         if source is None:
             raise NotFound(f"failed to load '{name}': no such model in the repository")
@@ -397,10 +437,12 @@ class ModelManager:
             if model.config_error:
                 raise InvalidInput(f"failed to load '{name}': {model.config_error}")
             if not any(s.state is VersionState.AVAILABLE for s in model.versions.values()):
-                errors = [f"version {v}: {s.error}" for v, s in sorted(model.versions.items())
-                          if s.error]
-                raise InvalidInput(f"failed to load '{name}': "
-                                   + ("; ".join(errors) or "no version to load"))
+                errors = [
+                    f"version {v}: {s.error}" for v, s in sorted(model.versions.items()) if s.error
+                ]
+                raise InvalidInput(
+                    f"failed to load '{name}': " + ("; ".join(errors) or "no version to load")
+                )
 
     async def unload_model(self, name: str) -> None:
         model = self._model(name)
@@ -413,9 +455,14 @@ class ModelManager:
 
 def _status_of(s: Servable) -> VersionStatus:
     loaded = s.state is VersionState.AVAILABLE
-    return VersionStatus(s.model, s.version, s.state.value, s.error,
-                         s.device_status() if loaded else [],
-                         s.device_note if loaded else None)
+    return VersionStatus(
+        s.model,
+        s.version,
+        s.state.value,
+        s.error,
+        s.device_status() if loaded else [],
+        s.device_note if loaded else None,
+    )
 
 
 def _check_outputs(sig: Signature, outputs) -> list[str]:
@@ -423,6 +470,7 @@ def _check_outputs(sig: Signature, outputs) -> list[str]:
         return sig.output_order
     unknown = [o for o in outputs if o not in sig.outputs]
     if unknown:
-        raise InvalidInput(f"unknown output(s) {unknown}; signature '{sig.key}' has outputs "
-                           f"{sig.output_order}")
+        raise InvalidInput(
+            f"unknown output(s) {unknown}; signature '{sig.key}' has outputs {sig.output_order}"
+        )
     return list(dict.fromkeys(outputs))

@@ -23,8 +23,23 @@ __all__ = ["ServingMetrics", "CONTENT_TYPE"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-                    2.5, 5.0, 10.0, 30.0)
+_LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
 _STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
 
 
@@ -38,53 +53,90 @@ class ServingMetrics:
         self._request_children: dict = {}
         self._children: dict = {}  # label children of the scheduling metrics
         self.requests = Counter(
-            "flowserve_requests", "Inference and metadata requests by model, version, protocol "
-            "and HTTP status code.", ["model", "version", "protocol", "code"], registry=r)
+            "flowserve_requests",
+            "Inference and metadata requests by model, version, protocol and HTTP status code.",
+            ["model", "version", "protocol", "code"],
+            registry=r,
+        )
         self.request_seconds = Histogram(
-            "flowserve_request_duration_seconds", "End-to-end request latency in seconds, from "
-            "the request's arrival to its response.", ["model", "version", "protocol"],
-            buckets=_LATENCY_BUCKETS, registry=r)
+            "flowserve_request_duration_seconds",
+            "End-to-end request latency in seconds, from the request's arrival to its response.",
+            ["model", "version", "protocol"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.version_state = Gauge(
-            "flowserve_model_version_state", "1 for the state each model version is in.",
-            ["model", "version", "state"], registry=r)
+            "flowserve_model_version_state",
+            "1 for the state each model version is in.",
+            ["model", "version", "state"],
+            registry=r,
+        )
         self.load_seconds = Histogram(
-            "flowserve_model_load_duration_seconds", "Time to load a model version, in seconds.",
-            ["model"], buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-            registry=r)
+            "flowserve_model_load_duration_seconds",
+            "Time to load a model version, in seconds.",
+            ["model"],
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=r,
+        )
         self.load_failures = Counter(
-            "flowserve_model_load_failures", "Model version loads that failed.", ["model"],
-            registry=r)
+            "flowserve_model_load_failures",
+            "Model version loads that failed.",
+            ["model"],
+            registry=r,
+        )
         mv = ["model", "version"]
         self.batch_rows = Histogram(
-            "flowserve_batch_size_rows", "Rows executed per batch (padding excluded).", mv,
-            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), registry=r)
+            "flowserve_batch_size_rows",
+            "Rows executed per batch (padding excluded).",
+            mv,
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+            registry=r,
+        )
         self.batch_padding = Counter(
-            "flowserve_batch_padding_rows", "Padding rows added to reach an allowed batch "
-            "size.", mv, registry=r)
+            "flowserve_batch_padding_rows",
+            "Padding rows added to reach an allowed batch size.",
+            mv,
+            registry=r,
+        )
         self.batches = Counter("flowserve_batches", "Batches executed.", mv, registry=r)
         self.queue_wait_seconds = Histogram(
-            "flowserve_batch_queue_wait_seconds", "Time requests waited in the batching queue.",
-            mv, buckets=_LATENCY_BUCKETS, registry=r)
+            "flowserve_batch_queue_wait_seconds",
+            "Time requests waited in the batching queue.",
+            mv,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.compute_seconds = Histogram(
-            "flowserve_session_run_seconds", "Time spent running the model (one session run "
-            "per batch or unbatched request).", mv, buckets=_LATENCY_BUCKETS, registry=r)
-        self.queued = Gauge("flowserve_batch_queue_depth", "Requests waiting to be batched.",
-                            mv, registry=r)
+            "flowserve_session_run_seconds",
+            "Time spent running the model (one session run per batch or unbatched request).",
+            mv,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.queued = Gauge(
+            "flowserve_batch_queue_depth", "Requests waiting to be batched.", mv, registry=r
+        )
         self.rejections = Counter(
-            "flowserve_requests_rejected", "Requests rejected by the scheduler, by reason "
-            "(queue_full, deadline, too_large).", mv + ["reason"], registry=r)
+            "flowserve_requests_rejected",
+            "Requests rejected by the scheduler, by reason (queue_full, deadline, too_large).",
+            mv + ["reason"],
+            registry=r,
+        )
         # Devices: read from the manager at scrape time (set_device_source).
         self.device_source = None
         r.register(_DeviceCollector(self))
 
-    def observe_request(self, model: str, version: str, protocol: str, code: int,
-                        seconds: float) -> None:
+    def observe_request(
+        self, model: str, version: str, protocol: str, code: int, seconds: float
+    ) -> None:
         # Label children are cached: labels() costs a few microseconds per call.
         key = (model, version, protocol, code)
         children = self._request_children.get(key)
         if children is None:
-            children = (self.requests.labels(model, version, protocol, str(code)),
-                        self.request_seconds.labels(model, version, protocol))
+            children = (
+                self.requests.labels(model, version, protocol, str(code)),
+                self.request_seconds.labels(model, version, protocol),
+            )
             if len(self._request_children) < 10_000:
                 self._request_children[key] = children
         children[0].inc()
@@ -152,12 +204,16 @@ class _DeviceCollector:
             return
         devices, versions = source()
         instances = GaugeMetricFamily(
-            "flowserve_model_instances", "Session instances of each loaded model version, "
-            "by device (cpu, gpu:N).", labels=["model", "version", "device"])
+            "flowserve_model_instances",
+            "Session instances of each loaded model version, by device (cpu, gpu:N).",
+            labels=["model", "version", "device"],
+        )
         runs = CounterMetricFamily(
-            "flowserve_model_instance_runs", "Session runs (batches or requests) dispatched "
+            "flowserve_model_instance_runs",
+            "Session runs (batches or requests) dispatched "
             "to each instance of versions with several instances.",
-            labels=["model", "version", "instance", "device"])
+            labels=["model", "version", "instance", "device"],
+        )
         for model, version, labels, counts in versions:
             per_device: dict[str, int] = {}
             for label in labels:
@@ -170,9 +226,11 @@ class _DeviceCollector:
         yield instances
         yield runs
         memory = GaugeMetricFamily(
-            "flowserve_device_memory_bytes", "Accelerator memory of the devices models run on: "
+            "flowserve_device_memory_bytes",
+            "Accelerator memory of the devices models run on: "
             "in_use by arrays, reserved by the memory pool, and the pool's limit (0: none).",
-            labels=["device", "kind"])
+            labels=["device", "kind"],
+        )
         for d in devices:
             try:
                 info = d.memory_info()

@@ -71,8 +71,15 @@ class Signature:
     """A servable signature: named inputs/outputs and, per instance, the callable that
     computes them."""
 
-    def __init__(self, key: str, method_name: str, inputs: dict[str, TensorSpec],
-                 outputs: dict[str, TensorSpec], fn, pool: InstancePool | None = None):
+    def __init__(
+        self,
+        key: str,
+        method_name: str,
+        inputs: dict[str, TensorSpec],
+        outputs: dict[str, TensorSpec],
+        fn,
+        pool: InstancePool | None = None,
+    ):
         self.key = key
         self.method_name = method_name
         self.inputs = inputs
@@ -84,7 +91,8 @@ class Signature:
         # Batchable: every input and output has an unknown leading (batch) dimension.
         self.batchable = all(
             s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
-            for s in list(inputs.values()) + list(outputs.values()))
+            for s in list(inputs.values()) + list(outputs.values())
+        )
 
     def validate(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The request's inputs in feed order, cast and shape-checked."""
@@ -96,8 +104,9 @@ class Signature:
                 parts.append(f"missing input(s) {missing}")
             if unknown:
                 parts.append(f"unknown input(s) {unknown}")
-            raise InvalidInput(f"signature '{self.key}' takes inputs {self.input_order}; "
-                               + " and ".join(parts))
+            raise InvalidInput(
+                f"signature '{self.key}' takes inputs {self.input_order}; " + " and ".join(parts)
+            )
         return [coerce(self.inputs[a], inputs[a]) for a in self.input_order]
 
     def run(self, arrays: list[np.ndarray], instance: int | None = None) -> dict[str, np.ndarray]:
@@ -117,8 +126,7 @@ class Signature:
         except (engine_errors.InvalidArgumentError, engine_errors.OutOfRangeError) as e:
             raise InvalidInput(f"model rejected the input: {_first_line(e)}") from None
         except engine_errors.ResourceExhaustedError as e:
-            raise Unavailable(f"out of resources running the model: {_first_line(e)}") \
-                from None
+            raise Unavailable(f"out of resources running the model: {_first_line(e)}") from None
         except engine_errors.OpError as e:
             raise Internal(f"model failed: {_first_line(e)}") from None
         return {a: np.asarray(v) for a, v in zip(self.output_order, values)}
@@ -161,8 +169,7 @@ def _state_changing_ops(graph, outputs, inputs) -> list[str]:
 class Servable:
     """One model version: its state, session and signatures."""
 
-    def __init__(self, model: str, version: int, path, config: ModelConfig,
-                 device: str = "cpu"):
+    def __init__(self, model: str, version: int, path, config: ModelConfig, device: str = "cpu"):
         self.model = model
         self.version = version
         self.path = path
@@ -202,8 +209,9 @@ class Servable:
             self.state = VersionState.END
             self.error = _first_line(e) if not isinstance(e, LoadError) else str(e)
             self._close_session()
-            log.error("model %s version %d failed to load: %s", self.model, self.version,
-                      self.error)
+            log.error(
+                "model %s version %d failed to load: %s", self.model, self.version, self.error
+            )
             return False
         self.load_seconds = time.perf_counter() - t0
         return True
@@ -212,8 +220,13 @@ class Servable:
         """Attaches the scheduler, then makes the version AVAILABLE (in that order)."""
         self.scheduler = scheduler
         self.state = VersionState.AVAILABLE
-        log.info("model %s version %d available (%d signature(s), %.2fs)", self.model,
-                 self.version, len(self.signatures), self.load_seconds or 0.0)
+        log.info(
+            "model %s version %d available (%d signature(s), %.2fs)",
+            self.model,
+            self.version,
+            len(self.signatures),
+            self.load_seconds or 0.0,
+        )
 
     def _instance_configs(self) -> list[tuple[str, object]]:
         """(device label, session ConfigProto) for each instance to load."""
@@ -221,32 +234,53 @@ class Servable:
         soft = self.config.allow_soft_placement
         accelerators = list(engine_devices.DEVICE_TYPES)
         kind, _, index = self.device.partition(":")
-        cpu = [("cpu", tf.ConfigProto(allow_soft_placement=soft,
-                                      device_count={t: 0 for t in accelerators}))
-               for _ in range(n)]
+        cpu = [
+            (
+                "cpu",
+                tf.ConfigProto(
+                    allow_soft_placement=soft, device_count={t: 0 for t in accelerators}
+                ),
+            )
+            for _ in range(n)
+        ]
         if kind == "cpu":
             return cpu
         device_type = kind.upper()
         count, reason = engine_devices.device_count(device_type)
         wanted = list(range(count)) if not index else [int(index)]
         if count == 0 or wanted[-1] >= count:
-            why = reason if count == 0 else (
-                f"this machine has {count} {kind.upper()} device(s) "
-                f"({', '.join(f'{kind}:{i}' for i in range(count))})")
+            why = (
+                reason
+                if count == 0
+                else (
+                    f"this machine has {count} {kind.upper()} device(s) "
+                    f"({', '.join(f'{kind}:{i}' for i in range(count))})"
+                )
+            )
             if soft:
-                self.device_note = (f"device {self.device} unavailable ({why}); running on "
-                                    "the CPU (allow_soft_placement)")
-                log.warning("model %s version %d: %s", self.model, self.version,
-                            self.device_note)
+                self.device_note = (
+                    f"device {self.device} unavailable ({why}); running on "
+                    "the CPU (allow_soft_placement)"
+                )
+                log.warning("model %s version %d: %s", self.model, self.version, self.device_note)
                 return cpu
-            raise LoadError(f"device {self.device} requested, but {why}. Set "
-                            "\"allow_soft_placement\": true in the model's config.json to fall "
-                            "back to the CPU, or set \"device\": \"cpu\"")
-        return [(f"{kind}:{k}", tf.ConfigProto(
+            raise LoadError(
+                f"device {self.device} requested, but {why}. Set "
+                '"allow_soft_placement": true in the model\'s config.json to fall '
+                'back to the CPU, or set "device": "cpu"'
+            )
+        return [
+            (
+                f"{kind}:{k}",
+                tf.ConfigProto(
                     allow_soft_placement=soft,
                     device_count={t: 0 for t in accelerators if t != device_type},
-                    gpu_options=tf.GPUOptions(visible_device_list=str(k))))
-                for k in wanted for _ in range(n)]
+                    gpu_options=tf.GPUOptions(visible_device_list=str(k)),
+                ),
+            )
+            for k in wanted
+            for _ in range(n)
+        ]
 
     def _load(self) -> None:
         configs = self._instance_configs()
@@ -256,8 +290,12 @@ class Servable:
             self._sessions.append(session)
             if i == 0:
                 self._graph = graph
-            meta = tf.saved_model.load(session, [tf.saved_model.SERVING], str(self.path),
-                                       options=LoadOptions(optimize=self.config.optimize))
+            meta = tf.saved_model.load(
+                session,
+                [tf.saved_model.SERVING],
+                str(self.path),
+                options=LoadOptions(optimize=self.config.optimize),
+            )
             self._add_instance(i, graph, session, meta)
             graph.finalize()
             self.instances.append(label)
@@ -272,30 +310,36 @@ class Servable:
         if not meta.signature_def:
             raise LoadError("the SavedModel has no signatures to serve")
         for key, sig in sorted(meta.signature_def.items()):
-            inputs = {a: TensorSpec(a, i.name, i.engine_dtype, i.shape)
-                      for a, i in sig.inputs.items()}
-            outputs = {a: TensorSpec(a, i.name, i.engine_dtype, i.shape)
-                       for a, i in sig.outputs.items()}
+            inputs = {
+                a: TensorSpec(a, i.name, i.engine_dtype, i.shape) for a, i in sig.inputs.items()
+            }
+            outputs = {
+                a: TensorSpec(a, i.name, i.engine_dtype, i.shape) for a, i in sig.outputs.items()
+            }
             if not outputs:
                 raise LoadError(f"signature {key!r} has no outputs")
-            in_tensors = [graph.get_tensor_by_name(inputs[a].tensor_name)
-                          for a in sorted(inputs)]
-            out_tensors = [graph.get_tensor_by_name(outputs[a].tensor_name)
-                           for a in sorted(outputs)]
+            in_tensors = [graph.get_tensor_by_name(inputs[a].tensor_name) for a in sorted(inputs)]
+            out_tensors = [
+                graph.get_tensor_by_name(outputs[a].tensor_name) for a in sorted(outputs)
+            ]
             bad = _state_changing_ops(graph, out_tensors, in_tensors)
             if bad:
-                raise LoadError(f"signature {key!r} would change variables when served "
-                                f"(its computation includes {', '.join(sorted(set(bad))[:5])})"
-                                "; export a signature that only reads the model")
+                raise LoadError(
+                    f"signature {key!r} would change variables when served "
+                    f"(its computation includes {', '.join(sorted(set(bad))[:5])})"
+                    "; export a signature that only reads the model"
+                )
             fn = session.make_callable(out_tensors, feed_list=in_tensors)
             if i == 0:
                 self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
             else:
                 self.signatures[key].fns.append(fn)
         if i == 0:
-            self.default_signature = (tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-                                      if tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-                                      in self.signatures else sorted(self.signatures)[0])
+            self.default_signature = (
+                tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+                if tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY in self.signatures
+                else sorted(self.signatures)[0]
+            )
 
     def _warmup(self) -> None:
         warmup = self.config.warmup
@@ -308,8 +352,12 @@ class Servable:
                 if sig is None:
                     raise LoadError(f"warmup request {i} names unknown signature {key!r}")
                 try:
-                    arrays = sig.validate({a: from_json_value(v, f"warmup input '{a}'")
-                                           for a, v in req["inputs"].items()})
+                    arrays = sig.validate(
+                        {
+                            a: from_json_value(v, f"warmup input '{a}'")
+                            for a, v in req["inputs"].items()
+                        }
+                    )
                     for k in range(len(sig.fns)):
                         sig.run(arrays, instance=k)
                 except Exception as e:  # noqa: BLE001
@@ -321,8 +369,13 @@ class Servable:
                 for k in range(len(sig.fns)):
                     sig.run(arrays, instance=k)
             except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
-                log.warning("synthetic warmup of %s:%d signature %r failed (serving anyway): "
-                            "%s", self.model, self.version, sig.key, _first_line(e))
+                log.warning(
+                    "synthetic warmup of %s:%d signature %r failed (serving anyway): %s",
+                    self.model,
+                    self.version,
+                    sig.key,
+                    _first_line(e),
+                )
 
     def unload(self, drain_timeout: float = 30.0) -> None:
         """Waits for in-flight requests (up to ``drain_timeout``), then frees the session."""
@@ -370,8 +423,9 @@ class Servable:
     def acquire(self) -> None:
         with self._idle:
             if self.state is not VersionState.AVAILABLE:
-                raise Unavailable(f"model {self.model} version {self.version} is "
-                                  f"{self.state.value}")
+                raise Unavailable(
+                    f"model {self.model} version {self.version} is {self.state.value}"
+                )
             self._inflight += 1
 
     def release(self) -> None:
@@ -388,8 +442,10 @@ class Servable:
         key = key or self.default_signature
         sig = self.signatures.get(key)
         if sig is None:
-            raise NotFound(f"signature '{key}' not found in model {self.model} version "
-                           f"{self.version} (available: {sorted(self.signatures)})")
+            raise NotFound(
+                f"signature '{key}' not found in model {self.model} version "
+                f"{self.version} (available: {sorted(self.signatures)})"
+            )
         return sig
 
 

@@ -52,8 +52,9 @@ def from_json_value(value, what: str) -> np.ndarray:
     if value is None:
         raise InvalidInput(f"{what}: null is not a valid tensor value")
     if isinstance(value, dict):
-        raise InvalidInput(f"{what}: expected a number, string, bool or (nested) list, got an "
-                           "object")
+        raise InvalidInput(
+            f"{what}: expected a number, string, bool or (nested) list, got an object"
+        )
     if _is_bytes_like(value) or isinstance(value, (bool, numbers.Number)):
         flat_first = value
     else:
@@ -62,14 +63,16 @@ def from_json_value(value, what: str) -> np.ndarray:
         try:
             arr = np.array(value, dtype=object)
         except ValueError:
-            raise InvalidInput(f"{what}: ragged nested list (all rows must have the same "
-                               "length)") from None
+            raise InvalidInput(
+                f"{what}: ragged nested list (all rows must have the same length)"
+            ) from None
         return _encode_strings(arr, what)
     try:
         arr = np.array(value)
     except (ValueError, OverflowError) as e:
-        raise InvalidInput(f"{what}: ragged nested list (all rows must have the same length): "
-                           f"{e}") from None
+        raise InvalidInput(
+            f"{what}: ragged nested list (all rows must have the same length): {e}"
+        ) from None
     if arr.dtype.kind in "US":
         raise InvalidInput(f"{what}: mixes strings with numbers or bools")
     if arr.dtype.kind not in "biuf":
@@ -115,13 +118,13 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
     kind = arr.dtype.kind
     if target is dtypes.string:
         if kind != "O":
-            raise InvalidInput(f"{what} expects strings (dtype string), got {arr.dtype.name} "
-                               "values")
+            raise InvalidInput(
+                f"{what} expects strings (dtype string), got {arr.dtype.name} values"
+            )
         out = arr
     elif target is dtypes.bool:
         if kind != "b":
-            raise InvalidInput(f"{what} expects bools (dtype bool), got {arr.dtype.name} "
-                               "values")
+            raise InvalidInput(f"{what} expects bools (dtype bool), got {arr.dtype.name} values")
         out = arr
     elif kind == "O":
         raise InvalidInput(f"{what} expects {target.name} numbers, got strings")
@@ -131,11 +134,13 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
         info = np.iinfo(target.np)
         if kind == "f":
             if arr.size and not np.all(np.isfinite(arr) & (np.floor(arr) == arr)):
-                raise InvalidInput(f"{what} expects integers ({target.name}), got non-integral "
-                                   "numbers")
+                raise InvalidInput(
+                    f"{what} expects integers ({target.name}), got non-integral numbers"
+                )
         if arr.size and (arr.min() < info.min or arr.max() > info.max):
-            raise InvalidInput(f"{what}: values out of range for {target.name} "
-                               f"[{info.min}, {info.max}]")
+            raise InvalidInput(
+                f"{what}: values out of range for {target.name} [{info.min}, {info.max}]"
+            )
         out = arr.astype(target.np, copy=False)
     elif kind == "f" and arr.dtype.itemsize > target.np.itemsize:
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below
@@ -151,10 +156,14 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
     dims = spec.dims
     if dims is not None:
         if out.ndim != len(dims):
-            raise InvalidInput(f"{what} has shape {list(out.shape)} (rank {out.ndim}); the "
-                               f"model expects shape {shape_str(dims)} (rank {len(dims)})")
+            raise InvalidInput(
+                f"{what} has shape {list(out.shape)} (rank {out.ndim}); the "
+                f"model expects shape {shape_str(dims)} (rank {len(dims)})"
+            )
         for i, (d, s) in enumerate(zip(dims, out.shape)):
             if d is not None and d != s:
-                raise InvalidInput(f"{what} has shape {list(out.shape)}; the model expects "
-                                   f"{shape_str(dims)} (dimension {i} must be {d})")
+                raise InvalidInput(
+                    f"{what} has shape {list(out.shape)}; the model expects "
+                    f"{shape_str(dims)} (dimension {i} must be {d})"
+                )
     return out

@@ -39,8 +39,7 @@ class TestArray(np.ndarray):
         self.device_index = getattr(obj, "device_index", 0)
 
     def __getitem__(self, key):
-        result = super().__getitem__(_to_base(key) if isinstance(key, (TestArray, tuple))
-                                     else key)
+        result = super().__getitem__(_to_base(key) if isinstance(key, (TestArray, tuple)) else key)
         if isinstance(result, np.generic):  # cupy indexing yields 0-d device arrays
             return _wrap(result, self.device_index)
         return result
@@ -86,13 +85,17 @@ def _device_of(args, what: str) -> int:
             if index is None:
                 index = x.device_index
             elif x.device_index != index:
-                raise TypeError(f"{what}: arrays on TEST:{index} and TEST:{x.device_index} "
-                                "mixed in one kernel (a missing cross-device copy)")
+                raise TypeError(
+                    f"{what}: arrays on TEST:{index} and TEST:{x.device_index} "
+                    "mixed in one kernel (a missing cross-device copy)"
+                )
         elif type(x) is np.ndarray and x.ndim > 0:
             host = True
     if host and index is not None:
-        raise TypeError(f"{what}: a host numpy array was mixed with TEST:{index} arrays "
-                        "(cupy refuses this too: move it with xp.asarray)")
+        raise TypeError(
+            f"{what}: a host numpy array was mixed with TEST:{index} arrays "
+            "(cupy refuses this too: move it with xp.asarray)"
+        )
     return 0 if index is None else index
 
 
@@ -111,8 +114,9 @@ def _to_base(obj):
 def _check_size(arr: np.ndarray, index: int) -> None:
     limit = _limits.get(index)
     if limit and arr.nbytes > limit:
-        raise TestOutOfMemoryError(f"Out of memory allocating {arr.nbytes:,} bytes on "
-                                   f"TEST:{index} (limit {limit:,} bytes)")
+        raise TestOutOfMemoryError(
+            f"Out of memory allocating {arr.nbytes:,} bytes on TEST:{index} (limit {limit:,} bytes)"
+        )
 
 
 def _wrap(result, index: int):
@@ -165,13 +169,14 @@ class _Namespace:
             if not creates:
                 found = _device_of((args, kwargs), name)
                 if found != index and any(isinstance(x, TestArray) for x in _walk(args)):
-                    raise TypeError(f"{name}: TEST:{found} arrays used by a kernel on "
-                                    f"TEST:{index}")
+                    raise TypeError(f"{name}: TEST:{found} arrays used by a kernel on TEST:{index}")
             else:
                 for x in _walk(args[:1]):
                     if isinstance(x, TestArray) and x.device_index != index:
-                        raise TypeError(f"{name}: TEST:{x.device_index} array used on "
-                                        f"TEST:{index} without a copy")
+                        raise TypeError(
+                            f"{name}: TEST:{x.device_index} array used on "
+                            f"TEST:{index} without a copy"
+                        )
             return _wrap(fn(*_to_base(args), **_to_base(kwargs)), index)
 
         call.__name__ = name
@@ -218,15 +223,17 @@ def _make_device(name_index: int, index: int, fraction: float) -> devices.Device
             return value
         if not isinstance(value, np.ndarray):
             value = devices.to_host(value)
-        host = np.array(value.view(np.ndarray) if isinstance(value, TestArray) else value,
-                        copy=True)
+        host = np.array(
+            value.view(np.ndarray) if isinstance(value, TestArray) else value, copy=True
+        )
         if host.dtype.kind == "O":
             raise TypeError("TEST devices hold no object (string) arrays")
         return _wrap(host, index)
 
     def to_host(value):
-        return np.array(value.view(np.ndarray), copy=True) if isinstance(value, TestArray) \
-            else value
+        return (
+            np.array(value.view(np.ndarray), copy=True) if isinstance(value, TestArray) else value
+        )
 
     def owns(value) -> bool:
         return isinstance(value, TestArray) and value.device_index == index
@@ -234,9 +241,19 @@ def _make_device(name_index: int, index: int, fraction: float) -> devices.Device
     def memory_info():
         return {"in_use": 0, "reserved": 0, "limit": _limits.get(index, 0)}
 
-    return devices.Device("TEST", name_index, xp, "GPU", to_device=to_device, to_host=to_host,
-                          array_types=(TestArray,), memory=None, owns=owns,
-                          memory_info=memory_info, physical_index=index)
+    return devices.Device(
+        "TEST",
+        name_index,
+        xp,
+        "GPU",
+        to_device=to_device,
+        to_host=to_host,
+        array_types=(TestArray,),
+        memory=None,
+        owns=owns,
+        memory_info=memory_info,
+        physical_index=index,
+    )
 
 
 def make_factory(count: int = 2):
@@ -247,8 +264,9 @@ def make_factory(count: int = 2):
         ids = memory.visible if memory.visible is not None else list(range(count))
         for k in ids:
             if not 0 <= k < count:
-                raise ValueError(f"visible_device_list names TEST device {k}, but there are "
-                                 f"{count}")
+                raise ValueError(
+                    f"visible_device_list names TEST device {k}, but there are {count}"
+                )
         return [_make_device(i, k, memory.fraction) for i, k in enumerate(ids)]
 
     return factory

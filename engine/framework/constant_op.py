@@ -16,10 +16,16 @@ from engine.framework import registry
 from engine.framework.graph import Operation, Tensor, get_default_graph, name_scope
 from engine.tensor_shape import TensorShape
 
-__all__ = ["constant", "convert_to_tensor", "register_tensor_conversion_function",
-           "to_numpy", "convert_n_to_tensor", "is_tensor_like"]
+__all__ = [
+    "constant",
+    "convert_to_tensor",
+    "register_tensor_conversion_function",
+    "to_numpy",
+    "convert_n_to_tensor",
+    "is_tensor_like",
+]
 
-_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _string_array(arr: np.ndarray) -> np.ndarray:
@@ -31,8 +37,10 @@ def _string_array(arr: np.ndarray) -> np.ndarray:
         elif isinstance(v, (bytes, np.bytes_)):
             v = bytes(v)
         else:
-            raise TypeError(f"Failed to convert {v!r} of type {type(v).__name__} to a string "
-                            "tensor element (expected str or bytes).")
+            raise TypeError(
+                f"Failed to convert {v!r} of type {type(v).__name__} to a string "
+                "tensor element (expected str or bytes)."
+            )
         flat_out[i] = v
     return out
 
@@ -44,8 +52,9 @@ def _python_to_numpy(value) -> np.ndarray:
     try:
         arr = np.array(value)
     except ValueError as e:
-        raise ValueError(f"Can't convert a ragged or irregular Python sequence to a tensor: "
-                         f"{e}") from None
+        raise ValueError(
+            f"Can't convert a ragged or irregular Python sequence to a tensor: {e}"
+        ) from None
     kind = arr.dtype.kind
     if kind == "b":
         return arr
@@ -65,8 +74,10 @@ def _python_to_numpy(value) -> np.ndarray:
             return _string_array(arr)
         if all(isinstance(v, numbers.Number) for v in flat) and arr.size:
             return _python_to_numpy(arr.tolist() if arr.ndim else arr.item())
-    raise TypeError(f"Failed to convert elements of {value!r} to Tensor (unsupported element "
-                    f"type {type(arr.reshape(-1)[0]).__name__ if arr.size else 'object'}).")
+    raise TypeError(
+        f"Failed to convert elements of {value!r} to Tensor (unsupported element "
+        f"type {type(arr.reshape(-1)[0]).__name__ if arr.size else 'object'})."
+    )
 
 
 def to_numpy(value, dtype: dtypes.DType | None = None) -> np.ndarray:
@@ -100,8 +111,9 @@ def to_numpy(value, dtype: dtypes.DType | None = None) -> np.ndarray:
     )
     if not ok:
         shown = value if not isinstance(value, (list, tuple)) or len(str(value)) < 60 else "..."
-        raise TypeError(f"Expected {dtype.name}, but got {shown!r} of type "
-                        f"'{type(value).__name__}'.")
+        raise TypeError(
+            f"Expected {dtype.name}, but got {shown!r} of type '{type(value).__name__}'."
+        )
     if dtype.is_integer and kind in "iu" and arr.size:
         info = np.iinfo(dtype.np)
         if arr.min() < info.min or arr.max() > info.max:
@@ -143,14 +155,19 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False) ->
         elif verify_shape:
             raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {arr.shape}.")
         elif arr.size == 1:
-            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype) if arr.dtype.kind != "O" \
+            arr = (
+                np.full(shape, arr.reshape(()), dtype=arr.dtype)
+                if arr.dtype.kind != "O"
                 else _fill_object(shape, arr.reshape(-1)[0])
+            )
         elif arr.size == n:
             arr = arr.reshape(shape)
         else:
-            raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tensor "
-                            f"{value!r} (converted from {arr.shape}) has {arr.size} elements, "
-                            f"but got `shape` {tuple(shape)} with {n} elements).")
+            raise TypeError(
+                f"Eager execution of tf.constant with unsupported shape. Tensor "
+                f"{value!r} (converted from {arr.shape}) has {arr.size} elements, "
+                f"but got `shape` {tuple(shape)} with {n} elements)."
+            )
     if arr.flags.writeable:
         arr = arr.copy() if arr.base is not None or isinstance(value, np.ndarray) else arr
         arr.flags.writeable = False  # constants are immutable; kernels may alias them
@@ -179,13 +196,13 @@ def register_tensor_conversion_function(base_type, conversion_func, priority: in
     Lower priorities run first; a function may return NotImplemented to pass.
     """
     if not isinstance(base_type, type) and not (
-            isinstance(base_type, tuple) and all(isinstance(t, type) for t in base_type)):
+        isinstance(base_type, tuple) and all(isinstance(t, type) for t in base_type)
+    ):
         raise TypeError("base_type must be a type or a tuple of types.")
     if not callable(conversion_func):
         raise TypeError("conversion_func must be callable.")
     if base_type in (str, bytes, int, float, bool, np.ndarray, np.generic):
-        raise TypeError(f"Cannot register conversions for Python or numpy base type "
-                        f"{base_type}")
+        raise TypeError(f"Cannot register conversions for Python or numpy base type {base_type}")
     _conversion_funcs.append((priority, len(_conversion_funcs), base_type, conversion_func))
     _conversion_funcs.sort(key=lambda e: (e[0], e[1]))
     _conversion_cache.clear()
@@ -207,8 +224,9 @@ def _contains_tensor(value) -> bool:
     return False
 
 
-def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None,
-                      as_ref=False) -> Tensor:
+def convert_to_tensor(
+    value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None, as_ref=False
+) -> Tensor:
     """Converts tensors, variables, arrays, lists and Python scalars/strings to a Tensor.
 
     ``dtype`` is required to match (tensors) or converted to (Python and numpy values);
@@ -219,12 +237,16 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
         dtype = dtypes.as_dtype(dtype)
     if isinstance(value, Tensor):
         if dtype is not None and not dtype.base_dtype.is_compatible_with(value.dtype.base_dtype):
-            raise ValueError(f"Tensor conversion requested dtype {dtype.base_dtype.name} for "
-                             f"Tensor with dtype {value.dtype.name}: {value!r}")
+            raise ValueError(
+                f"Tensor conversion requested dtype {dtype.base_dtype.name} for "
+                f"Tensor with dtype {value.dtype.name}: {value!r}"
+            )
         return value
     if isinstance(value, Operation):
-        raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
-                        f"{dtype}, name={name!r}, as_ref={as_ref})")
+        raise TypeError(
+            f"Can't convert Operation '{value.name}' to Tensor (target dtype="
+            f"{dtype}, name={name!r}, as_ref={as_ref})"
+        )
     if dtype is None and hint is not None:
         try:
             return convert_to_tensor(value, dtype=hint, name=name, as_ref=as_ref)
@@ -235,12 +257,15 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
         if t is NotImplemented:
             continue
         if not isinstance(t, Tensor):
-            raise RuntimeError(f"Conversion function {func!r} for type {type(value)} returned "
-                               f"non-Tensor: {t!r}")
+            raise RuntimeError(
+                f"Conversion function {func!r} for type {type(value)} returned non-Tensor: {t!r}"
+            )
         if dtype is not None and not dtype.base_dtype.is_compatible_with(t.dtype.base_dtype):
-            raise RuntimeError(f"Conversion function {func!r} for type {type(value)} returned "
-                               f"incompatible dtype: requested = {dtype.name}, actual = "
-                               f"{t.dtype.name}")
+            raise RuntimeError(
+                f"Conversion function {func!r} for type {type(value)} returned "
+                f"incompatible dtype: requested = {dtype.name}, actual = "
+                f"{t.dtype.name}"
+            )
         return t
     if isinstance(value, (list, tuple)) and value and _contains_tensor(value):
         return _autopack(value, dtype, name)
@@ -266,9 +291,15 @@ def _autopack(value, dtype, name) -> Tensor:
 def convert_n_to_tensor(values, dtype=None, name=None, preferred_dtype=None) -> list[Tensor]:
     if not isinstance(values, (list, tuple)):
         raise TypeError("values must be a sequence.")
-    return [convert_to_tensor(v, dtype=dtype, preferred_dtype=preferred_dtype,
-                              name=None if name is None else f"{name}_{i}")
-            for i, v in enumerate(values)]
+    return [
+        convert_to_tensor(
+            v,
+            dtype=dtype,
+            preferred_dtype=preferred_dtype,
+            name=None if name is None else f"{name}_{i}",
+        )
+        for i, v in enumerate(values)
+    ]
 
 
 def is_tensor_like(value) -> bool:

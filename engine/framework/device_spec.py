@@ -64,9 +64,10 @@ class DeviceSpec:
                 else:
                     raise ValueError
             except ValueError:
-                raise ValueError(f"Unknown attribute: '{part}' in '{spec}' (expected a device "
-                                 "like '/job:worker/task:0/device:GPU:0', '/cpu:0' or '/gpu:1')"
-                                 ) from None
+                raise ValueError(
+                    f"Unknown attribute: '{part}' in '{spec}' (expected a device "
+                    "like '/job:worker/task:0/device:GPU:0', '/cpu:0' or '/gpu:1')"
+                ) from None
         return out
 
     def to_string(self) -> str:

@@ -58,8 +58,9 @@ class FuncGraph(Graph):
         saved, state.name_stack = state.name_stack, ""
         saved_ctrl, state.control_scopes = state.control_scopes, []
         try:
-            op = self._create_op("Arg", [], {"dtype": dtype, "shape": shape,
-                                             "index": len(self.inputs)}, name)
+            op = self._create_op(
+                "Arg", [], {"dtype": dtype, "shape": shape, "index": len(self.inputs)}, name
+            )
         finally:
             state.name_stack, state.control_scopes = saved, saved_ctrl
         t = op.outputs[0]
@@ -93,8 +94,10 @@ class FuncGraph(Graph):
         elif outer._is_function_graph:
             source = outer.capture(tensor)
         else:
-            raise ValueError(f"Tensor {tensor.name!r} belongs to a graph that does not enclose "
-                             f"the function {self.name!r}")
+            raise ValueError(
+                f"Tensor {tensor.name!r} belongs to a graph that does not enclose "
+                f"the function {self.name!r}"
+            )
         inner = self._new_arg(tensor.dtype, tensor.shape, "capture")
         self._captures[tensor] = inner
         self.external_captures.append(source)
@@ -156,8 +159,7 @@ def copy_function_ops(src: FuncGraph, dst: Graph, input_map: dict) -> dict:
     for op in src.get_operations():
         if op.type == "Arg":
             if op.outputs[0] not in mapping:
-                raise ValueError(f"No value given for input {op.outputs[0].name} of "
-                                 f"{src.name}")
+                raise ValueError(f"No value given for input {op.outputs[0].name} of {src.name}")
             continue
         inputs = [mapping[t] for t in op.inputs]
         new = dst._create_op(op.type, inputs, dict(op._attrs), op.name)

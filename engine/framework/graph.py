@@ -19,10 +19,23 @@ from engine.framework import registry
 from engine.framework.device_spec import DeviceSpec, merge_device
 from engine.tensor_shape import TensorShape, as_shape
 
-__all__ = ["Graph", "Operation", "Tensor", "NodeDef", "get_default_graph",
-           "reset_default_graph", "name_scope", "control_dependencies", "device",
-           "add_to_collection", "add_to_collections", "get_collection", "get_collection_ref",
-           "GraphKeys", "get_name_scope"]
+__all__ = [
+    "Graph",
+    "Operation",
+    "Tensor",
+    "NodeDef",
+    "get_default_graph",
+    "reset_default_graph",
+    "name_scope",
+    "control_dependencies",
+    "device",
+    "add_to_collection",
+    "add_to_collections",
+    "get_collection",
+    "get_collection_ref",
+    "GraphKeys",
+    "get_name_scope",
+]
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
@@ -161,8 +174,10 @@ class Tensor:
         try:
             self._shape = self._shape.merge_with(shape)
         except ValueError:
-            raise ValueError(f"Tensor {self.name} has shape {self._shape} which is not "
-                             f"compatible with the requested shape {shape}") from None
+            raise ValueError(
+                f"Tensor {self.name} has shape {self._shape} which is not "
+                f"compatible with the requested shape {shape}"
+            ) from None
 
     def consumers(self) -> list[Operation]:
         return list(self._consumers)
@@ -186,21 +201,29 @@ class Tensor:
         return id(self)
 
     def __bool__(self):
-        raise TypeError("Using a `Tensor` as a Python `bool` is not allowed. Use `if t is not "
-                        "None:` instead of `if t:` to test if a tensor is defined, and use ops "
-                        "such as `cond` to execute subgraphs conditioned on a tensor's value.")
+        raise TypeError(
+            "Using a `Tensor` as a Python `bool` is not allowed. Use `if t is not "
+            "None:` instead of `if t:` to test if a tensor is defined, and use ops "
+            "such as `cond` to execute subgraphs conditioned on a tensor's value."
+        )
 
     def __iter__(self):
-        raise TypeError(f"Tensor {self.name} is not iterable in graph mode; use unstack() or "
-                        "a while_loop to iterate over its elements.")
+        raise TypeError(
+            f"Tensor {self.name} is not iterable in graph mode; use unstack() or "
+            "a while_loop to iterate over its elements."
+        )
 
     def __len__(self):
-        raise TypeError(f"len is not well defined for symbolic Tensors ({self.name}); use "
-                        "tensor.shape or the shape() op instead.")
+        raise TypeError(
+            f"len is not well defined for symbolic Tensors ({self.name}); use "
+            "tensor.shape or the shape() op instead."
+        )
 
     def __array__(self, dtype=None, copy=None):
-        raise NotImplementedError(f"Cannot convert a symbolic Tensor ({self.name}) to a numpy "
-                                  "array; run it in a Session to get its value.")
+        raise NotImplementedError(
+            f"Cannot convert a symbolic Tensor ({self.name}) to a numpy "
+            "array; run it in a Session to get its value."
+        )
 
     @classmethod
     def _override_operator(cls, operator: str, func) -> None:
@@ -215,9 +238,21 @@ class Tensor:
 class Operation:
     """A node of the graph: an op type applied to input tensors, producing output tensors."""
 
-    __slots__ = ("_graph", "_name", "_type", "_inputs", "_outputs", "_control_inputs",
-                 "_device", "_attrs", "_id", "_defined_at", "_opdef", "_control_outputs",
-                 "__weakref__")
+    __slots__ = (
+        "_graph",
+        "_name",
+        "_type",
+        "_inputs",
+        "_outputs",
+        "_control_inputs",
+        "_device",
+        "_attrs",
+        "_id",
+        "_defined_at",
+        "_opdef",
+        "_control_outputs",
+        "__weakref__",
+    )
 
     def __init__(self, graph, name, op_type, opdef, inputs, control_inputs, attrs, device):
         self._graph = graph
@@ -299,8 +334,11 @@ class Operation:
         self._graph._version += 1
 
     def _set_device(self, device) -> None:
-        self._device = DeviceSpec.from_string(device).to_string() if isinstance(device, str) \
+        self._device = (
+            DeviceSpec.from_string(device).to_string()
+            if isinstance(device, str)
             else (device.to_string() if device is not None else "")
+        )
 
     def _add_control_input(self, op: Operation) -> None:
         self._add_control_inputs([op])
@@ -310,8 +348,9 @@ class Operation:
             if not isinstance(op, Operation):
                 raise TypeError(f"op must be an Operation, got {type(op).__name__}")
             if op._graph is not self._graph:
-                raise ValueError(f"Control input {op._name!r} is from a different graph "
-                                 f"than {self._name!r}")
+                raise ValueError(
+                    f"Control input {op._name!r} is from a different graph than {self._name!r}"
+                )
             if op not in self._control_inputs:
                 self._control_inputs.append(op)
                 op._control_outputs.append(self)
@@ -344,15 +383,19 @@ def _check_attr(op_name: str, key: str, value):
             if isinstance(v, np.generic):
                 v = v.item()
             if not isinstance(v, _ATTR_SCALARS):
-                raise TypeError(f"Attr '{key}' of op '{op_name}' has an element of unsupported "
-                                f"type {type(v).__name__}")
+                raise TypeError(
+                    f"Attr '{key}' of op '{op_name}' has an element of unsupported "
+                    f"type {type(v).__name__}"
+                )
             out.append(v)
         return tuple(out)
     if getattr(value, "_is_function_graph", False):
         return value
-    raise TypeError(f"Attr '{key}' of op '{op_name}' has unsupported type "
-                    f"{type(value).__name__} (expected bool, int, float, str, bytes, DType, "
-                    "TensorShape, ndarray, or a list of those)")
+    raise TypeError(
+        f"Attr '{key}' of op '{op_name}' has unsupported type "
+        f"{type(value).__name__} (expected bool, int, float, str, bytes, DType, "
+        "TensorShape, ndarray, or a list of those)"
+    )
 
 
 # -----------------------------------------------------------------------------------------
@@ -513,11 +556,15 @@ class Graph:
         if isinstance(c, Tensor):
             c = c._op
         if not isinstance(c, Operation):
-            raise TypeError(f"Can not convert a {type(c).__name__} into a Tensor or Operation "
-                            "(control_dependencies takes operations and tensors).")
+            raise TypeError(
+                f"Can not convert a {type(c).__name__} into a Tensor or Operation "
+                "(control_dependencies takes operations and tensors)."
+            )
         if c._graph is not self and not self._is_function_graph:
-            raise ValueError(f"Control input {c._name!r} must be from the same graph as the "
-                             "ops that depend on it.")
+            raise ValueError(
+                f"Control input {c._name!r} must be from the same graph as the "
+                "ops that depend on it."
+            )
         return c
 
     def _control_inputs_for(self, input_ops: list[Operation]) -> list[Operation]:
@@ -545,8 +592,10 @@ class Graph:
         """Requests a device for ops created inside; partial specs merge with outer scopes."""
         d = device_name_or_function
         if d is not None and not callable(d) and not isinstance(d, (str, DeviceSpec)):
-            raise TypeError(f"device() expects a device string, DeviceSpec, function or None, "
-                            f"got {type(d).__name__}")
+            raise TypeError(
+                f"device() expects a device string, DeviceSpec, function or None, "
+                f"got {type(d).__name__}"
+            )
         if isinstance(d, str):
             DeviceSpec.from_string(d)  # validate now, where the user wrote it
         self._thread.device_stack.append(d)
@@ -592,8 +641,18 @@ class Graph:
             self._gradient_override_map = saved
 
     # -- op creation ----------------------------------------------------------------------
-    def create_op(self, op_type, inputs, dtypes=None, input_types=None, name=None, attrs=None,
-                  op_def=None, compute_shapes=True, compute_device=True) -> Operation:
+    def create_op(
+        self,
+        op_type,
+        inputs,
+        dtypes=None,
+        input_types=None,
+        name=None,
+        attrs=None,
+        op_def=None,
+        compute_shapes=True,
+        compute_device=True,
+    ) -> Operation:
         """Creates an op of a registered type (TF's ``Graph.create_op``).
 
         Output dtypes and shapes come from the op's inference function; when ``dtypes`` is
@@ -603,8 +662,10 @@ class Graph:
         if dtypes is not None:
             got = [t.dtype for t in op.outputs]
             if [_dtypes.as_dtype(d) for d in dtypes] != got:
-                raise TypeError(f"Op '{op.name}' of type {op_type} produces "
-                                f"{[d.name for d in got]}, not the requested dtypes {dtypes}")
+                raise TypeError(
+                    f"Op '{op.name}' of type {op_type} produces "
+                    f"{[d.name for d in got]}, not the requested dtypes {dtypes}"
+                )
         return op
 
     def _create_op(self, op_type: str, inputs: list, attrs: dict, name: str) -> Operation:
@@ -620,13 +681,15 @@ class Graph:
                 self._names_in_use.setdefault(name.lower(), 1)
         else:
             if not _VALID_OP_NAME.match(name):
-                raise ValueError(f"'{name}' is not a valid node name (names match "
-                                 f"{_VALID_OP_NAME.pattern})")
+                raise ValueError(
+                    f"'{name}' is not a valid node name (names match {_VALID_OP_NAME.pattern})"
+                )
             name = self.unique_name(name)
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):
-                raise TypeError(f"Input {i} of op '{name}' must be a Tensor, got "
-                                f"{type(t).__name__}")
+                raise TypeError(
+                    f"Input {i} of op '{name}' must be a Tensor, got {type(t).__name__}"
+                )
             if t._op._graph is not self:
                 inputs[i] = self._capture(t, name)
         checked = {k: _check_attr(name, k, v) for k, v in attrs.items()}
@@ -637,12 +700,14 @@ class Graph:
             specs = opdef.infer(op)
         except registry.ShapeError as e:
             shapes = ", ".join(t._shape._short() for t in inputs)
-            raise ValueError(f"{e} for '{name}' (op: '{op_type}') with input shapes: "
-                             f"{shapes}.") from None
+            raise ValueError(
+                f"{e} for '{name}' (op: '{op_type}') with input shapes: {shapes}."
+            ) from None
         outputs = []
         for i, (dtype, shape) in enumerate(specs):
-            outputs.append(Tensor(op, i, dtype, shape if isinstance(shape, TensorShape)
-                                  else as_shape(shape)))
+            outputs.append(
+                Tensor(op, i, dtype, shape if isinstance(shape, TensorShape) else as_shape(shape))
+            )
         op._outputs = tuple(outputs)
         op._defined_at = _defined_at()
         if self._gradient_override_map and op_type in self._gradient_override_map:
@@ -664,8 +729,10 @@ class Graph:
         return op
 
     def _capture(self, tensor: Tensor, op_name: str) -> Tensor:
-        raise ValueError(f"Tensor {tensor.name!r} must be from the same graph as the op "
-                         f"{op_name!r} that uses it (it belongs to another Graph).")
+        raise ValueError(
+            f"Tensor {tensor.name!r} must be from the same graph as the op "
+            f"{op_name!r} that uses it (it belongs to another Graph)."
+        )
 
     # -- lookup -----------------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
@@ -674,8 +741,7 @@ class Graph:
 
     def get_operation_by_name(self, name: str) -> Operation:
         if not isinstance(name, str):
-            raise TypeError(f"Operation names are strings (or similar), not "
-                            f"{type(name).__name__}.")
+            raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
         return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name: str) -> Tensor:
@@ -694,31 +760,41 @@ class Graph:
         if isinstance(obj, str):
             if ":" in obj:
                 if not allow_tensor:
-                    raise ValueError(f"Name '{obj}' appears to refer to a Tensor, not a "
-                                     f"{types_str}.")
+                    raise ValueError(
+                        f"Name '{obj}' appears to refer to a Tensor, not a {types_str}."
+                    )
                 op_name, _, idx = obj.partition(":")
                 try:
                     out_n = int(idx)
                 except ValueError:
-                    raise ValueError(f"The name {obj!r} looks a like a Tensor name, but is not "
-                                     "a valid one. Tensor names must be of the form "
-                                     '"<op_name>:<output_index>".') from None
+                    raise ValueError(
+                        f"The name {obj!r} looks a like a Tensor name, but is not "
+                        "a valid one. Tensor names must be of the form "
+                        '"<op_name>:<output_index>".'
+                    ) from None
                 op = self._ops_by_name.get(op_name)
                 if op is None:
-                    raise KeyError(f"The name {obj!r} refers to a Tensor which does not exist. "
-                                   f"The operation, {op_name!r}, does not exist in the graph.")
+                    raise KeyError(
+                        f"The name {obj!r} refers to a Tensor which does not exist. "
+                        f"The operation, {op_name!r}, does not exist in the graph."
+                    )
                 if out_n < 0 or out_n >= len(op._outputs):
-                    raise KeyError(f"The name {obj!r} refers to a Tensor which does not exist. "
-                                   f"The operation, {op_name!r}, exists but only has "
-                                   f"{len(op._outputs)} outputs.")
+                    raise KeyError(
+                        f"The name {obj!r} refers to a Tensor which does not exist. "
+                        f"The operation, {op_name!r}, exists but only has "
+                        f"{len(op._outputs)} outputs."
+                    )
                 return op._outputs[out_n]
             if not allow_operation:
                 if obj in self._ops_by_name:
-                    raise ValueError(f"The name {obj!r} refers to an Operation, not a "
-                                     f"{types_str}. Tensor names must be of the form "
-                                     '"<op_name>:<output_index>".')
-                raise ValueError(f"The name {obj!r} looks like an (invalid) Operation name, "
-                                 f"not a {types_str}.")
+                    raise ValueError(
+                        f"The name {obj!r} refers to an Operation, not a "
+                        f"{types_str}. Tensor names must be of the form "
+                        '"<op_name>:<output_index>".'
+                    )
+                raise ValueError(
+                    f"The name {obj!r} looks like an (invalid) Operation name, not a {types_str}."
+                )
             op = self._ops_by_name.get(obj)
             if op is None:
                 raise KeyError(f"The name {obj!r} refers to an Operation not in the graph.")
@@ -841,9 +917,11 @@ class _DefaultGraphStack(_DefaultStack):
 
     def reset(self) -> None:
         if self.stack:
-            raise AssertionError("Do not use reset_default_graph() to clear nested graphs. If "
-                                 "you need a cleared graph, exit the nesting and create a new "
-                                 "graph.")
+            raise AssertionError(
+                "Do not use reset_default_graph() to clear nested graphs. If "
+                "you need a cleared graph, exit the nesting and create a new "
+                "graph."
+            )
         _DefaultGraphStack._global_default = None
 
 

@@ -18,8 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["OpDef", "op", "get", "lookup", "register_gradient", "not_differentiable",
-           "registered_types", "ShapeError"]
+__all__ = [
+    "OpDef",
+    "op",
+    "get",
+    "lookup",
+    "register_gradient",
+    "not_differentiable",
+    "registered_types",
+    "ShapeError",
+]
 
 
 class ShapeError(ValueError):
@@ -64,23 +72,43 @@ class OpDef:
 _REGISTRY: dict[str, OpDef] = {}
 
 
-def op(op_type: str, *, infer: Callable, grad: Callable | None = None,
-       differentiable: bool = True, stateful: bool = False, serializable: bool = True,
-       aliases: bool = False, bind: Callable | None = None, ref_inputs=(), hoist: bool = False,
-       writes_variables: bool = False, inputs: tuple[str, ...] = (),
-       device_types=("CPU", "GPU")):
+def op(
+    op_type: str,
+    *,
+    infer: Callable,
+    grad: Callable | None = None,
+    differentiable: bool = True,
+    stateful: bool = False,
+    serializable: bool = True,
+    aliases: bool = False,
+    bind: Callable | None = None,
+    ref_inputs=(),
+    hoist: bool = False,
+    writes_variables: bool = False,
+    inputs: tuple[str, ...] = (),
+    device_types=("CPU", "GPU"),
+):
     """Decorator registering ``op_type`` with the decorated kernel."""
 
     def deco(kernel):
         if op_type in _REGISTRY:
             raise KeyError(f"Op type '{op_type}' is already registered")
         _REGISTRY[op_type] = OpDef(
-            type=op_type, infer=infer, kernel=kernel, grad=grad, differentiable=differentiable,
-            stateful=stateful, serializable=serializable, aliases=aliases, bind=bind,
-            ref_inputs=ref_inputs if ref_inputs == "all" else tuple(ref_inputs), hoist=hoist,
+            type=op_type,
+            infer=infer,
+            kernel=kernel,
+            grad=grad,
+            differentiable=differentiable,
+            stateful=stateful,
+            serializable=serializable,
+            aliases=aliases,
+            bind=bind,
+            ref_inputs=ref_inputs if ref_inputs == "all" else tuple(ref_inputs),
+            hoist=hoist,
             writes_variables=writes_variables,
             input_names=tuple(inputs),
-            device_types=frozenset(device_types))
+            device_types=frozenset(device_types),
+        )
         return kernel
 
     return deco

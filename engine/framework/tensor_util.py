@@ -58,8 +58,13 @@ def _value(t: Tensor, depth: int, memo: dict):
         r = op._inputs[0]._shape.rank
         if r is not None:
             result = np.array(r, dtype=np.int32)
-    elif (depth < _MAX_DEPTH and typ not in _NEVER_FOLD and not op._opdef.stateful
-          and op._opdef.kernel is not None and not op._control_inputs):
+    elif (
+        depth < _MAX_DEPTH
+        and typ not in _NEVER_FOLD
+        and not op._opdef.stateful
+        and op._opdef.kernel is not None
+        and not op._control_inputs
+    ):
         args = []
         for i in op._inputs:
             if i._dtype._is_ref:
@@ -108,10 +113,17 @@ def constant_value_as_shape(tensor: Tensor) -> TensorShape:
     if op._type == "StridedSlice" and op._inputs[0]._op._type == "Shape":
         base_shape = op._inputs[0]._op._inputs[0]._shape
         b, e, st = (constant_value(op._inputs[i]) for i in (1, 2, 3))
-        masks = [op._attrs.get(m, 0) for m in ("ellipsis_mask", "new_axis_mask",
-                                                "shrink_axis_mask")]
-        if base_shape.rank is not None and b is not None and e is not None and st is not None \
-                and not any(masks) and b.shape == (1,):
+        masks = [
+            op._attrs.get(m, 0) for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+        ]
+        if (
+            base_shape.rank is not None
+            and b is not None
+            and e is not None
+            and st is not None
+            and not any(masks)
+            and b.shape == (1,)
+        ):
             begin = None if op._attrs.get("begin_mask", 0) & 1 else int(b[0])
             end = None if op._attrs.get("end_mask", 0) & 1 else int(e[0])
             return TensorShape(base_shape.as_list()[slice(begin, end, int(st[0]))])

@@ -39,10 +39,12 @@ def check_dtype(op: Operation, i: int, allowed, attr: str = "T") -> dtypes.DType
     d = op._inputs[i]._dtype.base_dtype
     if d not in allowed:
         names = ", ".join(sorted(x.name for x in allowed))
-        raise TypeError(f"Value for attr '{attr}' of {d.name} is not in the list of allowed "
-                        f"values: {names}\n\t; NodeDef: {{{{node {op._name}}}}}; Op<name="
-                        f"{op._type}> (input '{op._opdef.input_name(i)}' of op "
-                        f"'{op._name}')")
+        raise TypeError(
+            f"Value for attr '{attr}' of {d.name} is not in the list of allowed "
+            f"values: {names}\n\t; NodeDef: {{{{node {op._name}}}}}; Op<name="
+            f"{op._type}> (input '{op._opdef.input_name(i)}' of op "
+            f"'{op._name}')"
+        )
     return d
 
 
@@ -55,9 +57,11 @@ def check_same_dtype(op: Operation, indices=None) -> dtypes.DType:
         if first is None:
             first, first_i = d, i
         elif d is not first:
-            raise TypeError(f"Input '{op._opdef.input_name(i)}' of '{op._type}' Op has type "
-                            f"{d.name} that does not match type {first.name} of argument "
-                            f"'{op._opdef.input_name(first_i)}'.")
+            raise TypeError(
+                f"Input '{op._opdef.input_name(i)}' of '{op._type}' Op has type "
+                f"{d.name} that does not match type {first.name} of argument "
+                f"'{op._opdef.input_name(first_i)}'."
+            )
     return first
 
 
@@ -113,8 +117,10 @@ def same_as_input(op):
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < rank:
-        raise ShapeError(f"{what} {axis} is out of range for a tensor of rank {rank} "
-                         f"(expected [{-rank}, {rank}))")
+        raise ShapeError(
+            f"{what} {axis} is out of range for a tensor of rank {rank} "
+            f"(expected [{-rank}, {rank}))"
+        )
     return axis + rank if axis < 0 else axis
 
 
@@ -132,8 +138,12 @@ def is_cupy(xp) -> bool:
 # integer dtypes accumulate exactly all the same: 8- and 16-bit ones in 32 bits of the same
 # signedness (the sum wraps the same way once cast back), int64 as the bits of a uint64
 # (two's complement addition is unsigned addition).
-_SCATTER_WIDE = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32,
-                 np.dtype(np.uint8): np.uint32, np.dtype(np.uint16): np.uint32}
+_SCATTER_WIDE = {
+    np.dtype(np.int8): np.int32,
+    np.dtype(np.int16): np.int32,
+    np.dtype(np.uint8): np.uint32,
+    np.dtype(np.uint16): np.uint32,
+}
 _SCATTER_BITS = {np.dtype(np.int64): np.uint64}
 
 

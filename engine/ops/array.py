@@ -33,6 +33,7 @@ from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 # Shared helpers (array_transform.py and slicing.py use them too)
 # -----------------------------------------------------------------------------------------
 
+
 def _invalid(msg: str) -> errors.InvalidArgumentError:
     """A run-time data error; the session attaches the failing op."""
     return errors.InvalidArgumentError(None, None, msg)
@@ -101,12 +102,13 @@ def _merge_part(acc: list, part: list) -> list:
     out = []
     for j, (a, b) in enumerate(zip(acc, part)):
         if a is not None and b is not None and a != b:
-            raise ShapeError(f"Dimension {j} in both shapes must be equal, but are {a} and {b}. "
-                             f"Shapes are {TensorShape(acc)._short()} and "
-                             f"{TensorShape(part)._short()}.")
+            raise ShapeError(
+                f"Dimension {j} in both shapes must be equal, but are {a} and {b}. "
+                f"Shapes are {TensorShape(acc)._short()} and "
+                f"{TensorShape(part)._short()}."
+            )
         out.append(a if a is not None else b)
     return out
-
 
 
 # -----------------------------------------------------------------------------------------
@@ -122,8 +124,9 @@ def _placeholder_infer(o):
 @op("Placeholder", infer=_placeholder_infer, differentiable=False, stateful=True)
 def _placeholder(xp, *, dtype, shape):
     # Plans check feeds before running; reaching this kernel means the value was not fed.
-    raise errors.InvalidArgumentError(None, None, "You must feed a value for placeholder tensor "
-                                      f"with dtype {dtype.name}")
+    raise errors.InvalidArgumentError(
+        None, None, f"You must feed a value for placeholder tensor with dtype {dtype.name}"
+    )
 
 
 def placeholder(dtype, shape=None, name=None):
@@ -133,8 +136,9 @@ def placeholder(dtype, shape=None, name=None):
     """
     dtype = dtypes.as_dtype(dtype).base_dtype
     shape = None if shape is None else as_shape(shape)
-    return create("Placeholder", [], {"dtype": dtype, "shape": shape},
-                  name or "Placeholder").outputs[0]
+    return create(
+        "Placeholder", [], {"dtype": dtype, "shape": shape}, name or "Placeholder"
+    ).outputs[0]
 
 
 def _pwd_infer(o):
@@ -145,8 +149,13 @@ def _pwd_infer(o):
     return [(o._inputs[0]._dtype.base_dtype, given)]
 
 
-@op("PlaceholderWithDefault", infer=_pwd_infer, aliases=True,
-    grad=lambda o, g: [g], inputs=("input",))
+@op(
+    "PlaceholderWithDefault",
+    infer=_pwd_infer,
+    aliases=True,
+    grad=lambda o, g: [g],
+    inputs=("input",),
+)
 def _placeholder_with_default(xp, x, *, shape):
     return x
 
@@ -155,8 +164,7 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's argu
     """A placeholder that yields ``input`` when not fed."""
     with name_scope(name, "PlaceholderWithDefault", [input]) as scope:
         x = convert_to_tensor(input, name="input")
-        return create("PlaceholderWithDefault", [x], {"shape": as_shape(shape)},
-                      scope).outputs[0]
+        return create("PlaceholderWithDefault", [x], {"shape": as_shape(shape)}, scope).outputs[0]
 
 
 @op("Identity", infer=same_as_input, aliases=True, grad=lambda o, g: [g], inputs=("input",))
@@ -172,8 +180,7 @@ def identity(input, name=None):  # noqa: A002
         return create("Identity", [x], {}, scope).outputs[0]
 
 
-@op("StopGradient", infer=same_as_input, aliases=True, differentiable=False,
-    inputs=("input",))
+@op("StopGradient", infer=same_as_input, aliases=True, differentiable=False, inputs=("input",))
 def _stop_gradient(xp, x):
     return x
 
@@ -207,8 +214,12 @@ def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002
         return create("Shape", [x], {"out_type": dtypes.as_dtype(out_type)}, scope).outputs[0]
 
 
-@op("Size", infer=lambda o: [(o._attrs["out_type"], TensorShape([]))], differentiable=False,
-    inputs=("input",))
+@op(
+    "Size",
+    infer=lambda o: [(o._attrs["out_type"], TensorShape([]))],
+    differentiable=False,
+    inputs=("input",),
+)
 def _size_kernel(xp, x, *, out_type):
     return xp.asarray(x.size, dtype=out_type.np)
 
@@ -220,8 +231,12 @@ def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
         return create("Size", [x], {"out_type": dtypes.as_dtype(out_type)}, scope).outputs[0]
 
 
-@op("Rank", infer=lambda o: [(dtypes.int32, TensorShape([]))], differentiable=False,
-    inputs=("input",))
+@op(
+    "Rank",
+    infer=lambda o: [(dtypes.int32, TensorShape([]))],
+    differentiable=False,
+    inputs=("input",),
+)
 def _rank_kernel(xp, x):
     return xp.asarray(x.ndim, dtype=np.int32)
 
@@ -250,8 +265,7 @@ def _reshape_infer(o):
         if sum(1 for d in dims if d == -1) > 1:
             return [(dtype, TensorShape([None if d == -1 else d for d in dims]))]
         if any(d < -1 for d in dims):
-            raise ShapeError(f"Size {dims.index(min(dims))} must be non-negative, not "
-                             f"{min(dims)}")
+            raise ShapeError(f"Size {dims.index(min(dims))} must be non-negative, not {min(dims)}")
     n_in = x._shape.num_elements()
     known = [d for d in dims if d is not None and d != -1]
     prod = int(np.prod(known, dtype=np.int64)) if known else 1
@@ -260,15 +274,16 @@ def _reshape_infer(o):
             if prod == 0 or n_in % prod:
                 if prod == 0 and n_in == 0:
                     return [(dtype, TensorShape([None if d == -1 else d for d in dims]))]
-                raise ShapeError(f"Dimension size must be evenly divisible by {prod} but is "
-                                 f"{n_in}")
+                raise ShapeError(f"Dimension size must be evenly divisible by {prod} but is {n_in}")
             dims = [n_in // prod if d == -1 else d for d in dims]
         else:
             dims = [None if d == -1 else d for d in dims]
         return [(dtype, TensorShape(dims))]
     if n_in is not None and None not in dims and n_in != prod:
-        raise ShapeError(f"Cannot reshape a tensor with {n_in} elements to shape "
-                         f"{TensorShape(dims)._short()} ({prod} elements)")
+        raise ShapeError(
+            f"Cannot reshape a tensor with {n_in} elements to shape "
+            f"{TensorShape(dims)._short()} ({prod} elements)"
+        )
     return [(dtype, TensorShape(dims))]
 
 
@@ -321,8 +336,13 @@ def _squeeze_infer(o):
     return [(dtype, TensorShape(out))]
 
 
-@op("Squeeze", infer=_squeeze_infer, aliases=True,
-    grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0]))], inputs=("input",))
+@op(
+    "Squeeze",
+    infer=_squeeze_infer,
+    aliases=True,
+    grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0]))],
+    inputs=("input",),
+)
 def _squeeze_kernel(xp, x, *, squeeze_dims):
     if not squeeze_dims:
         return xp.reshape(x, [d for d in x.shape if d != 1])
@@ -332,8 +352,7 @@ def _squeeze_kernel(xp, x, *, squeeze_dims):
             raise _invalid(f"Tried to squeeze dim index {a} for tensor with {x.ndim} dimensions.")
         a %= x.ndim
         if x.shape[a] != 1:
-            raise _invalid(f"Can not squeeze dim[{a}], expected a dimension of 1, got "
-                           f"{x.shape[a]}")
+            raise _invalid(f"Can not squeeze dim[{a}], expected a dimension of 1, got {x.shape[a]}")
         wanted.add(a)
     return xp.reshape(x, [d for i, d in enumerate(x.shape) if i not in wanted])
 
@@ -369,8 +388,13 @@ def _expand_dims_infer(o):
     return [(base(x), TensorShape(dims))]
 
 
-@op("ExpandDims", infer=_expand_dims_infer, aliases=True,
-    grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0])), None], inputs=("input", "dim"))
+@op(
+    "ExpandDims",
+    infer=_expand_dims_infer,
+    aliases=True,
+    grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0])), None],
+    inputs=("input", "dim"),
+)
 def _expand_dims_kernel(xp, x, dim):
     if dim.size != 1:
         raise _invalid("'dim' must be a tensor with a single value")
@@ -419,8 +443,11 @@ def _transpose_grad(o, g):
     perm = o.inputs[1]
     p = _const_ints(perm)
     # argsort of a permutation is its inverse.
-    inverse = invert_permutation(perm) if p is None else \
-        np.argsort(np.array(p, dtype=np.int64)).astype(perm.dtype.base_dtype.np)
+    inverse = (
+        invert_permutation(perm)
+        if p is None
+        else np.argsort(np.array(p, dtype=np.int64)).astype(perm.dtype.base_dtype.np)
+    )
     return [transpose(g, inverse), None]
 
 
@@ -429,8 +456,9 @@ def _transpose_kernel(xp, x, perm):
     p = perm.tolist()
     n = x.ndim
     if len(p) != n:
-        raise _invalid(f"transpose expects a vector of size {n}. But input(1) is a vector of "
-                       f"size {len(p)}")
+        raise _invalid(
+            f"transpose expects a vector of size {n}. But input(1) is a vector of size {len(p)}"
+        )
     for d in p:
         if not 0 <= d < n:
             raise _invalid(f"{d} is out of range [0 .. {n})")
@@ -531,8 +559,11 @@ def _filled(shape, dtype, fill_value, name, default_name):
             except (TypeError, ValueError):
                 dims = None
             if dims is not None:
-                value = np.full(dims, fill_value, dtype=dtype.np) if dtype != dtypes.string \
+                value = (
+                    np.full(dims, fill_value, dtype=dtype.np)
+                    if dtype != dtypes.string
                     else np.full(dims, b"", dtype=object)
+                )
                 return constant(value, dtype=dtype, name=scope)
         s = convert_to_tensor(shape, dtype_hint=dtypes.int32, name="shape")
         v = constant(fill_value if dtype != dtypes.string else b"", dtype=dtype)
@@ -586,8 +617,10 @@ def _range_infer(o):
     dtype = start._dtype.base_dtype
     for t in (limit, delta):
         if t._dtype.base_dtype is not dtype:
-            raise TypeError(f"range's start, limit and delta must have one dtype; got "
-                            f"{start.dtype.name}, {limit.dtype.name}, {delta.dtype.name}")
+            raise TypeError(
+                f"range's start, limit and delta must have one dtype; got "
+                f"{start.dtype.name}, {limit.dtype.name}, {delta.dtype.name}"
+            )
     if dtype not in NUMERIC:
         raise TypeError(f"range does not support dtype {dtype.name}")
     vals = [constant_value(t) for t in o._inputs]
@@ -595,8 +628,7 @@ def _range_infer(o):
         s, lim, d = (v.item() for v in vals)
         if d == 0:
             raise ShapeError("Requires delta != 0")
-        n = max(0, int(np.ceil((lim - s) / d))) if dtype.is_floating else \
-            max(0, -(-(lim - s) // d))
+        n = max(0, int(np.ceil((lim - s) / d))) if dtype.is_floating else max(0, -(-(lim - s) // d))
         return [(dtype, TensorShape([n]))]
     return [(dtype, TensorShape([None]))]
 
@@ -623,8 +655,11 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
             order = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
             found = []
             for a in args:
-                d = a.dtype.base_dtype if hasattr(a, "dtype") else \
-                    (dtypes.float32 if isinstance(a, float) else dtypes.int32)
+                d = (
+                    a.dtype.base_dtype
+                    if hasattr(a, "dtype")
+                    else (dtypes.float32 if isinstance(a, float) else dtypes.int32)
+                )
                 if isinstance(a, np.ndarray | np.generic):
                     d = dtypes.as_dtype(np.asarray(a).dtype)
                 found.append(d)
@@ -634,6 +669,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
             t = convert_to_tensor(a, dtype_hint=target, name=n)
             if t.dtype.base_dtype is not target:
                 from engine.ops import math as math_ops
+
                 t = math_ops.cast(t, target)
             ts.append(t)
         return create("Range", ts, {}, scope).outputs[0]
@@ -659,27 +695,34 @@ def _one_hot_infer(o):
         raise ShapeError("axis must be >= -1")
     d = _const_scalar(depth)
     if d is not None and d < 0:
-        raise ShapeError(f"Dimension size, given by scalar input 1, must be non-negative but is "
-                         f"{d}")
+        raise ShapeError(
+            f"Dimension size, given by scalar input 1, must be non-negative but is {d}"
+        )
     dims = _dims(indices)
     if dims is None:
         return [(dtype, unknown_shape())]
     if axis > len(dims):
-        raise ShapeError(f"Expected axis to be -1 or between [0, {len(dims) + 1}).  But "
-                         f"received: {axis}")
+        raise ShapeError(
+            f"Expected axis to be -1 or between [0, {len(dims) + 1}).  But received: {axis}"
+        )
     dims.insert(len(dims) if axis == -1 else axis, d)
     return [(dtype, TensorShape(dims))]
 
 
-@op("OneHot", infer=_one_hot_infer, differentiable=False,
-    inputs=("indices", "depth", "on_value", "off_value"))
+@op(
+    "OneHot",
+    infer=_one_hot_infer,
+    differentiable=False,
+    inputs=("indices", "depth", "on_value", "off_value"),
+)
 def _one_hot_kernel(xp, indices, depth, on_value, off_value, *, axis):
     d = int(depth)
     if d < 0:
         raise _invalid(f"depth must be non-negative, got: {d}")
     if not -1 <= axis <= indices.ndim:
-        raise _invalid(f"Expected axis to be -1 or between [0, {indices.ndim + 1}).  But "
-                       f"received: {axis}")
+        raise _invalid(
+            f"Expected axis to be -1 or between [0, {indices.ndim + 1}).  But received: {axis}"
+        )
     a = indices.ndim if axis == -1 else axis
     classes = xp.arange(d).reshape([d if i == a else 1 for i in builtins.range(indices.ndim + 1)])
     hot = xp.expand_dims(indices, a) == classes
@@ -696,28 +739,40 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     """
     with name_scope(name, "one_hot", [indices, depth, on_value, off_value]) as scope:
         dtype = None if dtype is None else dtypes.as_dtype(dtype).base_dtype
-        on = None if on_value is None else convert_to_tensor(on_value, dtype_hint=dtype,
-                                                             name="on_value")
-        off = None if off_value is None else convert_to_tensor(off_value, dtype_hint=dtype,
-                                                               name="off_value")
+        on = (
+            None
+            if on_value is None
+            else convert_to_tensor(on_value, dtype_hint=dtype, name="on_value")
+        )
+        off = (
+            None
+            if off_value is None
+            else convert_to_tensor(off_value, dtype_hint=dtype, name="off_value")
+        )
         for t, what in ((on, "on_value"), (off, "off_value")):
             if t is not None and dtype is not None and t.dtype.base_dtype is not dtype:
-                raise TypeError(f"dtype {t.dtype.base_dtype} of {what} does not match dtype "
-                                f"parameter {dtype}")
+                raise TypeError(
+                    f"dtype {t.dtype.base_dtype} of {what} does not match dtype parameter {dtype}"
+                )
         if dtype is None:
-            dtype = on.dtype.base_dtype if on is not None else \
-                off.dtype.base_dtype if off is not None else dtypes.float32
+            dtype = (
+                on.dtype.base_dtype
+                if on is not None
+                else off.dtype.base_dtype
+                if off is not None
+                else dtypes.float32
+            )
         on = on if on is not None else convert_to_tensor(1, dtype=dtype, name="on_value")
         off = off if off is not None else convert_to_tensor(0, dtype=dtype, name="off_value")
         if on.dtype.base_dtype is not off.dtype.base_dtype:
-            raise TypeError(f"dtype {on.dtype.base_dtype} of on_value does not match dtype "
-                            f"{off.dtype.base_dtype} of off_value")
+            raise TypeError(
+                f"dtype {on.dtype.base_dtype} of on_value does not match dtype "
+                f"{off.dtype.base_dtype} of off_value"
+            )
         i = convert_to_tensor(indices, name="indices")
         d = convert_to_tensor(depth, dtype=dtypes.int32, name="depth")
         axis = -1 if axis is None else int(axis)
         return create("OneHot", [i, d, on, off], {"axis": axis}, scope).outputs[0]
-
-
 
 
 newaxis = None
@@ -742,9 +797,38 @@ from engine.ops.slicing import (  # noqa: E402
     where_indices,
 )
 
-__all__ = ["placeholder", "placeholder_with_default", "identity", "stop_gradient", "shape",
-           "size", "rank", "reshape", "stack", "fill", "zeros", "ones", "zeros_like",
-           "ones_like", "range", "squeeze", "expand_dims", "transpose", "concat", "unstack",
-           "split", "tile", "slice", "strided_slice", "gather", "one_hot", "pad",
-           "where_indices", "boolean_mask", "reverse", "broadcast_to", "newaxis",
-           "invert_permutation"]
+__all__ = [
+    "placeholder",
+    "placeholder_with_default",
+    "identity",
+    "stop_gradient",
+    "shape",
+    "size",
+    "rank",
+    "reshape",
+    "stack",
+    "fill",
+    "zeros",
+    "ones",
+    "zeros_like",
+    "ones_like",
+    "range",
+    "squeeze",
+    "expand_dims",
+    "transpose",
+    "concat",
+    "unstack",
+    "split",
+    "tile",
+    "slice",
+    "strided_slice",
+    "gather",
+    "one_hot",
+    "pad",
+    "where_indices",
+    "boolean_mask",
+    "reverse",
+    "broadcast_to",
+    "newaxis",
+    "invert_permutation",
+]

@@ -52,15 +52,19 @@ def _pack_infer(o):
     merged = unknown_shape()
     for i, t in enumerate(o._inputs):
         if t._dtype.base_dtype is not first:
-            raise TypeError(f"Tensors in list passed to 'values' of 'Pack' Op have types "
-                            f"[{', '.join(x._dtype.base_dtype.name for x in o._inputs)}] that "
-                            "don't all match.")
+            raise TypeError(
+                f"Tensors in list passed to 'values' of 'Pack' Op have types "
+                f"[{', '.join(x._dtype.base_dtype.name for x in o._inputs)}] that "
+                "don't all match."
+            )
         try:
             merged = merged.merge_with(t._shape)
         except ValueError:
-            raise ShapeError(f"Shapes of all inputs must match: values[0].shape = "
-                             f"{o._inputs[0]._shape._short()} != values[{i}].shape = "
-                             f"{t._shape._short()}") from None
+            raise ShapeError(
+                f"Shapes of all inputs must match: values[0].shape = "
+                f"{o._inputs[0]._shape._short()} != values[{i}].shape = "
+                f"{t._shape._short()}"
+            ) from None
     if merged.rank is None:
         return [(first, unknown_shape())]
     rank = merged.rank + 1
@@ -72,8 +76,12 @@ def _pack_infer(o):
     return [(first, TensorShape(dims))]
 
 
-@op("Pack", infer=_pack_infer, inputs=("values*",),
-    grad=lambda o, g: unstack(g, num=len(o.inputs), axis=o.get_attr("axis")))
+@op(
+    "Pack",
+    infer=_pack_infer,
+    inputs=("values*",),
+    grad=lambda o, g: unstack(g, num=len(o.inputs), axis=o.get_attr("axis")),
+)
 def _pack_kernel(xp, *values, axis):
     return xp.stack(values, axis=axis)
 
@@ -97,10 +105,11 @@ def stack(values, axis=0, name="stack"):
 def _check_list_dtypes(o, values) -> dtypes.DType:
     first = base(values[0])
     if any(base(t) is not first for t in values):
-        raise TypeError(f"Tensors in list passed to 'values' of '{o._type}' Op have types "
-                        f"[{', '.join(base(t).name for t in values)}] that don't all match.")
+        raise TypeError(
+            f"Tensors in list passed to 'values' of '{o._type}' Op have types "
+            f"[{', '.join(base(t).name for t in values)}] that don't all match."
+        )
     return first
-
 
 
 def _concat_infer(o):
@@ -124,8 +133,9 @@ def _concat_infer(o):
     if axis is None:
         return [(dtype, unknown_shape(rank))]
     if not -rank <= axis < rank:
-        raise ShapeError(f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but "
-                         f"is rank {rank}")
+        raise ShapeError(
+            f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but is rank {rank}"
+        )
     axis %= rank
     before, after, total = None, None, 0
     for t in values:
@@ -134,7 +144,7 @@ def _concat_infer(o):
             total = None
             continue
         before = dims[:axis] if before is None else _merge_part(before, dims[:axis])
-        after = dims[axis + 1:] if after is None else _merge_part(after, dims[axis + 1:])
+        after = dims[axis + 1 :] if after is None else _merge_part(after, dims[axis + 1 :])
         total = None if total is None or dims[axis] is None else total + dims[axis]
     if before is None:
         before, after = [None] * axis, [None] * (rank - axis - 1)
@@ -171,19 +181,25 @@ def _concat_kernel(xp, *args):
     rank = values[0].ndim
     a = int(axis)
     if not -rank <= a < rank:
-        raise _invalid(f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, "
-                       f"{rank}), but got {a}")
+        raise _invalid(
+            f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, "
+            f"{rank}), but got {a}"
+        )
     a %= rank
     first = values[0].shape
     for i, v in enumerate(values[1:], 1):
         if v.ndim != rank:
-            raise _invalid(f"ConcatOp : Ranks of all input tensors should match: shape[0] = "
-                           f"{_short(first)} vs. shape[{i}] = {_short(v.shape)}")
+            raise _invalid(
+                f"ConcatOp : Ranks of all input tensors should match: shape[0] = "
+                f"{_short(first)} vs. shape[{i}] = {_short(v.shape)}"
+            )
         for j in builtins.range(rank):
             if j != a and v.shape[j] != first[j]:
-                raise _invalid(f"ConcatOp : Dimension {j} in both shapes must be equal: "
-                               f"shape[0] = {_short(first)} vs. shape[{i}] = "
-                               f"{_short(v.shape)}")
+                raise _invalid(
+                    f"ConcatOp : Dimension {j} in both shapes must be equal: "
+                    f"shape[0] = {_short(first)} vs. shape[{i}] = "
+                    f"{_short(v.shape)}"
+                )
     return xp.concatenate(values, axis=a)
 
 
@@ -198,8 +214,7 @@ def concat(values, axis, name="concat"):
     if len(values) == 1:
         # TF checks the axis and returns an identity of the single input.
         with name_scope(name, "concat", values):
-            convert_to_tensor(axis, dtype=dtypes.int32, name="concat_dim").shape \
-                .assert_has_rank(0)
+            convert_to_tensor(axis, dtype=dtypes.int32, name="concat_dim").shape.assert_has_rank(0)
             return identity(values[0], name=name)
     with name_scope(name, "concat", list(values)) as scope:
         first = next((v for v in values if isinstance(v, Tensor)), None)
@@ -221,7 +236,7 @@ def _unpack_infer(o):
     axis %= rank
     if dims[axis] is not None and dims[axis] != num:
         raise ShapeError(f"Dimension must be {num} but is {dims[axis]}")
-    return [(base(x), TensorShape(dims[:axis] + dims[axis + 1:]))] * num
+    return [(base(x), TensorShape(dims[:axis] + dims[axis + 1 :]))] * num
 
 
 def _unpack_grad(o, *grads):
@@ -252,8 +267,9 @@ def unstack(value, num=None, axis=0, name="unstack"):
         dims = _dims(value)
         if dims is not None:
             if not -len(dims) <= axis < len(dims):
-                raise ValueError(f"Argument `axis` = {axis} not in range [{-len(dims)}, "
-                                 f"{len(dims)})")
+                raise ValueError(
+                    f"Argument `axis` = {axis} not in range [{-len(dims)}, {len(dims)})"
+                )
             num = dims[axis]
         if num is None:
             raise ValueError(f"Cannot infer argument `num` from shape {value.shape}")
@@ -288,8 +304,10 @@ def _split_infer(o):
     d = dims[axis]
     if d is not None:
         if d % num:
-            raise ShapeError(f"Dimension size must be evenly divisible by {num} but is {d}\n\t"
-                             "Number of ways to split should evenly divide the split dimension")
+            raise ShapeError(
+                f"Dimension size must be evenly divisible by {num} but is {d}\n\t"
+                "Number of ways to split should evenly divide the split dimension"
+            )
         dims[axis] = d // num
     return [(base(x), TensorShape(dims))] * num
 
@@ -305,12 +323,13 @@ def _split_grad(o, *grads):
 def _split_kernel(xp, axis, x, *, num_split):
     a = int(axis)
     if not -x.ndim <= a < x.ndim:
-        raise _invalid(f"-input rank(-{x.ndim}) <= split_dim < input rank ({x.ndim}), but got "
-                       f"{a}")
+        raise _invalid(f"-input rank(-{x.ndim}) <= split_dim < input rank ({x.ndim}), but got {a}")
     a %= x.ndim
     if x.shape[a] % num_split:
-        raise _invalid(f"Number of ways to split should evenly divide the split dimension, but "
-                       f"got split_dim {a} (size = {x.shape[a]}) and num_split {num_split}")
+        raise _invalid(
+            f"Number of ways to split should evenly divide the split dimension, but "
+            f"got split_dim {a} (size = {x.shape[a]}) and num_split {num_split}"
+        )
     return _outputs(xp.split(x, num_split, axis=a))
 
 
@@ -323,8 +342,7 @@ def _resolve_sizes(sizes: list, total, err) -> list:
     if -1 in sizes:
         out[sizes.index(-1)] = None if total is None else total - known
     elif total is not None and known != total:
-        raise err(f"can't split axis of size {total} into pieces of size "
-                  f"{_short(sizes)}")
+        raise err(f"can't split axis of size {total} into pieces of size {_short(sizes)}")
     for i, s in enumerate(out):
         if s is not None and s < 0:
             raise err(f"Split size at index {i} must be >= 0. Got: {s}")
@@ -348,7 +366,7 @@ def _split_v_infer(o):
         return [(base(x), unknown_shape(len(dims)))] * num
     sizes = _const_ints(sizes_t)
     sizes = [None] * num if sizes is None else _resolve_sizes(sizes, dims[axis], ShapeError)
-    return [(base(x), TensorShape(dims[:axis] + [s] + dims[axis + 1:])) for s in sizes]
+    return [(base(x), TensorShape(dims[:axis] + [s] + dims[axis + 1 :])) for s in sizes]
 
 
 def _split_v_grad(o, *grads):
@@ -357,26 +375,33 @@ def _split_v_grad(o, *grads):
     return [concat(list(grads), o.inputs[2]), None, None]
 
 
-@op("SplitV", infer=_split_v_infer, aliases=True, grad=_split_v_grad,
-    inputs=("value", "size_splits", "split_dim"))
+@op(
+    "SplitV",
+    infer=_split_v_infer,
+    aliases=True,
+    grad=_split_v_grad,
+    inputs=("value", "size_splits", "split_dim"),
+)
 def _split_v_kernel(xp, x, size_splits, axis, *, num_split):
     a = int(axis)
     if not -x.ndim <= a < x.ndim:
-        raise _invalid(f"-input rank(-{x.ndim}) <= split_dim < input rank ({x.ndim}), but got "
-                       f"{a}")
+        raise _invalid(f"-input rank(-{x.ndim}) <= split_dim < input rank ({x.ndim}), but got {a}")
     a %= x.ndim
     sizes = [int(s) for s in size_splits.tolist()]
     if len(sizes) != num_split:
-        raise _invalid(f"Length of size_splits should be equal to num_split: {len(sizes)} vs "
-                       f"{num_split}")
+        raise _invalid(
+            f"Length of size_splits should be equal to num_split: {len(sizes)} vs {num_split}"
+        )
     total = x.shape[a]
     known = sum(s for s in sizes if s != -1)
     if sizes.count(-1) > 1:
         raise _invalid("There can only be one -1 in the input.")
     if (-1 in sizes and known > total) or (-1 not in sizes and known != total):
-        raise _invalid("Determined shape must either match input shape along split_dim exactly "
-                       "if fully specified, or be less than the size of the input along "
-                       f"split_dim if not fully specified.  Got: {known}")
+        raise _invalid(
+            "Determined shape must either match input shape along split_dim exactly "
+            "if fully specified, or be less than the size of the input along "
+            f"split_dim if not fully specified.  Got: {known}"
+        )
     sizes = _resolve_sizes(sizes, total, _invalid)
     cuts = np.cumsum(sizes[:-1]).tolist()
     return _outputs(xp.split(x, cuts, axis=a))
@@ -391,8 +416,9 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     >>> [t.shape[1] for t in split(zeros([4, 6]), [1, -1, 2], 1)]
     [Dimension(1), Dimension(3), Dimension(2)]
     """
-    if isinstance(num_or_size_splits, (numbers.Integral, Dimension)) and \
-            not isinstance(num_or_size_splits, bool):
+    if isinstance(num_or_size_splits, (numbers.Integral, Dimension)) and not isinstance(
+        num_or_size_splits, bool
+    ):
         n = int(num_or_size_splits)
         if n < 1:
             raise ValueError(f"Attr 'num_split' of 'Split' Op passed {n} less than minimum 1.")
@@ -402,8 +428,10 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             return list(create("Split", [a, x], {"num_split": n}, scope).outputs)
     sizes = _int_tensor(num_or_size_splits, None)
     if sizes.shape.rank == 0:
-        raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument "
-                         f"to split. Argument provided: {num_or_size_splits}")
+        raise ValueError(
+            "Rank-0 tensors are not supported as the num_or_size_splits argument "
+            f"to split. Argument provided: {num_or_size_splits}"
+        )
     if num is None:
         dims = _dims(sizes)
         num = dims[0] if dims else None
@@ -422,7 +450,6 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
 # -----------------------------------------------------------------------------------------
 
 
-
 def _tile_infer(o):
     x, m = o._inputs
     check_dtype(o, 1, INDEX, "Tmultiples")
@@ -435,8 +462,12 @@ def _tile_infer(o):
         return [(base(x), unknown_shape())]
     mult = constant_value_as_shape(m).as_tuple() or (None,) * rank
     dims = dims or [None] * rank
-    return [(base(x), TensorShape([None if d is None or k is None else d * k
-                                   for d, k in zip(dims, mult)]))]
+    return [
+        (
+            base(x),
+            TensorShape([None if d is None or k is None else d * k for d, k in zip(dims, mult)]),
+        )
+    ]
 
 
 def _tile_grad(o, g):
@@ -460,8 +491,10 @@ def _tile_grad(o, g):
 def _tile_kernel(xp, x, multiples):
     reps = multiples.tolist()
     if len(reps) != x.ndim:
-        raise _invalid(f"Expected multiples argument to be a vector of length {x.ndim} but got "
-                       f"length {len(reps)}")
+        raise _invalid(
+            f"Expected multiples argument to be a vector of length {x.ndim} but got "
+            f"length {len(reps)}"
+        )
     for i, k in enumerate(reps):
         if k < 0:
             raise _invalid(f"Expected multiples[{i}] >= 0, but got {k}")
@@ -504,8 +537,10 @@ def _pad_infer(o, sign=1):
         return [(base(x), unknown_shape(rank))]
     if (pads < 0).any():
         raise ShapeError("Paddings must be non-negative")
-    dims = [None if d is None else d + sign * (int(a) + int(b))
-            for d, (a, b) in zip(dims or [None] * rank, pads.tolist())]
+    dims = [
+        None if d is None else d + sign * (int(a) + int(b))
+        for d, (a, b) in zip(dims or [None] * rank, pads.tolist())
+    ]
     if any(d is not None and d < 0 for d in dims):
         raise ShapeError(f"Paddings {pads.tolist()} exceed the input shape {x._shape}")
     return [(base(x), TensorShape(dims))]
@@ -514,8 +549,10 @@ def _pad_infer(o, sign=1):
 def _check_paddings(x, paddings) -> list:
     pads = paddings.tolist()
     if paddings.shape != (x.ndim, 2):
-        raise _invalid(f"The first dimension of paddings must be the rank of inputs"
-                       f"{_short(paddings.shape)} {_short(x.shape)}")
+        raise _invalid(
+            f"The first dimension of paddings must be the rank of inputs"
+            f"{_short(paddings.shape)} {_short(x.shape)}"
+        )
     for a, b in pads:
         if a < 0 or b < 0:
             raise _invalid(f"Paddings must be non-negative: {a} {b}")
@@ -533,8 +570,9 @@ def _pad_grad(o, g):
     x, paddings = o.inputs[:2]
     dt = base(paddings)
     pads = constant_value(paddings)
-    begin = unstack(paddings, num=2, axis=1)[0] if pads is None else \
-        constant(pads[:, 0].astype(dt.np))
+    begin = (
+        unstack(paddings, num=2, axis=1)[0] if pads is None else constant(pads[:, 0].astype(dt.np))
+    )
     x_grad = slicing.slice(g, begin, _shape_of(x, dt))
     return [x_grad] + [None] * (len(o.inputs) - 1)
 
@@ -558,17 +596,22 @@ def _mirror_pad_kernel(xp, x, paddings, *, mode):
     pads = _check_paddings(x, paddings)
     for (a, b), d in zip(pads, x.shape):
         if mode == "REFLECT" and (a >= d or b >= d):
-            raise _invalid(f"paddings must be less than the dimension size: {a}, {b} not less "
-                           f"than {d}")
+            raise _invalid(
+                f"paddings must be less than the dimension size: {a}, {b} not less than {d}"
+            )
         if mode == "SYMMETRIC" and (a > d or b > d):
-            raise _invalid(f"paddings must be no greater than the dimension size: {a}, {b} "
-                           f"greater than {d}")
+            raise _invalid(
+                f"paddings must be no greater than the dimension size: {a}, {b} greater than {d}"
+            )
     return xp.pad(x, pads, mode=mode.lower())
 
 
-@op("MirrorPadGrad", infer=lambda o: _pad_infer(o, sign=-1),
+@op(
+    "MirrorPadGrad",
+    infer=lambda o: _pad_infer(o, sign=-1),
     grad=lambda o, g: [pad(g, o.inputs[1], mode=o.get_attr("mode")), None],
-    inputs=("input", "paddings"))
+    inputs=("input", "paddings"),
+)
 def _mirror_pad_grad_kernel(xp, g, paddings, *, mode):
     # Each padded strip mirrors a strip of the input (REFLECT skips the edge element, so its
     # strips start one further in); fold each back onto its source, one axis at a time.
@@ -580,11 +623,11 @@ def _mirror_pad_grad_kernel(xp, g, paddings, *, mode):
         if n < 0 or a > n - edge or b > n - edge:
             raise _invalid(f"paddings {a}, {b} too large for a {mode} pad of dimension size {n}")
         moved = xp.moveaxis(out, axis, 0)
-        core = moved[a:a + n].copy()
+        core = moved[a : a + n].copy()
         if a:
-            core[edge:edge + a] += moved[:a][::-1]
+            core[edge : edge + a] += moved[:a][::-1]
         if b:
-            core[n - edge - b:n - edge] += moved[a + n:][::-1]
+            core[n - edge - b : n - edge] += moved[a + n :][::-1]
         out = xp.moveaxis(core, 0, axis)
     return out if out is not g else g.copy()
 
@@ -602,20 +645,28 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):  # noq
     """
     mode = mode.upper()
     if mode == "CONSTANT":
-        zero = not isinstance(constant_values, Tensor) and np.ndim(constant_values) == 0 \
+        zero = (
+            not isinstance(constant_values, Tensor)
+            and np.ndim(constant_values) == 0
             and constant_values == 0
+        )
         op_type = "Pad" if zero else "PadV2"
     elif mode in ("REFLECT", "SYMMETRIC"):
         op_type = "MirrorPad"
     else:
-        raise ValueError('Value of argument `mode` expected to be one of "CONSTANT", '
-                         f'"REFLECT", or "SYMMETRIC". Received `mode` = {mode}')
+        raise ValueError(
+            'Value of argument `mode` expected to be one of "CONSTANT", '
+            f'"REFLECT", or "SYMMETRIC". Received `mode` = {mode}'
+        )
     with name_scope(name, op_type, [tensor, paddings]) as scope:
         x = convert_to_tensor(tensor, name="input")
         ins = [x, _int_tensor(paddings, "paddings")]
         if op_type == "PadV2":
-            ins.append(convert_to_tensor(constant_values, dtype_hint=x.dtype.base_dtype,
-                                         name="constant_values"))
+            ins.append(
+                convert_to_tensor(
+                    constant_values, dtype_hint=x.dtype.base_dtype, name="constant_values"
+                )
+            )
         attrs = {"mode": mode} if op_type == "MirrorPad" else {}
         return create(op_type, ins, attrs, scope).outputs[0]
 
@@ -647,8 +698,13 @@ def _check_reverse_axes(axes, rank, err) -> list:
     return seen
 
 
-@op("ReverseV2", infer=_reverse_infer, aliases=True,
-    grad=lambda o, g: [reverse(g, o.inputs[1]), None], inputs=("tensor", "axis"))
+@op(
+    "ReverseV2",
+    infer=_reverse_infer,
+    aliases=True,
+    grad=lambda o, g: [reverse(g, o.inputs[1]), None],
+    inputs=("tensor", "axis"),
+)
 def _reverse_kernel(xp, x, axis):
     axes = _check_reverse_axes(axis.tolist(), x.ndim, _invalid)
     return xp.flip(x, axis=tuple(axes)) if axes else x
@@ -682,12 +738,17 @@ def _broadcast_to_infer(o):
     return [(base(x), TensorShape(out))]
 
 
-@op("BroadcastTo", infer=_broadcast_to_infer,
-    grad=lambda o, g: [unbroadcast(g, o.inputs[0]), None], inputs=("input", "shape"))
+@op(
+    "BroadcastTo",
+    infer=_broadcast_to_infer,
+    grad=lambda o, g: [unbroadcast(g, o.inputs[0]), None],
+    inputs=("input", "shape"),
+)
 def _broadcast_to_kernel(xp, x, shape):
     target = [int(d) for d in shape.tolist()]
     ok = x.ndim <= len(target) and all(
-        d in (1, t) for d, t in zip(reversed(x.shape), reversed(target)))
+        d in (1, t) for d, t in zip(reversed(x.shape), reversed(target))
+    )
     if not ok or any(t < 0 for t in target):
         raise _invalid(f"Incompatible shapes: {_short(x.shape)} vs. {_short(target)}")
     # Materialized, as TF does: a broadcast view would be read-only for the caller.
@@ -700,8 +761,6 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
         x = convert_to_tensor(input, name="input")
         s = _int_tensor(shape, "shape")
         return create("BroadcastTo", [x, s], {}, scope).outputs[0]
-
-
 
 
 __all__ = ["stack", "unstack", "concat", "split", "tile", "pad", "reverse", "broadcast_to"]

@@ -58,8 +58,10 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
     from engine.ops import array as array_ops
 
     with name_scope(name, "tuple", [t for t in tensors if t is not None]) as scope:
-        ts = [convert_to_tensor(t) if t is not None and not isinstance(t, Operation) else t
-              for t in tensors]
+        ts = [
+            convert_to_tensor(t) if t is not None and not isinstance(t, Operation) else t
+            for t in tensors
+        ]
         gating = [t for t in ts if t is not None]
         if control_inputs:
             gating += list(control_inputs)
@@ -81,8 +83,11 @@ def with_dependencies(dependencies, output_tensor, name=None):
 
     with name_scope(name, "control_dependency", list(dependencies) + [output_tensor]) as scope:
         with control_dependencies(dependencies):
-            t = convert_to_tensor(output_tensor) if not isinstance(output_tensor, Operation) \
+            t = (
+                convert_to_tensor(output_tensor)
+                if not isinstance(output_tensor, Operation)
                 else output_tensor
+            )
             if isinstance(t, Operation):
                 return group(t, name=scope)
             return array_ops.identity(t, name=scope)
@@ -91,6 +96,7 @@ def with_dependencies(dependencies, output_tensor, name=None):
 # -----------------------------------------------------------------------------------------
 # cond: an If op calling one of two function graphs
 # -----------------------------------------------------------------------------------------
+
 
 def _is_float(t) -> bool:
     return t.dtype.base_dtype.is_floating
@@ -110,7 +116,7 @@ def _unify_captures(graphs, outer):
     for t in order:
         externals.append(graphs[0].external_captures[list(graphs[0]._captures).index(t)])
     for fg in graphs:
-        explicit = fg.inputs[:fg.num_explicit_inputs]
+        explicit = fg.inputs[: fg.num_explicit_inputs]
         fg.inputs = explicit + [fg._captures[t] for t in order]
         fg.external_captures = list(externals)
     return externals
@@ -150,16 +156,20 @@ def _build_branch(fn, outer, name):
 
 def _if_infer(o):
     then_g, else_g = o._attrs["then_branch"], o._attrs["else_branch"]
-    return [(t.dtype.base_dtype, t.shape.most_specific_compatible_shape(e.shape))
-            for t, e in zip(then_g.outputs, else_g.outputs)]
+    return [
+        (t.dtype.base_dtype, t.shape.most_specific_compatible_shape(e.shape))
+        for t, e in zip(then_g.outputs, else_g.outputs)
+    ]
 
 
 def _if_bind(o, ctx):
     session = ctx.session
     inner = ctx.input_devices[1:] if ctx.input_devices is not None else None
-    return {"then_fn": session._compile_function(o._attrs["then_branch"], ctx.device, inner),
-            "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device, inner),
-            "n_out": len(o._outputs)}
+    return {
+        "then_fn": session._compile_function(o._attrs["then_branch"], ctx.device, inner),
+        "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device, inner),
+        "n_out": len(o._outputs),
+    }
 
 
 def _if_grad(o, *grads):
@@ -183,15 +193,24 @@ def _if_grad(o, *grads):
             outs = [mapping[t] for t in branch.outputs]
             pairs = [(y, dy) for y, dy in zip(outs, dys) if _is_float(y)]
             xs = [args[i] for i in trainable]
-            gs = gradients([p[0] for p in pairs], xs, grad_ys=[p[1] for p in pairs]) \
-                if pairs else [None] * len(xs)
-            gg.outputs = [_as_output(g if g is not None else array_ops.zeros_like(x), gg,
-                                     "grad") for g, x in zip(gs, xs)]
+            gs = (
+                gradients([p[0] for p in pairs], xs, grad_ys=[p[1] for p in pairs])
+                if pairs
+                else [None] * len(xs)
+            )
+            gg.outputs = [
+                _as_output(g if g is not None else array_ops.zeros_like(x), gg, "grad")
+                for g, x in zip(gs, xs)
+            ]
         grad_graphs.append(gg)
     externals = _unify_captures(grad_graphs, outer)
     controls = _control_captures(grad_graphs, outer)
-    op = create("If", [o.inputs[0]] + inputs + list(grads) + externals,
-                {"then_branch": grad_graphs[0], "else_branch": grad_graphs[1]}, "If")
+    op = create(
+        "If",
+        [o.inputs[0]] + inputs + list(grads) + externals,
+        {"then_branch": grad_graphs[0], "else_branch": grad_graphs[1]},
+        "If",
+    )
     if controls:
         op._add_control_inputs(controls)
     result = [None] * len(o.inputs)
@@ -200,8 +219,16 @@ def _if_grad(o, *grads):
     return result
 
 
-@op("If", infer=_if_infer, stateful=True, aliases=True, bind=_if_bind, ref_inputs="all",
-    grad=_if_grad, inputs=("cond", "input*"))
+@op(
+    "If",
+    infer=_if_infer,
+    stateful=True,
+    aliases=True,
+    bind=_if_bind,
+    ref_inputs="all",
+    grad=_if_grad,
+    inputs=("cond", "input*"),
+)
 def _if_kernel(xp, pred, *args, then_branch, else_branch, then_fn, else_fn, n_out):
     outs = (then_fn if pred else else_fn)(*args)
     if n_out == 1:
@@ -231,8 +258,10 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         if pred.dtype.base_dtype.name != "bool":
             raise TypeError(f"'pred' must be a bool tensor, got {pred.dtype.name}")
         if pred.shape.rank not in (None, 0):
-            raise ValueError(f"Shape must be rank 0 but is rank {pred.shape.rank} for 'pred' "
-                             f"of cond {scope[:-1]!r} (shape {pred.shape})")
+            raise ValueError(
+                f"Shape must be rank 0 but is rank {pred.shape.rank} for 'pred' "
+                f"of cond {scope[:-1]!r} (shape {pred.shape})"
+            )
         outer = pred.graph
         tg, t_out = _build_branch(true_fn, outer, "cond_true")
         fg, f_out = _build_branch(false_fn, outer, "cond_false")
@@ -244,9 +273,11 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         try:
             nest.assert_same_structure(t_out, f_out)
         except ValueError:
-            raise ValueError(f"Outputs of 'true_fn' and 'false_fn' must have the same "
-                             f"structure; true_fn returned {t_out!r} and false_fn returned "
-                             f"{f_out!r}.") from None
+            raise ValueError(
+                f"Outputs of 'true_fn' and 'false_fn' must have the same "
+                f"structure; true_fn returned {t_out!r} and false_fn returned "
+                f"{f_out!r}."
+            ) from None
         flat_t, flat_f = nest.flatten(t_out), nest.flatten(f_out)
         kinds = []  # per leaf: "tensor", "op" or "none"
         for a, b in zip(flat_t, flat_f):
@@ -254,28 +285,33 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
                 kinds.append("none")
             elif isinstance(a, Operation) and isinstance(b, Operation):
                 kinds.append("op")
-            elif isinstance(a, Operation) or isinstance(b, Operation) or a is None or \
-                    b is None:
-                raise ValueError("Outputs of 'true_fn' and 'false_fn' must both be tensors, "
-                                 "both operations, or both None at each position.")
+            elif isinstance(a, Operation) or isinstance(b, Operation) or a is None or b is None:
+                raise ValueError(
+                    "Outputs of 'true_fn' and 'false_fn' must both be tensors, "
+                    "both operations, or both None at each position."
+                )
             else:
                 kinds.append("tensor")
         for graph, flat in ((tg, flat_t), (fg, flat_f)):
             with graph.as_default():
-                graph.outputs = [_as_output(v, graph, "output")
-                                 for v, k in zip(flat, kinds) if k == "tensor"]
-                graph.control_outputs = [v if v.graph is graph else
-                                         _as_output(v.outputs[0], graph, "op").op
-                                         for v, k in zip(flat, kinds) if k == "op"]
+                graph.outputs = [
+                    _as_output(v, graph, "output") for v, k in zip(flat, kinds) if k == "tensor"
+                ]
+                graph.control_outputs = [
+                    v if v.graph is graph else _as_output(v.outputs[0], graph, "op").op
+                    for v, k in zip(flat, kinds)
+                    if k == "op"
+                ]
         for a, b in zip(tg.outputs, fg.outputs):
             if a.dtype.base_dtype is not b.dtype.base_dtype:
-                raise ValueError(f"Outputs of 'true_fn' and 'false_fn' must have the same "
-                                 f"type(s). Received {a.dtype.base_dtype.name} from 'true_fn' "
-                                 f"and {b.dtype.base_dtype.name} from 'false_fn'.")
+                raise ValueError(
+                    f"Outputs of 'true_fn' and 'false_fn' must have the same "
+                    f"type(s). Received {a.dtype.base_dtype.name} from 'true_fn' "
+                    f"and {b.dtype.base_dtype.name} from 'false_fn'."
+                )
         externals = _unify_captures([tg, fg], outer)
         controls = _control_captures([tg, fg], outer)
-        if_op = create("If", [pred] + externals, {"then_branch": tg, "else_branch": fg},
-                       scope)
+        if_op = create("If", [pred] + externals, {"then_branch": tg, "else_branch": fg}, scope)
         if controls:
             if_op._add_control_inputs(controls)
         outputs = iter(if_op.outputs)
@@ -312,9 +348,11 @@ def _while_infer(o):
 def _while_bind(o, ctx):
     session = ctx.session
     inner = ctx.input_devices
-    return {"cond_fn": session._compile_function(o._attrs["cond"], ctx.device, inner),
-            "body_fn": session._compile_function(o._attrs["body"], ctx.device, inner),
-            "record": bool(ctx.outputs_used[-1])}
+    return {
+        "cond_fn": session._compile_function(o._attrs["cond"], ctx.device, inner),
+        "body_fn": session._compile_function(o._attrs["body"], ctx.device, inner),
+        "record": bool(ctx.outputs_used[-1]),
+    }
 
 
 def _while_grad(o, *grads):
@@ -334,8 +372,7 @@ def _while_grad(o, *grads):
     outer = o.graph
     gb = FuncGraph(body.name + "_grad", outer)
     with gb.as_default():
-        dv = [gb.add_arg(body.inputs[i].dtype.base_dtype, body.inputs[i].shape, "dv")
-              for i in tv]
+        dv = [gb.add_arg(body.inputs[i].dtype.base_dtype, body.inputs[i].shape, "dv") for i in tv]
         acc = [gb.add_arg(caps[j].dtype.base_dtype, caps[j].shape, "acc") for j in tc]
         v = [gb.add_arg(t.dtype, t.shape, "v") for t in body.inputs[:n]]
         c = [gb.add_arg(t.dtype, t.shape, "c") for t in body.inputs[n:]]
@@ -343,18 +380,25 @@ def _while_grad(o, *grads):
         outs = [mapping[t] for t in body.outputs]
         xs = [v[i] for i in tv] + [c[j] for j in tc]
         gs = gradients([outs[i] for i in tv], xs, grad_ys=dv) if tv else [None] * len(xs)
-        new_dv = [_as_output(g if g is not None else array_ops.zeros_like(x), gb, "dv")
-                  for g, x in zip(gs[:len(tv)], xs[:len(tv)])]
-        new_acc = [_as_output(a if g is None else math_ops.add(a, g), gb, "acc")
-                   for g, a in zip(gs[len(tv):], acc)]
+        new_dv = [
+            _as_output(g if g is not None else array_ops.zeros_like(x), gb, "dv")
+            for g, x in zip(gs[: len(tv)], xs[: len(tv)])
+        ]
+        new_acc = [
+            _as_output(a if g is None else math_ops.add(a, g), gb, "acc")
+            for g, a in zip(gs[len(tv) :], acc)
+        ]
         gb.outputs = new_dv + new_acc
     extra = list(gb.external_captures)
     controls = _control_captures([gb], outer)
-    init_dv = [grads[i] if grads[i] is not None else array_ops.zeros_like(o.outputs[i])
-               for i in tv]
+    init_dv = [grads[i] if grads[i] is not None else array_ops.zeros_like(o.outputs[i]) for i in tv]
     init_acc = [array_ops.zeros_like(caps[j]) for j in tc]
-    grad_op = create("WhileGrad", [o.outputs[-1]] + init_dv + init_acc + caps + extra,
-                     {"grad_body": gb, "num_dv": len(tv), "num_acc": len(tc)}, "WhileGrad")
+    grad_op = create(
+        "WhileGrad",
+        [o.outputs[-1]] + init_dv + init_acc + caps + extra,
+        {"grad_body": gb, "num_dv": len(tv), "num_acc": len(tc)},
+        "WhileGrad",
+    )
     if controls:
         grad_op._add_control_inputs(controls)
     result = [None] * len(o.inputs)
@@ -371,18 +415,28 @@ def _while_grad_infer(o):
 
 
 def _while_grad_bind(o, ctx):
-    return {"grad_fn": ctx.session._compile_function(o._attrs["grad_body"], ctx.device),
-            "n_out": len(o._outputs)}
+    return {
+        "grad_fn": ctx.session._compile_function(o._attrs["grad_body"], ctx.device),
+        "n_out": len(o._outputs),
+    }
 
 
-@op("WhileGrad", infer=_while_grad_infer, stateful=True, aliases=True, bind=_while_grad_bind,
-    ref_inputs="all", differentiable=False, inputs=("record", "input*"))
+@op(
+    "WhileGrad",
+    infer=_while_grad_infer,
+    stateful=True,
+    aliases=True,
+    bind=_while_grad_bind,
+    ref_inputs="all",
+    differentiable=False,
+    inputs=("record", "input*"),
+)
 def _while_grad_kernel(xp, record, *args, grad_body, num_dv, num_acc, grad_fn, n_out):
     if record is None:
         raise RuntimeError("The forward while loop did not record its iterations")
     dv = list(args[:num_dv])
-    acc = list(args[num_dv:num_dv + num_acc])
-    captures = args[num_dv + num_acc:]
+    acc = list(args[num_dv : num_dv + num_acc])
+    captures = args[num_dv + num_acc :]
     for loop_vars in reversed(record):
         outs = grad_fn(*dv, *acc, *loop_vars, *captures)
         dv, acc = outs[:num_dv], outs[num_dv:]
@@ -390,10 +444,19 @@ def _while_grad_kernel(xp, record, *args, grad_body, num_dv, num_acc, grad_fn, n
     return outs[0] if n_out == 1 else builtins.tuple(outs)
 
 
-@op("While", infer=_while_infer, stateful=True, aliases=True, bind=_while_bind,
-    ref_inputs="all", grad=_while_grad, inputs=("input*",))
-def _while_kernel(xp, *args, cond, body, num_loop_vars, parallel_iterations, cond_fn,
-                  body_fn, record):
+@op(
+    "While",
+    infer=_while_infer,
+    stateful=True,
+    aliases=True,
+    bind=_while_bind,
+    ref_inputs="all",
+    grad=_while_grad,
+    inputs=("input*",),
+)
+def _while_kernel(
+    xp, *args, cond, body, num_loop_vars, parallel_iterations, cond_fn, body_fn, record
+):
     loop_vars = list(args[:num_loop_vars])
     captures = args[num_loop_vars:]
     history = [] if record else None
@@ -404,9 +467,18 @@ def _while_kernel(xp, *args, cond, body, num_loop_vars, parallel_iterations, con
     return builtins.tuple(loop_vars) + (history,)
 
 
-def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
-               back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
-               return_same_structure=False):
+def while_loop(
+    cond,
+    body,
+    loop_vars,
+    shape_invariants=None,
+    parallel_iterations=10,
+    back_prop=True,
+    swap_memory=False,
+    name=None,
+    maximum_iterations=None,
+    return_same_structure=False,
+):
     """Repeats ``body`` while ``cond`` is true, on the loop variables ``loop_vars``.
 
     ``loop_vars`` may be a nested structure of tensors and TensorArrays. A loop variable whose
@@ -426,12 +498,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise TypeError("'body' must be callable.")
     if parallel_iterations < 1:
         raise TypeError("'parallel_iterations' must be a positive integer.")
-    if loop_vars is None or (isinstance(loop_vars, (list, builtins.tuple, dict))
-                             and not nest.flatten(loop_vars)):
+    if loop_vars is None or (
+        isinstance(loop_vars, (list, builtins.tuple, dict)) and not nest.flatten(loop_vars)
+    ):
         raise ValueError("'loop_vars' must be provided.")
     structure = loop_vars
-    with name_scope(name, "while", [v for v in nest.flatten(loop_vars)
-                                    if not isinstance(v, TensorArray)]) as scope:
+    with name_scope(
+        name, "while", [v for v in nest.flatten(loop_vars) if not isinstance(v, TensorArray)]
+    ) as scope:
         leaves = nest.flatten(loop_vars)
         tensors = []
         for v in leaves:
@@ -452,8 +526,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             except ValueError:
                 inv_leaves = nest.flatten(shape_invariants)
                 if len(inv_leaves) != len(leaves):
-                    raise ValueError("'shape_invariants' must have the same structure as "
-                                     "'loop_vars'.") from None
+                    raise ValueError(
+                        "'shape_invariants' must have the same structure as 'loop_vars'."
+                    ) from None
             invariants = []
             for v, t, inv in zip(leaves, tensors, nest.flatten(shape_invariants)):
                 if isinstance(v, TensorArray):
@@ -464,14 +539,17 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                     raise ValueError(
                         f"The shape invariant specified for {t.name} is not compatible with "
                         f"the initial shape of the loop variable. It enters the loop with "
-                        f"shape {t.shape}, but the specified shape invariant is {inv}.")
+                        f"shape {t.shape}, but the specified shape invariant is {inv}."
+                    )
                 invariants.append(inv)
         counter = None
         if maximum_iterations is not None:
             max_iter = convert_to_tensor(maximum_iterations, name="maximum_iterations")
             if max_iter.dtype.base_dtype not in (dtypes.int32, dtypes.int64):
-                raise TypeError(f"maximum_iterations must be an int32 or int64 scalar, got "
-                                f"{max_iter.dtype.name}")
+                raise TypeError(
+                    f"maximum_iterations must be an int32 or int64 scalar, got "
+                    f"{max_iter.dtype.name}"
+                )
             from engine.framework.constant_op import constant
 
             counter = constant(0, dtype=max_iter.dtype.base_dtype, name="iteration_counter")
@@ -486,15 +564,13 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             return nest.pack_sequence_as(structure, vals)
 
         def call(fn, packed):
-            if isinstance(structure, (list, builtins.tuple)) and not hasattr(structure,
-                                                                                "_fields"):
+            if isinstance(structure, (list, builtins.tuple)) and not hasattr(structure, "_fields"):
                 return fn(*packed)
             return fn(packed)
 
         cg = FuncGraph("while_cond", outer)
         with cg.as_default():
-            args = [cg.add_arg(t.dtype, s, "loop_var") for t, s in zip(all_inputs,
-                                                                       all_invariants)]
+            args = [cg.add_arg(t.dtype, s, "loop_var") for t, s in zip(all_inputs, all_invariants)]
             user_args = args[1:] if counter is not None else args
             c = convert_to_tensor(call(cond, rebuild(user_args)))
             if c.dtype.base_dtype is not dtypes.bool or c.shape.rank not in (None, 0):
@@ -504,42 +580,50 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             cg.outputs = [_as_output(c, cg, "cond")]
         bg = FuncGraph("while_body", outer)
         with bg.as_default():
-            args = [bg.add_arg(t.dtype, s, "loop_var") for t, s in zip(all_inputs,
-                                                                       all_invariants)]
+            args = [bg.add_arg(t.dtype, s, "loop_var") for t, s in zip(all_inputs, all_invariants)]
             user_args = args[1:] if counter is not None else args
             result = call(body, rebuild(user_args))
-            if isinstance(structure, (list, builtins.tuple)) and len(structure) == 1 and \
-                    not isinstance(result, (list, builtins.tuple)):
-                result = type(structure)([result]) if not hasattr(structure, "_fields") \
-                    else result
+            if (
+                isinstance(structure, (list, builtins.tuple))
+                and len(structure) == 1
+                and not isinstance(result, (list, builtins.tuple))
+            ):
+                result = type(structure)([result]) if not hasattr(structure, "_fields") else result
             try:
                 nest.assert_same_structure(structure, result)
             except ValueError:
-                raise ValueError(f"The loop body must return the structure of 'loop_vars'; "
-                                 f"loop_vars is {structure!r} and body returned {result!r}."
-                                 ) from None
+                raise ValueError(
+                    f"The loop body must return the structure of 'loop_vars'; "
+                    f"loop_vars is {structure!r} and body returned {result!r}."
+                ) from None
             outs = []
             for i, (v, r) in enumerate(zip(leaves, nest.flatten(result))):
                 if isinstance(v, TensorArray):
                     if not isinstance(r, TensorArray):
-                        raise TypeError(f"Loop variable {i} is a TensorArray; the body "
-                                        f"returned {r!r}")
+                        raise TypeError(
+                            f"Loop variable {i} is a TensorArray; the body returned {r!r}"
+                        )
                     outs.append(_as_output(r.flow, bg, "ta"))
                     v._merge_element_shape(r.element_shape)
                     continue
                 out = _as_output(r, bg, "var")
-                want, inv = all_inputs[i + (counter is not None)], \
-                    all_invariants[i + (counter is not None)]
+                want, inv = (
+                    all_inputs[i + (counter is not None)],
+                    all_invariants[i + (counter is not None)],
+                )
                 if out.dtype.base_dtype is not want.dtype.base_dtype:
-                    raise TypeError(f"Loop variable {want.name} enters the loop with dtype "
-                                    f"{want.dtype.base_dtype.name}, but has dtype "
-                                    f"{out.dtype.base_dtype.name} after one iteration.")
+                    raise TypeError(
+                        f"Loop variable {want.name} enters the loop with dtype "
+                        f"{want.dtype.base_dtype.name}, but has dtype "
+                        f"{out.dtype.base_dtype.name} after one iteration."
+                    )
                 if not _shape_leq(out.shape, inv):
                     raise ValueError(
                         f"Input tensor '{want.name}' enters the loop with shape {inv}, but "
                         f"has shape {out.shape} after one iteration. To allow the shape to "
                         "vary across iterations, use the `shape_invariants` argument of "
-                        "while_loop to specify a less-specific shape.")
+                        "while_loop to specify a less-specific shape."
+                    )
                 outs.append(out)
             if counter is not None:
                 outs.insert(0, _as_output(math_ops.add(args[0], 1), bg, "counter"))
@@ -547,16 +631,28 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         n = len(all_inputs)
         externals = _unify_captures([cg, bg], outer)
         controls = _control_captures([cg, bg], outer)
-        w = create("While", all_inputs + externals,
-                   {"cond": cg, "body": bg, "num_loop_vars": n,
-                    "parallel_iterations": int(parallel_iterations)}, scope)
+        w = create(
+            "While",
+            all_inputs + externals,
+            {
+                "cond": cg,
+                "body": bg,
+                "num_loop_vars": n,
+                "parallel_iterations": int(parallel_iterations),
+            },
+            scope,
+        )
         if controls:
             w._add_control_inputs(controls)
         results = list(w.outputs[:n])
         if counter is not None:
             results = results[1:]
         packed = rebuild(results)
-        if not return_same_structure and isinstance(structure, (list, builtins.tuple)) and \
-                len(structure) == 1 and not hasattr(structure, "_fields"):
+        if (
+            not return_same_structure
+            and isinstance(structure, (list, builtins.tuple))
+            and len(structure) == 1
+            and not hasattr(structure, "_fields")
+        ):
             return packed[0]
         return packed

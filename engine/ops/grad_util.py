@@ -40,8 +40,13 @@ def _sum_to_shape_grad(o, dy):
     return [array_ops.broadcast_to(dy, array_ops.shape(o.inputs[0])), None]
 
 
-@op("SumToShape", infer=_sum_to_shape_infer, aliases=True, grad=_sum_to_shape_grad,
-    inputs=("grad", "shape"))
+@op(
+    "SumToShape",
+    infer=_sum_to_shape_infer,
+    aliases=True,
+    grad=_sum_to_shape_grad,
+    inputs=("grad", "shape"),
+)
 def _sum_to_shape_kernel(xp, g, shape):
     target = tuple(shape.tolist())  # one copy to the host, not one per element
     if g.shape == target:

@@ -39,8 +39,9 @@ def tensordot(a, b, axes, name=None) -> Tensor:
             return array_ops.reshape(product, out_dims, name=scope)
         a_free_dims = convert_to_tensor(a_free_dims, dtype=dtypes.int32)
         b_free_dims = convert_to_tensor(b_free_dims, dtype=dtypes.int32)
-        out = array_ops.reshape(product, array_ops.concat([a_free_dims, b_free_dims], 0),
-                                name=scope)
+        out = array_ops.reshape(
+            product, array_ops.concat([a_free_dims, b_free_dims], 0), name=scope
+        )
         if a_free_static is not None and b_free_static is not None:
             out.set_shape(a_free_static + b_free_static)
         return out
@@ -56,8 +57,7 @@ def _tensordot_axes(a, b, axes):
     if isinstance(axes, Tensor):
         value = constant_value(axes)
         if value is None:
-            raise ValueError("tensordot needs `axes` known while building the graph; got "
-                             f"{axes}.")
+            raise ValueError(f"tensordot needs `axes` known while building the graph; got {axes}.")
         axes = value
     if isinstance(axes, np.ndarray):
         axes = axes.item() if axes.ndim == 0 else axes.tolist()
@@ -68,8 +68,10 @@ def _tensordot_axes(a, b, axes):
         a_rank, b_rank = a.shape.rank, b.shape.rank
         if a_rank is not None:
             if n > a_rank:
-                raise ValueError(f"`axes` must not be larger than the number of dimensions of "
-                                 f"tensor {a}.  Received {n}, vs tensor dimensions {a_rank}.")
+                raise ValueError(
+                    f"`axes` must not be larger than the number of dimensions of "
+                    f"tensor {a}.  Received {n}, vs tensor dimensions {a_rank}."
+                )
             a_axes, a_free = list(range(a_rank - n, a_rank)), None
         else:
             rank_a = array_ops.rank(a)
@@ -86,8 +88,9 @@ def _tensordot_axes(a, b, axes):
             a_axes, b_axes = [a_axes], [b_axes]
         a_axes, b_axes = [int(i) for i in a_axes], [int(i) for i in b_axes]
         if len(a_axes) != len(b_axes):
-            raise ValueError(f"Different number of contraction axes `a` and `b`, "
-                             f"{len(a_axes)} != {len(b_axes)}.")
+            raise ValueError(
+                f"Different number of contraction axes `a` and `b`, {len(a_axes)} != {len(b_axes)}."
+            )
         return a_axes, b_axes, None, None
     raise TypeError(f"`axes` must be an int or a pair of lists of ints, got {axes!r}.")
 
@@ -152,7 +155,8 @@ def _complement(indices, axes):
     position is the value.
     """
     keep = reduction.reduce_all(
-        math_ops.not_equal(array_ops.reshape(indices, [-1, 1]), axes), axis=1)
+        math_ops.not_equal(array_ops.reshape(indices, [-1, 1]), axes), axis=1
+    )
     keep = math_ops.cast(keep, dtypes.int32)
     running = reduction.cumsum(keep)
     j = array_ops.range(0, reduction.reduce_sum(keep))

@@ -24,10 +24,24 @@ from engine.ops import control_flow, reduction
 from engine.ops import math as math_ops
 from engine.ops._common import create
 
-__all__ = ["Print", "Assert", "assert_equal", "assert_none_equal", "assert_less",
-           "assert_less_equal", "assert_greater", "assert_greater_equal", "assert_negative",
-           "assert_positive", "assert_non_negative", "assert_non_positive", "assert_rank",
-           "assert_rank_at_least", "assert_type", "assert_scalar"]
+__all__ = [
+    "Print",
+    "Assert",
+    "assert_equal",
+    "assert_none_equal",
+    "assert_less",
+    "assert_less_equal",
+    "assert_greater",
+    "assert_greater_equal",
+    "assert_negative",
+    "assert_positive",
+    "assert_non_negative",
+    "assert_non_positive",
+    "assert_rank",
+    "assert_rank_at_least",
+    "assert_type",
+    "assert_scalar",
+]
 
 
 # -----------------------------------------------------------------------------------------
@@ -43,8 +57,14 @@ def _format_float(v, digits: int, np_type) -> str:
     return s
 
 
-_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"',
-            ord("'"): "\\'", ord("\\"): "\\\\"}
+_ESCAPES = {
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+    ord('"'): '\\"',
+    ord("'"): "\\'",
+    ord("\\"): "\\\\",
+}
 
 
 def _format_bytes(b: bytes) -> str:
@@ -78,8 +98,11 @@ def summarize_value(value, max_entries: int) -> str:
     """The first ``max_entries`` values of an array, nested in brackets per dimension, with
     ``...`` where values were left out (all of them when ``max_entries`` is negative).
     """
-    arr = value.get() if hasattr(value, "get") and not isinstance(value, np.ndarray) \
+    arr = (
+        value.get()
+        if hasattr(value, "get") and not isinstance(value, np.ndarray)
         else np.asarray(value)
+    )
     num = arr.size
     limit = num if max_entries < 0 else min(max_entries, num)
     flat = arr.reshape(-1)
@@ -156,8 +179,16 @@ def _print_grad(o, g):
     return [g] + [None] * (len(o.inputs) - 1)
 
 
-@op("Print", infer=_print_infer, stateful=True, aliases=True, bind=_print_bind,
-    grad=_print_grad, inputs=("input", "data*"), device_types=("CPU",))
+@op(
+    "Print",
+    infer=_print_infer,
+    stateful=True,
+    aliases=True,
+    bind=_print_bind,
+    grad=_print_grad,
+    inputs=("input", "data*"),
+    device_types=("CPU",),
+)
 def _print_kernel(xp, x, *data, message, first_n, summarize, counter):
     if first_n >= 0:
         with counter.lock:
@@ -181,9 +212,11 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None) -
     with name_scope(name, "Print", [input_] + list(data)) as scope:
         x = convert_to_tensor(input_, name="input")
         ts = [convert_to_tensor(d, name=f"data_{i}") for i, d in enumerate(data)]
-        attrs = {"message": "" if message is None else str(message),
-                 "first_n": -1 if first_n is None else int(first_n),
-                 "summarize": 3 if summarize is None else int(summarize)}
+        attrs = {
+            "message": "" if message is None else str(message),
+            "first_n": -1 if first_n is None else int(first_n),
+            "summarize": 3 if summarize is None else int(summarize),
+        }
         return create("Print", [x, *ts], attrs, scope).outputs[0]
 
 
@@ -195,18 +228,27 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None) -
 def _assert_infer(o):
     cond = o._inputs[0]
     if cond._dtype.base_dtype is not dtypes.bool:
-        raise TypeError(f"Input 'condition' of 'Assert' Op has type "
-                        f"{cond._dtype.base_dtype.name} that does not match expected type of "
-                        "bool.")
+        raise TypeError(
+            f"Input 'condition' of 'Assert' Op has type "
+            f"{cond._dtype.base_dtype.name} that does not match expected type of "
+            "bool."
+        )
     return []
 
 
-@op("Assert", infer=_assert_infer, stateful=True, differentiable=False,
-    inputs=("condition", "data*"), device_types=("CPU",))
+@op(
+    "Assert",
+    infer=_assert_infer,
+    stateful=True,
+    differentiable=False,
+    inputs=("condition", "data*"),
+    device_types=("CPU",),
+)
 def _assert_kernel(xp, cond, *data, summarize):
     if cond.ndim > 1 or cond.size != 1:
         raise errors.InvalidArgumentError(
-            None, None, f"In[0] should be a scalar: [{','.join(str(d) for d in cond.shape)}]")
+            None, None, f"In[0] should be a scalar: [{','.join(str(d) for d in cond.shape)}]"
+        )
     if bool(cond.reshape(-1)[0]):
         return None
     parts = " ".join(f"[{summarize_value(d, summarize)}]" for d in data)
@@ -248,8 +290,7 @@ def _static_string(item) -> str:
 
 def _assert_static(condition, data) -> None:
     if not condition:
-        raise errors.InvalidArgumentError(None, None,
-                                          "\n".join(_static_string(d) for d in data))
+        raise errors.InvalidArgumentError(None, None, "\n".join(_static_string(d) for d in data))
 
 
 def _binary_assert(sym, opname, op_func, static_func, x, y, data, summarize, message, name):
@@ -257,8 +298,13 @@ def _binary_assert(sym, opname, op_func, static_func, x, y, data, summarize, mes
         x = convert_to_tensor(x, name="x")
         y = convert_to_tensor(y, name="y")
         if data is None:
-            data = [f"Condition x {sym} y did not hold element-wise:",
-                    f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+            data = [
+                f"Condition x {sym} y did not hold element-wise:",
+                f"x ({x.name}) = ",
+                x,
+                f"y ({y.name}) = ",
+                y,
+            ]
         if message is not None:
             data = [message] + list(data)
         condition = reduction.reduce_all(op_func(x, y))
@@ -270,43 +316,75 @@ def _binary_assert(sym, opname, op_func, static_func, x, y, data, summarize, mes
 
 
 def assert_equal(x, y, data=None, summarize=None, message=None, name=None):
-    """Asserts ``x == y`` elementwise (build-time InvalidArgumentError when both are known).
-    """
+    """Asserts ``x == y`` elementwise (build-time InvalidArgumentError when both are known)."""
     with name_scope(name, "assert_equal", [x, y] + list(data or [])):
         if x is y:
             return control_flow.no_op()
-    return _binary_assert("==", "assert_equal", math_ops.equal, np.equal, x, y, data,
-                          summarize, message, name)
+    return _binary_assert(
+        "==", "assert_equal", math_ops.equal, np.equal, x, y, data, summarize, message, name
+    )
 
 
 def assert_none_equal(x, y, data=None, summarize=None, message=None, name=None):
     """Asserts ``x != y`` elementwise."""
-    return _binary_assert("!=", "assert_none_equal", math_ops.not_equal, np.not_equal, x, y,
-                          data, summarize, message, name)
+    return _binary_assert(
+        "!=",
+        "assert_none_equal",
+        math_ops.not_equal,
+        np.not_equal,
+        x,
+        y,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def assert_less(x, y, data=None, summarize=None, message=None, name=None):
     """Asserts ``x < y`` elementwise."""
-    return _binary_assert("<", "assert_less", math_ops.less, np.less, x, y, data, summarize,
-                          message, name)
+    return _binary_assert(
+        "<", "assert_less", math_ops.less, np.less, x, y, data, summarize, message, name
+    )
 
 
 def assert_less_equal(x, y, data=None, summarize=None, message=None, name=None):
     """Asserts ``x <= y`` elementwise."""
-    return _binary_assert("<=", "assert_less_equal", math_ops.less_equal, np.less_equal, x, y,
-                          data, summarize, message, name)
+    return _binary_assert(
+        "<=",
+        "assert_less_equal",
+        math_ops.less_equal,
+        np.less_equal,
+        x,
+        y,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def assert_greater(x, y, data=None, summarize=None, message=None, name=None):
     """Asserts ``x > y`` elementwise."""
-    return _binary_assert(">", "assert_greater", math_ops.greater, np.greater, x, y, data,
-                          summarize, message, name)
+    return _binary_assert(
+        ">", "assert_greater", math_ops.greater, np.greater, x, y, data, summarize, message, name
+    )
 
 
 def assert_greater_equal(x, y, data=None, summarize=None, message=None, name=None):
     """Asserts ``x >= y`` elementwise."""
-    return _binary_assert(">=", "assert_greater_equal", math_ops.greater_equal,
-                          np.greater_equal, x, y, data, summarize, message, name)
+    return _binary_assert(
+        ">=",
+        "assert_greater_equal",
+        math_ops.greater_equal,
+        np.greater_equal,
+        x,
+        y,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def _unary_assert(sym, opname, against_zero, x, data, summarize, message, name):
@@ -314,38 +392,70 @@ def _unary_assert(sym, opname, against_zero, x, data, summarize, message, name):
     with name_scope(name, opname, [x] + list(data or [])):
         x = convert_to_tensor(x, name="x")
         if data is None:
-            data = [message, f"Condition x {sym} 0 did not hold element-wise:",
-                    f"x ({x.name}) = ", x]
+            data = [
+                message,
+                f"Condition x {sym} 0 did not hold element-wise:",
+                f"x ({x.name}) = ",
+                x,
+            ]
         zero = convert_to_tensor(0, dtype=x.dtype.base_dtype)
         return against_zero(x, zero, data, summarize)
 
 
 def assert_negative(x, data=None, summarize=None, message=None, name=None):
     """Asserts ``x < 0`` elementwise."""
-    return _unary_assert("<", "assert_negative",
-                         lambda x, z, d, s: assert_less(x, z, data=d, summarize=s),
-                         x, data, summarize, message, name)
+    return _unary_assert(
+        "<",
+        "assert_negative",
+        lambda x, z, d, s: assert_less(x, z, data=d, summarize=s),
+        x,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def assert_positive(x, data=None, summarize=None, message=None, name=None):
     """Asserts ``x > 0`` elementwise."""
-    return _unary_assert(">", "assert_positive",
-                         lambda x, z, d, s: assert_less(z, x, data=d, summarize=s),
-                         x, data, summarize, message, name)
+    return _unary_assert(
+        ">",
+        "assert_positive",
+        lambda x, z, d, s: assert_less(z, x, data=d, summarize=s),
+        x,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def assert_non_negative(x, data=None, summarize=None, message=None, name=None):
     """Asserts ``x >= 0`` elementwise."""
-    return _unary_assert(">=", "assert_non_negative",
-                         lambda x, z, d, s: assert_less_equal(z, x, data=d, summarize=s),
-                         x, data, summarize, message, name)
+    return _unary_assert(
+        ">=",
+        "assert_non_negative",
+        lambda x, z, d, s: assert_less_equal(z, x, data=d, summarize=s),
+        x,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def assert_non_positive(x, data=None, summarize=None, message=None, name=None):
     """Asserts ``x <= 0`` elementwise."""
-    return _unary_assert("<=", "assert_non_positive",
-                         lambda x, z, d, s: assert_less_equal(x, z, data=d, summarize=s),
-                         x, data, summarize, message, name)
+    return _unary_assert(
+        "<=",
+        "assert_non_positive",
+        lambda x, z, d, s: assert_less_equal(x, z, data=d, summarize=s),
+        x,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 class _StaticRankError(ValueError):
@@ -373,33 +483,53 @@ def _assert_rank_condition(x, rank, static_condition, dynamic_condition, data, s
     return Assert(condition, data, summarize=summarize)
 
 
-def _rank_assert(what, opname, static_condition, dynamic_name, x, rank, data, summarize,
-                 message, name):
+def _rank_assert(
+    what, opname, static_condition, dynamic_name, x, rank, data, summarize, message, name
+):
     with name_scope(name, opname, [x, rank] + list(data or [])):
         x = convert_to_tensor(x, name="x")
         rank = convert_to_tensor(rank, name="rank")
         message = _message_prefix(message)
         if data is None:
-            data = [message, f"Tensor {x.name} must have {what}", rank, "Received shape: ",
-                    array_ops.shape(x)]
+            data = [
+                message,
+                f"Tensor {x.name} must have {what}",
+                rank,
+                "Received shape: ",
+                array_ops.shape(x),
+            ]
         try:
-            return _assert_rank_condition(x, rank, static_condition,
-                                          getattr(math_ops, dynamic_name), data, summarize)
+            return _assert_rank_condition(
+                x, rank, static_condition, getattr(math_ops, dynamic_name), data, summarize
+            )
         except _StaticRankError as e:
-            raise ValueError(f"{message}Tensor {x.name} must have {what} {e.given}.  Received "
-                             f"rank {e.actual}, shape {x.shape}") from None
+            raise ValueError(
+                f"{message}Tensor {x.name} must have {what} {e.given}.  Received "
+                f"rank {e.actual}, shape {x.shape}"
+            ) from None
 
 
 def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
     """Asserts ``x`` has rank ``rank``: a ValueError at build time when the rank is static."""
-    return _rank_assert("rank", "assert_rank", lambda a, r: a == r, "equal", x, rank, data,
-                        summarize, message, name)
+    return _rank_assert(
+        "rank", "assert_rank", lambda a, r: a == r, "equal", x, rank, data, summarize, message, name
+    )
 
 
 def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None):
     """Asserts ``x`` has rank ``rank`` or more."""
-    return _rank_assert("rank at least", "assert_rank_at_least", lambda a, r: a >= r,
-                        "greater_equal", x, rank, data, summarize, message, name)
+    return _rank_assert(
+        "rank at least",
+        "assert_rank_at_least",
+        lambda a, r: a >= r,
+        "greater_equal",
+        x,
+        rank,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
 def assert_type(tensor, tf_type, message=None, name=None) -> Operation:
@@ -408,8 +538,10 @@ def assert_type(tensor, tf_type, message=None, name=None) -> Operation:
     with name_scope(name, "assert_type", [tensor]):
         tensor = convert_to_tensor(tensor, name="tensor")
         if tensor.dtype != tf_type:
-            raise TypeError(f"{_message_prefix(message)}{tensor.name} must be of type "
-                            f"{tf_type!r}; got {tensor.dtype!r}")
+            raise TypeError(
+                f"{_message_prefix(message)}{tensor.name} must be of type "
+                f"{tf_type!r}; got {tensor.dtype!r}"
+            )
         return control_flow.no_op("statically_determined_correct_type")
 
 
@@ -419,6 +551,8 @@ def assert_scalar(tensor, name=None, message=None) -> Tensor:
         tensor = convert_to_tensor(tensor, name=scope)
         shape = tensor.shape
         if shape.rank != 0:
-            raise ValueError(f"{_message_prefix(message)}Expected scalar shape for "
-                             f"{tensor.name}, saw shape: {shape}.")
+            raise ValueError(
+                f"{_message_prefix(message)}Expected scalar shape for "
+                f"{tensor.name}, saw shape: {shape}."
+            )
         return tensor

@@ -37,6 +37,7 @@ from engine.tensor_shape import TensorShape, unknown_shape
 def _check_int_divisor(x, y):
     if x.dtype.kind in "iu" and not y.all():
         from engine import errors
+
         raise errors.InvalidArgumentError(None, None, "Integer division by zero")
 
 
@@ -54,8 +55,10 @@ def _safe_mod(xp, x, y):
 def _int_pow(xp, x, y):
     if x.dtype.kind in "iu" and (y < 0).any():
         from engine import errors
-        raise errors.InvalidArgumentError(None, None,
-                                          "Integers to negative integer powers are not allowed")
+
+        raise errors.InvalidArgumentError(
+            None, None, "Integers to negative integer powers are not allowed"
+        )
     return xp.power(x, y)
 
 
@@ -91,8 +94,7 @@ def _realdiv_grad(o, g):
     x, y = o.inputs
     if not base(x).is_floating:
         return [None, None]
-    return [_ub(realdiv(g, y), x),
-            _ub(multiply(g, realdiv(realdiv(negative(x), y), y)), y)]
+    return [_ub(realdiv(g, y), x), _ub(multiply(g, realdiv(realdiv(negative(x), y), y)), y)]
 
 
 def _floormod_grad(o, g):
@@ -156,20 +158,31 @@ def _fused(op_type):
 
 
 _BINARY = [
-    ("AddV2", NUMERIC | frozenset([dtypes.string]), lambda xp, x, y: _add(xp, x, y),
-     _add_grad),
+    ("AddV2", NUMERIC | frozenset([dtypes.string]), lambda xp, x, y: _add(xp, x, y), _add_grad),
     ("Sub", NUMERIC, lambda xp, x, y: xp.subtract(x, y), _sub_grad),
     ("Mul", NUMERIC, lambda xp, x, y: xp.multiply(x, y), _float_only(_mul_grad)),
     ("RealDiv", NUMERIC, lambda xp, x, y: _realdiv(xp, x, y), _realdiv_grad),
     ("FloorDiv", NUMERIC, _safe_floordiv, None),
     ("FloorMod", NUMERIC, _safe_mod, _floormod_grad),
     ("Pow", NUMERIC, _int_pow, _pow_grad),
-    ("Maximum", NUMERIC, lambda xp, x, y: xp.maximum(x, y),
-     _minmax_grad(lambda x, y: greater_equal(x, y))),
-    ("Minimum", NUMERIC, lambda xp, x, y: xp.minimum(x, y),
-     _minmax_grad(lambda x, y: less_equal(x, y))),
-    ("SquaredDifference", NUMERIC, lambda xp, x, y: xp.square(xp.subtract(x, y)),
-     _float_only(_sqdiff_grad)),
+    (
+        "Maximum",
+        NUMERIC,
+        lambda xp, x, y: xp.maximum(x, y),
+        _minmax_grad(lambda x, y: greater_equal(x, y)),
+    ),
+    (
+        "Minimum",
+        NUMERIC,
+        lambda xp, x, y: xp.minimum(x, y),
+        _minmax_grad(lambda x, y: less_equal(x, y)),
+    ),
+    (
+        "SquaredDifference",
+        NUMERIC,
+        lambda xp, x, y: xp.square(xp.subtract(x, y)),
+        _float_only(_sqdiff_grad),
+    ),
     ("BitwiseAnd", INTS, lambda xp, x, y: xp.bitwise_and(x, y), None),
     ("BitwiseOr", INTS, lambda xp, x, y: xp.bitwise_or(x, y), None),
     ("BitwiseXor", INTS, lambda xp, x, y: xp.bitwise_xor(x, y), None),
@@ -188,25 +201,49 @@ _COMPARE = [
 
 _UNARY = [
     ("Neg", SIGNED_NUMERIC, lambda xp, x: xp.negative(x), lambda o, g: [negative(g)]),
-    ("Abs", SIGNED_NUMERIC, lambda xp, x: xp.abs(x),
-     _float_only(lambda o, g: [multiply(g, sign(o.inputs[0]))])),
-    ("Sign", SIGNED_NUMERIC, lambda xp, x: xp.sign(x),
-     _float_only(lambda o, g: [_zeros_like_rt(o.inputs[0])])),
-    ("Square", NUMERIC, lambda xp, x: xp.square(x),
-     _float_only(lambda o, g: [multiply(g, multiply(o.inputs[0], 2.0))])),
+    (
+        "Abs",
+        SIGNED_NUMERIC,
+        lambda xp, x: xp.abs(x),
+        _float_only(lambda o, g: [multiply(g, sign(o.inputs[0]))]),
+    ),
+    (
+        "Sign",
+        SIGNED_NUMERIC,
+        lambda xp, x: xp.sign(x),
+        _float_only(lambda o, g: [_zeros_like_rt(o.inputs[0])]),
+    ),
+    (
+        "Square",
+        NUMERIC,
+        lambda xp, x: xp.square(x),
+        _float_only(lambda o, g: [multiply(g, multiply(o.inputs[0], 2.0))]),
+    ),
     ("Sqrt", FLOATS, lambda xp, x: xp.sqrt(x), _fused("SqrtGrad")),
     ("Rsqrt", FLOATS, lambda xp, x: xp.reciprocal(xp.sqrt(x)), _fused("RsqrtGrad")),
     ("Reciprocal", FLOATS, lambda xp, x: xp.reciprocal(x), _fused("ReciprocalGrad")),
     ("Exp", FLOATS, lambda xp, x: xp.exp(x), lambda o, g: [multiply(g, o.outputs[0])]),
     ("Expm1", FLOATS, lambda xp, x: xp.expm1(x), lambda o, g: [multiply(g, exp(o.inputs[0]))]),
     ("Log", FLOATS, lambda xp, x: xp.log(x), lambda o, g: [multiply(g, reciprocal(o.inputs[0]))]),
-    ("Log1p", FLOATS, lambda xp, x: xp.log1p(x),
-     lambda o, g: [multiply(g, reciprocal(add(o.inputs[0], 1.0)))]),
+    (
+        "Log1p",
+        FLOATS,
+        lambda xp, x: xp.log1p(x),
+        lambda o, g: [multiply(g, reciprocal(add(o.inputs[0], 1.0)))],
+    ),
     ("Sin", FLOATS, lambda xp, x: xp.sin(x), lambda o, g: [multiply(g, cos(o.inputs[0]))]),
-    ("Cos", FLOATS, lambda xp, x: xp.cos(x),
-     lambda o, g: [negative(multiply(g, sin(o.inputs[0])))]),
-    ("Tan", FLOATS, lambda xp, x: xp.tan(x),
-     lambda o, g: [multiply(g, square(reciprocal(cos(o.inputs[0]))))]),
+    (
+        "Cos",
+        FLOATS,
+        lambda xp, x: xp.cos(x),
+        lambda o, g: [negative(multiply(g, sin(o.inputs[0])))],
+    ),
+    (
+        "Tan",
+        FLOATS,
+        lambda xp, x: xp.tan(x),
+        lambda o, g: [multiply(g, square(reciprocal(cos(o.inputs[0]))))],
+    ),
     ("Tanh", FLOATS, lambda xp, x: xp.tanh(x), _fused("TanhGrad")),
     ("Sigmoid", FLOATS, _sigmoid, _fused("SigmoidGrad")),
     # Piecewise constant: no gradient (TF registers these as returning None).
@@ -222,29 +259,57 @@ _UNARY = [
 
 # Fused gradient kernels: f(y, dy) where y is the forward output.
 _FUSED_GRADS = [
-    ("SqrtGrad", lambda xp, y, dy: dy * (y.dtype.type(0.5) / y),
-     lambda o, g: [negative(multiply(g, realdiv(o.outputs[0], o.inputs[0]))),
-                   multiply(g, realdiv(0.5, o.inputs[0]))]),
-    ("RsqrtGrad", lambda xp, y, dy: dy * (y * y * y) * y.dtype.type(-0.5),
-     lambda o, g: [multiply(multiply(g, o.inputs[1]), multiply(square(o.inputs[0]), -1.5)),
-                   multiply(g, multiply(multiply(o.inputs[0], square(o.inputs[0])), -0.5))]),
-    ("ReciprocalGrad", lambda xp, y, dy: -dy * y * y,
-     lambda o, g: [multiply(multiply(g, o.inputs[1]), multiply(o.inputs[0], -2.0)),
-                   negative(multiply(g, square(o.inputs[0])))]),
-    ("TanhGrad", lambda xp, y, dy: dy * (1 - y * y),
-     lambda o, g: [multiply(multiply(g, o.inputs[1]), multiply(o.inputs[0], -2.0)),
-                   multiply(g, subtract(1.0, square(o.inputs[0])))]),
-    ("SigmoidGrad", lambda xp, y, dy: dy * y * (1 - y),
-     lambda o, g: [multiply(multiply(g, o.inputs[1]), subtract(1.0, multiply(o.inputs[0], 2.0))),
-                   multiply(g, multiply(o.inputs[0], subtract(1.0, o.inputs[0])))]),
+    (
+        "SqrtGrad",
+        lambda xp, y, dy: dy * (y.dtype.type(0.5) / y),
+        lambda o, g: [
+            negative(multiply(g, realdiv(o.outputs[0], o.inputs[0]))),
+            multiply(g, realdiv(0.5, o.inputs[0])),
+        ],
+    ),
+    (
+        "RsqrtGrad",
+        lambda xp, y, dy: dy * (y * y * y) * y.dtype.type(-0.5),
+        lambda o, g: [
+            multiply(multiply(g, o.inputs[1]), multiply(square(o.inputs[0]), -1.5)),
+            multiply(g, multiply(multiply(o.inputs[0], square(o.inputs[0])), -0.5)),
+        ],
+    ),
+    (
+        "ReciprocalGrad",
+        lambda xp, y, dy: -dy * y * y,
+        lambda o, g: [
+            multiply(multiply(g, o.inputs[1]), multiply(o.inputs[0], -2.0)),
+            negative(multiply(g, square(o.inputs[0]))),
+        ],
+    ),
+    (
+        "TanhGrad",
+        lambda xp, y, dy: dy * (1 - y * y),
+        lambda o, g: [
+            multiply(multiply(g, o.inputs[1]), multiply(o.inputs[0], -2.0)),
+            multiply(g, subtract(1.0, square(o.inputs[0]))),
+        ],
+    ),
+    (
+        "SigmoidGrad",
+        lambda xp, y, dy: dy * y * (1 - y),
+        lambda o, g: [
+            multiply(multiply(g, o.inputs[1]), subtract(1.0, multiply(o.inputs[0], 2.0))),
+            multiply(g, multiply(o.inputs[0], subtract(1.0, o.inputs[0]))),
+        ],
+    ),
 ]
 _BOOL_RESULT = {"IsNan", "IsInf", "IsFinite"}
 
 
 def _add(xp, x, y):
     if x.dtype.kind == "O":  # strings concatenate, as TF's Add does for tf.string
-        return xp.char.add(x.astype(bytes), y.astype(bytes)).astype(object) if x.size and \
-            y.size else xp.broadcast_arrays(x, y)[0].copy()
+        return (
+            xp.char.add(x.astype(bytes), y.astype(bytes)).astype(object)
+            if x.size and y.size
+            else xp.broadcast_arrays(x, y)[0].copy()
+        )
     return xp.add(x, y)
 
 
@@ -258,14 +323,28 @@ def _realdiv(xp, x, y):
 
 
 for _name, _allowed, _kernel, _grad in _BINARY:
-    op(_name, infer=binary(_allowed), grad=_grad, differentiable=_grad is not None,
-       inputs=("x", "y"))(_kernel)
+    op(
+        _name,
+        infer=binary(_allowed),
+        grad=_grad,
+        differentiable=_grad is not None,
+        inputs=("x", "y"),
+    )(_kernel)
 for _name, _allowed, _kernel in _COMPARE:
-    op(_name, infer=binary(_allowed, out_dtype=dtypes.bool), differentiable=False,
-       inputs=("x", "y"))(_kernel)
+    op(
+        _name,
+        infer=binary(_allowed, out_dtype=dtypes.bool),
+        differentiable=False,
+        inputs=("x", "y"),
+    )(_kernel)
 for _name, _allowed, _kernel, _grad in _UNARY:
-    op(_name, infer=unary(_allowed, dtypes.bool if _name in _BOOL_RESULT else None),
-       grad=_grad, differentiable=_grad is not None, inputs=("x",))(_kernel)
+    op(
+        _name,
+        infer=unary(_allowed, dtypes.bool if _name in _BOOL_RESULT else None),
+        grad=_grad,
+        differentiable=_grad is not None,
+        inputs=("x",),
+    )(_kernel)
 for _name, _kernel, _grad in _FUSED_GRADS:
     op(_name, infer=binary(FLOATS), grad=_grad, inputs=("y", "dy"))(_kernel)
 
@@ -373,10 +452,16 @@ def logical_xor(x, y, name="LogicalXor"):
         return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=scope)
 
 
-_TRUEDIV_TARGET = {dtypes.int8: dtypes.float32, dtypes.uint8: dtypes.float32,
-                   dtypes.int16: dtypes.float32, dtypes.uint16: dtypes.float32,
-                   dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64,
-                   dtypes.uint32: dtypes.float64, dtypes.uint64: dtypes.float64}
+_TRUEDIV_TARGET = {
+    dtypes.int8: dtypes.float32,
+    dtypes.uint8: dtypes.float32,
+    dtypes.int16: dtypes.float32,
+    dtypes.uint16: dtypes.float32,
+    dtypes.int32: dtypes.float64,
+    dtypes.int64: dtypes.float64,
+    dtypes.uint32: dtypes.float64,
+    dtypes.uint64: dtypes.float64,
+}
 
 
 def truediv(x, y, name=None):
@@ -393,8 +478,10 @@ def truediv(x, y, name=None):
 
 def check_same_dtype_pair(x, y, op_type):
     if x.dtype.base_dtype is not y.dtype.base_dtype:
-        raise TypeError(f"Input 'y' of '{op_type}' Op has type {y.dtype.base_dtype.name} that "
-                        f"does not match type {x.dtype.base_dtype.name} of argument 'x'.")
+        raise TypeError(
+            f"Input 'y' of '{op_type}' Op has type {y.dtype.base_dtype.name} that "
+            f"does not match type {x.dtype.base_dtype.name} of argument 'x'."
+        )
     return x.dtype.base_dtype
 
 
@@ -498,21 +585,27 @@ def _select_v1_infer(o):
     try:
         shape = x._shape.merge_with(y._shape)
     except ValueError:
-        raise ShapeError(f"Shapes must be equal rank, but are {x._shape.rank} and "
-                         f"{y._shape.rank}") from None
+        raise ShapeError(
+            f"Shapes must be equal rank, but are {x._shape.rank} and {y._shape.rank}"
+        ) from None
     cs = cond._shape
     if cs.rank is not None and shape.rank is not None and cs.rank != shape.rank:
         if cs.rank != 1:
-            raise ShapeError("condition must be a scalar, a vector matching the first "
-                             "dimension of x, or the shape of x")
+            raise ShapeError(
+                "condition must be a scalar, a vector matching the first "
+                "dimension of x, or the shape of x"
+            )
     return [(d, shape)]
 
 
 def _select_grad(o, g):
     c = o.inputs[0]
     zeros = _zeros_like_rt(g)
-    return [None, create("Select", [c, g, zeros], {}, None).outputs[0],
-            create("Select", [c, zeros, g], {}, None).outputs[0]]
+    return [
+        None,
+        create("Select", [c, g, zeros], {}, None).outputs[0],
+        create("Select", [c, zeros, g], {}, None).outputs[0],
+    ]
 
 
 @op("Select", infer=_select_v1_infer, grad=_select_grad, inputs=("condition", "t", "e"))
@@ -560,9 +653,11 @@ def _add_n_infer(o):
         try:
             merged = merged.merge_with(t._shape)
         except ValueError:
-            raise ShapeError(f"Shapes must be equal rank, but are {merged.rank} and "
-                             f"{t._shape.rank}" if merged.rank != t._shape.rank else
-                             f"Dimensions must be equal: {merged} vs {t._shape}") from None
+            raise ShapeError(
+                f"Shapes must be equal rank, but are {merged.rank} and {t._shape.rank}"
+                if merged.rank != t._shape.rank
+                else f"Dimensions must be equal: {merged} vs {t._shape}"
+            ) from None
     return [(d, merged)]
 
 
@@ -594,8 +689,11 @@ def _clip_infer(o):
         raise TypeError(f"clip_by_value does not support dtype {d.name}")
     for t, what in ((lo, "clip_value_min"), (hi, "clip_value_max")):
         broadcast_shape(x._shape, t._shape)
-        if t._shape.rank is not None and x._shape.rank is not None and \
-                broadcast_shape(x._shape, t._shape).rank != x._shape.rank:
+        if (
+            t._shape.rank is not None
+            and x._shape.rank is not None
+            and broadcast_shape(x._shape, t._shape).rank != x._shape.rank
+        ):
             raise ShapeError(f"{what} must broadcast to the shape of t")
     return [(d, x._shape)]
 
@@ -607,12 +705,19 @@ def _clip_grad(o, g):
     zeros = _zeros_like_rt(g)
     below, above = less(x, lo), greater(x, hi)
     inside = logical_not(logical_or(below, above))
-    return [where_v2(inside, g, zeros), _ub(where_v2(below, g, zeros), lo),
-            _ub(where_v2(above, g, zeros), hi)]
+    return [
+        where_v2(inside, g, zeros),
+        _ub(where_v2(below, g, zeros), lo),
+        _ub(where_v2(above, g, zeros), hi),
+    ]
 
 
-@op("ClipByValue", infer=_clip_infer, grad=_clip_grad,
-    inputs=("t", "clip_value_min", "clip_value_max"))
+@op(
+    "ClipByValue",
+    infer=_clip_infer,
+    grad=_clip_grad,
+    inputs=("t", "clip_value_min", "clip_value_max"),
+)
 def _clip_kernel(xp, x, lo, hi):
     return xp.minimum(xp.maximum(x, lo), hi).astype(x.dtype, copy=False)
 
@@ -621,10 +726,8 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """Clips ``t`` elementwise to ``[clip_value_min, clip_value_max]``."""
     with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
         x = convert_to_tensor(t, name="t")
-        lo = convert_to_tensor(clip_value_min, dtype_hint=x.dtype.base_dtype,
-                               name="clip_value_min")
-        hi = convert_to_tensor(clip_value_max, dtype_hint=x.dtype.base_dtype,
-                               name="clip_value_max")
+        lo = convert_to_tensor(clip_value_min, dtype_hint=x.dtype.base_dtype, name="clip_value_min")
+        hi = convert_to_tensor(clip_value_max, dtype_hint=x.dtype.base_dtype, name="clip_value_max")
         return create("ClipByValue", [x, lo, hi], {}, scope).outputs[0]
 
 
@@ -637,8 +740,9 @@ def _matmul_infer(o):
     a, b = o._inputs
     d = check_same_dtype(o)
     if d not in NUMERIC:
-        raise TypeError(f"Value for attr 'T' of {d.name} is not in the list of allowed values "
-                        "for MatMul")
+        raise TypeError(
+            f"Value for attr 'T' of {d.name} is not in the list of allowed values for MatMul"
+        )
     ta, tb = o._attrs["transpose_a"], o._attrs["transpose_b"]
     for t in (a, b):
         if t._shape.rank is not None and t._shape.rank != 2:
@@ -664,17 +768,24 @@ def _matmul_grad(o, g):
         return [mm(g, b), mm(g, a, transpose_a=True)]
     if ta and not tb:
         return [mm(b, g, transpose_b=True), mm(a, g)]
-    return [mm(b, g, transpose_a=True, transpose_b=True),
-            mm(g, a, transpose_a=True, transpose_b=True)]
+    return [
+        mm(b, g, transpose_a=True, transpose_b=True),
+        mm(g, a, transpose_a=True, transpose_b=True),
+    ]
 
 
 @op("MatMul", infer=_matmul_infer, grad=_matmul_grad, inputs=("a", "b"))
 def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
     if a.ndim != 2 or b.ndim != 2:
         from engine import errors
-        raise errors.InvalidArgumentError(None, None, f"In[{0 if a.ndim != 2 else 1}] is not "
-                                                      "a matrix. Instead it has shape "
-                                                      f"{list((a if a.ndim != 2 else b).shape)}")
+
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"In[{0 if a.ndim != 2 else 1}] is not "
+            "a matrix. Instead it has shape "
+            f"{list((a if a.ndim != 2 else b).shape)}",
+        )
     return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
 
 
@@ -706,8 +817,7 @@ def _batch_matmul_grad(o, g):
     ax, ay = o.get_attr("adj_x"), o.get_attr("adj_y")
 
     def bmm(a, b, adj_a=False, adj_b=False):
-        return create("BatchMatMulV2", [a, b], {"adj_x": adj_a, "adj_y": adj_b},
-                      None).outputs[0]
+        return create("BatchMatMulV2", [a, b], {"adj_x": adj_a, "adj_y": adj_b}, None).outputs[0]
 
     if not ax and not ay:
         gx, gy = bmm(g, y, adj_b=True), bmm(x, g, adj_a=True)
@@ -729,8 +839,17 @@ def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
     return xp.matmul(a, b)
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-           a_is_sparse=False, b_is_sparse=False, name=None):
+def matmul(
+    a,
+    b,
+    transpose_a=False,
+    transpose_b=False,
+    adjoint_a=False,
+    adjoint_b=False,
+    a_is_sparse=False,
+    b_is_sparse=False,
+    name=None,
+):
     """Matrix product ``a @ b``; rank > 2 inputs multiply batches of matrices."""
     with name_scope(name, "MatMul", [a, b]) as scope:
         a, b = _convert_pair(a, b)
@@ -738,10 +857,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         tb = bool(transpose_b or adjoint_b)
         ra, rb = a.shape.rank, b.shape.rank
         if ra is None or rb is None or ra > 2 or rb > 2:
-            return create("BatchMatMulV2", [a, b], {"adj_x": ta, "adj_y": tb},
-                          scope).outputs[0]
-        return create("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb},
-                      scope).outputs[0]
+            return create("BatchMatMulV2", [a, b], {"adj_x": ta, "adj_y": tb}, scope).outputs[0]
+        return create("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb}, scope).outputs[0]
 
 
 # -----------------------------------------------------------------------------------------
@@ -751,11 +868,14 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 def _overload(fn, default_name, reverse=False):
     if reverse:
+
         def r(self, other):
             return fn(other, self, name=default_name)
     else:
+
         def r(self, other):
             return fn(self, other, name=default_name)
+
     return r
 
 
@@ -784,10 +904,17 @@ def _invert(x):
 
 def _binary_overloads():
     table = [
-        ("add", add, "add"), ("sub", subtract, "sub"), ("mul", multiply, "mul"),
-        ("truediv", truediv, "truediv"), ("floordiv", floordiv, "floordiv"),
-        ("mod", floormod, "mod"), ("pow", pow, "pow"), ("matmul", matmul, "matmul"),
-        ("lt", less, "Less"), ("le", less_equal, "LessEqual"), ("gt", greater, "Greater"),
+        ("add", add, "add"),
+        ("sub", subtract, "sub"),
+        ("mul", multiply, "mul"),
+        ("truediv", truediv, "truediv"),
+        ("floordiv", floordiv, "floordiv"),
+        ("mod", floormod, "mod"),
+        ("pow", pow, "pow"),
+        ("matmul", matmul, "matmul"),
+        ("lt", less, "Less"),
+        ("le", less_equal, "LessEqual"),
+        ("gt", greater, "Greater"),
         ("ge", greater_equal, "GreaterEqual"),
         ("and", _logical_or_bitwise(logical_and, bitwise_and), "and"),
         ("or", _logical_or_bitwise(logical_or, bitwise_or), "or"),

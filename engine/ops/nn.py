@@ -30,10 +30,25 @@ from engine.ops._common import (
 )
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
-__all__ = ["relu", "relu6", "leaky_relu", "elu", "softplus", "softmax", "log_softmax",
-           "l2_loss", "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "bias_add", "top_k", "moments", "batch_normalization", "dropout"]
+__all__ = [
+    "relu",
+    "relu6",
+    "leaky_relu",
+    "elu",
+    "softplus",
+    "softmax",
+    "log_softmax",
+    "l2_loss",
+    "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits",
+    "sigmoid_cross_entropy_with_logits",
+    "bias_add",
+    "top_k",
+    "moments",
+    "batch_normalization",
+    "dropout",
+]
 
 
 def _dims(shape) -> str:
@@ -71,27 +86,43 @@ def _zero(x):
     return x.dtype.type(0)
 
 
-@op("Relu", infer=unary(NUMERIC), inputs=("features",),
-    grad=_float_only(lambda o, g: [_grad_op("ReluGrad", g, o.outputs[0])]))
+@op(
+    "Relu",
+    infer=unary(NUMERIC),
+    inputs=("features",),
+    grad=_float_only(lambda o, g: [_grad_op("ReluGrad", g, o.outputs[0])]),
+)
 def _relu(xp, x):
     return xp.maximum(x, 0)
 
 
-@op("ReluGrad", infer=binary(FLOATS), inputs=("gradients", "outputs"),
-    grad=lambda o, g: [_grad_op("ReluGrad", g, o.inputs[1]), _zeros(o.inputs[1])])
+@op(
+    "ReluGrad",
+    infer=binary(FLOATS),
+    inputs=("gradients", "outputs"),
+    grad=lambda o, g: [_grad_op("ReluGrad", g, o.inputs[1]), _zeros(o.inputs[1])],
+)
 def _relu_grad(xp, dy, y):
     # y > 0 exactly where the input was > 0.
     return xp.where(y > 0, dy, _zero(dy))
 
 
-@op("Relu6", infer=unary(NUMERIC), inputs=("features",),
-    grad=_float_only(lambda o, g: [_grad_op("Relu6Grad", g, o.outputs[0])]))
+@op(
+    "Relu6",
+    infer=unary(NUMERIC),
+    inputs=("features",),
+    grad=_float_only(lambda o, g: [_grad_op("Relu6Grad", g, o.outputs[0])]),
+)
 def _relu6(xp, x):
     return xp.minimum(xp.maximum(x, 0), 6)
 
 
-@op("Relu6Grad", infer=binary(FLOATS), inputs=("gradients", "outputs"),
-    grad=lambda o, g: [_grad_op("Relu6Grad", g, o.inputs[1]), _zeros(o.inputs[1])])
+@op(
+    "Relu6Grad",
+    infer=binary(FLOATS),
+    inputs=("gradients", "outputs"),
+    grad=lambda o, g: [_grad_op("Relu6Grad", g, o.inputs[1]), _zeros(o.inputs[1])],
+)
 def _relu6_grad(xp, dy, y):
     return xp.where((y > 0) & (y < 6), dy, _zero(dy))
 
@@ -105,15 +136,25 @@ def _leaky_relu(xp, x, *, alpha):
     return xp.where(x > 0, x, x * x.dtype.type(alpha))
 
 
-@op("LeakyReluGrad", infer=binary(FLOATS), inputs=("gradients", "features"),
-    grad=lambda o, g: [_grad_op("LeakyReluGrad", g, o.inputs[1],
-                                {"alpha": o.get_attr("alpha")}), _zeros(o.inputs[1])])
+@op(
+    "LeakyReluGrad",
+    infer=binary(FLOATS),
+    inputs=("gradients", "features"),
+    grad=lambda o, g: [
+        _grad_op("LeakyReluGrad", g, o.inputs[1], {"alpha": o.get_attr("alpha")}),
+        _zeros(o.inputs[1]),
+    ],
+)
 def _leaky_relu_grad_kernel(xp, dy, x, *, alpha):
     return xp.where(x > 0, dy, dy * dy.dtype.type(alpha))
 
 
-@op("Elu", infer=unary(FLOATS), inputs=("features",),
-    grad=lambda o, g: [_grad_op("EluGrad", g, o.outputs[0])])
+@op(
+    "Elu",
+    infer=unary(FLOATS),
+    inputs=("features",),
+    grad=lambda o, g: [_grad_op("EluGrad", g, o.outputs[0])],
+)
 def _elu(xp, x):
     # expm1 of min(x, 0) never overflows on the branch that is thrown away.
     return xp.where(x < 0, xp.expm1(xp.minimum(x, 0)), x)
@@ -122,8 +163,10 @@ def _elu(xp, x):
 def _elu_grad_grad(o, g):
     dy, y = o.inputs
     negative = math_ops.less(y, array_ops.zeros([], dtype=y.dtype.base_dtype))
-    return [_grad_op("EluGrad", g, y),
-            math_ops.where_v2(negative, math_ops.multiply(g, dy), _zeros(y))]
+    return [
+        _grad_op("EluGrad", g, y),
+        math_ops.where_v2(negative, math_ops.multiply(g, dy), _zeros(y)),
+    ]
 
 
 @op("EluGrad", infer=binary(FLOATS), inputs=("gradients", "outputs"), grad=_elu_grad_grad)
@@ -132,8 +175,12 @@ def _elu_grad(xp, dy, y):
     return xp.where(y < 0, dy * (y + 1), dy)
 
 
-@op("Softplus", infer=unary(FLOATS), inputs=("features",),
-    grad=lambda o, g: [_grad_op("SoftplusGrad", g, o.inputs[0])])
+@op(
+    "Softplus",
+    infer=unary(FLOATS),
+    inputs=("features",),
+    grad=lambda o, g: [_grad_op("SoftplusGrad", g, o.inputs[0])],
+)
 def _softplus(xp, x):
     # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): finite for every finite x.
     return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
@@ -143,13 +190,17 @@ def _softplus_grad_grad(o, g):
     dy, x = o.inputs
     # d sigmoid(x) / dx = 1 / (e^-x + 2 + e^x), written with sigmoids to stay finite.
     s = math_ops.sigmoid(x)
-    return [_grad_op("SoftplusGrad", g, x),
-            math_ops.multiply(math_ops.multiply(g, dy),
-                              math_ops.multiply(s, math_ops.subtract(1.0, s)))]
+    return [
+        _grad_op("SoftplusGrad", g, x),
+        math_ops.multiply(
+            math_ops.multiply(g, dy), math_ops.multiply(s, math_ops.subtract(1.0, s))
+        ),
+    ]
 
 
-@op("SoftplusGrad", infer=binary(FLOATS), inputs=("gradients", "features"),
-    grad=_softplus_grad_grad)
+@op(
+    "SoftplusGrad", infer=binary(FLOATS), inputs=("gradients", "features"), grad=_softplus_grad_grad
+)
 def _softplus_grad(xp, dy, x):
     e = xp.exp(-xp.abs(x))  # sigmoid(x) without overflow
     return dy * xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(dy.dtype, copy=False)
@@ -168,10 +219,12 @@ def _activation(op_type: str, default_name: str, doc: str):
 
 relu = _activation("Relu", "Relu", "Rectified linear: ``max(features, 0)``.")
 relu6 = _activation("Relu6", "Relu6", "Rectified linear 6: ``min(max(features, 0), 6)``.")
-elu = _activation("Elu", "Elu", "Exponential linear: ``exp(features) - 1`` where negative, "
-                  "else ``features``.")
-softplus = _activation("Softplus", "Softplus", "``log(exp(features) + 1)``, computed stably "
-                       "for large magnitudes.")
+elu = _activation(
+    "Elu", "Elu", "Exponential linear: ``exp(features) - 1`` where negative, else ``features``."
+)
+softplus = _activation(
+    "Softplus", "Softplus", "``log(exp(features) + 1)``, computed stably for large magnitudes."
+)
 
 
 def leaky_relu(features, alpha=0.2, name=None) -> Tensor:
@@ -179,7 +232,7 @@ def leaky_relu(features, alpha=0.2, name=None) -> Tensor:
     with name_scope(name, "LeakyRelu", [features, alpha]) as scope:
         x = convert_to_tensor(features, name="features")
         if x.dtype.base_dtype.is_integer:
-                x = math_ops.cast(x, dtypes.float32)
+            x = math_ops.cast(x, dtypes.float32)
         if isinstance(alpha, np.ndarray):
             alpha = alpha.item()
         return create("LeakyRelu", [x], {"alpha": float(alpha)}, scope).outputs[0]
@@ -201,7 +254,8 @@ def _softmax_infer(o):
 def _check_logits(x):
     if x.ndim < 1:
         raise errors.InvalidArgumentError(
-            None, None, f"logits must have >= 1 dimension, got {_dims(x.shape)}")
+            None, None, f"logits must have >= 1 dimension, got {_dims(x.shape)}"
+        )
 
 
 def _shifted(xp, x):
@@ -212,8 +266,12 @@ def _shifted(xp, x):
     return x - x.max(axis=-1, keepdims=True)
 
 
-@op("Softmax", infer=_softmax_infer, inputs=("logits",),
-    grad=lambda o, g: [_grad_op("SoftmaxGrad", g, o.outputs[0])])
+@op(
+    "Softmax",
+    infer=_softmax_infer,
+    inputs=("logits",),
+    grad=lambda o, g: [_grad_op("SoftmaxGrad", g, o.outputs[0])],
+)
 def _softmax_kernel(xp, x):
     _check_logits(x)
     if x.size == 0:
@@ -223,8 +281,12 @@ def _softmax_kernel(xp, x):
     return e if e.dtype == x.dtype else e.astype(x.dtype)
 
 
-@op("LogSoftmax", infer=_softmax_infer, inputs=("logits",),
-    grad=lambda o, g: [_grad_op("LogSoftmaxGrad", g, o.outputs[0])])
+@op(
+    "LogSoftmax",
+    infer=_softmax_infer,
+    inputs=("logits",),
+    grad=lambda o, g: [_grad_op("LogSoftmaxGrad", g, o.outputs[0])],
+)
 def _log_softmax_kernel(xp, x):
     _check_logits(x)
     if x.size == 0:
@@ -244,13 +306,15 @@ def _softmax_grad_grad(o, g):
     dy, y = o.inputs
     s = _row_sum(math_ops.multiply(dy, y))
     gy = _row_sum(math_ops.multiply(g, y))
-    return [_grad_op("SoftmaxGrad", g, y),
-            math_ops.subtract(math_ops.multiply(g, math_ops.subtract(dy, s)),
-                              math_ops.multiply(dy, gy))]
+    return [
+        _grad_op("SoftmaxGrad", g, y),
+        math_ops.subtract(
+            math_ops.multiply(g, math_ops.subtract(dy, s)), math_ops.multiply(dy, gy)
+        ),
+    ]
 
 
-@op("SoftmaxGrad", infer=binary(FLOATS), inputs=("gradients", "softmax"),
-    grad=_softmax_grad_grad)
+@op("SoftmaxGrad", infer=binary(FLOATS), inputs=("gradients", "softmax"), grad=_softmax_grad_grad)
 def _softmax_grad(xp, dy, y):
     acc = np.float32 if dy.dtype == np.float16 else dy.dtype
     s = xp.sum(dy * y, axis=-1, keepdims=True, dtype=acc)
@@ -261,12 +325,18 @@ def _log_softmax_grad_grad(o, g):
     # out = dy - sum(dy) * exp(y): d/d dy = g - sum(g * exp(y)); d/dy = -sum(dy) * exp(y) * g.
     dy, y = o.inputs
     p = math_ops.exp(y)
-    return [math_ops.subtract(g, _row_sum(math_ops.multiply(g, p))),
-            math_ops.negative(math_ops.multiply(math_ops.multiply(_row_sum(dy), p), g))]
+    return [
+        math_ops.subtract(g, _row_sum(math_ops.multiply(g, p))),
+        math_ops.negative(math_ops.multiply(math_ops.multiply(_row_sum(dy), p), g)),
+    ]
 
 
-@op("LogSoftmaxGrad", infer=binary(FLOATS), inputs=("gradients", "log_softmax"),
-    grad=_log_softmax_grad_grad)
+@op(
+    "LogSoftmaxGrad",
+    infer=binary(FLOATS),
+    inputs=("gradients", "log_softmax"),
+    grad=_log_softmax_grad_grad,
+)
 def _log_softmax_grad(xp, dy, y):
     acc = np.float32 if dy.dtype == np.float16 else dy.dtype
     s = xp.sum(dy, axis=-1, keepdims=True, dtype=acc)
@@ -294,13 +364,18 @@ def _softmax_along(op_type, logits, axis, name, compose):
             return create(op_type, [x], {}, scope).outputs[0]
         if ndims is not None and axis_val is not None and not -ndims <= axis_val < ndims:
             raise errors.InvalidArgumentError(
-                None, None, f"`dim` must be in the range [{-ndims}, {ndims}) where {ndims} is "
-                            f"the number of dimensions in the input. Received: dim={axis_val}")
+                None,
+                None,
+                f"`dim` must be in the range [{-ndims}, {ndims}) where {ndims} is "
+                f"the number of dimensions in the input. Received: dim={axis_val}",
+            )
         if x.dtype.base_dtype not in FLOATS:
             allowed = ", ".join(sorted(d.name for d in FLOATS))
-            raise TypeError(f"Value for attr 'T' of {x.dtype.base_dtype.name} is not in the "
-                            f"list of allowed values: {allowed}\n\t; Op<name={op_type}> "
-                            f"(input 'logits' of op '{scope[:-1]}')")
+            raise TypeError(
+                f"Value for attr 'T' of {x.dtype.base_dtype.name} is not in the "
+                f"list of allowed values: {allowed}\n\t; Op<name={op_type}> "
+                f"(input 'logits' of op '{scope[:-1]}')"
+            )
         return compose(x, axis if axis_val is None else axis_val, scope)
 
 
@@ -326,8 +401,7 @@ def softmax(logits, axis=None, name=None, dim=None) -> Tensor:
 
 def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
     """``logits - log(reduce_sum(exp(logits), axis))``, stable for large logits."""
-    return _softmax_along("LogSoftmax", logits, _axis_lookup(axis, dim), name,
-                          _compose_log_softmax)
+    return _softmax_along("LogSoftmax", logits, _axis_lookup(axis, dim), name, _compose_log_softmax)
 
 
 # -----------------------------------------------------------------------------------------
@@ -335,8 +409,12 @@ def log_softmax(logits, axis=None, name=None, dim=None) -> Tensor:
 # -----------------------------------------------------------------------------------------
 
 
-@op("L2Loss", infer=lambda o: [(check_dtype(o, 0, FLOATS), TensorShape([]))], inputs=("t",),
-    grad=lambda o, g: [math_ops.multiply(o.inputs[0], g)])
+@op(
+    "L2Loss",
+    infer=lambda o: [(check_dtype(o, 0, FLOATS), TensorShape([]))],
+    inputs=("t",),
+    grad=lambda o, g: [math_ops.multiply(o.inputs[0], g)],
+)
 def _l2_loss_kernel(xp, x):
     acc = x.astype(np.float32) if x.dtype == np.float16 else x
     return xp.asarray(xp.sum(xp.square(acc)) / 2, dtype=x.dtype)
@@ -391,7 +469,8 @@ def _log_softmax_rows(xp, x):
 def _check_xent_logits(logits):
     if logits.ndim != 2:
         raise errors.InvalidArgumentError(
-            None, None, f"logits must be 2-dimensional, got {_dims(logits.shape)}")
+            None, None, f"logits must be 2-dimensional, got {_dims(logits.shape)}"
+        )
 
 
 def _scale_rows(grad_loss: Tensor, t: Tensor) -> Tensor:
@@ -427,14 +506,21 @@ def _sparse_xent_grad(o, grad_loss, grad_backprop):
     return [_xent_logits_grad(o, grad_loss, grad_backprop), None]
 
 
-@op("SoftmaxCrossEntropyWithLogits", infer=_xent_infer(False), inputs=("features", "labels"),
-    grad=_xent_grad)
+@op(
+    "SoftmaxCrossEntropyWithLogits",
+    infer=_xent_infer(False),
+    inputs=("features", "labels"),
+    grad=_xent_grad,
+)
 def _xent_kernel(xp, logits, labels):
     _check_xent_logits(logits)
     if labels.shape != logits.shape:
         raise errors.InvalidArgumentError(
-            None, None, f"logits and labels must be same size: logits_size="
-                        f"{_dims(logits.shape)} labels_size={_dims(labels.shape)}")
+            None,
+            None,
+            f"logits and labels must be same size: logits_size="
+            f"{_dims(logits.shape)} labels_size={_dims(labels.shape)}",
+        )
     if logits.shape[1] == 0:
         return xp.zeros(logits.shape[:1], logits.dtype), xp.zeros(logits.shape, logits.dtype)
     # Via log-sum-exp: finite for any finite logits (1000 included), unlike log(softmax).
@@ -444,25 +530,36 @@ def _xent_kernel(xp, logits, labels):
     return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
 
 
-@op("SparseSoftmaxCrossEntropyWithLogits", infer=_xent_infer(True),
-    inputs=("features", "labels"), grad=_sparse_xent_grad)
+@op(
+    "SparseSoftmaxCrossEntropyWithLogits",
+    infer=_xent_infer(True),
+    inputs=("features", "labels"),
+    grad=_sparse_xent_grad,
+)
 def _sparse_xent_kernel(xp, logits, labels):
     _check_xent_logits(logits)
     if labels.ndim != 1:
         raise errors.InvalidArgumentError(
-            None, None, f"labels must be 1-D, but got shape {_dims(labels.shape)}")
+            None, None, f"labels must be 1-D, but got shape {_dims(labels.shape)}"
+        )
     if labels.shape[0] != logits.shape[0]:
         raise errors.InvalidArgumentError(
-            None, None, f"logits and labels must have the same first dimension, got logits "
-                        f"shape {_dims(logits.shape)} and labels shape {_dims(labels.shape)}")
+            None,
+            None,
+            f"logits and labels must have the same first dimension, got logits "
+            f"shape {_dims(logits.shape)} and labels shape {_dims(labels.shape)}",
+        )
     classes = logits.shape[1]
     bad = (labels < 0) | (labels >= classes)
     if bad.any():
         first = int(labels[int(xp.argmax(bad))])
         values = " ".join(str(int(v)) for v in labels.tolist())
         raise errors.InvalidArgumentError(
-            None, None, f"Received a label value of {first} which is outside the valid range "
-                        f"of [0, {classes}).  Label values: {values}")
+            None,
+            None,
+            f"Received a label value of {first} which is outside the valid range "
+            f"of [0, {classes}).  Label values: {values}",
+        )
     if logits.shape[0] == 0:
         return xp.zeros((0,), logits.dtype), xp.zeros(logits.shape, logits.dtype)
     log_probs = _log_softmax_rows(xp, logits)
@@ -476,8 +573,7 @@ def _sparse_xent_kernel(xp, logits, labels):
 def _ensure_xent_args(name, sentinel, labels, logits):
     # TF1 requires named arguments: a positional labels lands in ``_sentinel``.
     if sentinel is not None:
-        raise ValueError(f"Only call `{name}` with named arguments (labels=..., logits=..., "
-                         "...)")
+        raise ValueError(f"Only call `{name}` with named arguments (labels=..., logits=..., ...)")
     if labels is None or logits is None:
         raise ValueError("Both labels and logits must be provided.")
 
@@ -491,8 +587,9 @@ def _flatten_outer_dims(t: Tensor) -> Tensor:
         last = s.as_tuple()[-1]
     else:
         last = array_ops.shape(t)[-1]
-    out = array_ops.reshape(t, array_ops.stack([-1, last]) if isinstance(last, Tensor)
-                            else [-1, last])
+    out = array_ops.reshape(
+        t, array_ops.stack([-1, last]) if isinstance(last, Tensor) else [-1, last]
+    )
     if s.rank is not None:
         rows = s[:-1].num_elements()
         out.set_shape([rows, s.as_tuple()[-1]])
@@ -503,13 +600,11 @@ def _move_axis_to_end(t: Tensor, axis: int, rank) -> Tensor:
     if isinstance(rank, int):
         perm = [i for i in range(rank) if i != axis] + [axis]
         return array_ops.transpose(t, perm)
-    perm = array_ops.concat([array_ops.range(0, axis), array_ops.range(axis + 1, rank),
-                             [axis]], 0)
+    perm = array_ops.concat([array_ops.range(0, axis), array_ops.range(axis + 1, rank), [axis]], 0)
     return array_ops.transpose(t, perm)
 
 
-def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
-                                         dim=None) -> Tensor:
+def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None) -> Tensor:
     """The cross entropy ``-sum(labels * log_softmax(logits), axis)``; gradients flow into
     both ``logits`` and ``labels``.
 
@@ -535,8 +630,10 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
                 raise ValueError(f"axis {axis} is out of range for logits of rank {rank}")
             axis %= rank
         if rank == 2 and axis == 1:
-            return _half_back(create("SoftmaxCrossEntropyWithLogits", [precise, labels], {},
-                                     scope).outputs[0], half)
+            return _half_back(
+                create("SoftmaxCrossEntropyWithLogits", [precise, labels], {}, scope).outputs[0],
+                half,
+            )
         if rank is None or axis != rank - 1:
             if rank is None and axis != -1:
                 rank_t = array_ops.rank(precise)
@@ -547,9 +644,12 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None,
                 precise = _move_axis_to_end(precise, axis, rank)
                 labels = _move_axis_to_end(labels, axis, rank)
         input_shape = array_ops.shape(precise)
-        cost = create("SoftmaxCrossEntropyWithLogits",
-                      [_flatten_outer_dims(precise), _flatten_outer_dims(labels)], {},
-                      scope).outputs[0]
+        cost = create(
+            "SoftmaxCrossEntropyWithLogits",
+            [_flatten_outer_dims(precise), _flatten_outer_dims(labels)],
+            {},
+            scope,
+        ).outputs[0]
         cost = array_ops.reshape(cost, input_shape[:-1])
         if rank is not None:
             dims = shape.as_list()
@@ -571,8 +671,9 @@ def _deprecated_lookup(new_name, new, old_name, old):
     return new
 
 
-def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
-                                      name=None, axis=None) -> Tensor:
+def softmax_cross_entropy_with_logits(
+    _sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None
+) -> Tensor:
     """TF1's softmax cross entropy: as ``softmax_cross_entropy_with_logits_v2`` but no
     gradient flows into ``labels``. Arguments must be named.
 
@@ -582,12 +683,12 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     dim = _deprecated_lookup("axis", axis, "dim", dim)
     with name_scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels]) as scope:
         labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=dim,
-                                                name=scope)
+    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=dim, name=scope)
 
 
-def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
-                                             name=None) -> Tensor:
+def sparse_softmax_cross_entropy_with_logits(
+    _sentinel=None, labels=None, logits=None, name=None
+) -> Tensor:
     """Softmax cross entropy with integer class ``labels`` (shape ``logits.shape[:-1]``).
 
     A label outside ``[0, num_classes)`` fails at run time with InvalidArgumentError.
@@ -603,38 +704,55 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
         labels_shape, logits_shape = labels.shape, logits.shape
         if logits_shape.rank == 0:
             raise ValueError(f"Logits cannot be scalars - received shape {logits_shape}.")
-        if logits_shape.rank is not None and labels_shape.rank is not None and \
-                labels_shape.rank != logits_shape.rank - 1:
-            raise ValueError(f"Rank mismatch: Rank of labels (received {labels_shape.rank}) "
-                             f"should equal rank of logits minus 1 (received "
-                             f"{logits_shape.rank}).")
-        static = labels_shape.is_fully_defined() and logits_shape.rank is not None and \
-            logits_shape[:-1].is_fully_defined()
+        if (
+            logits_shape.rank is not None
+            and labels_shape.rank is not None
+            and labels_shape.rank != logits_shape.rank - 1
+        ):
+            raise ValueError(
+                f"Rank mismatch: Rank of labels (received {labels_shape.rank}) "
+                f"should equal rank of logits minus 1 (received "
+                f"{logits_shape.rank})."
+            )
+        static = (
+            labels_shape.is_fully_defined()
+            and logits_shape.rank is not None
+            and logits_shape[:-1].is_fully_defined()
+        )
         if static and labels_shape != logits_shape[:-1]:
-            raise ValueError(f"Shape mismatch: The shape of labels (received {labels_shape}) "
-                             f"should equal the shape of logits except for the last dimension "
-                             f"(received {logits_shape}).")
+            raise ValueError(
+                f"Shape mismatch: The shape of labels (received {labels_shape}) "
+                f"should equal the shape of logits except for the last dimension "
+                f"(received {logits_shape})."
+            )
         if logits_shape.rank == 2:
-            cost = create("SparseSoftmaxCrossEntropyWithLogits", [precise, labels], {},
-                          name).outputs[0]
+            cost = create(
+                "SparseSoftmaxCrossEntropyWithLogits", [precise, labels], {}, name
+            ).outputs[0]
             return _half_back(cost, half)
         checks = []
         if not static:
             from engine.ops import logging_ops
 
-            checks.append(logging_ops.assert_equal(array_ops.shape(labels),
-                                                   array_ops.shape(logits)[:-1]))
+            checks.append(
+                logging_ops.assert_equal(array_ops.shape(labels), array_ops.shape(logits)[:-1])
+            )
         with control_dependencies(checks):
             flat_labels = array_ops.reshape(labels, [-1])
-            cost = create("SparseSoftmaxCrossEntropyWithLogits",
-                          [_flatten_outer_dims(precise), flat_labels], {}, name).outputs[0]
+            cost = create(
+                "SparseSoftmaxCrossEntropyWithLogits",
+                [_flatten_outer_dims(precise), flat_labels],
+                {},
+                name,
+            ).outputs[0]
             cost = array_ops.reshape(cost, array_ops.shape(labels))
             cost.set_shape(labels_shape)
         return _half_back(cost, half)
 
 
-def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
-                                      name=None) -> Tensor:
+def sigmoid_cross_entropy_with_logits(
+    _sentinel=None, labels=None, logits=None, name=None
+) -> Tensor:
     """Elementwise logistic loss ``max(x, 0) - x * z + log(1 + exp(-abs(x)))`` for logits
     ``x`` and labels ``z``: TF's stable form, finite for logits of any magnitude.
     """
@@ -645,14 +763,18 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
         try:
             labels.shape.merge_with(logits.shape)
         except ValueError:
-            raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs "
-                             f"{labels.shape})") from None
+            raise ValueError(
+                f"logits and labels must have the same shape ({logits.shape} vs {labels.shape})"
+            ) from None
         zeros = array_ops.zeros_like(logits, dtype=logits.dtype.base_dtype)
         cond = math_ops.greater_equal(logits, zeros)
         relu_logits = math_ops.where(cond, logits, zeros)
         neg_abs_logits = math_ops.where(cond, math_ops.negative(logits), logits)
-        return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
-                            math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
+        return math_ops.add(
+            math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
+            math_ops.log1p(math_ops.exp(neg_abs_logits)),
+            name=scope,
+        )
 
 
 # -----------------------------------------------------------------------------------------
@@ -692,19 +814,22 @@ def _bias_add_grad(o, g):
     return [g, create("BiasAddGrad", [g], {"data_format": fmt}, None).outputs[0]]
 
 
-@op("BiasAdd", infer=_bias_add_infer, inputs=("value", "bias"),
-    grad=_float_only(_bias_add_grad))
+@op("BiasAdd", infer=_bias_add_infer, inputs=("value", "bias"), grad=_float_only(_bias_add_grad))
 def _bias_add_kernel(xp, x, b, *, data_format):
     if x.ndim < 2:
         raise errors.InvalidArgumentError(
-            None, None, f"Input tensor must be at least 2D: {_dims(x.shape)}")
+            None, None, f"Input tensor must be at least 2D: {_dims(x.shape)}"
+        )
     if b.ndim != 1:
         raise errors.InvalidArgumentError(None, None, f"Biases must be 1D: {_dims(b.shape)}")
     channel = _channel_axis(data_format, x.ndim)
     if x.shape[channel] != b.shape[0]:
         raise errors.InvalidArgumentError(
-            None, None, f"Must provide as many biases as the last dimension of the input "
-                        f"tensor: {_dims(b.shape)} vs. {_dims(x.shape)}")
+            None,
+            None,
+            f"Must provide as many biases as the last dimension of the input "
+            f"tensor: {_dims(b.shape)} vs. {_dims(x.shape)}",
+        )
     if channel != x.ndim - 1:
         b = b.reshape(b.shape + (1,) * (x.ndim - 2))
     return xp.add(x, b)
@@ -724,12 +849,14 @@ def _bias_add_grad_infer(o):
 def _bias_add_grad_grad(o, g):
     # Broadcasting g back along the channel axis is a BiasAdd onto zeros.
     dy = o.inputs[0]
-    return [create("BiasAdd", [_zeros(dy), g], {"data_format": o.get_attr("data_format")},
-                   None).outputs[0]]
+    return [
+        create(
+            "BiasAdd", [_zeros(dy), g], {"data_format": o.get_attr("data_format")}, None
+        ).outputs[0]
+    ]
 
 
-@op("BiasAddGrad", infer=_bias_add_grad_infer, inputs=("out_backprop",),
-    grad=_bias_add_grad_grad)
+@op("BiasAddGrad", infer=_bias_add_grad_infer, inputs=("out_backprop",), grad=_bias_add_grad_grad)
 def _bias_add_grad_kernel(xp, dy, *, data_format):
     """The sum of ``dy`` over every axis but the channel axis."""
     channel = _channel_axis(data_format, dy.ndim)
@@ -739,8 +866,7 @@ def _bias_add_grad_kernel(xp, dy, *, data_format):
 
 
 def bias_add(value, bias, data_format=None, name=None) -> Tensor:
-    """Adds the 1-D ``bias`` along the channel axis of ``value`` (last for N...C, 1 for NC...).
-    """
+    """Adds the 1-D ``bias`` along the channel axis of ``value`` (last for N...C, 1 for NC...)."""
     with name_scope(name, "BiasAdd", [value, bias]) as scope:
         if data_format is not None:
             if data_format.startswith("NC"):
@@ -748,12 +874,13 @@ def bias_add(value, bias, data_format=None, name=None) -> Tensor:
             elif data_format.startswith("N") and data_format.endswith("C"):
                 data_format = "NHWC"
             else:
-                raise ValueError("`data_format` must be of the form `N...C` or `NC...`. "
-                                 f"Received: data_format={data_format}")
+                raise ValueError(
+                    "`data_format` must be of the form `N...C` or `NC...`. "
+                    f"Received: data_format={data_format}"
+                )
         x = convert_to_tensor(value, name="input")
         b = convert_to_tensor(bias, dtype=x.dtype.base_dtype, name="bias")
-        return create("BiasAdd", [x, b], {"data_format": data_format or "NHWC"},
-                      scope).outputs[0]
+        return create("BiasAdd", [x, b], {"data_format": data_format or "NHWC"}, scope).outputs[0]
 
 
 # -----------------------------------------------------------------------------------------
@@ -770,8 +897,9 @@ def _top_k_infer(o):
     kv = constant_value(k)
     kv = None if kv is None else int(kv)
     if kv is not None and kv < 0:
-        raise ShapeError(f"Dimension size, given by scalar input 1, must be non-negative but "
-                         f"is {kv}")
+        raise ShapeError(
+            f"Dimension size, given by scalar input 1, must be non-negative but is {kv}"
+        )
     s = x._shape
     if s.rank is None:
         out = unknown_shape()
@@ -798,13 +926,15 @@ def _top_k_kernel(xp, x, k, *, sorted):  # noqa: A002 - TF's attr name
     k = int(k)
     if x.ndim < 1:
         raise errors.InvalidArgumentError(
-            None, None, f"input must be >= 1-D, got shape {_dims(x.shape)}")
+            None, None, f"input must be >= 1-D, got shape {_dims(x.shape)}"
+        )
     if k < 0:
         raise errors.InvalidArgumentError(None, None, f"Need k >= 0, got {k}")
     n = x.shape[-1]
     if n < k:
         raise errors.InvalidArgumentError(
-            None, None, f"input must have at least k columns. Had {n}, needed {k}")
+            None, None, f"input must have at least k columns. Had {n}, needed {k}"
+        )
     # A stable ascending sort of the reversed row, read backwards, is a descending sort that
     # puts equal values in increasing index order (TF's tie-breaking).
     order = xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
@@ -828,13 +958,18 @@ def _gather_last_axis(params: Tensor, indices: Tensor) -> Tensor:
     flat_ind = array_ops.reshape(indices, array_ops.stack([-1, array_ops.shape(indices)[-1]]))
     rows = array_ops.shape(flat_ind)[0]
     offsets = array_ops.reshape(array_ops.range(0, rows * n, n), [-1, 1])
-    taken = array_ops.gather(array_ops.reshape(params, [-1]),
-                             array_ops.reshape(flat_ind + offsets, [-1]))
+    taken = array_ops.gather(
+        array_ops.reshape(params, [-1]), array_ops.reshape(flat_ind + offsets, [-1])
+    )
     return array_ops.reshape(taken, array_ops.shape(indices))
 
 
-@op("TopKV2Grad", infer=_top_k_grad_infer, inputs=("values_grad", "indices", "input_shape"),
-    grad=lambda o, g: [_gather_last_axis(g, o.inputs[1]), None, None])
+@op(
+    "TopKV2Grad",
+    infer=_top_k_grad_infer,
+    inputs=("values_grad", "indices", "input_shape"),
+    grad=lambda o, g: [_gather_last_axis(g, o.inputs[1]), None, None],
+)
 def _top_k_grad_kernel(xp, dy, indices, shape):
     out = xp.zeros(tuple(int(d) for d in shape.tolist()), dtype=dy.dtype)
     n, k = out.shape[-1], indices.shape[-1]
@@ -867,8 +1002,7 @@ def top_k(input, k=1, sorted=True, name=None) -> TopKV2:  # noqa: A002 - TF's ar
 # -----------------------------------------------------------------------------------------
 
 
-def moments(x, axes, shift=None, name=None, keep_dims=None,
-            keepdims=None) -> tuple[Tensor, Tensor]:
+def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None) -> tuple[Tensor, Tensor]:
     """The mean and (population) variance of ``x`` over ``axes``.
 
     ``keepdims`` keeps the reduced axes with size 1, ready to broadcast against ``x``.
@@ -893,8 +1027,7 @@ def moments(x, axes, shift=None, name=None, keep_dims=None,
         return mean, variance
 
 
-def batch_normalization(x, mean, variance, offset, scale, variance_epsilon,
-                        name=None) -> Tensor:
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None) -> Tensor:
     """``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``, composed as in TF.
 
     ``offset`` and ``scale`` may be None.
@@ -918,14 +1051,12 @@ def _noise_shape(x, noise_shape):
         return noise_shape
     dims = x.shape.as_tuple()
     if dims is not None and given.rank == len(dims):
-        merged = [d if n is None and d is not None else n
-                  for d, n in zip(dims, given.as_tuple())]
+        merged = [d if n is None and d is not None else n for d, n in zip(dims, given.as_tuple())]
         return merged if None not in merged else noise_shape
     return noise_shape
 
 
-def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None,
-            rate=None) -> Tensor:
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None) -> Tensor:
     """Zeroes each element with probability ``rate`` (= 1 - keep_prob) and scales the rest by
     ``1 / keep_prob``; ``keep_prob``/``rate`` may be tensors (e.g. a placeholder).
 
@@ -935,8 +1066,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None,
         try:
             from_keep = 1.0 - keep_prob
         except TypeError:
-            raise ValueError("`keep_prob` must be a floating point number or Tensor. "
-                             f"Received: keep_prob={keep_prob}") from None
+            raise ValueError(
+                "`keep_prob` must be a floating point number or Tensor. "
+                f"Received: keep_prob={keep_prob}"
+            ) from None
         if rate is not None:
             raise ValueError("Cannot specify both 'keep_prob' and 'rate'.")
         rate = from_keep
@@ -949,26 +1082,33 @@ def _dropout(x, rate, noise_shape, seed, name):
     with name_scope(name, "dropout", [x]):
         is_number = isinstance(rate, numbers.Real) and not isinstance(rate, Tensor)
         if is_number and (rate < 0 or rate >= 1):
-            raise ValueError("`rate` must be a scalar tensor or a float in the range [0, 1). "
-                             f"Received: rate={rate}")
+            raise ValueError(
+                "`rate` must be a scalar tensor or a float in the range [0, 1). "
+                f"Received: rate={rate}"
+            )
         x = convert_to_tensor(x, name="x")
         x_dtype = x.dtype.base_dtype
         if not x_dtype.is_floating:
-            raise ValueError("`x.dtype` must be a floating point tensor as `x` will be scaled. "
-                             f"Received: x_dtype={x_dtype}")
+            raise ValueError(
+                "`x.dtype` must be a floating point tensor as `x` will be scaled. "
+                f"Received: x_dtype={x_dtype}"
+            )
         if is_number and rate == 0:
             return x
         if is_number:
-            scaled = math_ops.multiply(x, constant(1 / (1 - rate), dtype=x_dtype, name="Const"),
-                                       name="Mul")
+            scaled = math_ops.multiply(
+                x, constant(1 / (1 - rate), dtype=x_dtype, name="Const"), name="Mul"
+            )
         else:
             rate = convert_to_tensor(rate, name="rate")
             if rate.shape.rank not in (None, 0):
                 raise ValueError(f"Shape {rate.shape} must have rank 0")
             if rate.dtype.base_dtype is not x_dtype:
                 if not rate.dtype.base_dtype.is_floating:
-                    raise ValueError("`x.dtype` must be compatible with `rate.dtype`. Received: "
-                                     f"x.dtype={x_dtype} and rate.dtype={rate.dtype}")
+                    raise ValueError(
+                        "`x.dtype` must be compatible with `rate.dtype`. Received: "
+                        f"x.dtype={x_dtype} and rate.dtype={rate.dtype}"
+                    )
                 rate = math_ops.cast(rate, x_dtype, name="rate")
             one = constant(1, dtype=x_dtype, name="Const")
             scaled = math_ops.realdiv(x, math_ops.subtract(one, rate))

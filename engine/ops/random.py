@@ -17,7 +17,7 @@ from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops._common import FLOATS, INDEX, create
 
 DEFAULT_GRAPH_SEED = 87654321
-_MAXINT32 = 2 ** 31 - 1
+_MAXINT32 = 2**31 - 1
 
 
 def set_random_seed(seed) -> None:
@@ -69,20 +69,38 @@ def _draw(xp, values, dtype):
     return values.astype(dtype.np, copy=False) if xp is np else xp.asarray(values, dtype.np)
 
 
-@op("RandomStandardNormal", infer=_random_infer, stateful=True, bind=_rng_bind,
-    differentiable=False, inputs=("shape",))
+@op(
+    "RandomStandardNormal",
+    infer=_random_infer,
+    stateful=True,
+    bind=_rng_bind,
+    differentiable=False,
+    inputs=("shape",),
+)
 def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.standard_normal(_dims(shape)), dtype)
 
 
-@op("RandomUniform", infer=_random_infer, stateful=True, bind=_rng_bind,
-    differentiable=False, inputs=("shape",))
+@op(
+    "RandomUniform",
+    infer=_random_infer,
+    stateful=True,
+    bind=_rng_bind,
+    differentiable=False,
+    inputs=("shape",),
+)
 def _uniform(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.random(_dims(shape)), dtype)
 
 
-@op("TruncatedNormal", infer=_random_infer, stateful=True, bind=_rng_bind,
-    differentiable=False, inputs=("shape",))
+@op(
+    "TruncatedNormal",
+    infer=_random_infer,
+    stateful=True,
+    bind=_rng_bind,
+    differentiable=False,
+    inputs=("shape",),
+)
 def _truncated_normal(xp, shape, *, dtype, seed, seed2, rng):
     dims = _dims(shape)
     out = rng.standard_normal(dims)
@@ -101,8 +119,14 @@ def _uniform_int_infer(o):
     return [(lo._dtype.base_dtype, constant_value_as_shape(shape))]
 
 
-@op("RandomUniformInt", infer=_uniform_int_infer, stateful=True, bind=_rng_bind,
-    differentiable=False, inputs=("shape", "minval", "maxval"))
+@op(
+    "RandomUniformInt",
+    infer=_uniform_int_infer,
+    stateful=True,
+    bind=_rng_bind,
+    differentiable=False,
+    inputs=("shape", "minval", "maxval"),
+)
 def _uniform_int(xp, shape, lo, hi, *, seed, seed2, rng):
     if not lo < hi:
         raise ValueError(f"Need minval < maxval: {lo} >= {hi}")
@@ -126,8 +150,9 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
         s = _shape_tensor(shape)
         m = convert_to_tensor(mean, dtype=dtype, name="mean")
         sd = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = create("RandomStandardNormal", [s], {"dtype": dtype, **_seed_attrs(seed)},
-                     None).outputs[0]
+        rnd = create(
+            "RandomStandardNormal", [s], {"dtype": dtype, **_seed_attrs(seed)}, None
+        ).outputs[0]
         from engine.ops import math as math_ops
 
         return math_ops.add(math_ops.multiply(rnd, sd, name="mul"), m, name=scope)
@@ -140,8 +165,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
         s = _shape_tensor(shape)
         m = convert_to_tensor(mean, dtype=dtype, name="mean")
         sd = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = create("TruncatedNormal", [s], {"dtype": dtype, **_seed_attrs(seed)},
-                     None).outputs[0]
+        rnd = create("TruncatedNormal", [s], {"dtype": dtype, **_seed_attrs(seed)}, None).outputs[0]
         from engine.ops import math as math_ops
 
         return math_ops.add(math_ops.multiply(rnd, sd, name="mul"), m, name=scope)
@@ -160,8 +184,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
             return create("RandomUniformInt", [s, lo, hi], _seed_attrs(seed), scope).outputs[0]
         lo = convert_to_tensor(minval, dtype=dtype, name="min")
         hi = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
-        rnd = create("RandomUniform", [s], {"dtype": dtype, **_seed_attrs(seed)},
-                     None).outputs[0]
+        rnd = create("RandomUniform", [s], {"dtype": dtype, **_seed_attrs(seed)}, None).outputs[0]
         from engine.ops import math as math_ops
 
         rng = math_ops.subtract(hi, lo, name="sub")

@@ -19,9 +19,21 @@ from engine.ops import math as math_ops
 from engine.ops._common import BOOL, INDEX, NUMERIC, check_dtype, create
 from engine.tensor_shape import TensorShape, unknown_shape
 
-__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-           "reduce_all", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "cumsum",
-           "cumprod"]
+__all__ = [
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_any",
+    "reduce_all",
+    "reduce_logsumexp",
+    "count_nonzero",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+]
 
 # -----------------------------------------------------------------------------------------
 # Shared helpers
@@ -59,8 +71,10 @@ def _reduction_infer(allowed):
         if allowed is BOOL:
             d = x._dtype.base_dtype
             if d is not dtypes.bool:
-                raise TypeError(f"Input 'input' of '{o._type}' Op has type {d.name} that does "
-                                "not match expected type of bool.")
+                raise TypeError(
+                    f"Input 'input' of '{o._type}' Op has type {d.name} that does "
+                    "not match expected type of bool."
+                )
         else:
             d = check_dtype(o, 0, allowed)
         check_dtype(o, 1, INDEX, attr="Tidx")
@@ -71,13 +85,13 @@ def _reduction_infer(allowed):
         value = constant_value(axis)
         if value is None or rank is None:
             # Without the axes only keep_dims tells the output rank.
-            return [(d, unknown_shape(rank) if keep_dims and rank is not None
-                     else unknown_shape())]
+            return [(d, unknown_shape(rank) if keep_dims and rank is not None else unknown_shape())]
         reduced = set()
         for a in np.reshape(value, -1).tolist():
             if not -rank <= a < rank:
-                raise ShapeError(f"Invalid reduction dimension {a} for input with {rank} "
-                                 "dimensions.")
+                raise ShapeError(
+                    f"Invalid reduction dimension {a} for input with {rank} dimensions."
+                )
             reduced.add(a + rank if a < 0 else a)
         dims = []
         for i, n in enumerate(x._shape.as_tuple()):
@@ -96,8 +110,7 @@ def _reduction_axes(x, axis) -> tuple[int, ...]:
     out = []
     for a in axis.reshape(-1).tolist():
         if not -rank <= a < rank:
-            raise _invalid(f"Invalid reduction dimension ({a} for input with {rank} "
-                           "dimension(s)")
+            raise _invalid(f"Invalid reduction dimension ({a} for input with {rank} dimension(s)")
         a = a + rank if a < 0 else a
         if a in out:
             raise _invalid(f"Invalid reduction arguments: Axes contains duplicate dimension: {a}")
@@ -197,8 +210,9 @@ def _reduced_mask(o) -> Tensor:
     rank = array_ops.rank(x)
     axes = math_ops.cast(array_ops.reshape(axes, [-1]), dtypes.int32)
     axes = math_ops.where_v2(math_ops.less(axes, 0), math_ops.add(axes, rank), axes)
-    hits = math_ops.equal(array_ops.reshape(array_ops.range(0, rank), [-1, 1]),
-                          array_ops.reshape(axes, [1, -1]))
+    hits = math_ops.equal(
+        array_ops.reshape(array_ops.range(0, rank), [-1, 1]), array_ops.reshape(axes, [1, -1])
+    )
     return reduce_any(hits, axis=1)
 
 
@@ -230,8 +244,7 @@ def _broadcast_back(o, dy: Tensor) -> Tensor:
     x = o.inputs[0]
     dy = _with_kept_dims(o, dy)
     target = _input_shape(x)
-    if isinstance(target, list) and dy.shape.is_fully_defined() and \
-            dy.shape.as_list() == target:
+    if isinstance(target, list) and dy.shape.is_fully_defined() and dy.shape.as_list() == target:
         return dy
     return array_ops.broadcast_to(dy, target)
 
@@ -266,8 +279,9 @@ def _min_or_max_grad(o, dy):
 def _invert_permutation(perm: Tensor) -> Tensor:
     """``inv`` with ``inv[perm[i]] = i`` for a 1-D int32 permutation."""
     n = array_ops.size(perm)
-    hits = math_ops.equal(array_ops.reshape(perm, [-1, 1]),
-                          array_ops.reshape(array_ops.range(0, n), [1, -1]))
+    hits = math_ops.equal(
+        array_ops.reshape(perm, [-1, 1]), array_ops.reshape(array_ops.range(0, n), [1, -1])
+    )
     return argmax(hits, axis=0, output_type=dtypes.int32)
 
 
@@ -290,8 +304,13 @@ def _prod_grad(o, dy):
     else:
         idx = array_ops.range(0, array_ops.rank(x))
         mask = _reduced_mask(o)
-        perm = array_ops.concat([array_ops.boolean_mask(idx, mask),
-                                 array_ops.boolean_mask(idx, math_ops.logical_not(mask))], 0)
+        perm = array_ops.concat(
+            [
+                array_ops.boolean_mask(idx, mask),
+                array_ops.boolean_mask(idx, math_ops.logical_not(mask)),
+            ],
+            0,
+        )
         inverse = _invert_permutation(perm)
     if static is not None and x.shape.is_fully_defined():
         dims = x.shape.as_list()
@@ -299,8 +318,12 @@ def _prod_grad(o, dy):
         flat_shape = [reduced_num, x.shape.num_elements() // max(reduced_num, 1)]
     else:
         mask, shape_x = _reduced_mask(o), array_ops.shape(x)
-        flat_shape = array_ops.stack([reduce_prod(math_ops.where_v2(mask, shape_x, 1)),
-                                      reduce_prod(math_ops.where_v2(mask, 1, shape_x))])
+        flat_shape = array_ops.stack(
+            [
+                reduce_prod(math_ops.where_v2(mask, shape_x, 1)),
+                reduce_prod(math_ops.where_v2(mask, 1, shape_x)),
+            ]
+        )
     identity = isinstance(perm, list) and perm == sorted(perm)
     permuted = x if identity else array_ops.transpose(x, perm)
     flat = array_ops.reshape(permuted, flat_shape)
@@ -323,8 +346,13 @@ _REDUCTIONS = [
 ]
 
 for _name, _allowed, _kernel, _grad in _REDUCTIONS:
-    op(_name, infer=_reduction_infer(_allowed), grad=_grad, differentiable=_grad is not None,
-       inputs=("input", "reduction_indices"))(_kernel)
+    op(
+        _name,
+        infer=_reduction_infer(_allowed),
+        grad=_grad,
+        differentiable=_grad is not None,
+        inputs=("input", "reduction_indices"),
+    )(_kernel)
 
 
 def _all_axes(input_tensor):
@@ -353,8 +381,9 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep
     return out
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
+def reduce_sum(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """The sum of elements across ``axis`` (all axes when None), in the input's dtype.
 
     >>> reduce_sum([[1, 1, 1], [1, 1, 1]], axis=1)  # [3, 3]
@@ -362,38 +391,44 @@ def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
     return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                keep_dims=None) -> Tensor:
+def reduce_mean(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """The mean across ``axis``; integer means truncate toward zero (``[1, 2]`` gives 1)."""
     return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
+def reduce_max(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """The maximum across ``axis``; an empty reduction gives the dtype's lowest value."""
     return _reduce("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
+def reduce_min(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """The minimum across ``axis``; an empty reduction gives the dtype's highest value."""
     return _reduce("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                keep_dims=None) -> Tensor:
+def reduce_prod(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """The product of elements across ``axis``, in the input's dtype."""
     return _reduce("Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
+def reduce_any(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """Logical or of a bool tensor across ``axis``."""
     return _reduce("Any", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None) -> Tensor:
+def reduce_all(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """Logical and of a bool tensor across ``axis``."""
     return _reduce("All", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
@@ -403,8 +438,9 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 # -----------------------------------------------------------------------------------------
 
 
-def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                     keep_dims=None) -> Tensor:
+def reduce_logsumexp(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+) -> Tensor:
     """``log(sum(exp(x)))`` across ``axis``, computed without overflow for large inputs.
 
     >>> reduce_logsumexp([1000.0, 1000.0])  # 1000.6931
@@ -419,11 +455,11 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
         is_finite = math_ops.is_finite(raw_max)
         with name_scope(None, "SelectV2") as select_scope:
             zero = constant(0, dtype=raw_max.dtype.base_dtype, name="e")
-            finite_max = create("SelectV2", [is_finite, raw_max, zero], {},
-                                select_scope).outputs[0]
+            finite_max = create("SelectV2", [is_finite, raw_max, zero], {}, select_scope).outputs[0]
         my_max = array_ops.stop_gradient(finite_max)
-        result = math_ops.log(reduce_sum(math_ops.exp(math_ops.subtract(x, my_max)), axis=axis,
-                                         keepdims=keepdims))
+        result = math_ops.log(
+            reduce_sum(math_ops.exp(math_ops.subtract(x, my_max)), axis=axis, keepdims=keepdims)
+        )
         if not keepdims:
             my_max = array_ops.reshape(my_max, array_ops.shape(result))
         result = math_ops.add(result, my_max, name=scope)
@@ -432,8 +468,16 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
     return result
 
 
-def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
-                  reduction_indices=None, keep_dims=None, input=None) -> Tensor:  # noqa: A002
+def count_nonzero(
+    input_tensor=None,
+    axis=None,
+    keepdims=None,
+    dtype=dtypes.int64,
+    name=None,
+    reduction_indices=None,
+    keep_dims=None,
+    input=None,
+) -> Tensor:  # noqa: A002
     """The number of non-zero (non-empty for strings, True for bools) elements across ``axis``.
 
     >>> count_nonzero([[0, 1], [2, 0]], axis=0)  # [1, 1]
@@ -462,8 +506,10 @@ def _arg_infer(o):
     check_dtype(o, 1, INDEX, attr="Tidx")
     out_type = o._attrs["output_type"]
     if out_type not in _ARG_OUTPUT_TYPES:
-        raise TypeError(f"Value for attr 'output_type' of {out_type.name} is not in the list of "
-                        "allowed values: int16, uint16, int32, int64")
+        raise TypeError(
+            f"Value for attr 'output_type' of {out_type.name} is not in the list of "
+            "allowed values: int16, uint16, int32, int64"
+        )
     if dim._shape.rank not in (None, 0):
         raise ShapeError(f"Shape must be rank 0 but is rank {dim._shape.rank}")
     rank = x._shape.rank
@@ -476,8 +522,10 @@ def _arg_infer(o):
         return [(out_type, unknown_shape(rank - 1))]
     a = int(value)
     if not -rank <= a < rank:
-        raise ShapeError(f"Dimension ({a}) must be in the range [{-rank}, {rank}), where {rank} "
-                         "is the number of dimensions in the input.")
+        raise ShapeError(
+            f"Dimension ({a}) must be in the range [{-rank}, {rank}), where {rank} "
+            "is the number of dimensions in the input."
+        )
     dims = list(x._shape.as_tuple())
     del dims[a + rank if a < 0 else a]
     return [(out_type, TensorShape(dims))]
@@ -500,10 +548,12 @@ def _arg_kernel(fn_name, nan_fill):
     return kernel
 
 
-op("ArgMax", infer=_arg_infer, differentiable=False,
-   inputs=("input", "dimension"))(_arg_kernel("argmax", -np.inf))
-op("ArgMin", infer=_arg_infer, differentiable=False,
-   inputs=("input", "dimension"))(_arg_kernel("argmin", np.inf))
+op("ArgMax", infer=_arg_infer, differentiable=False, inputs=("input", "dimension"))(
+    _arg_kernel("argmax", -np.inf)
+)
+op("ArgMin", infer=_arg_infer, differentiable=False, inputs=("input", "dimension"))(
+    _arg_kernel("argmin", np.inf)
+)
 
 
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
@@ -517,8 +567,13 @@ def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
         return create(op_type, [x, dim], attrs, scope).outputs[0]
 
 
-def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's argument name
-           output_type=dtypes.int64) -> Tensor:
+def argmax(
+    input,
+    axis=None,
+    name=None,
+    dimension=None,  # noqa: A002 - TF's argument name
+    output_type=dtypes.int64,
+) -> Tensor:
     """The index of the largest value along ``axis`` (default 0); ties give the first index.
 
     >>> argmax([[1, 3, 3], [2, 2, 0]], axis=1)  # [1, 0]
@@ -526,8 +581,13 @@ def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's arg
     return _arg("ArgMax", input, axis, name, dimension, output_type)
 
 
-def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002 - TF's argument name
-           output_type=dtypes.int64) -> Tensor:
+def argmin(
+    input,
+    axis=None,
+    name=None,
+    dimension=None,  # noqa: A002 - TF's argument name
+    output_type=dtypes.int64,
+) -> Tensor:
     """The index of the smallest value along ``axis`` (default 0); ties give the first index."""
     return _arg("ArgMin", input, axis, name, dimension, output_type)
 
@@ -551,8 +611,9 @@ def _scan_kernel(fn_name, identity):
         rank = x.ndim
         a = int(axis)
         if not -rank <= a < rank:
-            raise _invalid(f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), but "
-                           f"got {a}")
+            raise _invalid(
+                f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), but got {a}"
+            )
         a = a + rank if a < 0 else a
         if reverse:
             x = xp.flip(x, a)
@@ -570,8 +631,12 @@ def _scan_kernel(fn_name, identity):
 
 
 def _cumsum_grad(o, dy):
-    return [cumsum(dy, o.inputs[1], exclusive=o.get_attr("exclusive"),
-                   reverse=not o.get_attr("reverse")), None]
+    return [
+        cumsum(
+            dy, o.inputs[1], exclusive=o.get_attr("exclusive"), reverse=not o.get_attr("reverse")
+        ),
+        None,
+    ]
 
 
 def _cumprod_grad(o, dy):
@@ -583,22 +648,25 @@ def _cumprod_grad(o, dy):
     out = cumsum(math_ops.multiply(prod, dy), axis, exclusive=exclusive, reverse=not reverse)
     is_zero = math_ops.equal(x, array_ops.zeros([], dtype=x.dtype.base_dtype))
     safe_x = math_ops.where_v2(is_zero, array_ops.ones_like(x), x)
-    return [math_ops.where_v2(is_zero, array_ops.zeros_like(out),
-                              math_ops.realdiv(out, safe_x)), None]
+    return [
+        math_ops.where_v2(is_zero, array_ops.zeros_like(out), math_ops.realdiv(out, safe_x)),
+        None,
+    ]
 
 
-op("Cumsum", infer=_scan_infer, grad=_cumsum_grad,
-   inputs=("x", "axis"))(_scan_kernel("cumsum", 0))
-op("Cumprod", infer=_scan_infer, grad=_cumprod_grad,
-   inputs=("x", "axis"))(_scan_kernel("cumprod", 1))
+op("Cumsum", infer=_scan_infer, grad=_cumsum_grad, inputs=("x", "axis"))(_scan_kernel("cumsum", 0))
+op("Cumprod", infer=_scan_infer, grad=_cumprod_grad, inputs=("x", "axis"))(
+    _scan_kernel("cumprod", 1)
+)
 
 
 def _scan(op_type, x, axis, exclusive, reverse, name):
     with name_scope(name, op_type, [x]) as scope:
         x = convert_to_tensor(x, name="x")
         a = convert_to_tensor(axis, dtype_hint=dtypes.int32, name="axis")
-        return create(op_type, [x, a], {"exclusive": bool(exclusive), "reverse": bool(reverse)},
-                      scope).outputs[0]
+        return create(
+            op_type, [x, a], {"exclusive": bool(exclusive), "reverse": bool(reverse)}, scope
+        ).outputs[0]
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:

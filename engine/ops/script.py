@@ -79,8 +79,10 @@ def _as_output(value, dtype, i: int, token: str) -> np.ndarray:
                 v = v.encode("utf-8")
             elif not isinstance(v, bytes):
                 raise errors.InvalidArgumentError(
-                    None, None, f"{i}-th value returned by {token} is "
-                                f"{type(v).__name__}, but expects string")
+                    None,
+                    None,
+                    f"{i}-th value returned by {token} is {type(v).__name__}, but expects string",
+                )
             flat[j] = v
         return out
     arr = np.asarray(value)
@@ -90,8 +92,11 @@ def _as_output(value, dtype, i: int, token: str) -> np.ndarray:
         # (bool -> int, int -> float) are applied; anything else is the function's error.
         if arr.dtype.kind in "OUS" or not np.can_cast(arr.dtype, want, "same_kind"):
             raise errors.InvalidArgumentError(
-                None, None, f"{i}-th value returned by {token} is "
-                            f"{_type_name(arr.dtype)}, but expects {dtype.name}")
+                None,
+                None,
+                f"{i}-th value returned by {token} is "
+                f"{_type_name(arr.dtype)}, but expects {dtype.name}",
+            )
         arr = arr.astype(want)
     return arr
 
@@ -104,8 +109,11 @@ def _type_name(d: np.dtype) -> str:
 def _py_func_kernel(xp, *inputs, token, Tin, Tout, callback):  # noqa: N803 - TF attr names
     if callback is None:
         raise errors.InvalidArgumentError(
-            None, None, f"callback {token} is not found: the function of a py_func lives only "
-                        "in the process (and graph) that created it")
+            None,
+            None,
+            f"callback {token} is not found: the function of a py_func lives only "
+            "in the process (and graph) that created it",
+        )
     ret = callback.func(*[_as_input(x) for x in inputs])
     if ret is None and not Tout:
         values = []
@@ -115,8 +123,10 @@ def _py_func_kernel(xp, *inputs, token, Tin, Tout, callback):  # noqa: N803 - TF
         values = [ret]
     if len(values) != len(Tout):
         raise errors.InvalidArgumentError(
-            None, None, f"{token} returns {len(values)} values, but expects to see "
-                        f"{len(Tout)} values.")
+            None,
+            None,
+            f"{token} returns {len(values)} values, but expects to see {len(Tout)} values.",
+        )
     outs = tuple(_as_output(v, d, i, token) for i, (v, d) in enumerate(zip(values, Tout)))
     if len(outs) == 1:
         return outs[0]
@@ -124,13 +134,26 @@ def _py_func_kernel(xp, *inputs, token, Tin, Tout, callback):  # noqa: N803 - TF
 
 
 for _type, _stateful in (("PyFunc", True), ("PyFuncStateless", False)):
-    op(_type, infer=_py_func_infer, stateful=_stateful, serializable=False, aliases=True,
-       differentiable=False, bind=_py_func_bind, inputs=("input*",),
-       device_types=("CPU",))(_py_func_kernel)
+    op(
+        _type,
+        infer=_py_func_infer,
+        stateful=_stateful,
+        serializable=False,
+        aliases=True,
+        differentiable=False,
+        bind=_py_func_bind,
+        inputs=("input*",),
+        device_types=("CPU",),
+    )(_py_func_kernel)
 
 
-def py_func(func, inp, Tout, stateful=True,  # noqa: N803 - TF's argument name
-            name=None) -> Tensor | list[Tensor] | Operation:
+def py_func(
+    func,
+    inp,
+    Tout,
+    stateful=True,  # noqa: N803 - TF's argument name
+    name=None,
+) -> Tensor | list[Tensor] | Operation:
     """Wraps the Python function ``func`` as an op: ``func(*numpy_inputs)`` runs each time
     the op is on a run's computation path.
 
@@ -142,14 +165,21 @@ def py_func(func, inp, Tout, stateful=True,  # noqa: N803 - TF's argument name
     >>> y = py_func(lambda a: np.sort(a), [x], tf.float32)
     """
     single = not isinstance(Tout, (list, tuple))
-    tout = [dtypes.as_dtype(Tout).base_dtype] if single else \
-        [dtypes.as_dtype(d).base_dtype for d in Tout]
+    tout = (
+        [dtypes.as_dtype(Tout).base_dtype]
+        if single
+        else [dtypes.as_dtype(d).base_dtype for d in Tout]
+    )
     op_type = "PyFunc" if stateful else "PyFuncStateless"
     with name_scope(name, op_type, list(inp)) as scope:
         ts = [convert_to_tensor(x) for x in inp]
         token = _register(ts[0].graph if ts else get_default_graph(), func)
-        o: Operation = create(op_type, ts, {
-            "token": token, "Tin": [t.dtype.base_dtype for t in ts], "Tout": tout}, scope)
+        o: Operation = create(
+            op_type,
+            ts,
+            {"token": token, "Tin": [t.dtype.base_dtype for t in ts], "Tout": tout},
+            scope,
+        )
     if single:
         return o.outputs[0]
     return list(o.outputs) if o.outputs else o

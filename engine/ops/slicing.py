@@ -48,14 +48,17 @@ from engine.tensor_shape import Dimension, TensorShape, unknown_shape
 # Slice, StridedSlice and Tensor.__getitem__
 # -----------------------------------------------------------------------------------------
 
+
 def _slice_infer(o):
     x, begin, size = o._inputs
     check_dtype(o, 1, INDEX, "Index")
     check_same_dtype(o, (1, 2))
     nb, ns = _vector_length(begin), _vector_length(size)
     if nb is not None and ns is not None and nb != ns:
-        raise ShapeError(f"Dimension 0 in both shapes must be equal, but are {nb} and {ns}. "
-                         f"Shapes are [{nb}] and [{ns}].")
+        raise ShapeError(
+            f"Dimension 0 in both shapes must be equal, but are {nb} and {ns}. "
+            f"Shapes are [{nb}] and [{ns}]."
+        )
     n = nb if nb is not None else ns
     dims = _dims(x)
     if dims is not None and n is not None and len(dims) != n:
@@ -67,8 +70,7 @@ def _slice_infer(o):
     b = constant_value_as_shape(begin).as_tuple() or (None,) * rank
     sizes = _const_ints(size)
     if sizes is None:
-        return [(base(x), TensorShape(constant_value_as_shape(size).as_tuple() or
-                                      (None,) * rank))]
+        return [(base(x), TensorShape(constant_value_as_shape(size).as_tuple() or (None,) * rank))]
     out = []
     for i, s in enumerate(sizes):
         if s < -1:
@@ -78,8 +80,7 @@ def _slice_infer(o):
         elif dims[i] is None or b[i] is None:
             out.append(None)
         elif b[i] > dims[i]:
-            raise ShapeError(f"Negative dimension size caused by subtracting {b[i]} from "
-                             f"{dims[i]}")
+            raise ShapeError(f"Negative dimension size caused by subtracting {b[i]} from {dims[i]}")
         else:
             out.append(dims[i] - b[i])
     return [(base(x), TensorShape(out))]
@@ -99,13 +100,14 @@ def _slice_grad(o, g):
     return [pad(g, paddings), None, None]
 
 
-@op("Slice", infer=_slice_infer, aliases=True, grad=_slice_grad,
-    inputs=("input", "begin", "size"))
+@op("Slice", infer=_slice_infer, aliases=True, grad=_slice_grad, inputs=("input", "begin", "size"))
 def _slice_kernel(xp, x, begin, size):
     b, s = begin.tolist(), size.tolist()
     if len(b) != x.ndim or len(s) != x.ndim:
-        raise _invalid(f"Expected begin and size arguments to be 1-D tensors of size {x.ndim}, "
-                       f"but got shapes [{len(b)}] and [{len(s)}] instead.")
+        raise _invalid(
+            f"Expected begin and size arguments to be 1-D tensors of size {x.ndim}, "
+            f"but got shapes [{len(b)}] and [{len(s)}] instead."
+        )
     index = []
     for i, (bi, si, d) in enumerate(zip(b, s, x.shape)):
         if si == -1:
@@ -134,8 +136,18 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
 _NEW_AXIS, _SHRINK_AXIS = -1, -2
 
 
-def _strided_slice_plan(dims, begin, end, strides, begin_mask, end_mask, ellipsis_mask,
-                        new_axis_mask, shrink_axis_mask, err):
+def _strided_slice_plan(
+    dims,
+    begin,
+    end,
+    strides,
+    begin_mask,
+    end_mask,
+    ellipsis_mask,
+    new_axis_mask,
+    shrink_axis_mask,
+    err,
+):
     """TF's ``ValidateStridedSliceOp`` over a partially known input shape.
 
     ``dims`` are the input dims (None: unknown); ``begin``/``end`` are lists of ints or None
@@ -173,8 +185,7 @@ def _strided_slice_plan(dims, begin, end, strides, begin_mask, end_mask, ellipsi
             gather.append(_NEW_AXIS)
         else:
             if full == rank:
-                raise err(f"Index out of range using input dim {full}; input has only {rank} "
-                          "dims")
+                raise err(f"Index out of range using input dim {full}; input has only {rank} dims")
             if begin is not None:
                 d_begin[full] = begin[i]
             if end is not None:
@@ -208,10 +219,16 @@ def _strided_slice_plan(dims, begin, end, strides, begin_mask, end_mask, ellipsi
                     raise err(f"slice index {b} of dimension {i} out of bounds.")
                 e = b + 1
             else:
-                b = (lo if s > 0 else hi) if d_bmask[i] else min(max(b + dim if b < 0 else b,
-                                                                     lo), hi)
-                e = (hi if s > 0 else lo) if d_emask[i] else min(max(e + dim if e < 0 else e,
-                                                                     lo), hi)
+                b = (
+                    (lo if s > 0 else hi)
+                    if d_bmask[i]
+                    else min(max(b + dim if b < 0 else b, lo), hi)
+                )
+                e = (
+                    (hi if s > 0 else lo)
+                    if d_emask[i]
+                    else min(max(e + dim if e < 0 else e, lo), hi)
+                )
             interval = e - b
         elif shrink:
             interval = 1
@@ -220,8 +237,7 @@ def _strided_slice_plan(dims, begin, end, strides, begin_mask, end_mask, ellipsi
         else:
             interval = None
         if interval is not None:
-            size = 0 if interval == 0 or (interval < 0) != (s < 0) else \
-                -(-abs(interval) // abs(s))
+            size = 0 if interval == 0 or (interval < 0) != (s < 0) else -(-abs(interval) // abs(s))
         sizes.append(size)
         if not known_range:
             index.append(None)
@@ -244,16 +260,19 @@ def _strided_slice_infer(o):
     for t in (begin, end, strides):
         m = _vector_length(t)
         if m is not None and n is not None and m != n:
-            raise ShapeError(f"Dimension 0 in both shapes must be equal, but are {n} and {m}. "
-                             f"Shapes are [{n}] and [{m}].")
+            raise ShapeError(
+                f"Dimension 0 in both shapes must be equal, but are {n} and {m}. "
+                f"Shapes are [{n}] and [{m}]."
+            )
         n = m if n is None else n
     dims = _dims(x)
     s = _const_ints(strides)
     if dims is None or n is None or s is None:
         return [(base(x), unknown_shape())]
     masks = [o._attrs[k] for k in _MASKS]
-    final, _ = _strided_slice_plan(dims, _const_ints(begin), _const_ints(end), s, *masks,
-                                   err=ShapeError)
+    final, _ = _strided_slice_plan(
+        dims, _const_ints(begin), _const_ints(end), s, *masks, err=ShapeError
+    )
     return [(base(x), TensorShape(final))]
 
 
@@ -264,23 +283,61 @@ def _strided_slice_grad(o, g):
     return [dx, None, None, None]
 
 
-@op("StridedSlice", infer=_strided_slice_infer, aliases=True, grad=_strided_slice_grad,
-    inputs=("input", "begin", "end", "strides"))
-def _strided_slice_kernel(xp, x, begin, end, strides, *, begin_mask, end_mask, ellipsis_mask,
-                          new_axis_mask, shrink_axis_mask):
+@op(
+    "StridedSlice",
+    infer=_strided_slice_infer,
+    aliases=True,
+    grad=_strided_slice_grad,
+    inputs=("input", "begin", "end", "strides"),
+)
+def _strided_slice_kernel(
+    xp,
+    x,
+    begin,
+    end,
+    strides,
+    *,
+    begin_mask,
+    end_mask,
+    ellipsis_mask,
+    new_axis_mask,
+    shrink_axis_mask,
+):
     b, e, s = begin.tolist(), end.tolist(), strides.tolist()
     if begin.ndim != 1 or not len(b) == len(e) == len(s):
-        raise _invalid("Expected begin, end, and strides to be 1D equal size tensors, but got "
-                       f"shapes {_short(begin.shape)}, {_short(end.shape)}, and "
-                       f"{_short(strides.shape)} instead.")
-    final, index = _strided_slice_plan(list(x.shape), b, e, s, begin_mask, end_mask,
-                                       ellipsis_mask, new_axis_mask, shrink_axis_mask,
-                                       err=_invalid)
+        raise _invalid(
+            "Expected begin, end, and strides to be 1D equal size tensors, but got "
+            f"shapes {_short(begin.shape)}, {_short(end.shape)}, and "
+            f"{_short(strides.shape)} instead."
+        )
+    final, index = _strided_slice_plan(
+        list(x.shape),
+        b,
+        e,
+        s,
+        begin_mask,
+        end_mask,
+        ellipsis_mask,
+        new_axis_mask,
+        shrink_axis_mask,
+        err=_invalid,
+    )
     return xp.reshape(x[tuple(index)], final)
 
 
-def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
-                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+def strided_slice(
+    input_,
+    begin,
+    end,
+    strides=None,
+    begin_mask=0,
+    end_mask=0,
+    ellipsis_mask=0,
+    new_axis_mask=0,
+    shrink_axis_mask=0,
+    var=None,
+    name=None,
+):
     """Extracts a strided slice of ``input_`` (the op behind ``tensor[...]``).
 
     Bit ``i`` of a mask refers to entry ``i`` of ``begin``/``end``/``strides``: begin/end
@@ -298,8 +355,18 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
             else:
                 strides = ones_like(b)
         s = _int_tensor(strides, "strides", dtype_hint=b.dtype.base_dtype)
-        attrs = dict(zip(_MASKS, (int(begin_mask), int(end_mask), int(ellipsis_mask),
-                                  int(new_axis_mask), int(shrink_axis_mask))))
+        attrs = dict(
+            zip(
+                _MASKS,
+                (
+                    int(begin_mask),
+                    int(end_mask),
+                    int(ellipsis_mask),
+                    int(new_axis_mask),
+                    int(shrink_axis_mask),
+                ),
+            )
+        )
         return create("StridedSlice", [x, b, e, s], attrs, scope).outputs[0]
 
 
@@ -311,16 +378,41 @@ def _strided_slice_grad_infer(o):
     return [(base(o._inputs[4]), constant_value_as_shape(shape_t))]
 
 
-@op("StridedSliceGrad", infer=_strided_slice_grad_infer,
-    grad=lambda o, g: [None] * 4 + [strided_slice(g, *o.inputs[1:4],
-                                                  **{k: o.get_attr(k) for k in _MASKS})],
-    inputs=("shape", "begin", "end", "strides", "dy"))
-def _strided_slice_grad_kernel(xp, shape, begin, end, strides, dy, *, begin_mask, end_mask,
-                               ellipsis_mask, new_axis_mask, shrink_axis_mask):
+@op(
+    "StridedSliceGrad",
+    infer=_strided_slice_grad_infer,
+    grad=lambda o, g: (
+        [None] * 4 + [strided_slice(g, *o.inputs[1:4], **{k: o.get_attr(k) for k in _MASKS})]
+    ),
+    inputs=("shape", "begin", "end", "strides", "dy"),
+)
+def _strided_slice_grad_kernel(
+    xp,
+    shape,
+    begin,
+    end,
+    strides,
+    dy,
+    *,
+    begin_mask,
+    end_mask,
+    ellipsis_mask,
+    new_axis_mask,
+    shrink_axis_mask,
+):
     dims = [int(d) for d in shape.tolist()]
-    final, index = _strided_slice_plan(dims, begin.tolist(), end.tolist(), strides.tolist(),
-                                       begin_mask, end_mask, ellipsis_mask, new_axis_mask,
-                                       shrink_axis_mask, err=_invalid)
+    final, index = _strided_slice_plan(
+        dims,
+        begin.tolist(),
+        end.tolist(),
+        strides.tolist(),
+        begin_mask,
+        end_mask,
+        ellipsis_mask,
+        new_axis_mask,
+        shrink_axis_mask,
+        err=_invalid,
+    )
     if list(dy.shape) != final:
         raise _invalid(f"shape of dy was {_short(dy.shape)} instead of {_short(final)}")
     out = xp.zeros(dims, dtype=dy.dtype)
@@ -329,8 +421,19 @@ def _strided_slice_grad_kernel(xp, shape, begin, end, strides, dy, *, begin_mask
     return out
 
 
-def strided_slice_grad(shape, begin, end, strides, dy, begin_mask=0, end_mask=0,
-                       ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, name=None):
+def strided_slice_grad(
+    shape,
+    begin,
+    end,
+    strides,
+    dy,
+    begin_mask=0,
+    end_mask=0,
+    ellipsis_mask=0,
+    new_axis_mask=0,
+    shrink_axis_mask=0,
+    name=None,
+):
     """``dy`` written into zeros of ``shape`` where ``strided_slice`` with the same
     arguments reads (StridedSlice's gradient)."""
     with name_scope(name, "StridedSliceGrad", [shape, begin, end, strides, dy]) as scope:
@@ -338,13 +441,25 @@ def strided_slice_grad(shape, begin, end, strides, dy, begin_mask=0, end_mask=0,
         for v, n in ((begin, "begin"), (end, "end"), (strides, "strides")):
             ins.append(_int_tensor(v, n, dtype_hint=base(ins[0])))
         ins.append(convert_to_tensor(dy, name="dy"))
-        attrs = dict(zip(_MASKS, (int(begin_mask), int(end_mask), int(ellipsis_mask),
-                                  int(new_axis_mask), int(shrink_axis_mask))))
+        attrs = dict(
+            zip(
+                _MASKS,
+                (
+                    int(begin_mask),
+                    int(end_mask),
+                    int(ellipsis_mask),
+                    int(new_axis_mask),
+                    int(shrink_axis_mask),
+                ),
+            )
+        )
         return create("StridedSliceGrad", ins, attrs, scope).outputs[0]
 
 
-_SLICE_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and "
-                     "scalar tf.int32/tf.int64 tensors are valid indices")
+_SLICE_TYPE_ERROR = (
+    "Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and "
+    "scalar tf.int32/tf.int64 tensors are valid indices"
+)
 
 
 def _index_value(idx):
@@ -366,13 +481,12 @@ def _index_value(idx):
 
 def _pack_indices(values, name):
     if all(isinstance(v, int) for v in values):
-        big = any(not -2 ** 31 <= v < 2 ** 31 for v in values)
+        big = any(not -(2**31) <= v < 2**31 for v in values)
         return constant(np.array(values, dtype=np.int64 if big else np.int32), name=name)
     if any(isinstance(v, Tensor) and v.dtype.base_dtype is dtypes.int64 for v in values):
         from engine.ops import math as math_ops
 
-        values = [math_ops.cast(v, dtypes.int64) if isinstance(v, Tensor) else v
-                  for v in values]
+        values = [math_ops.cast(v, dtypes.int64) if isinstance(v, Tensor) else v for v in values]
     return stack(values, name=name)
 
 
@@ -382,9 +496,11 @@ def _slice_helper(tensor, slice_spec):
     Supports ints (negative from the end), slices with steps, ``...``, ``None``/``newaxis``,
     scalar int tensors and tuples of these; a bool mask selects with ``boolean_mask``.
     """
-    if isinstance(slice_spec, bool) or (
-            isinstance(slice_spec, Tensor) and slice_spec.dtype.base_dtype is dtypes.bool) or (
-            isinstance(slice_spec, np.ndarray) and slice_spec.dtype == bool):
+    if (
+        isinstance(slice_spec, bool)
+        or (isinstance(slice_spec, Tensor) and slice_spec.dtype.base_dtype is dtypes.bool)
+        or (isinstance(slice_spec, np.ndarray) and slice_spec.dtype == bool)
+    ):
         return boolean_mask(tensor, slice_spec)
     if not isinstance(slice_spec, (list, tuple)):
         slice_spec = [slice_spec]
@@ -392,8 +508,11 @@ def _slice_helper(tensor, slice_spec):
     masks = dict.fromkeys(_MASKS, 0)
     for i, s in enumerate(slice_spec):
         if isinstance(s, builtins.slice):
-            for bound, out, mask in ((s.start, begin, "begin_mask"), (s.stop, end, "end_mask"),
-                                     (s.step, strides, None)):
+            for bound, out, mask in (
+                (s.start, begin, "begin_mask"),
+                (s.stop, end, "end_mask"),
+                (s.step, strides, None),
+            ):
                 v = None if bound is None else _index_value(bound)
                 if v is None:
                     out.append(1 if mask is None else 0)
@@ -432,7 +551,6 @@ Tensor._override_operator("__getitem__", _slice_helper)
 # -----------------------------------------------------------------------------------------
 
 
-
 def _gather_infer(o):
     params, indices, axis_t = o._inputs
     check_dtype(o, 1, INDEX, "Tindices")
@@ -449,22 +567,25 @@ def _gather_infer(o):
     if axis is None:
         return [(dtype, unknown_shape(len(p) + len(ind) - 1 - bd))]
     if not -len(p) <= axis < len(p):
-        raise ShapeError(f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but "
-                         f"is rank {len(p)}")
+        raise ShapeError(
+            f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but is rank {len(p)}"
+        )
     axis %= len(p)
     if not 0 <= bd <= len(ind):
-        raise ShapeError(f"batch_dims ({o._attrs['batch_dims']}) must be in [{-len(ind)}, "
-                         f"{len(ind)}]")
+        raise ShapeError(
+            f"batch_dims ({o._attrs['batch_dims']}) must be in [{-len(ind)}, {len(ind)}]"
+        )
     if bd > axis:
         raise ShapeError(f"batch_dims ({bd}) must be less than or equal to axis ({axis})")
     batch = _merge_part(p[:bd], ind[:bd])
-    return [(dtype, TensorShape(batch + p[bd:axis] + ind[bd:] + p[axis + 1:]))]
+    return [(dtype, TensorShape(batch + p[bd:axis] + ind[bd:] + p[axis + 1 :]))]
 
 
 def _gather_grad(o, g):
     params, indices, axis = o.inputs
-    dx = gather_grad(g, indices, _shape_of(params, base(indices)), axis,
-                     batch_dims=o.get_attr("batch_dims"))
+    dx = gather_grad(
+        g, indices, _shape_of(params, base(indices)), axis, batch_dims=o.get_attr("batch_dims")
+    )
     return [dx, None, None]
 
 
@@ -472,8 +593,9 @@ def _gather_grad(o, g):
 def _gather_kernel(xp, params, indices, axis, *, batch_dims):
     a = int(axis)
     if not -params.ndim <= a < params.ndim:
-        raise _invalid(f"Shape must be at least rank {a + 1 if a >= 0 else -a} but is rank "
-                       f"{params.ndim}")
+        raise _invalid(
+            f"Shape must be at least rank {a + 1 if a >= 0 else -a} but is rank {params.ndim}"
+        )
     a %= params.ndim
     bd = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
     n = params.shape[a]
@@ -485,10 +607,12 @@ def _gather_kernel(xp, params, indices, axis, *, batch_dims):
     if bd == 0:
         return xp.take(params, indices, axis=a)
     if params.shape[:bd] != indices.shape[:bd]:
-        raise _invalid(f"params.shape[:{bd}] = {_short(params.shape[:bd])} must equal "
-                       f"indices.shape[:{bd}] = {_short(indices.shape[:bd])}")
+        raise _invalid(
+            f"params.shape[:{bd}] = {_short(params.shape[:bd])} must equal "
+            f"indices.shape[:{bd}] = {_short(indices.shape[:bd])}"
+        )
     # Batched: gather row by row over the flattened batch dimensions.
-    out_shape = params.shape[:a] + indices.shape[bd:] + params.shape[a + 1:]
+    out_shape = params.shape[:a] + indices.shape[bd:] + params.shape[a + 1 :]
     nb = int(np.prod(params.shape[:bd], dtype=np.int64))
     if nb == 0:
         return xp.empty(out_shape, dtype=params.dtype)
@@ -512,8 +636,12 @@ def _gather_grad_grad(o, g):
     return [gather(g, indices, axis=axis, batch_dims=o.get_attr("batch_dims")), None, None, None]
 
 
-@op("GatherGrad", infer=_gather_grad_infer, grad=_gather_grad_grad,
-    inputs=("grad", "indices", "params_shape", "axis"))
+@op(
+    "GatherGrad",
+    infer=_gather_grad_infer,
+    grad=_gather_grad_grad,
+    inputs=("grad", "indices", "params_shape", "axis"),
+)
 def _gather_grad_kernel(xp, grad, indices, params_shape, axis, *, batch_dims):
     dims = [int(d) for d in params_shape.tolist()]
     a = int(axis)
@@ -525,19 +653,22 @@ def _gather_grad_kernel(xp, grad, indices, params_shape, axis, *, batch_dims):
     bad = (indices < 0) | (indices >= n)
     if bad.any():
         pos = [int(v) for v in xp.argwhere(bad)[0].tolist()]
-        raise _invalid(f"indices[{','.join(map(str, pos))}] = {int(indices[tuple(pos)])} is "
-                       f"not in [0, {n})")
-    want = dims[:a] + list(indices.shape[bd:]) + dims[a + 1:]
+        raise _invalid(
+            f"indices[{','.join(map(str, pos))}] = {int(indices[tuple(pos)])} is not in [0, {n})"
+        )
+    want = dims[:a] + list(indices.shape[bd:]) + dims[a + 1 :]
     if list(indices.shape[:bd]) != dims[:bd] or list(grad.shape) != want:
-        raise _invalid(f"GatherGrad: grad of shape {_short(grad.shape)} and indices of shape "
-                       f"{_short(indices.shape)} do not match params shape {_short(dims)}")
+        raise _invalid(
+            f"GatherGrad: grad of shape {_short(grad.shape)} and indices of shape "
+            f"{_short(indices.shape)} do not match params shape {_short(dims)}"
+        )
     # Repeated indices add up (numpy's add.at, cupy's scatter_add); half floats accumulate in
     # float32.
     acc = np.float32 if grad.dtype == np.float16 else grad.dtype
     nb = int(np.prod(dims[:bd], dtype=np.int64))
     k = int(np.prod(indices.shape[bd:], dtype=np.int64))
     out = xp.zeros([nb] + dims[bd:], dtype=acc)
-    rows = grad.reshape([nb] + dims[bd:a] + [k] + dims[a + 1:]).astype(acc, copy=False)
+    rows = grad.reshape([nb] + dims[bd:a] + [k] + dims[a + 1 :]).astype(acc, copy=False)
     flat = indices.reshape(nb, k)
     lead = (builtins.slice(None),) * (a - bd)
     for b in builtins.range(nb):
@@ -553,8 +684,7 @@ def gather_grad(grad, indices, params_shape, axis=0, batch_dims=0, name=None):
         i = _int_tensor(indices, "indices")
         s = _int_tensor(params_shape, "params_shape", dtype_hint=base(i))
         a = _int_tensor(axis, "axis")
-        return create("GatherGrad", [g, i, s, a], {"batch_dims": int(batch_dims)},
-                      scope).outputs[0]
+        return create("GatherGrad", [g, i, s, a], {"batch_dims": int(batch_dims)}, scope).outputs[0]
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
@@ -617,25 +747,27 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
         if n == 0:
             raise ValueError("mask cannot be scalar.")
         if n is None:
-            raise ValueError("Number of mask dimensions must be specified, even if some "
-                             "dimensions are None.  E.g. shape=[None] is ok, but shape=None "
-                             "is not.")
+            raise ValueError(
+                "Number of mask dimensions must be specified, even if some "
+                "dimensions are None.  E.g. shape=[None] is ok, but shape=None "
+                "is not."
+            )
         axis = 0 if axis is None else axis
         axis_value = constant_value(axis) if isinstance(axis, Tensor) else axis
         if axis_value is not None:
             axis = int(axis_value)
-            tensor_shape[axis:axis + n].assert_is_compatible_with(mask_shape)
+            tensor_shape[axis : axis + n].assert_is_compatible_with(mask_shape)
         # The masked dims collapse into one of size(mask) elements, then a 1-D gather.
         dyn = shape(t)
-        flat = reshape(t, concat([dyn[:axis], stack([size(m)]), dyn[axis + n:]], 0))
+        flat = reshape(t, concat([dyn[:axis], stack([size(m)]), dyn[axis + n :]], 0))
         if axis_value is not None and tensor_shape.rank is not None:
-            flat.set_shape(tensor_shape[:axis].concatenate(
-                [tensor_shape[axis:axis + n].num_elements()]).concatenate(
-                tensor_shape[axis + n:]))
+            flat.set_shape(
+                tensor_shape[:axis]
+                .concatenate([tensor_shape[axis : axis + n].num_elements()])
+                .concatenate(tensor_shape[axis + n :])
+            )
         indices = squeeze(where_indices(reshape(m, [-1])), axis=[1])
         return gather(flat, indices, axis=axis)
-
-
 
 
 __all__ = ["slice", "strided_slice", "gather", "where_indices", "boolean_mask"]

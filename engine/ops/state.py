@@ -25,30 +25,47 @@ def _slot_bind(o, ctx):
     return {"slot": ctx.session._slot_for(o, ctx.device)}
 
 
-@op("VariableV2", infer=_variable_infer, stateful=True, hoist=True, bind=_slot_bind,
-    differentiable=False)
+@op(
+    "VariableV2",
+    infer=_variable_infer,
+    stateful=True,
+    hoist=True,
+    bind=_slot_bind,
+    differentiable=False,
+)
 def _variable_kernel(xp, *, shape, dtype, container, shared_name, slot):
     return slot
 
 
 def variable_op_v2(shape, dtype, name="Variable", container="", shared_name=""):
     """Creates the storage op of a variable (a reference tensor)."""
-    return create("VariableV2", [], {
-        "shape": as_shape(shape) if shape is not None else unknown_shape(),
-        "dtype": dtypes.as_dtype(dtype).base_dtype, "container": container,
-        "shared_name": shared_name}, name).outputs[0]
+    return create(
+        "VariableV2",
+        [],
+        {
+            "shape": as_shape(shape) if shape is not None else unknown_shape(),
+            "dtype": dtypes.as_dtype(dtype).base_dtype,
+            "container": container,
+            "shared_name": shared_name,
+        },
+        name,
+    ).outputs[0]
 
 
 def _check_ref(o, what):
     ref = o._inputs[0]
     if not ref._dtype._is_ref:
-        raise TypeError(f"'{what}' Op requires that input 'ref' be a mutable tensor (e.g. a "
-                        f"Variable); {ref.name} has dtype {ref._dtype.name}")
+        raise TypeError(
+            f"'{what}' Op requires that input 'ref' be a mutable tensor (e.g. a "
+            f"Variable); {ref.name} has dtype {ref._dtype.name}"
+        )
     value = o._inputs[1]
     if value._dtype.base_dtype is not ref._dtype.base_dtype:
-        raise TypeError(f"Input 'value' of '{what}' Op has type {value._dtype.base_dtype.name} "
-                        f"that does not match type {ref._dtype.base_dtype.name} of argument "
-                        "'ref'.")
+        raise TypeError(
+            f"Input 'value' of '{what}' Op has type {value._dtype.base_dtype.name} "
+            f"that does not match type {ref._dtype.base_dtype.name} of argument "
+            "'ref'."
+        )
     return ref, value
 
 
@@ -70,19 +87,33 @@ def _check_declared(slot, value, op_name):
     declared = slot.shape
     if declared is not None and not declared.is_compatible_with(value.shape):
         raise errors.InvalidArgumentError(
-            None, None, f"Assign requires shapes of both tensors to match. lhs shape= "
-                        f"{declared._short()} rhs shape= {list(value.shape)}")
+            None,
+            None,
+            f"Assign requires shapes of both tensors to match. lhs shape= "
+            f"{declared._short()} rhs shape= {list(value.shape)}",
+        )
 
 
-@op("Assign", infer=_assign_infer, stateful=True, writes_variables=True, ref_inputs=(0,),
-    bind=_assign_bind, differentiable=False, inputs=("ref", "value"))
+@op(
+    "Assign",
+    infer=_assign_infer,
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0,),
+    bind=_assign_bind,
+    differentiable=False,
+    inputs=("ref", "value"),
+)
 def _assign_kernel(xp, ref, value, *, validate_shape, use_locking, copy):
     if validate_shape:
         current = ref.value
         if current is not None and current.shape != value.shape:
             raise errors.InvalidArgumentError(
-                None, None, f"Assign requires shapes of both tensors to match. lhs shape= "
-                            f"{list(current.shape)} rhs shape= {list(value.shape)}")
+                None,
+                None,
+                f"Assign requires shapes of both tensors to match. lhs shape= "
+                f"{list(current.shape)} rhs shape= {list(value.shape)}",
+            )
         _check_declared(ref, value, "")
     ref.value = value.copy() if copy else value
     return ref
@@ -103,8 +134,11 @@ def _update_kernel(fn):
         current = ref.read()
         if current.shape != value.shape:
             raise errors.InvalidArgumentError(
-                None, None, f"Update requires shapes of both tensors to match. lhs shape= "
-                            f"{list(current.shape)} rhs shape= {list(value.shape)}")
+                None,
+                None,
+                f"Update requires shapes of both tensors to match. lhs shape= "
+                f"{list(current.shape)} rhs shape= {list(value.shape)}",
+            )
         # A new array: readers of the old value in flight keep a consistent snapshot.
         ref.value = fn(current, value)
         return ref
@@ -112,12 +146,24 @@ def _update_kernel(fn):
     return kernel
 
 
-op("AssignAdd", infer=_update_infer("AssignAdd"), stateful=True, writes_variables=True,
-   ref_inputs=(0,),
-   differentiable=False, inputs=("ref", "value"))(_update_kernel(lambda a, b: a + b))
-op("AssignSub", infer=_update_infer("AssignSub"), stateful=True, writes_variables=True,
-   ref_inputs=(0,),
-   differentiable=False, inputs=("ref", "value"))(_update_kernel(lambda a, b: a - b))
+op(
+    "AssignAdd",
+    infer=_update_infer("AssignAdd"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0,),
+    differentiable=False,
+    inputs=("ref", "value"),
+)(_update_kernel(lambda a, b: a + b))
+op(
+    "AssignSub",
+    infer=_update_infer("AssignSub"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0,),
+    differentiable=False,
+    inputs=("ref", "value"),
+)(_update_kernel(lambda a, b: a - b))
 
 
 def _ref_of(ref):
@@ -131,17 +177,21 @@ def _ref_of(ref):
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """Assigns ``value`` to the variable ``ref``; returns the variable's reference tensor."""
     if hasattr(ref, "assign") and not isinstance(ref, Tensor):
-        return ref.assign(value, use_locking=use_locking, name=name,
-                          validate_shape=validate_shape)
+        return ref.assign(value, use_locking=use_locking, name=name, validate_shape=validate_shape)
     from engine.framework.constant_op import convert_to_tensor
 
     r = _ref_of(ref)
     with name_scope(name, "Assign", [r, value]) as scope:
         v = convert_to_tensor(value, dtype=r.dtype.base_dtype, name="value")
-        return create("Assign", [r, v], {
-            "validate_shape": True if validate_shape is None else bool(validate_shape),
-            "use_locking": True if use_locking is None else bool(use_locking)},
-            scope).outputs[0]
+        return create(
+            "Assign",
+            [r, v],
+            {
+                "validate_shape": True if validate_shape is None else bool(validate_shape),
+                "use_locking": True if use_locking is None else bool(use_locking),
+            },
+            scope,
+        ).outputs[0]
 
 
 def _update(op_type, ref, value, use_locking, name):
@@ -169,8 +219,14 @@ def _is_init_infer(o):
     return [(dtypes.bool, TensorShape([]))]
 
 
-@op("IsVariableInitialized", infer=_is_init_infer, stateful=True, ref_inputs=(0,),
-    differentiable=False, inputs=("ref",))
+@op(
+    "IsVariableInitialized",
+    infer=_is_init_infer,
+    stateful=True,
+    ref_inputs=(0,),
+    differentiable=False,
+    inputs=("ref",),
+)
 def _is_initialized_kernel(xp, ref, *, dtype):
     return xp.asarray(ref.value is not None)
 
@@ -179,8 +235,7 @@ def is_variable_initialized(variable, name=None):
     """A bool scalar: has ``variable`` been assigned in the running session?"""
     r = _ref_of(variable)
     with name_scope(name, "IsVariableInitialized", [r]) as scope:
-        return create("IsVariableInitialized", [r], {"dtype": r.dtype.base_dtype},
-                      scope).outputs[0]
+        return create("IsVariableInitialized", [r], {"dtype": r.dtype.base_dtype}, scope).outputs[0]
 
 
 def _report_infer(o):
@@ -190,8 +245,14 @@ def _report_infer(o):
     return [(dtypes.string, TensorShape([None]))]
 
 
-@op("ReportUninitializedVariables", infer=_report_infer, stateful=True, ref_inputs="all",
-    differentiable=False, inputs=("refs*",))
+@op(
+    "ReportUninitializedVariables",
+    infer=_report_infer,
+    stateful=True,
+    ref_inputs="all",
+    differentiable=False,
+    inputs=("refs*",),
+)
 def _report_kernel(xp, *refs, names):
     out = [n.encode() for n, r in zip(names, refs) if r.value is None]
     arr = np.empty(len(out), dtype=object)
@@ -212,5 +273,6 @@ def report_uninitialized_variables(var_list=None, name="report_uninitialized_var
             from engine.framework.constant_op import constant
 
             return constant(np.array([], dtype=object), dtype=dtypes.string, name=scope)
-        return create("ReportUninitializedVariables", refs,
-                      {"names": [r.op.name for r in refs]}, scope).outputs[0]
+        return create(
+            "ReportUninitializedVariables", refs, {"names": [r.op.name for r in refs]}, scope
+        ).outputs[0]

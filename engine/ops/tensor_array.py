@@ -44,61 +44,80 @@ def _flow_infer(o):
 def _index(i, ta: TensorArrayValue, what: str) -> int:
     i = int(i)
     if i < 0:
-        raise errors.InvalidArgumentError(None, None, f"Tried to {what} index {i} of "
-                                                      f"TensorArray {ta.name}; indices must be "
-                                                      "non-negative")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Tried to {what} index {i} of TensorArray {ta.name}; indices must be non-negative",
+        )
     return i
 
 
 def _write(ta: TensorArrayValue, i: int, value) -> None:
     if value.dtype != ta.dtype.np:
-        raise errors.InvalidArgumentError(None, None, f"TensorArray dtype is {ta.dtype.name} "
-                                                      f"but op is trying to write dtype "
-                                                      f"{value.dtype}")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"TensorArray dtype is {ta.dtype.name} but op is trying to write dtype {value.dtype}",
+        )
     if ta.element_shape is not None and not ta.element_shape.is_compatible_with(value.shape):
         raise errors.InvalidArgumentError(
-            None, None, f"Could not write to TensorArray index {i}: expected element shape "
-                        f"{ta.element_shape}, got {list(value.shape)}")
+            None,
+            None,
+            f"Could not write to TensorArray index {i}: expected element shape "
+            f"{ta.element_shape}, got {list(value.shape)}",
+        )
     if i >= len(ta.items):
         if not ta.dynamic_size:
             raise errors.InvalidArgumentError(
-                None, None, f"Tried to write to index {i} but array is not resizeable and "
-                            f"size is: {len(ta.items)}")
+                None,
+                None,
+                f"Tried to write to index {i} but array is not resizeable and "
+                f"size is: {len(ta.items)}",
+            )
         ta.items.extend([None] * (i + 1 - len(ta.items)))
     if ta.items[i] is not None:
         raise errors.InvalidArgumentError(
-            None, None, f"Could not write to TensorArray index {i} because it has already "
-                        "been written to.")
+            None,
+            None,
+            f"Could not write to TensorArray index {i} because it has already been written to.",
+        )
     ta.items[i] = value
 
 
 def _read(ta: TensorArrayValue, i: int, xp):
     if i >= len(ta.items):
-        raise errors.InvalidArgumentError(None, None, f"Tried to read from index {i} but array "
-                                                      f"size is: {len(ta.items)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"Tried to read from index {i} but array size is: {len(ta.items)}"
+        )
     v = ta.items[i]
     if v is None:
         if ta.element_shape is not None and ta.element_shape.is_fully_defined():
             return xp.zeros(ta.element_shape.as_list(), ta.dtype.np)
-        raise errors.InvalidArgumentError(None, None, f"Could not read from TensorArray index "
-                                                      f"{i} because it has not yet been "
-                                                      "written to.")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Could not read from TensorArray index {i} because it has not yet been written to.",
+        )
     return v
 
 
-@op("TensorArrayV3", infer=_flow_infer, stateful=True, differentiable=False,
-    inputs=("size",))
+@op("TensorArrayV3", infer=_flow_infer, stateful=True, differentiable=False, inputs=("size",))
 def _ta_create(xp, size, *, dtype, element_shape, dynamic_size, tensor_array_name):
     n = int(size)
     if n < 0:
         raise errors.InvalidArgumentError(None, None, f"TensorArray size must be >= 0, got {n}")
-    shape = element_shape if element_shape is not None and element_shape.rank is not None \
-        else None
+    shape = element_shape if element_shape is not None and element_shape.rank is not None else None
     return TensorArrayValue(n, dtype, dynamic_size, shape, tensor_array_name)
 
 
-@op("TensorArrayWriteV3", infer=_flow_infer, stateful=True, differentiable=False,
-    aliases=True, inputs=("handle", "index", "value"))
+@op(
+    "TensorArrayWriteV3",
+    infer=_flow_infer,
+    stateful=True,
+    differentiable=False,
+    aliases=True,
+    inputs=("handle", "index", "value"),
+)
 def _ta_write(xp, ta, index, value):
     _write(ta, _index(index, ta, "write to"), value)
     return ta
@@ -108,8 +127,14 @@ def _read_infer(o):
     return [(o._attrs["dtype"], o._attrs["element_shape"] or unknown_shape())]
 
 
-@op("TensorArrayReadV3", infer=_read_infer, stateful=True, differentiable=False,
-    aliases=True, inputs=("handle", "index"))
+@op(
+    "TensorArrayReadV3",
+    infer=_read_infer,
+    stateful=True,
+    differentiable=False,
+    aliases=True,
+    inputs=("handle", "index"),
+)
 def _ta_read(xp, ta, index, *, dtype, element_shape):
     return _read(ta, _index(index, ta, "read from"), xp)
 
@@ -128,46 +153,78 @@ def _stack(ta, indices, xp):
     if not values:
         if ta.element_shape is not None and ta.element_shape.is_fully_defined():
             return xp.zeros([0] + ta.element_shape.as_list(), ta.dtype.np)
-        raise errors.InvalidArgumentError(None, None, "TensorArray has size zero, but element "
-                                                      "shape is not fully defined. Currently "
-                                                      "only static shapes are supported when "
-                                                      "packing zero-size TensorArrays.")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "TensorArray has size zero, but element "
+            "shape is not fully defined. Currently "
+            "only static shapes are supported when "
+            "packing zero-size TensorArrays.",
+        )
     first = values[0].shape
     for i, v in zip(indices, values):
         if v.shape != first:
             raise errors.InvalidArgumentError(
-                None, None, f"TensorArray has inconsistent shapes. Index 0 has shape "
-                            f"{list(first)} but index {i} has shape {list(v.shape)}")
+                None,
+                None,
+                f"TensorArray has inconsistent shapes. Index 0 has shape "
+                f"{list(first)} but index {i} has shape {list(v.shape)}",
+            )
     return xp.stack(values)
 
 
-@op("TensorArrayGatherV3", infer=_gather_infer, stateful=True, differentiable=False,
-    inputs=("handle", "indices"))
+@op(
+    "TensorArrayGatherV3",
+    infer=_gather_infer,
+    stateful=True,
+    differentiable=False,
+    inputs=("handle", "indices"),
+)
 def _ta_gather(xp, ta, indices, *, dtype, element_shape):
     return _stack(ta, [_index(i, ta, "gather") for i in indices.reshape(-1).tolist()], xp)
 
 
-@op("TensorArrayStackV3", infer=_gather_infer, stateful=True, differentiable=False,
-    inputs=("handle",))
+@op(
+    "TensorArrayStackV3",
+    infer=_gather_infer,
+    stateful=True,
+    differentiable=False,
+    inputs=("handle",),
+)
 def _ta_stack(xp, ta, *, dtype, element_shape):
     return _stack(ta, range(len(ta.items)), xp)
 
 
-@op("TensorArrayScatterV3", infer=_flow_infer, stateful=True, differentiable=False,
-    aliases=True, inputs=("handle", "indices", "value"))
+@op(
+    "TensorArrayScatterV3",
+    infer=_flow_infer,
+    stateful=True,
+    differentiable=False,
+    aliases=True,
+    inputs=("handle", "indices", "value"),
+)
 def _ta_scatter(xp, ta, indices, value):
     idx = [int(i) for i in indices.reshape(-1).tolist()]
     if value.ndim == 0 or value.shape[0] != len(idx):
-        raise errors.InvalidArgumentError(None, None, f"Expected len(indices) == "
-                                                      f"value.shape[0], but saw: {len(idx)} vs. "
-                                                      f"{value.shape[0] if value.ndim else 0}")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Expected len(indices) == "
+            f"value.shape[0], but saw: {len(idx)} vs. "
+            f"{value.shape[0] if value.ndim else 0}",
+        )
     for k, i in enumerate(idx):
         _write(ta, _index(i, ta, "scatter to"), value[k])
     return ta
 
 
-@op("TensorArraySizeV3", infer=lambda o: [(dtypes.int32, TensorShape([]))], stateful=True,
-    differentiable=False, inputs=("handle",))
+@op(
+    "TensorArraySizeV3",
+    infer=lambda o: [(dtypes.int32, TensorShape([]))],
+    stateful=True,
+    differentiable=False,
+    inputs=("handle",),
+)
 def _ta_size(xp, ta):
     return xp.asarray(len(ta.items), np.int32)
 
@@ -177,29 +234,50 @@ def _concat_infer(o):
     return [(o._attrs["dtype"], TensorShape([None]).concatenate(es or unknown_shape()))]
 
 
-@op("TensorArrayConcatV3", infer=_concat_infer, stateful=True, differentiable=False,
-    inputs=("handle",))
+@op(
+    "TensorArrayConcatV3",
+    infer=_concat_infer,
+    stateful=True,
+    differentiable=False,
+    inputs=("handle",),
+)
 def _ta_concat(xp, ta, *, dtype, element_shape_except0):
     values = [_read(ta, i, xp) for i in range(len(ta.items))]
     if not values:
-        return xp.zeros([0] + (element_shape_except0.as_list()
-                               if element_shape_except0 is not None and
-                               element_shape_except0.is_fully_defined() else []), dtype.np)
+        return xp.zeros(
+            [0]
+            + (
+                element_shape_except0.as_list()
+                if element_shape_except0 is not None and element_shape_except0.is_fully_defined()
+                else []
+            ),
+            dtype.np,
+        )
     return xp.concatenate(values, axis=0)
 
 
-@op("TensorArraySplitV3", infer=_flow_infer, stateful=True, differentiable=False,
-    aliases=True, inputs=("handle", "value", "lengths"))
+@op(
+    "TensorArraySplitV3",
+    infer=_flow_infer,
+    stateful=True,
+    differentiable=False,
+    aliases=True,
+    inputs=("handle", "value", "lengths"),
+)
 def _ta_split(xp, ta, value, lengths):
     lens = [int(n) for n in lengths.reshape(-1).tolist()]
     if sum(lens) != (value.shape[0] if value.ndim else 0):
-        raise errors.InvalidArgumentError(None, None, f"Expected sum of lengths to be equal to "
-                                                      f"values.shape[0], but sum of lengths is "
-                                                      f"{sum(lens)} and value's shape is "
-                                                      f"{list(value.shape)}")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Expected sum of lengths to be equal to "
+            f"values.shape[0], but sum of lengths is "
+            f"{sum(lens)} and value's shape is "
+            f"{list(value.shape)}",
+        )
     start = 0
     for i, n in enumerate(lens):
-        _write(ta, i, value[start:start + n])
+        _write(ta, i, value[start : start + n])
         start += n
     return ta
 
@@ -211,14 +289,26 @@ class TensorArray:
     object (``ta = ta.write(i, x)``) so data dependencies order the reads after the writes.
     """
 
-    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
-                 tensor_array_name=None, handle=None, flow=None, infer_shape=True,
-                 element_shape=None, colocate_with_first_write_call=True, name=None):
+    def __init__(
+        self,
+        dtype,
+        size=None,
+        dynamic_size=None,
+        clear_after_read=None,
+        tensor_array_name=None,
+        handle=None,
+        flow=None,
+        infer_shape=True,
+        element_shape=None,
+        colocate_with_first_write_call=True,
+        name=None,
+    ):
         self._dtype = dtypes.as_dtype(dtype).base_dtype
         self._dynamic_size = bool(dynamic_size)
         self._infer_shape = infer_shape
-        self._element_shape = [as_shape(element_shape) if element_shape is not None
-                               else unknown_shape()]
+        self._element_shape = [
+            as_shape(element_shape) if element_shape is not None else unknown_shape()
+        ]
         if flow is not None or handle is not None:
             self._flow = flow if flow is not None else handle
             return
@@ -226,10 +316,17 @@ class TensorArray:
             raise ValueError("Size must be provided if handle is not provided")
         with name_scope(name, "TensorArray", [size]) as scope:
             size_t = convert_to_tensor(size, dtype=dtypes.int32, name="size")
-            self._flow = create("TensorArrayV3", [size_t], {
-                "dtype": self._dtype, "element_shape": self._element_shape[0],
-                "dynamic_size": self._dynamic_size,
-                "tensor_array_name": tensor_array_name or scope.rstrip("/")}, scope).outputs[0]
+            self._flow = create(
+                "TensorArrayV3",
+                [size_t],
+                {
+                    "dtype": self._dtype,
+                    "element_shape": self._element_shape[0],
+                    "dynamic_size": self._dynamic_size,
+                    "tensor_array_name": tensor_array_name or scope.rstrip("/"),
+                },
+                scope,
+            ).outputs[0]
 
     # -- properties -------------------------------------------------------------------------
     @property
@@ -254,8 +351,11 @@ class TensorArray:
 
     def _with_flow(self, flow) -> TensorArray:
         ta = TensorArray.__new__(TensorArray)
-        ta._dtype, ta._dynamic_size, ta._infer_shape = self._dtype, self._dynamic_size, \
-            self._infer_shape
+        ta._dtype, ta._dynamic_size, ta._infer_shape = (
+            self._dtype,
+            self._dynamic_size,
+            self._infer_shape,
+        )
         ta._element_shape = self._element_shape  # shared: shape knowledge accumulates
         ta._flow = flow
         return ta
@@ -267,14 +367,18 @@ class TensorArray:
         try:
             self._element_shape[0] = self._element_shape[0].merge_with(shape)
         except ValueError:
-            raise ValueError(f"Inconsistent shapes: saw {shape} but expected "
-                             f"{self._element_shape[0]} (and infer_shape=True)") from None
+            raise ValueError(
+                f"Inconsistent shapes: saw {shape} but expected "
+                f"{self._element_shape[0]} (and infer_shape=True)"
+            ) from None
 
     def _check_value(self, value, what):
         v = convert_to_tensor(value, name="value")
         if v.dtype.base_dtype is not self._dtype:
-            raise TypeError(f"TensorArray dtype is {self._dtype.name} but Op is trying to "
-                            f"{what} dtype {v.dtype.base_dtype.name}")
+            raise TypeError(
+                f"TensorArray dtype is {self._dtype.name} but Op is trying to "
+                f"{what} dtype {v.dtype.base_dtype.name}"
+            )
         return v
 
     # -- operations -----------------------------------------------------------------------
@@ -289,26 +393,42 @@ class TensorArray:
     def read(self, index, name=None):
         with name_scope(name, "TensorArrayRead", [self._flow, index]) as scope:
             i = convert_to_tensor(index, dtype=dtypes.int32, name="index")
-            return create("TensorArrayReadV3", [self._flow, i], {
-                "dtype": self._dtype, "element_shape": self.element_shape}, scope).outputs[0]
+            return create(
+                "TensorArrayReadV3",
+                [self._flow, i],
+                {"dtype": self._dtype, "element_shape": self.element_shape},
+                scope,
+            ).outputs[0]
 
     def stack(self, name=None):
         with name_scope(name, "TensorArrayStack", [self._flow]) as scope:
-            return create("TensorArrayStackV3", [self._flow], {
-                "dtype": self._dtype, "element_shape": self.element_shape}, scope).outputs[0]
+            return create(
+                "TensorArrayStackV3",
+                [self._flow],
+                {"dtype": self._dtype, "element_shape": self.element_shape},
+                scope,
+            ).outputs[0]
 
     def gather(self, indices, name=None):
         with name_scope(name, "TensorArrayGather", [self._flow, indices]) as scope:
             idx = convert_to_tensor(indices, dtype=dtypes.int32, name="indices")
-            return create("TensorArrayGatherV3", [self._flow, idx], {
-                "dtype": self._dtype, "element_shape": self.element_shape}, scope).outputs[0]
+            return create(
+                "TensorArrayGatherV3",
+                [self._flow, idx],
+                {"dtype": self._dtype, "element_shape": self.element_shape},
+                scope,
+            ).outputs[0]
 
     def concat(self, name=None):
         with name_scope(name, "TensorArrayConcat", [self._flow]) as scope:
             es = self.element_shape
             rest = es[1:] if es.rank is not None and es.rank > 0 else unknown_shape()
-            return create("TensorArrayConcatV3", [self._flow], {
-                "dtype": self._dtype, "element_shape_except0": rest}, scope).outputs[0]
+            return create(
+                "TensorArrayConcatV3",
+                [self._flow],
+                {"dtype": self._dtype, "element_shape_except0": rest},
+                scope,
+            ).outputs[0]
 
     def scatter(self, indices, value, name=None) -> TensorArray:
         with name_scope(name, "TensorArrayScatter", [self._flow, indices, value]) as scope:

@@ -29,19 +29,24 @@ def _apply_infer(n_refs: int, what: str, grad_index: int = -1):
         var = refs[0]
         for r in refs:
             if not r._dtype._is_ref:
-                raise TypeError(f"{what} requires variable (reference) inputs; {r.name} has "
-                                f"dtype {r._dtype.name}")
+                raise TypeError(
+                    f"{what} requires variable (reference) inputs; {r.name} has "
+                    f"dtype {r._dtype.name}"
+                )
         d = var._dtype.base_dtype
         if d not in FLOATS:
             raise TypeError(f"{what} updates floating point variables, not {d.name}")
         for t in o._inputs:
             if t._dtype.base_dtype is not d:
-                raise TypeError(f"Input {t.name} of {what} has type {t._dtype.base_dtype.name} "
-                                f"that does not match type {d.name} of the variable")
+                raise TypeError(
+                    f"Input {t.name} of {what} has type {t._dtype.base_dtype.name} "
+                    f"that does not match type {d.name} of the variable"
+                )
         grad = o._inputs[grad_index]
         if not var._shape.is_compatible_with(grad._shape):
-            raise ShapeError(f"var and grad do not have the same shape: {var._shape} vs "
-                             f"{grad._shape}")
+            raise ShapeError(
+                f"var and grad do not have the same shape: {var._shape} vs {grad._shape}"
+            )
         return [(var._dtype, var._shape)]
 
     return infer
@@ -50,17 +55,25 @@ def _apply_infer(n_refs: int, what: str, grad_index: int = -1):
 def _check_grad(var_value, grad):
     if var_value.shape != grad.shape:
         raise errors.InvalidArgumentError(
-            None, None, f"var and grad do not have the same shape {list(var_value.shape)} "
-                        f"{list(grad.shape)}")
+            None,
+            None,
+            f"var and grad do not have the same shape {list(var_value.shape)} {list(grad.shape)}",
+        )
 
 
 def _read(ref):
     return ref.read()
 
 
-@op("ApplyGradientDescent", infer=_apply_infer(1, "ApplyGradientDescent"),
-    stateful=True, writes_variables=True,
-    ref_inputs=(0,), differentiable=False, inputs=("var", "alpha", "delta"))
+@op(
+    "ApplyGradientDescent",
+    infer=_apply_infer(1, "ApplyGradientDescent"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0,),
+    differentiable=False,
+    inputs=("var", "alpha", "delta"),
+)
 def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
     w = _read(var)
     _check_grad(w, delta)
@@ -71,10 +84,15 @@ def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
     return var
 
 
-@op("ApplyMomentum", infer=_apply_infer(2, "ApplyMomentum", grad_index=3),
-    stateful=True, writes_variables=True,
-    ref_inputs=(0, 1), differentiable=False,
-    inputs=("var", "accum", "lr", "grad", "momentum"))
+@op(
+    "ApplyMomentum",
+    infer=_apply_infer(2, "ApplyMomentum", grad_index=3),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0, 1),
+    differentiable=False,
+    inputs=("var", "accum", "lr", "grad", "momentum"),
+)
 def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nesterov):
     w, a = _read(var), _read(accum)
     _check_grad(w, grad)
@@ -88,13 +106,42 @@ def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nest
     return var
 
 
-@op("ApplyAdam", infer=_apply_infer(3, "ApplyAdam"),
-    stateful=True, writes_variables=True, ref_inputs=(0, 1, 2),
+@op(
+    "ApplyAdam",
+    infer=_apply_infer(3, "ApplyAdam"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0, 1, 2),
     differentiable=False,
-    inputs=("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon",
-            "grad"))
-def _apply_adam(xp, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, *,
-                use_locking, use_nesterov):
+    inputs=(
+        "var",
+        "m",
+        "v",
+        "beta1_power",
+        "beta2_power",
+        "lr",
+        "beta1",
+        "beta2",
+        "epsilon",
+        "grad",
+    ),
+)
+def _apply_adam(
+    xp,
+    var,
+    m,
+    v,
+    beta1_power,
+    beta2_power,
+    lr,
+    beta1,
+    beta2,
+    epsilon,
+    grad,
+    *,
+    use_locking,
+    use_nesterov,
+):
     w, mv, vv = _read(var), _read(m), _read(v)
     _check_grad(w, grad)
     one = w.dtype.type(1)
@@ -126,9 +173,15 @@ def _apply_adam(xp, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsil
     return var
 
 
-@op("ApplyAdagrad", infer=_apply_infer(2, "ApplyAdagrad"),
-    stateful=True, writes_variables=True, ref_inputs=(0, 1),
-    differentiable=False, inputs=("var", "accum", "lr", "grad"))
+@op(
+    "ApplyAdagrad",
+    infer=_apply_infer(2, "ApplyAdagrad"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0, 1),
+    differentiable=False,
+    inputs=("var", "accum", "lr", "grad"),
+)
 def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
     w, a = _read(var), _read(accum)
     _check_grad(w, grad)
@@ -143,10 +196,15 @@ def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
     return var
 
 
-@op("ApplyRMSProp", infer=_apply_infer(3, "ApplyRMSProp"),
-    stateful=True, writes_variables=True,
-    ref_inputs=(0, 1, 2), differentiable=False,
-    inputs=("var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"))
+@op(
+    "ApplyRMSProp",
+    infer=_apply_infer(3, "ApplyRMSProp"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0, 1, 2),
+    differentiable=False,
+    inputs=("var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"),
+)
 def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_locking):
     w, msv, momv = _read(var), _read(ms), _read(mom)
     _check_grad(w, grad)
@@ -162,12 +220,16 @@ def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_lo
     return var
 
 
-@op("ApplyCenteredRMSProp", infer=_apply_infer(4, "ApplyCenteredRMSProp"),
-    stateful=True, writes_variables=True,
-    ref_inputs=(0, 1, 2, 3), differentiable=False,
-    inputs=("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"))
-def _apply_centered_rmsprop(xp, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, *,
-                            use_locking):
+@op(
+    "ApplyCenteredRMSProp",
+    infer=_apply_infer(4, "ApplyCenteredRMSProp"),
+    stateful=True,
+    writes_variables=True,
+    ref_inputs=(0, 1, 2, 3),
+    differentiable=False,
+    inputs=("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"),
+)
+def _apply_centered_rmsprop(xp, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, *, use_locking):
     w, mgv, msv, momv = _read(var), _read(mg), _read(ms), _read(mom)
     _check_grad(w, grad)
     one = w.dtype.type(1)

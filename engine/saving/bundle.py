@@ -23,8 +23,18 @@ import numpy as np
 
 from engine import dtypes, errors
 
-__all__ = ["write_bundle", "read_bundle", "read_index", "bundle_exists", "data_path",
-           "index_path", "BundleEntry", "FORMAT_NAME", "FORMAT_VERSION", "Limits"]
+__all__ = [
+    "write_bundle",
+    "read_bundle",
+    "read_index",
+    "bundle_exists",
+    "data_path",
+    "index_path",
+    "BundleEntry",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "Limits",
+]
 
 FORMAT_NAME = "flowserve.bundle"
 FORMAT_VERSION = 1
@@ -108,8 +118,7 @@ def write_bundle(prefix: str, tensors, metadata: dict | None = None) -> None:
                     raise ValueError(f"Duplicate tensor name {name!r} in bundle")
                 names.add(name)
                 arr = np.asarray(value)
-                dtype = dtypes.as_dtype(arr.dtype) if arr.dtype.kind not in "OUS" \
-                    else dtypes.string
+                dtype = dtypes.as_dtype(arr.dtype) if arr.dtype.kind not in "OUS" else dtypes.string
                 pad = (-offset) % _ALIGN
                 if pad:
                     f.write(b"\0" * pad)
@@ -123,14 +132,27 @@ def write_bundle(prefix: str, tensors, metadata: dict | None = None) -> None:
                     view = memoryview(le).cast("B") if le.size else memoryview(b"")
                     f.write(view)
                     size, crc = le.nbytes, zlib.crc32(view)
-                entries.append({"name": name, "dtype": dtype.name, "shape": list(arr.shape),
-                                "offset": offset, "size": size, "crc32": crc})
+                entries.append(
+                    {
+                        "name": name,
+                        "dtype": dtype.name,
+                        "shape": list(arr.shape),
+                        "offset": offset,
+                        "size": size,
+                        "crc32": crc,
+                    }
+                )
                 offset += size
             f.flush()
             os.fsync(f.fileno())
-        index = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
-                 "data_file": os.path.basename(data_final), "data_size": offset,
-                 "tensors": entries, "metadata": metadata or {}}
+        index = {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "data_file": os.path.basename(data_final),
+            "data_size": offset,
+            "tensors": entries,
+            "metadata": metadata or {},
+        }
         with open(index_tmp, "wb") as f:
             f.write(msgpack.packb(index, use_bin_type=True))
             f.flush()
@@ -157,12 +179,25 @@ def _loss(path: str, what: str) -> errors.DataLossError:
 
 def _unpack_limited(raw: bytes, path: str):
     try:
-        return msgpack.unpackb(raw, raw=False, strict_map_key=True, use_list=True,
-                               max_str_len=1 << 20, max_bin_len=len(raw),
-                               max_array_len=Limits.max_tensors,
-                               max_map_len=Limits.max_tensors, max_ext_len=0)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
-            TypeError, UnicodeDecodeError) as e:
+        return msgpack.unpackb(
+            raw,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_str_len=1 << 20,
+            max_bin_len=len(raw),
+            max_array_len=Limits.max_tensors,
+            max_map_len=Limits.max_tensors,
+            max_ext_len=0,
+        )
+    except (
+        ValueError,
+        msgpack.ExtraData,
+        msgpack.FormatError,
+        msgpack.StackError,
+        TypeError,
+        UnicodeDecodeError,
+    ) as e:
         raise _loss(path, f"index is not valid msgpack ({e})") from None
 
 
@@ -195,9 +230,13 @@ def read_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
     if not isinstance(version, int) or isinstance(version, bool):
         raise _loss(path, "missing format version")
     if version > FORMAT_VERSION:
-        raise errors.DataLossError(None, None, f"{path} has bundle format version {version}, "
-                                               f"newer than the supported {FORMAT_VERSION}; "
-                                               "upgrade flowserve to read it")
+        raise errors.DataLossError(
+            None,
+            None,
+            f"{path} has bundle format version {version}, "
+            f"newer than the supported {FORMAT_VERSION}; "
+            "upgrade flowserve to read it",
+        )
     data_file = doc.get("data_file")
     if data_file != os.path.basename(data_path(prefix)):
         raise _loss(path, f"unexpected data file name {data_file!r}")
@@ -234,8 +273,11 @@ def read_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
             if count > Limits.max_string_elements:
                 raise _loss(path, f"string tensor {name!r} has too many elements")
         elif count * dtype.size != nbytes:
-            raise _loss(path, f"tensor {name!r} of dtype {dtype.name} and shape {list(shape)} "
-                              f"needs {count * dtype.size} bytes, index says {nbytes}")
+            raise _loss(
+                path,
+                f"tensor {name!r} of dtype {dtype.name} and shape {list(shape)} "
+                f"needs {count * dtype.size} bytes, index says {nbytes}",
+            )
         entries.append(BundleEntry(name, dtype, shape, offset, nbytes, crc))
     metadata = doc.get("metadata", {})
     if not isinstance(metadata, dict):
@@ -253,20 +295,32 @@ def _read_entry(f, entry: BundleEntry, path: str, verify: bool):
         if verify and zlib.crc32(payload) != entry.crc32:
             raise _loss(path, f"checksum mismatch for tensor {entry.name!r}")
         try:
-            items = msgpack.unpackb(payload, raw=True, max_bin_len=entry.size,
-                                    max_str_len=entry.size,
-                                    max_array_len=Limits.max_string_elements,
-                                    max_map_len=0, max_ext_len=0)
-        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
-                TypeError) as e:
+            items = msgpack.unpackb(
+                payload,
+                raw=True,
+                max_bin_len=entry.size,
+                max_str_len=entry.size,
+                max_array_len=Limits.max_string_elements,
+                max_map_len=0,
+                max_ext_len=0,
+            )
+        except (
+            ValueError,
+            msgpack.ExtraData,
+            msgpack.FormatError,
+            msgpack.StackError,
+            TypeError,
+        ) as e:
             raise _loss(path, f"string tensor {entry.name!r} is not valid ({e})") from None
         count = 1
         for d in entry.shape:
             count *= d
-        if not isinstance(items, list) or len(items) != count or \
-                not all(isinstance(v, bytes) for v in items):
-            raise _loss(path, f"string tensor {entry.name!r} does not hold {count} byte "
-                              "strings")
+        if (
+            not isinstance(items, list)
+            or len(items) != count
+            or not all(isinstance(v, bytes) for v in items)
+        ):
+            raise _loss(path, f"string tensor {entry.name!r} does not hold {count} byte strings")
         arr = np.empty(count, dtype=object)
         arr[:] = items
         return arr.reshape(entry.shape)
@@ -295,8 +349,9 @@ def read_bundle(prefix: str, names=None, verify: bool = True) -> dict[str, np.nd
     except FileNotFoundError:
         raise errors.DataLossError(None, None, f"Bundle data file {path} is missing") from None
     if actual < metadata["_data_size"]:
-        raise _loss(path, f"data file is {actual} bytes, index expects "
-                          f"{metadata['_data_size']} (truncated)")
+        raise _loss(
+            path, f"data file is {actual} bytes, index expects {metadata['_data_size']} (truncated)"
+        )
     out = {}
     try:
         f = open(path, "rb")

@@ -26,8 +26,15 @@ from engine.framework import registry
 from engine.framework.graph import Graph, NodeDef, Operation, Tensor
 from engine.tensor_shape import TensorShape
 
-__all__ = ["GraphDef", "import_graph_def", "FORMAT_NAME", "FORMAT_VERSION", "GraphDefLimits",
-           "graph_to_def", "write_graph"]
+__all__ = [
+    "GraphDef",
+    "import_graph_def",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "GraphDefLimits",
+    "graph_to_def",
+    "write_graph",
+]
 
 FORMAT_NAME = "flowserve.graph"
 FORMAT_VERSION = 1
@@ -112,32 +119,54 @@ def _decode_tensor(d, where: str) -> np.ndarray:
         if count > GraphDefLimits.max_attr_list:
             raise GraphDefError(f"{where}: string tensor has too many elements")
         try:
-            items = msgpack.unpackb(data, raw=True, max_bin_len=len(data), max_str_len=len(data),
-                                    max_array_len=count, max_map_len=0, max_ext_len=0)
-        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
-                TypeError) as e:
+            items = msgpack.unpackb(
+                data,
+                raw=True,
+                max_bin_len=len(data),
+                max_str_len=len(data),
+                max_array_len=count,
+                max_map_len=0,
+                max_ext_len=0,
+            )
+        except (
+            ValueError,
+            msgpack.ExtraData,
+            msgpack.FormatError,
+            msgpack.StackError,
+            TypeError,
+        ) as e:
             raise GraphDefError(f"{where}: bad string tensor ({e})") from None
-        if not isinstance(items, list) or len(items) != count or \
-                not all(isinstance(v, bytes) for v in items):
+        if (
+            not isinstance(items, list)
+            or len(items) != count
+            or not all(isinstance(v, bytes) for v in items)
+        ):
             raise GraphDefError(f"{where}: string tensor does not hold {count} byte strings")
         arr = np.empty(count, dtype=object)
         arr[:] = items
         return arr.reshape(shape)
     if count * dtype.size != len(data):
-        raise GraphDefError(f"{where}: tensor of dtype {dtype.name} and shape {list(shape)} "
-                            f"needs {count * dtype.size} bytes, got {len(data)}")
+        raise GraphDefError(
+            f"{where}: tensor of dtype {dtype.name} and shape {list(shape)} "
+            f"needs {count * dtype.size} bytes, got {len(data)}"
+        )
     arr = np.frombuffer(data, dtype=dtype.np.newbyteorder("<")).reshape(shape)
     return arr.astype(dtype.np) if arr.dtype != dtype.np else arr.copy()
 
 
 def _decode_dims(dims, where, allow_unknown=True):
     if not isinstance(dims, list) or len(dims) > GraphDefLimits.max_rank:
-        raise GraphDefError(f"{where}: shape must be a list of at most "
-                            f"{GraphDefLimits.max_rank} dimensions")
+        raise GraphDefError(
+            f"{where}: shape must be a list of at most {GraphDefLimits.max_rank} dimensions"
+        )
     out = []
     for d in dims:
-        if not isinstance(d, int) or isinstance(d, bool) or d > GraphDefLimits.max_dim or \
-                d < (-1 if allow_unknown else 0):
+        if (
+            not isinstance(d, int)
+            or isinstance(d, bool)
+            or d > GraphDefLimits.max_dim
+            or d < (-1 if allow_unknown else 0)
+        ):
             raise GraphDefError(f"{where}: invalid dimension {d!r}")
         out.append(d)
     return tuple(out)
@@ -178,8 +207,11 @@ def _decode_attr(tagged, where: str, outer: Graph, depth: int):
             raise GraphDefError(f"{where}: list attrs hold scalars only")
         items = [_decode_attr(x, where, outer, depth) for x in v]
         for x in items:
-            if isinstance(x, (list, tuple)) or getattr(x, "_is_function_graph", False) or \
-                    isinstance(x, np.ndarray):
+            if (
+                isinstance(x, (list, tuple))
+                or getattr(x, "_is_function_graph", False)
+                or isinstance(x, np.ndarray)
+            ):
                 raise GraphDefError(f"{where}: list attrs hold scalars only")
         return tuple(items)
     if tag == "func" and isinstance(v, dict):
@@ -202,24 +234,32 @@ def _nodes_of(graph: Graph) -> list[dict]:
     nodes = []
     for op in graph.get_operations():
         if not op._opdef.serializable:
-            raise ValueError(f"Cannot serialize op '{op.name}' of type {op.type}: it runs "
-                             "Python code that cannot be saved (e.g. py_func). Remove it from "
-                             "the graph you export.")
-        nodes.append({
-            "name": op.name, "op": op.type,
-            "inputs": [_tensor_ref(t) for t in op.inputs] +
-                      ["^" + c.name for c in op.control_inputs],
-            "device": op.device,
-            "attrs": {k: _encode_attr(v) for k, v in sorted(op._attrs.items())},
-        })
+            raise ValueError(
+                f"Cannot serialize op '{op.name}' of type {op.type}: it runs "
+                "Python code that cannot be saved (e.g. py_func). Remove it from "
+                "the graph you export."
+            )
+        nodes.append(
+            {
+                "name": op.name,
+                "op": op.type,
+                "inputs": [_tensor_ref(t) for t in op.inputs]
+                + ["^" + c.name for c in op.control_inputs],
+                "device": op.device,
+                "attrs": {k: _encode_attr(v) for k, v in sorted(op._attrs.items())},
+            }
+        )
     return nodes
 
 
 def _function_to_dict(fg) -> dict:
-    return {"name": fg.name, "nodes": _nodes_of(fg),
-            "inputs": [_tensor_ref(t) for t in fg.inputs],
-            "outputs": [_tensor_ref(t) for t in fg.outputs],
-            "control_outputs": [op.name for op in fg.control_outputs]}
+    return {
+        "name": fg.name,
+        "nodes": _nodes_of(fg),
+        "inputs": [_tensor_ref(t) for t in fg.inputs],
+        "outputs": [_tensor_ref(t) for t in fg.outputs],
+        "control_outputs": [op.name for op in fg.control_outputs],
+    }
 
 
 def _function_from_dict(d: dict, outer: Graph, where: str, depth: int):
@@ -235,8 +275,9 @@ def _function_from_dict(d: dict, outer: Graph, where: str, depth: int):
     try:
         fg.inputs = [fg.get_tensor_by_name(n) for n in _names(d.get("inputs"), where)]
         fg.outputs = [fg.get_tensor_by_name(n) for n in _names(d.get("outputs"), where)]
-        fg.control_outputs = [fg.get_operation_by_name(n)
-                              for n in _names(d.get("control_outputs"), where)]
+        fg.control_outputs = [
+            fg.get_operation_by_name(n) for n in _names(d.get("control_outputs"), where)
+        ]
     except (KeyError, ValueError, TypeError) as e:
         raise GraphDefError(f"{where} function {name!r}: {e}") from None
     for t in fg.inputs:
@@ -256,8 +297,7 @@ def _names(v, where):
 
 
 def graph_to_def(graph: Graph) -> GraphDef:
-    return GraphDef({"format": FORMAT_NAME, "version": FORMAT_VERSION,
-                     "nodes": _nodes_of(graph)})
+    return GraphDef({"format": FORMAT_NAME, "version": FORMAT_VERSION, "nodes": _nodes_of(graph)})
 
 
 class GraphDef:
@@ -277,8 +317,13 @@ class GraphDef:
         for n in self._doc["nodes"]:
             attrs = {}
             for k, v in n["attrs"].items():
-                attrs[k] = v[1]["name"] if v[0] == "func" else \
-                    _decode_attr(v, n["name"], None, 0) if v[0] != "func" else None
+                attrs[k] = (
+                    v[1]["name"]
+                    if v[0] == "func"
+                    else _decode_attr(v, n["name"], None, 0)
+                    if v[0] != "func"
+                    else None
+                )
             out.append(NodeDef(n["name"], n["op"], list(n["inputs"]), n["device"], attrs))
         return out
 
@@ -295,12 +340,24 @@ class GraphDef:
         if len(data) > GraphDefLimits.max_bytes:
             raise GraphDefError(f"serialized graph is {len(data)} bytes, over the limit")
         try:
-            doc = msgpack.unpackb(bytes(data), raw=False, strict_map_key=True,
-                                  max_str_len=1 << 24, max_bin_len=len(data),
-                                  max_array_len=GraphDefLimits.max_nodes,
-                                  max_map_len=GraphDefLimits.max_nodes, max_ext_len=0)
-        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
-                TypeError, UnicodeDecodeError) as e:
+            doc = msgpack.unpackb(
+                bytes(data),
+                raw=False,
+                strict_map_key=True,
+                max_str_len=1 << 24,
+                max_bin_len=len(data),
+                max_array_len=GraphDefLimits.max_nodes,
+                max_map_len=GraphDefLimits.max_nodes,
+                max_ext_len=0,
+            )
+        except (
+            ValueError,
+            msgpack.ExtraData,
+            msgpack.FormatError,
+            msgpack.StackError,
+            TypeError,
+            UnicodeDecodeError,
+        ) as e:
             raise GraphDefError(f"serialized graph is not valid msgpack ({e})") from None
         return cls._from_doc(doc)
 
@@ -312,8 +369,10 @@ class GraphDef:
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise GraphDefError("graph format version missing or invalid")
         if version > FORMAT_VERSION:
-            raise GraphDefError(f"graph format version {version} is newer than the supported "
-                                f"version {FORMAT_VERSION}; upgrade flowserve to load it")
+            raise GraphDefError(
+                f"graph format version {version} is newer than the supported "
+                f"version {FORMAT_VERSION}; upgrade flowserve to load it"
+            )
         _check_nodes(doc.get("nodes"), "graph")
         return cls(doc)
 
@@ -346,8 +405,9 @@ def _check_nodes(nodes, where):
         name, op_type = n.get("name"), n.get("op")
         if not isinstance(name, str) or not name or not isinstance(op_type, str):
             raise GraphDefError(f"{where}: node {i} lacks a name or op type")
-        if not isinstance(n.get("inputs"), list) or \
-                not all(isinstance(x, str) for x in n["inputs"]):
+        if not isinstance(n.get("inputs"), list) or not all(
+            isinstance(x, str) for x in n["inputs"]
+        ):
             raise GraphDefError(f"{where}: node {name!r} has malformed inputs")
         if not isinstance(n.get("device", ""), str):
             raise GraphDefError(f"{where}: node {name!r} has a malformed device")
@@ -404,8 +464,7 @@ def _topological(nodes: list[dict], where: str) -> list[dict]:
                     stack.append((dep, iter(dep["inputs"])))
                     break
                 if s == 1:
-                    raise GraphDefError(f"{where}: the graph contains a cycle through node "
-                                        f"{src!r}")
+                    raise GraphDefError(f"{where}: the graph contains a cycle through node {src!r}")
             else:
                 stack.pop()
                 state[node["name"]] = 2
@@ -417,8 +476,22 @@ _KERNEL_ATTRS: dict[str, tuple[frozenset | None, frozenset]] = {}
 # Keyword arguments that an op's ``bind`` function supplies from the session (compiled
 # branches, variable slots, RNGs, ...): never attrs. Every registered op is round-tripped by
 # tests/engine/test_graph_def.py, which fails here ("lacks the attrs") if one is missing.
-_SESSION_BOUND = frozenset(["slot", "copy", "then_fn", "else_fn", "n_out", "cond_fn",
-                            "body_fn", "record", "grad_fn", "counter", "rng", "callback"])
+_SESSION_BOUND = frozenset(
+    [
+        "slot",
+        "copy",
+        "then_fn",
+        "else_fn",
+        "n_out",
+        "cond_fn",
+        "body_fn",
+        "record",
+        "grad_fn",
+        "counter",
+        "rng",
+        "callback",
+    ]
+)
 
 
 def _kernel_attrs(opdef) -> tuple[frozenset | None, frozenset]:
@@ -436,19 +509,30 @@ def _kernel_attrs(opdef) -> tuple[frozenset | None, frozenset]:
             kw = [p for p in params if p.kind is p.KEYWORD_ONLY]
             if opdef.bind is not None:
                 kw = [p for p in kw if p.name not in _SESSION_BOUND]
-            cached = (frozenset(p.name for p in kw),
-                      frozenset(p.name for p in kw if p.default is p.empty))
+            cached = (
+                frozenset(p.name for p in kw),
+                frozenset(p.name for p in kw if p.default is p.empty),
+            )
         _KERNEL_ATTRS[opdef.type] = cached
     return cached
 
 
 # The kinds (encoding tags) an attr of this name may have. Checked up front because some are
 # only used when a session compiles the op (a While's ``cond``, a random op's seeds).
-_ATTR_TAGS = {"then_branch": ("func",), "else_branch": ("func",), "cond": ("func",),
-              "body": ("func",), "grad_body": ("func",), "seed": ("i", "none"),
-              "seed2": ("i", "none"), "dtype": ("dtype", "none"), "DstT": ("dtype", "none"),
-              "SrcT": ("dtype", "none"), "out_type": ("dtype", "none"),
-              "shape": ("shape", "none")}
+_ATTR_TAGS = {
+    "then_branch": ("func",),
+    "else_branch": ("func",),
+    "cond": ("func",),
+    "body": ("func",),
+    "grad_body": ("func",),
+    "seed": ("i", "none"),
+    "seed2": ("i", "none"),
+    "dtype": ("dtype", "none"),
+    "DstT": ("dtype", "none"),
+    "SrcT": ("dtype", "none"),
+    "out_type": ("dtype", "none"),
+    "shape": ("shape", "none"),
+}
 
 
 def _check_attr_names(opdef, attrs: dict, where: str) -> None:
@@ -465,12 +549,15 @@ def _check_attr_names(opdef, attrs: dict, where: str) -> None:
     for k, v in attrs.items():
         tags = _ATTR_TAGS.get(k)
         if tags is not None and not (isinstance(v, list) and v and v[0] in tags):
-            raise GraphDefError(f"{where}: attr {k!r} must be a {' or '.join(tags)} attr, "
-                                f"got {v[0] if isinstance(v, list) and v else v!r}")
+            raise GraphDefError(
+                f"{where}: attr {k!r} must be a {' or '.join(tags)} attr, "
+                f"got {v[0] if isinstance(v, list) and v else v!r}"
+            )
 
 
-def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
-                 prefix: str) -> tuple[dict, dict]:
+def _build_nodes(
+    graph: Graph, nodes, input_map: dict, where: str, depth: int, prefix: str
+) -> tuple[dict, dict]:
     """Creates ``nodes`` in ``graph`` (the default graph). Returns (tensor map, op map)."""
     tensors: dict[str, Tensor] = {}
     op_map: dict[str, Operation] = {}
@@ -479,14 +566,20 @@ def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
         name, op_type = n["name"], n["op"]
         opdef = registry.lookup(op_type)
         if opdef is None:
-            raise GraphDefError(f"{where}: node {name!r} uses op type not registered "
-                                f"'{op_type}' in this version of flowserve")
+            raise GraphDefError(
+                f"{where}: node {name!r} uses op type not registered "
+                f"'{op_type}' in this version of flowserve"
+            )
         if not opdef.serializable:
-            raise GraphDefError(f"{where}: node {name!r} has op type '{op_type}', which runs "
-                                "Python code of this process and is never loaded from a file")
+            raise GraphDefError(
+                f"{where}: node {name!r} has op type '{op_type}', which runs "
+                "Python code of this process and is never loaded from a file"
+            )
         _check_attr_names(opdef, n["attrs"], f"{where}: node {name!r} ({op_type})")
-        attrs = {k: _decode_attr(v, f"{where} node {name!r} attr {k!r}", graph, depth)
-                 for k, v in n["attrs"].items()}
+        attrs = {
+            k: _decode_attr(v, f"{where} node {name!r} attr {k!r}", graph, depth)
+            for k, v in n["attrs"].items()
+        }
         inputs, controls = [], []
         for ref in n["inputs"]:
             src, idx = _parse_input(ref)
@@ -497,8 +590,7 @@ def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
                     controls.append(input_map[key])
                     continue
                 if src not in op_map:
-                    raise GraphDefError(f"{where}: node {name!r} has unknown control input "
-                                        f"{src!r}")
+                    raise GraphDefError(f"{where}: node {name!r} has unknown control input {src!r}")
                 controls.append(op_map[src])
                 continue
             key = f"{src}:{idx}"
@@ -509,30 +601,41 @@ def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
             t = tensors.get(key)
             if t is None:
                 if src in op_map:
-                    raise GraphDefError(f"{where}: node {name!r} reads output {idx} of "
-                                        f"{src!r}, which has only "
-                                        f"{len(op_map[src].outputs)} outputs")
+                    raise GraphDefError(
+                        f"{where}: node {name!r} reads output {idx} of "
+                        f"{src!r}, which has only "
+                        f"{len(op_map[src].outputs)} outputs"
+                    )
                 raise GraphDefError(f"{where}: node {name!r} has unknown input node {src!r}")
             inputs.append(t)
         try:
             op = graph._create_op(op_type, inputs, attrs, prefix + name + "/")
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError,
-                RecursionError) as e:
+        except (
+            TypeError,
+            ValueError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            ArithmeticError,
+            RecursionError,
+        ) as e:
             # Op construction re-infers dtypes and shapes from attrs that came from the file:
             # an attr of the wrong kind fails there, however the inference function trips.
-            raise GraphDefError(f"{where}: node {name!r} ({op_type}) is invalid: "
-                                f"{type(e).__name__}: {e}") from None
+            raise GraphDefError(
+                f"{where}: node {name!r} ({op_type}) is invalid: {type(e).__name__}: {e}"
+            ) from None
         for t in op.outputs:
             if not isinstance(t.dtype, dtypes.DType):
-                raise GraphDefError(f"{where}: node {name!r} ({op_type}) is invalid: output "
-                                    f"{t.value_index} has dtype {t.dtype!r}, not a DType (an "
-                                    "attr of the wrong type)")
+                raise GraphDefError(
+                    f"{where}: node {name!r} ({op_type}) is invalid: output "
+                    f"{t.value_index} has dtype {t.dtype!r}, not a DType (an "
+                    "attr of the wrong type)"
+                )
         if n["device"]:
             try:
                 op._set_device(n["device"])
             except ValueError as e:
-                raise GraphDefError(f"{where}: node {name!r} has an invalid device: {e}") \
-                    from None
+                raise GraphDefError(f"{where}: node {name!r} has an invalid device: {e}") from None
         if controls:
             op._add_control_inputs(controls)
         op_map[name] = op
@@ -542,8 +645,9 @@ def _build_nodes(graph: Graph, nodes, input_map: dict, where: str, depth: int,
     return tensors, op_map, unused
 
 
-def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
-                     op_dict=None, producer_op_list=None):
+def import_graph_def(
+    graph_def, input_map=None, return_elements=None, name=None, op_dict=None, producer_op_list=None
+):
     """Imports ``graph_def`` into the default graph under the name scope ``name``.
 
     ``name`` defaults to "import" (ops become ``import/...``); ``name=""`` imports without a
@@ -574,11 +678,14 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         raise TypeError("return_elements must be a list of strings")
     with ops.name_scope(name, "import", list(normalized.values())) as scope:
         graph = ops.get_default_graph()
-        _, op_map, unused = _build_nodes(graph, graph_def._doc["nodes"], normalized, "graph",
-                                         0, scope)
+        _, op_map, unused = _build_nodes(
+            graph, graph_def._doc["nodes"], normalized, "graph", 0, scope
+        )
     if unused:
-        raise ValueError(f"Attempted to map inputs that were not found in graph_def: "
-                         f"[{', '.join(sorted(unused))}]")
+        raise ValueError(
+            f"Attempted to map inputs that were not found in graph_def: "
+            f"[{', '.join(sorted(unused))}]"
+        )
     if return_elements is None:
         return None
     out = []
@@ -591,8 +698,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
             try:
                 out.append(op.outputs[int(idx)])
             except (AttributeError, ValueError, IndexError):
-                raise ValueError(f"Requested return tensor '{el}' not found in graph def") \
-                    from None
+                raise ValueError(f"Requested return tensor '{el}' not found in graph def") from None
         else:
             op = op_map.get(el)
             if op is None:
@@ -605,8 +711,11 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
     """Writes a graph to ``logdir/name``: msgpack bytes, or a readable listing with as_text."""
     import os
 
-    gd = graph_or_graph_def if isinstance(graph_or_graph_def, GraphDef) else \
-        graph_to_def(graph_or_graph_def)
+    gd = (
+        graph_or_graph_def
+        if isinstance(graph_or_graph_def, GraphDef)
+        else graph_to_def(graph_or_graph_def)
+    )
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     tmp = path + ".tmp"

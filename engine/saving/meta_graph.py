@@ -17,10 +17,19 @@ from engine.framework.graph import GraphKeys, Tensor
 from engine.saving.graph_def import GraphDef, GraphDefError, graph_to_def, import_graph_def
 from engine.tensor_shape import TensorShape
 
-__all__ = ["MetaGraphDef", "SignatureDef", "TensorInfo", "TensorShapeProto",
-           "export_meta_graph", "import_meta_graph", "build_tensor_info",
-           "meta_graph_from_graph", "PREDICT_METHOD_NAME", "CLASSIFY_METHOD_NAME",
-           "REGRESS_METHOD_NAME"]
+__all__ = [
+    "MetaGraphDef",
+    "SignatureDef",
+    "TensorInfo",
+    "TensorShapeProto",
+    "export_meta_graph",
+    "import_meta_graph",
+    "build_tensor_info",
+    "meta_graph_from_graph",
+    "PREDICT_METHOD_NAME",
+    "CLASSIFY_METHOD_NAME",
+    "REGRESS_METHOD_NAME",
+]
 
 PREDICT_METHOD_NAME = "tensorflow/serving/predict"
 CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
@@ -82,12 +91,14 @@ class TensorInfo:
 
     def _to_doc(self) -> dict:
         dims = self._shape.as_tuple()
-        return {"name": self.name, "dtype": self._dtype.name,
-                "shape": None if dims is None else [-1 if d is None else d for d in dims]}
+        return {
+            "name": self.name,
+            "dtype": self._dtype.name,
+            "shape": None if dims is None else [-1 if d is None else d for d in dims],
+        }
 
     def __repr__(self) -> str:
-        return (f"TensorInfo(name={self.name!r}, dtype={self._dtype.name}, "
-                f"shape={self._shape})")
+        return f"TensorInfo(name={self.name!r}, dtype={self._dtype.name}, shape={self._shape})"
 
 
 class SignatureDef:
@@ -99,13 +110,17 @@ class SignatureDef:
         self.method_name = method_name
 
     def _to_doc(self) -> dict:
-        return {"method_name": self.method_name,
-                "inputs": {k: v._to_doc() for k, v in self.inputs.items()},
-                "outputs": {k: v._to_doc() for k, v in self.outputs.items()}}
+        return {
+            "method_name": self.method_name,
+            "inputs": {k: v._to_doc() for k, v in self.inputs.items()},
+            "outputs": {k: v._to_doc() for k, v in self.outputs.items()},
+        }
 
     def __repr__(self) -> str:
-        return (f"SignatureDef(method_name={self.method_name!r}, inputs={self.inputs}, "
-                f"outputs={self.outputs})")
+        return (
+            f"SignatureDef(method_name={self.method_name!r}, inputs={self.inputs}, "
+            f"outputs={self.outputs})"
+        )
 
 
 def build_tensor_info(tensor) -> TensorInfo:
@@ -120,8 +135,16 @@ def build_tensor_info(tensor) -> TensorInfo:
 class MetaGraphDef:
     """A graph, its tags, signatures and variables."""
 
-    def __init__(self, graph_def: GraphDef, tags=(), signature_def=None, variables=None,
-                 init_op: str | None = None, collections=None, assets=None):
+    def __init__(
+        self,
+        graph_def: GraphDef,
+        tags=(),
+        signature_def=None,
+        variables=None,
+        init_op: str | None = None,
+        collections=None,
+        assets=None,
+    ):
         self.graph_def = graph_def
         self.tags = list(tags)
         self.signature_def: dict[str, SignatureDef] = dict(signature_def or {})
@@ -139,10 +162,15 @@ class MetaGraphDef:
         return MetaGraphDef._Info(self.tags)
 
     def _to_doc(self) -> dict:
-        return {"tags": self.tags, "graph": self.graph_def._doc,
-                "signatures": {k: v._to_doc() for k, v in self.signature_def.items()},
-                "variables": self.variables, "init_op": self.init_op,
-                "collections": self.collections, "assets": self.assets}
+        return {
+            "tags": self.tags,
+            "graph": self.graph_def._doc,
+            "signatures": {k: v._to_doc() for k, v in self.signature_def.items()},
+            "variables": self.variables,
+            "init_op": self.init_op,
+            "collections": self.collections,
+            "assets": self.assets,
+        }
 
     @classmethod
     def _from_doc(cls, d, where: str) -> MetaGraphDef:
@@ -159,18 +187,22 @@ class MetaGraphDef:
         for key, s in raw_sigs.items():
             if not isinstance(key, str) or not isinstance(s, dict):
                 raise GraphDefError(f"{where}: malformed signature {key!r}")
-            sigs[key] = SignatureDef(_infos(s.get("inputs"), f"{where} signature {key!r}"),
-                                     _infos(s.get("outputs"), f"{where} signature {key!r}"),
-                                     s.get("method_name") if isinstance(s.get("method_name"),
-                                                                        str)
-                                     else PREDICT_METHOD_NAME)
+            sigs[key] = SignatureDef(
+                _infos(s.get("inputs"), f"{where} signature {key!r}"),
+                _infos(s.get("outputs"), f"{where} signature {key!r}"),
+                s.get("method_name")
+                if isinstance(s.get("method_name"), str)
+                else PREDICT_METHOD_NAME,
+            )
         variables = d.get("variables", [])
         if not isinstance(variables, list) or not all(
-                isinstance(v, dict) and isinstance(v.get("name"), str) for v in variables):
+            isinstance(v, dict) and isinstance(v.get("name"), str) for v in variables
+        ):
             raise GraphDefError(f"{where}: variables must be a list of maps with names")
         for v in variables:
-            if not all(isinstance(v.get(k), str) for k in _VARIABLE_TENSORS) or \
-                    not all(isinstance(v.get(k, False), bool) for k in ("trainable", "local")):
+            if not all(isinstance(v.get(k), str) for k in _VARIABLE_TENSORS) or not all(
+                isinstance(v.get(k, False), bool) for k in ("trainable", "local")
+            ):
                 raise GraphDefError(f"{where}: variable {v['name']!r} has a malformed record")
         if len({v["name"] for v in variables}) != len(variables):
             raise GraphDefError(f"{where}: a variable is listed twice")
@@ -179,8 +211,9 @@ class MetaGraphDef:
             raise GraphDefError(f"{where}: init_op must be an op name")
         collections = d.get("collections", {})
         if not isinstance(collections, dict) or not all(
-                isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
-                for k, v in collections.items()):
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+            for k, v in collections.items()
+        ):
             raise GraphDefError(f"{where}: collections must map names to lists of names")
         assets = d.get("assets", [])
         if not isinstance(assets, list) or not all(isinstance(a, str) for a in assets):
@@ -188,8 +221,10 @@ class MetaGraphDef:
         return cls(graph_def, tags, sigs, variables, init_op, collections, assets)
 
     def __repr__(self) -> str:
-        return (f"<MetaGraphDef tags={self.tags} signatures={sorted(self.signature_def)} "
-                f"nodes={len(self.graph_def)}>")
+        return (
+            f"<MetaGraphDef tags={self.tags} signatures={sorted(self.signature_def)} "
+            f"nodes={len(self.graph_def)}>"
+        )
 
 
 def _infos(d, where) -> dict:
@@ -197,19 +232,26 @@ def _infos(d, where) -> dict:
         raise GraphDefError(f"{where}: inputs/outputs must be maps")
     out = {}
     for alias, info in d.items():
-        if not isinstance(alias, str) or not isinstance(info, dict) or \
-                not isinstance(info.get("name"), str):
+        if (
+            not isinstance(alias, str)
+            or not isinstance(info, dict)
+            or not isinstance(info.get("name"), str)
+        ):
             raise GraphDefError(f"{where}: malformed tensor info {alias!r}")
         try:
             dtype = dtypes.as_dtype(info.get("dtype"))
         except TypeError:
-            raise GraphDefError(f"{where}: tensor {alias!r} has unknown dtype "
-                                f"{info.get('dtype')!r}") from None
+            raise GraphDefError(
+                f"{where}: tensor {alias!r} has unknown dtype {info.get('dtype')!r}"
+            ) from None
         shape = info.get("shape")
         if shape is None:
             ts = TensorShape(None)
-        elif isinstance(shape, list) and len(shape) <= 32 and all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in shape):
+        elif (
+            isinstance(shape, list)
+            and len(shape) <= 32
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in shape)
+        ):
             ts = TensorShape([None if x == -1 else x for x in shape])
         else:
             raise GraphDefError(f"{where}: tensor {alias!r} has a malformed shape")
@@ -224,8 +266,9 @@ def _infos(d, where) -> dict:
 
 def _variable_records(graph, var_list=None) -> list[dict]:
     if var_list is None:
-        var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + \
-            graph.get_collection(GraphKeys.LOCAL_VARIABLES)
+        var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + graph.get_collection(
+            GraphKeys.LOCAL_VARIABLES
+        )
     trainable = set(id(v) for v in graph.get_collection(GraphKeys.TRAINABLE_VARIABLES))
     local = set(id(v) for v in graph.get_collection(GraphKeys.LOCAL_VARIABLES))
     records, seen = [], set()
@@ -233,42 +276,66 @@ def _variable_records(graph, var_list=None) -> list[dict]:
         if not hasattr(v, "_ref") or v.op.name in seen:
             continue
         seen.add(v.op.name)
-        records.append({"name": v.op.name, "initializer": v.initializer.name,
-                        "snapshot": v.value().name, "initial_value": v.initial_value.name,
-                        "trainable": id(v) in trainable, "local": id(v) in local})
+        records.append(
+            {
+                "name": v.op.name,
+                "initializer": v.initializer.name,
+                "snapshot": v.value().name,
+                "initial_value": v.initial_value.name,
+                "trainable": id(v) in trainable,
+                "local": id(v) in local,
+            }
+        )
     return records
 
 
-def meta_graph_from_graph(graph, tags=(), signature_def_map=None, init_op=None,
-                          var_list=None, assets=None) -> MetaGraphDef:
+def meta_graph_from_graph(
+    graph, tags=(), signature_def_map=None, init_op=None, var_list=None, assets=None
+) -> MetaGraphDef:
     sigs = dict(signature_def_map or {})
     for key, sig in sigs.items():
         if not isinstance(sig, SignatureDef):
-            raise TypeError(f"signature_def_map[{key!r}] must be a SignatureDef, got "
-                            f"{type(sig).__name__}")
+            raise TypeError(
+                f"signature_def_map[{key!r}] must be a SignatureDef, got {type(sig).__name__}"
+            )
         for alias, info in list(sig.inputs.items()) + list(sig.outputs.items()):
             try:
                 graph.get_tensor_by_name(info.name)
             except (KeyError, ValueError):
-                raise ValueError(f"Signature {key!r} refers to tensor {info.name!r} "
-                                 f"({alias!r}), which is not in the graph") from None
+                raise ValueError(
+                    f"Signature {key!r} refers to tensor {info.name!r} "
+                    f"({alias!r}), which is not in the graph"
+                ) from None
     collections = {}
     for key in (GraphKeys.TRAIN_OP, GraphKeys.UPDATE_OPS, GraphKeys.LOSSES):
         items = graph.get_collection(key)
         names = [x.name for x in items if hasattr(x, "name")]
         if names:
             collections[key] = names
-    return MetaGraphDef(graph_to_def(graph), tags, sigs, _variable_records(graph, var_list),
-                        init_op.name if init_op is not None else None, collections, assets)
+    return MetaGraphDef(
+        graph_to_def(graph),
+        tags,
+        sigs,
+        _variable_records(graph, var_list),
+        init_op.name if init_op is not None else None,
+        collections,
+        assets,
+    )
 
 
 def encode(meta_graphs: list[MetaGraphDef], kind: str) -> bytes:
     from engine import __version__
 
-    return msgpack.packb({"format": META_FORMAT, "version": META_VERSION, "kind": kind,
-                          "engine_version": __version__,
-                          "meta_graphs": [m._to_doc() for m in meta_graphs]},
-                         use_bin_type=True)
+    return msgpack.packb(
+        {
+            "format": META_FORMAT,
+            "version": META_VERSION,
+            "kind": kind,
+            "engine_version": __version__,
+            "meta_graphs": [m._to_doc() for m in meta_graphs],
+        },
+        use_bin_type=True,
+    )
 
 
 def decode(data: bytes, path: str) -> list[MetaGraphDef]:
@@ -276,22 +343,40 @@ def decode(data: bytes, path: str) -> list[MetaGraphDef]:
     if len(data) > _MAX_META_BYTES:
         raise errors.DataLossError(None, None, f"{path} is {len(data)} bytes, over the limit")
     try:
-        doc = msgpack.unpackb(data, raw=False, strict_map_key=True, max_str_len=1 << 24,
-                              max_bin_len=len(data), max_array_len=1 << 20,
-                              max_map_len=1 << 20, max_ext_len=0)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, TypeError,
-            UnicodeDecodeError) as e:
-        raise errors.DataLossError(None, None, f"{path} is not a valid flowserve model file "
-                                               f"(msgpack decoding failed: {e})") from None
+        doc = msgpack.unpackb(
+            data,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=1 << 24,
+            max_bin_len=len(data),
+            max_array_len=1 << 20,
+            max_map_len=1 << 20,
+            max_ext_len=0,
+        )
+    except (
+        ValueError,
+        msgpack.ExtraData,
+        msgpack.FormatError,
+        msgpack.StackError,
+        TypeError,
+        UnicodeDecodeError,
+    ) as e:
+        raise errors.DataLossError(
+            None, None, f"{path} is not a valid flowserve model file (msgpack decoding failed: {e})"
+        ) from None
     if not isinstance(doc, dict) or doc.get("format") != META_FORMAT:
         raise errors.DataLossError(None, None, f"{path} is not a flowserve model file")
     version = doc.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise errors.DataLossError(None, None, f"{path} has no format version")
     if version > META_VERSION:
-        raise errors.DataLossError(None, None, f"{path} has format version {version}, newer "
-                                               f"than the supported {META_VERSION}; upgrade "
-                                               "flowserve to load it")
+        raise errors.DataLossError(
+            None,
+            None,
+            f"{path} has format version {version}, newer "
+            f"than the supported {META_VERSION}; upgrade "
+            "flowserve to load it",
+        )
     graphs = doc.get("meta_graphs")
     if not isinstance(graphs, list) or not graphs:
         raise errors.DataLossError(None, None, f"{path} holds no meta graphs")
@@ -305,8 +390,9 @@ def read_file(path: str, limit: int = _MAX_META_BYTES) -> bytes:
     try:
         size = os.path.getsize(path)
         if size > limit:
-            raise errors.DataLossError(None, None, f"{path} is {size} bytes, over the "
-                                                   f"{limit}-byte limit")
+            raise errors.DataLossError(
+                None, None, f"{path} is {size} bytes, over the {limit}-byte limit"
+            )
         with open(path, "rb") as f:
             # read(n) allocates n bytes up front: ask for what the file holds, not the limit
             data = f.read(size + 1)
@@ -341,13 +427,20 @@ def import_into_default_graph(meta: MetaGraphDef, path: str, import_scope=None):
     variables = []
     for rec in meta.variables:
         try:
-            v = Variable._from_graph(graph, prefix + rec["name"], prefix + rec["initializer"],
-                                     prefix + rec["snapshot"], prefix + rec["initial_value"],
-                                     bool(rec.get("trainable", True)))
+            v = Variable._from_graph(
+                graph,
+                prefix + rec["name"],
+                prefix + rec["initializer"],
+                prefix + rec["snapshot"],
+                prefix + rec["initial_value"],
+                bool(rec.get("trainable", True)),
+            )
         except (KeyError, ValueError, TypeError) as e:
-            raise errors.DataLossError(None, None, f"{path}: variable {rec['name']!r} does "
-                                                   f"not match its ops in the graph ({e})") \
-                from None
+            raise errors.DataLossError(
+                None,
+                None,
+                f"{path}: variable {rec['name']!r} does not match its ops in the graph ({e})",
+            ) from None
         keys = [GraphKeys.LOCAL_VARIABLES if rec.get("local") else GraphKeys.GLOBAL_VARIABLES]
         if rec.get("trainable", True):
             keys.append(GraphKeys.TRAINABLE_VARIABLES)

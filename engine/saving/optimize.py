@@ -42,12 +42,16 @@ class OptimizeReport:
     op_counts_after: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
-        lines = [f"nodes: {self.nodes_before} -> {self.nodes_after} (pruned {self.pruned}, "
-                 f"folded {self.folded}, merged {self.merged}, identities removed "
-                 f"{self.identities_removed})", f"{'op type':28} {'before':>7} {'after':>7}"]
+        lines = [
+            f"nodes: {self.nodes_before} -> {self.nodes_after} (pruned {self.pruned}, "
+            f"folded {self.folded}, merged {self.merged}, identities removed "
+            f"{self.identities_removed})",
+            f"{'op type':28} {'before':>7} {'after':>7}",
+        ]
         for t in sorted(set(self.op_counts_before) | set(self.op_counts_after)):
-            lines.append(f"{t:28} {self.op_counts_before.get(t, 0):>7} "
-                         f"{self.op_counts_after.get(t, 0):>7}")
+            lines.append(
+                f"{t:28} {self.op_counts_before.get(t, 0):>7} {self.op_counts_after.get(t, 0):>7}"
+            )
         return "\n".join(lines)
 
 
@@ -69,8 +73,12 @@ class _Node:
 
 def _attr_key(v):
     if isinstance(v, np.ndarray):
-        return ("nd", v.dtype.str, v.shape, v.tobytes() if v.dtype.kind != "O" else
-                tuple(v.reshape(-1).tolist()))
+        return (
+            "nd",
+            v.dtype.str,
+            v.shape,
+            v.tobytes() if v.dtype.kind != "O" else tuple(v.reshape(-1).tolist()),
+        )
     if isinstance(v, (list, tuple)):
         return ("seq", tuple(_attr_key(x) for x in v))
     if getattr(v, "_is_function_graph", False):
@@ -129,13 +137,18 @@ def optimize(graph_def, keep) -> tuple[GraphDef, OptimizeReport]:
     doc_nodes = []
     for name in order:
         n = nodes[name]
-        doc_nodes.append({
-            "name": n.name, "op": n.type,
-            "inputs": [f"{src}:{i}" for src, i in n.inputs] + ["^" + c for c in n.controls],
-            "device": n.device,
-            "attrs": {k: _encode_attr(v) for k, v in sorted(n.attrs.items())}})
-    out = GraphDef({"format": graph_def._doc["format"], "version": graph_def.version,
-                    "nodes": doc_nodes})
+        doc_nodes.append(
+            {
+                "name": n.name,
+                "op": n.type,
+                "inputs": [f"{src}:{i}" for src, i in n.inputs] + ["^" + c for c in n.controls],
+                "device": n.device,
+                "attrs": {k: _encode_attr(v) for k, v in sorted(n.attrs.items())},
+            }
+        )
+    out = GraphDef(
+        {"format": graph_def._doc["format"], "version": graph_def.version, "nodes": doc_nodes}
+    )
     report.nodes_after = len(doc_nodes)
     report.op_counts_after = out.op_counts()
     return out, report
@@ -168,8 +181,10 @@ def _fold_constants(nodes, order, pinned) -> int:
             continue
         out = n.op.outputs[0]
         itemsize = 8 if out.dtype.base_dtype is dtypes.string else out.dtype.base_dtype.size
-        if not out.shape.is_fully_defined() or \
-                out.shape.num_elements() * itemsize > _MAX_FOLDED_BYTES:
+        if (
+            not out.shape.is_fully_defined()
+            or out.shape.num_elements() * itemsize > _MAX_FOLDED_BYTES
+        ):
             # Folding runs the kernel while the model loads: only for a known, small result
             # (a file's Fill or Tile of constants could otherwise ask for any amount).
             continue
@@ -204,8 +219,13 @@ def _merge_duplicates(nodes, order, pinned) -> int:
         n.controls = list(dict.fromkeys(replace.get(c, c) for c in n.controls))
         if n.stateful or n.type in ("Placeholder", "Arg"):
             continue
-        key = (n.type, tuple(n.inputs), tuple(sorted(n.controls)), n.device,
-               tuple(sorted((k, _attr_key(v)) for k, v in n.attrs.items())))
+        key = (
+            n.type,
+            tuple(n.inputs),
+            tuple(sorted(n.controls)),
+            n.device,
+            tuple(sorted((k, _attr_key(v)) for k, v in n.attrs.items())),
+        )
         survivor = seen.get(key)
         if survivor is None:
             seen[key] = name
@@ -229,6 +249,7 @@ def _remove_identities(nodes, order, pinned) -> int:
     dropped = {src for src, _ in forward}
     for name in order:
         n = nodes[name]
-        n.controls = list(dict.fromkeys(
-            nodes[c].inputs[0][0] if c in dropped else c for c in n.controls))
+        n.controls = list(
+            dict.fromkeys(nodes[c].inputs[0][0] if c in dropped else c for c in n.controls)
+        )
     return removed

@@ -31,13 +31,34 @@ from engine.saving.meta_graph import (
     build_tensor_info,
 )
 
-__all__ = ["Builder", "SavedModelBuilder", "simple_save", "load", "contains_saved_model",
-           "predict_signature_def", "build_signature_def", "build_tensor_info",
-           "MetaGraphDef", "SignatureDef", "TensorInfo", "SAVED_MODEL_FILENAME",
-           "VARIABLES_DIRECTORY", "VARIABLES_FILENAME", "ASSETS_DIRECTORY",
-           "DEFAULT_SERVING_SIGNATURE_DEF_KEY", "SERVING", "TRAINING", "GPU",
-           "PREDICT_METHOD_NAME", "CLASSIFY_METHOD_NAME", "REGRESS_METHOD_NAME",
-           "PREDICT_INPUTS", "PREDICT_OUTPUTS", "read_saved_model", "LoadOptions"]
+__all__ = [
+    "Builder",
+    "SavedModelBuilder",
+    "simple_save",
+    "load",
+    "contains_saved_model",
+    "predict_signature_def",
+    "build_signature_def",
+    "build_tensor_info",
+    "MetaGraphDef",
+    "SignatureDef",
+    "TensorInfo",
+    "SAVED_MODEL_FILENAME",
+    "VARIABLES_DIRECTORY",
+    "VARIABLES_FILENAME",
+    "ASSETS_DIRECTORY",
+    "DEFAULT_SERVING_SIGNATURE_DEF_KEY",
+    "SERVING",
+    "TRAINING",
+    "GPU",
+    "PREDICT_METHOD_NAME",
+    "CLASSIFY_METHOD_NAME",
+    "REGRESS_METHOD_NAME",
+    "PREDICT_INPUTS",
+    "PREDICT_OUTPUTS",
+    "read_saved_model",
+    "LoadOptions",
+]
 
 SAVED_MODEL_FILENAME = "saved_model.msgpack"
 VARIABLES_DIRECTORY = "variables"
@@ -57,20 +78,24 @@ def predict_signature_def(inputs: dict, outputs: dict) -> SignatureDef:
         raise ValueError("Prediction inputs cannot be None or empty.")
     if not outputs:
         raise ValueError("Prediction outputs cannot be None or empty.")
-    return build_signature_def({k: build_tensor_info(v) for k, v in inputs.items()},
-                               {k: build_tensor_info(v) for k, v in outputs.items()},
-                               PREDICT_METHOD_NAME)
+    return build_signature_def(
+        {k: build_tensor_info(v) for k, v in inputs.items()},
+        {k: build_tensor_info(v) for k, v in outputs.items()},
+        PREDICT_METHOD_NAME,
+    )
 
 
 def build_signature_def(inputs=None, outputs=None, method_name=PREDICT_METHOD_NAME):
     for where, d in (("inputs", inputs), ("outputs", outputs)):
         for alias, info in (d or {}).items():
             if not isinstance(alias, str) or not alias:
-                raise ValueError(f"Signature {where} aliases must be non-empty strings, got "
-                                 f"{alias!r}")
+                raise ValueError(
+                    f"Signature {where} aliases must be non-empty strings, got {alias!r}"
+                )
             if not isinstance(info, TensorInfo):
-                raise TypeError(f"Signature {where}[{alias!r}] must be a TensorInfo (use "
-                                "build_tensor_info)")
+                raise TypeError(
+                    f"Signature {where}[{alias!r}] must be a TensorInfo (use build_tensor_info)"
+                )
     return SignatureDef(inputs or {}, outputs or {}, method_name)
 
 
@@ -90,47 +115,84 @@ class Builder:
 
     def __init__(self, export_dir: str):
         export_dir = os.fspath(export_dir)
-        if os.path.exists(export_dir) and (not os.path.isdir(export_dir)
-                                           or os.listdir(export_dir)):
+        if os.path.exists(export_dir) and (not os.path.isdir(export_dir) or os.listdir(export_dir)):
             raise errors.AlreadyExistsError(
-                None, None, f"Export directory {export_dir} already exists, and isn't empty. "
-                            "Choose a different export directory, or delete all the contents "
-                            "of the specified directory.")
+                None,
+                None,
+                f"Export directory {export_dir} already exists, and isn't empty. "
+                "Choose a different export directory, or delete all the contents "
+                "of the specified directory.",
+            )
         self._export_dir = export_dir
         self._meta_graphs: list[MetaGraphDef] = []
         self._variables: dict | None = None
         self._assets: dict[str, str] = {}
         self._saved = False
 
-    def add_meta_graph_and_variables(self, sess, tags, signature_def_map=None,
-                                     assets_collection=None, legacy_init_op=None,
-                                     clear_devices=False, main_op=None,
-                                     strip_default_attrs=False, saver=None, assets_list=None):
+    def add_meta_graph_and_variables(
+        self,
+        sess,
+        tags,
+        signature_def_map=None,
+        assets_collection=None,
+        legacy_init_op=None,
+        clear_devices=False,
+        main_op=None,
+        strip_default_attrs=False,
+        saver=None,
+        assets_list=None,
+    ):
         """Adds the session's graph under ``tags`` and snapshots its variables' values."""
         if self._variables is not None:
-            raise AssertionError("Graph state including variables and assets has already been "
-                                 "saved. Please invoke `add_meta_graph()` instead.")
+            raise AssertionError(
+                "Graph state including variables and assets has already been "
+                "saved. Please invoke `add_meta_graph()` instead."
+            )
         graph = sess.graph
-        var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + \
-            graph.get_collection(GraphKeys.LOCAL_VARIABLES)
+        var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + graph.get_collection(
+            GraphKeys.LOCAL_VARIABLES
+        )
         seen = {}
         for v in var_list:
             seen.setdefault(v.op.name, v)
         values = sess.run({name: v for name, v in seen.items()}) if seen else {}
         self._variables = values
-        self._add(graph, tags, signature_def_map, main_op or legacy_init_op, clear_devices,
-                  assets_list or assets_collection)
+        self._add(
+            graph,
+            tags,
+            signature_def_map,
+            main_op or legacy_init_op,
+            clear_devices,
+            assets_list or assets_collection,
+        )
 
-    def add_meta_graph(self, tags, signature_def_map=None, assets_collection=None,
-                       legacy_init_op=None, clear_devices=False, main_op=None,
-                       strip_default_attrs=False, saver=None, assets_list=None):
+    def add_meta_graph(
+        self,
+        tags,
+        signature_def_map=None,
+        assets_collection=None,
+        legacy_init_op=None,
+        clear_devices=False,
+        main_op=None,
+        strip_default_attrs=False,
+        saver=None,
+        assets_list=None,
+    ):
         """Adds another meta graph (of the default graph) sharing the saved variables."""
         if self._variables is None:
-            raise AssertionError("Graph state including variables and assets has not been "
-                                 "saved yet. Please invoke `add_meta_graph_and_variables()` "
-                                 "first.")
-        self._add(ops.get_default_graph(), tags, signature_def_map, main_op or legacy_init_op,
-                  clear_devices, assets_list or assets_collection)
+            raise AssertionError(
+                "Graph state including variables and assets has not been "
+                "saved yet. Please invoke `add_meta_graph_and_variables()` "
+                "first."
+            )
+        self._add(
+            ops.get_default_graph(),
+            tags,
+            signature_def_map,
+            main_op or legacy_init_op,
+            clear_devices,
+            assets_list or assets_collection,
+        )
 
     def _add(self, graph, tags, signature_def_map, init_op, clear_devices, assets):
         if isinstance(tags, str):
@@ -138,8 +200,9 @@ class Builder:
         tags = list(tags or [])
         for m in self._meta_graphs:
             if set(m.tags) == set(tags):
-                raise AssertionError(f"A meta graph with tags {sorted(tags)} was already "
-                                     "added to this SavedModel.")
+                raise AssertionError(
+                    f"A meta graph with tags {sorted(tags)} was already added to this SavedModel."
+                )
         asset_names = []
         for a in assets or []:
             path = a if isinstance(a, str) else getattr(a, "asset_path", None)
@@ -148,8 +211,9 @@ class Builder:
             name = os.path.basename(path)
             self._assets[name] = path
             asset_names.append(name)
-        meta = meta_graph.meta_graph_from_graph(graph, tags, signature_def_map, init_op,
-                                                assets=asset_names)
+        meta = meta_graph.meta_graph_from_graph(
+            graph, tags, signature_def_map, init_op, assets=asset_names
+        )
         if clear_devices:
             for n in meta.graph_def._doc["nodes"]:
                 n["device"] = ""
@@ -166,8 +230,11 @@ class Builder:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix="." + os.path.basename(export_dir) + ".tmp-", dir=parent)
         try:
-            bundle.write_bundle(_variables_prefix(tmp), sorted((self._variables or {}).items()),
-                                metadata={"kind": "saved_model_variables"})
+            bundle.write_bundle(
+                _variables_prefix(tmp),
+                sorted((self._variables or {}).items()),
+                metadata={"kind": "saved_model_variables"},
+            )
             if self._assets:
                 os.makedirs(os.path.join(tmp, ASSETS_DIRECTORY))
                 for name, src in self._assets.items():
@@ -180,8 +247,11 @@ class Builder:
             if os.path.isdir(export_dir):
                 if os.listdir(export_dir):
                     raise errors.AlreadyExistsError(
-                        None, None, f"Export directory {export_dir} was filled by someone "
-                                    "else while this model was being saved.")
+                        None,
+                        None,
+                        f"Export directory {export_dir} was filled by someone "
+                        "else while this model was being saved.",
+                    )
                 os.rmdir(export_dir)
             os.rename(tmp, export_dir)
         except BaseException:
@@ -212,10 +282,13 @@ def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None) -> st
     (tag ``serve``)."""
     b = Builder(export_dir)
     b.add_meta_graph_and_variables(
-        session, [SERVING],
-        signature_def_map={DEFAULT_SERVING_SIGNATURE_DEF_KEY: predict_signature_def(inputs,
-                                                                                    outputs)},
-        main_op=legacy_init_op)
+        session,
+        [SERVING],
+        signature_def_map={
+            DEFAULT_SERVING_SIGNATURE_DEF_KEY: predict_signature_def(inputs, outputs)
+        },
+        main_op=legacy_init_op,
+    )
     return b.save()
 
 
@@ -236,11 +309,13 @@ def read_saved_model(export_dir: str) -> list[MetaGraphDef]:
     """All meta graphs of the SavedModel at ``export_dir`` (validated)."""
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
     if not os.path.isdir(export_dir):
-        raise errors.NotFoundError(None, None, f"SavedModel directory {export_dir} does not "
-                                               "exist")
+        raise errors.NotFoundError(None, None, f"SavedModel directory {export_dir} does not exist")
     if not os.path.isfile(path):
-        raise errors.NotFoundError(None, None, f"{export_dir} holds no {SAVED_MODEL_FILENAME}; "
-                                               "it is not a SavedModel directory")
+        raise errors.NotFoundError(
+            None,
+            None,
+            f"{export_dir} holds no {SAVED_MODEL_FILENAME}; it is not a SavedModel directory",
+        )
     return meta_graph.decode(meta_graph.read_file(path), path)
 
 
@@ -258,12 +333,16 @@ def _select(metas: list[MetaGraphDef], tags, export_dir) -> MetaGraphDef:
             return m
     available = [sorted(m.tags) for m in metas]
     raise MetaGraphNotFoundError(
-        None, None, f"MetaGraphDef associated with tags {sorted(wanted)} could not be found "
-                    f"in SavedModel {export_dir}, with available tags {available}.")
+        None,
+        None,
+        f"MetaGraphDef associated with tags {sorted(wanted)} could not be found "
+        f"in SavedModel {export_dir}, with available tags {available}.",
+    )
 
 
-def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None = None,
-         **saver_kwargs) -> MetaGraphDef:
+def load(
+    sess, tags, export_dir, import_scope=None, options: LoadOptions | None = None, **saver_kwargs
+) -> MetaGraphDef:
     """Loads the meta graph tagged ``tags`` into ``sess.graph`` and restores its variables.
 
     Returns the ``MetaGraphDef``; its ``signature_def[key].inputs/outputs[alias]`` give tensor
@@ -276,8 +355,11 @@ def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None 
     if options.optimize:
         from engine.saving.optimize import optimize
 
-        keep = [i.name for s in meta.signature_def.values()
-                for i in list(s.inputs.values()) + list(s.outputs.values())]
+        keep = [
+            i.name
+            for s in meta.signature_def.values()
+            for i in list(s.inputs.values()) + list(s.outputs.values())
+        ]
         keep += [meta.init_op] if meta.init_op else []
         for rec in meta.variables:
             keep += [rec["initializer"], rec["snapshot"], rec["initial_value"]]
@@ -295,14 +377,17 @@ def load(sess, tags, export_dir, import_scope=None, options: LoadOptions | None 
             try:
                 init = sess.graph.get_operation_by_name(prefix + meta.init_op)
             except (KeyError, ValueError):
-                raise errors.DataLossError(None, None, f"{path}: init op {meta.init_op!r} is "
-                                                       "not in the graph") from None
+                raise errors.DataLossError(
+                    None, None, f"{path}: init op {meta.init_op!r} is not in the graph"
+                ) from None
             try:
                 sess.run(init)
             except errors.OpError as e:
-                raise type(e)(e.node_def, e.op, f"{path}: running the init op "
-                                                 f"{meta.init_op!r} failed: {e.message}") \
-                    from None
+                raise type(e)(
+                    e.node_def,
+                    e.op,
+                    f"{path}: running the init op {meta.init_op!r} failed: {e.message}",
+                ) from None
     if import_scope:
         for sig in meta.signature_def.values():
             for info in list(sig.inputs.values()) + list(sig.outputs.values()):
@@ -318,15 +403,23 @@ def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None
             try:
                 t = graph.get_tensor_by_name(prefix + info.name)
             except (KeyError, ValueError, TypeError):
-                raise errors.DataLossError(None, None, f"{path}: signature {key!r} names tensor "
-                                                       f"{info.name!r} ({alias!r}), which is "
-                                                       "not in the graph") from None
-            if t.dtype.base_dtype is not info.engine_dtype or \
-                    not t.shape.is_compatible_with(info.shape):
                 raise errors.DataLossError(
-                    None, None, f"{path}: signature {key!r} declares {info.name!r} ({alias!r}) "
-                                f"as {info.engine_dtype.name} {info.shape}, but the graph has "
-                                f"{t.dtype.base_dtype.name} {t.shape}")
+                    None,
+                    None,
+                    f"{path}: signature {key!r} names tensor "
+                    f"{info.name!r} ({alias!r}), which is "
+                    "not in the graph",
+                ) from None
+            if t.dtype.base_dtype is not info.engine_dtype or not t.shape.is_compatible_with(
+                info.shape
+            ):
+                raise errors.DataLossError(
+                    None,
+                    None,
+                    f"{path}: signature {key!r} declares {info.name!r} ({alias!r}) "
+                    f"as {info.engine_dtype.name} {info.shape}, but the graph has "
+                    f"{t.dtype.base_dtype.name} {t.shape}",
+                )
 
 
 def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
@@ -341,19 +434,28 @@ def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
     assigns = []
     with ops.name_scope("saved_model_restore"):
         for v in variables:
-            key = v.op.name[len(scope_prefix):]
+            key = v.op.name[len(scope_prefix) :]
             e = by_name.get(key)
             if e is None:
-                raise errors.DataLossError(None, None, f"{bundle.index_path(prefix)} has no "
-                                                       f"value for variable {key!r}")
+                raise errors.DataLossError(
+                    None, None, f"{bundle.index_path(prefix)} has no value for variable {key!r}"
+                )
             if e.dtype is not v.dtype.base_dtype:
-                raise errors.DataLossError(None, None, f"{bundle.index_path(prefix)}: variable "
-                                                       f"{key!r} is {e.dtype.name} on disk but "
-                                                       f"{v.dtype.base_dtype.name} in the graph")
+                raise errors.DataLossError(
+                    None,
+                    None,
+                    f"{bundle.index_path(prefix)}: variable "
+                    f"{key!r} is {e.dtype.name} on disk but "
+                    f"{v.dtype.base_dtype.name} in the graph",
+                )
             if not v.shape.is_compatible_with(e.shape):
-                raise errors.DataLossError(None, None, f"{bundle.index_path(prefix)}: variable "
-                                                       f"{key!r} has shape {list(e.shape)} on "
-                                                       f"disk but {v.shape} in the graph")
+                raise errors.DataLossError(
+                    None,
+                    None,
+                    f"{bundle.index_path(prefix)}: variable "
+                    f"{key!r} has shape {list(e.shape)} on "
+                    f"disk but {v.shape} in the graph",
+                )
             ph = array_ops.placeholder(v.dtype.base_dtype, shape=v.shape)
             assigns.append(state_ops.assign(v, ph))
             feeds[key] = ph

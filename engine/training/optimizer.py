@@ -15,8 +15,14 @@ from engine.ops import state as state_ops
 from engine.ops._common import create
 from engine.ops.control_flow import group
 
-__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "AdagradOptimizer", "RMSPropOptimizer"]
+__all__ = [
+    "Optimizer",
+    "GradientDescentOptimizer",
+    "MomentumOptimizer",
+    "AdamOptimizer",
+    "AdagradOptimizer",
+    "RMSPropOptimizer",
+]
 
 
 def _var_key(var):
@@ -42,31 +48,52 @@ class Optimizer:
         return self._name
 
     # -- public API -----------------------------------------------------------------------
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
-                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
-                 grad_loss=None):
+    def minimize(
+        self,
+        loss,
+        global_step=None,
+        var_list=None,
+        gate_gradients=GATE_OP,
+        aggregation_method=None,
+        colocate_gradients_with_ops=False,
+        name=None,
+        grad_loss=None,
+    ):
         """Adds ops computing gradients of ``loss`` and applying them; returns the train op."""
         grads_and_vars = self.compute_gradients(
-            loss, var_list=var_list, gate_gradients=gate_gradients,
+            loss,
+            var_list=var_list,
+            gate_gradients=gate_gradients,
             aggregation_method=aggregation_method,
-            colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+            grad_loss=grad_loss,
+        )
         if not any(g is not None for g, _ in grads_and_vars):
             raise ValueError(
                 "No gradients provided for any variable, check your graph for ops that do not "
                 f"support gradients, between variables {[v.name for _, v in grads_and_vars]} "
-                f"and loss {loss}.")
+                f"and loss {loss}."
+            )
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
-    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
-                          aggregation_method=None, colocate_gradients_with_ops=False,
-                          grad_loss=None):
+    def compute_gradients(
+        self,
+        loss,
+        var_list=None,
+        gate_gradients=GATE_OP,
+        aggregation_method=None,
+        colocate_gradients_with_ops=False,
+        grad_loss=None,
+    ):
         """A list of (gradient or None, variable) pairs for the variables in ``var_list``."""
         if callable(loss):
             loss = loss()
         loss = convert_to_tensor(loss)
         if not loss.dtype.base_dtype.is_floating:
-            raise ValueError(f"Invalid type {loss.dtype.name} for {loss.name}, expected: "
-                             "float16, float32, float64.")
+            raise ValueError(
+                f"Invalid type {loss.dtype.name} for {loss.name}, expected: "
+                "float16, float32, float64."
+            )
         if var_list is None:
             var_list = ops.get_collection(GraphKeys.TRAINABLE_VARIABLES)
         else:
@@ -76,9 +103,13 @@ class Optimizer:
         for v in var_list:
             if not hasattr(v, "_ref"):
                 raise TypeError(f"Argument is not a Variable: {v!r}")
-        grads = gradients(loss, var_list, grad_ys=None if grad_loss is None else [grad_loss],
-                          aggregation_method=aggregation_method,
-                          colocate_gradients_with_ops=colocate_gradients_with_ops)
+        grads = gradients(
+            loss,
+            var_list,
+            grad_ys=None if grad_loss is None else [grad_loss],
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+        )
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -91,13 +122,17 @@ class Optimizer:
             if g is not None:
                 g = convert_to_tensor(g)
                 if not v.dtype.base_dtype.is_compatible_with(g.dtype.base_dtype):
-                    raise ValueError(f"Gradient {g.name} has dtype {g.dtype.name}, which does "
-                                     f"not match variable {v.name} ({v.dtype.base_dtype.name})")
+                    raise ValueError(
+                        f"Gradient {g.name} has dtype {g.dtype.name}, which does "
+                        f"not match variable {v.name} ({v.dtype.base_dtype.name})"
+                    )
             converted.append((g, v))
         var_list = [v for g, v in converted if g is not None]
         if not var_list:
-            raise ValueError(f"No gradients provided for any variable: "
-                             f"{[(str(g), v.name) for g, v in converted]}.")
+            raise ValueError(
+                f"No gradients provided for any variable: "
+                f"{[(str(g), v.name) for g, v in converted]}."
+            )
         with ops.control_dependencies(None):
             self._create_slots(var_list)
         with name_scope(name, self._name) as scope:
@@ -147,10 +182,13 @@ class Optimizer:
     def _slot_variable(self, var, initial_value_fn, slot_name: str):
         from engine.variables import Variable
 
-        with ops.control_dependencies(None), ops.name_scope(None), \
-                ops.colocate_with(var.op):
-            return Variable(initial_value_fn, name=f"{var.op.name}/{self._name}",
-                            trainable=False, dtype=var.dtype.base_dtype)
+        with ops.control_dependencies(None), ops.name_scope(None), ops.colocate_with(var.op):
+            return Variable(
+                initial_value_fn,
+                name=f"{var.op.name}/{self._name}",
+                trainable=False,
+                dtype=var.dtype.base_dtype,
+            )
 
     def _get_or_make_slot(self, var, initial_value_fn, slot_name: str):
         slots = self._slots.setdefault(slot_name, {})
@@ -172,8 +210,8 @@ class Optimizer:
         shape = var.shape.as_list()
         dtype = var.dtype.base_dtype
         return self._get_or_make_slot(
-            var, lambda: array_ops.fill(shape, convert_to_tensor(value, dtype=dtype)),
-            slot_name)
+            var, lambda: array_ops.fill(shape, convert_to_tensor(value, dtype=dtype)), slot_name
+        )
 
     def _non_slot_variable(self, name: str, initial_value, colocate_with):
         from engine.variables import Variable
@@ -182,8 +220,12 @@ class Optimizer:
         key = (name, graph)
         v = self._non_slot.get(key)
         if v is None:
-            with graph.as_default(), ops.control_dependencies(None), ops.name_scope(None), \
-                    ops.colocate_with(colocate_with.op):
+            with (
+                graph.as_default(),
+                ops.control_dependencies(None),
+                ops.name_scope(None),
+                ops.colocate_with(colocate_with.op),
+            ):
                 v = Variable(initial_value, name=name, trainable=False)
             self._non_slot[key] = v
         return v
@@ -216,16 +258,20 @@ class GradientDescentOptimizer(Optimizer):
         self._lr_t = convert_to_tensor(lr, name="learning_rate")
 
     def _apply_dense(self, grad, var):
-        return create("ApplyGradientDescent",
-                      [var._ref(), _scalar(self._lr_t, var, "learning_rate"), grad],
-                      {"use_locking": self._use_locking}, None)
+        return create(
+            "ApplyGradientDescent",
+            [var._ref(), _scalar(self._lr_t, var, "learning_rate"), grad],
+            {"use_locking": self._use_locking},
+            None,
+        )
 
 
 class MomentumOptimizer(Optimizer):
     """``accum = momentum * accum + grad; var -= lr * accum`` (optionally Nesterov)."""
 
-    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
-                 use_nesterov=False):
+    def __init__(
+        self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False
+    ):
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
         self._momentum = momentum
@@ -241,18 +287,32 @@ class MomentumOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         accum = self.get_slot(var, "momentum")
-        return create("ApplyMomentum",
-                      [var._ref(), accum._ref(), _scalar(self._lr_t, var, "lr"), grad,
-                       _scalar(self._momentum_t, var, "momentum")],
-                      {"use_locking": self._use_locking, "use_nesterov": self._use_nesterov},
-                      None)
+        return create(
+            "ApplyMomentum",
+            [
+                var._ref(),
+                accum._ref(),
+                _scalar(self._lr_t, var, "lr"),
+                grad,
+                _scalar(self._momentum_t, var, "momentum"),
+            ],
+            {"use_locking": self._use_locking, "use_nesterov": self._use_nesterov},
+            None,
+        )
 
 
 class AdamOptimizer(Optimizer):
     """Adam (Kingma & Ba) with TF1's bias-corrected step size and slots ``m`` and ``v``."""
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 use_locking=False, name="Adam"):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-8,
+        use_locking=False,
+        name="Adam",
+    ):
         super().__init__(use_locking, name)
         self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
 
@@ -280,12 +340,23 @@ class AdamOptimizer(Optimizer):
         from engine.ops import math as math_ops
 
         d = var.dtype.base_dtype
-        return create("ApplyAdam", [
-            var._ref(), m._ref(), v._ref(), math_ops.cast(b1p.value(), d),
-            math_ops.cast(b2p.value(), d), _scalar(self._lr_t, var, "lr"),
-            _scalar(self._beta1_t, var, "beta1"), _scalar(self._beta2_t, var, "beta2"),
-            _scalar(self._epsilon_t, var, "epsilon"), grad],
-            {"use_locking": self._use_locking, "use_nesterov": False}, None)
+        return create(
+            "ApplyAdam",
+            [
+                var._ref(),
+                m._ref(),
+                v._ref(),
+                math_ops.cast(b1p.value(), d),
+                math_ops.cast(b2p.value(), d),
+                _scalar(self._lr_t, var, "lr"),
+                _scalar(self._beta1_t, var, "beta1"),
+                _scalar(self._beta2_t, var, "beta2"),
+                _scalar(self._epsilon_t, var, "epsilon"),
+                grad,
+            ],
+            {"use_locking": self._use_locking, "use_nesterov": False},
+            None,
+        )
 
     def _finish(self, update_ops, name_scope_name):
         b1p, b2p = self._get_beta_accumulators()
@@ -298,11 +369,13 @@ class AdamOptimizer(Optimizer):
 class AdagradOptimizer(Optimizer):
     """``accum += grad**2; var -= lr * grad / sqrt(accum)``."""
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
-                 name="Adagrad"):
+    def __init__(
+        self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"
+    ):
         if initial_accumulator_value <= 0.0:
-            raise ValueError(f"initial_accumulator_value must be positive: "
-                             f"{initial_accumulator_value}")
+            raise ValueError(
+                f"initial_accumulator_value must be positive: {initial_accumulator_value}"
+            )
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
         self._initial = initial_accumulator_value
@@ -316,16 +389,27 @@ class AdagradOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         acc = self.get_slot(var, "accumulator")
-        return create("ApplyAdagrad", [var._ref(), acc._ref(),
-                                       _scalar(self._lr_t, var, "lr"), grad],
-                      {"use_locking": self._use_locking, "update_slots": True}, None)
+        return create(
+            "ApplyAdagrad",
+            [var._ref(), acc._ref(), _scalar(self._lr_t, var, "lr"), grad],
+            {"use_locking": self._use_locking, "update_slots": True},
+            None,
+        )
 
 
 class RMSPropOptimizer(Optimizer):
     """RMSProp with TF1's defaults (decay 0.9, epsilon 1e-10, rms slot starting at 1)."""
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
-                 use_locking=False, centered=False, name="RMSProp"):
+    def __init__(
+        self,
+        learning_rate,
+        decay=0.9,
+        momentum=0.0,
+        epsilon=1e-10,
+        use_locking=False,
+        centered=False,
+        name="RMSProp",
+    ):
         super().__init__(use_locking, name)
         self._learning_rate, self._decay = learning_rate, decay
         self._momentum, self._epsilon, self._centered = momentum, epsilon, centered
@@ -345,16 +429,26 @@ class RMSPropOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         rms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
-        scalars = [_scalar(self._lr_t, var, "lr"), _scalar(self._decay_t, var, "rho"),
-                   _scalar(self._momentum_t, var, "momentum"),
-                   _scalar(self._epsilon_t, var, "epsilon")]
+        scalars = [
+            _scalar(self._lr_t, var, "lr"),
+            _scalar(self._decay_t, var, "rho"),
+            _scalar(self._momentum_t, var, "momentum"),
+            _scalar(self._epsilon_t, var, "epsilon"),
+        ]
         if self._centered:
             mg = self.get_slot(var, "mg")
-            return create("ApplyCenteredRMSProp",
-                          [var._ref(), mg._ref(), rms._ref(), mom._ref(), *scalars, grad],
-                          {"use_locking": self._use_locking}, None)
-        return create("ApplyRMSProp", [var._ref(), rms._ref(), mom._ref(), *scalars, grad],
-                      {"use_locking": self._use_locking}, None)
+            return create(
+                "ApplyCenteredRMSProp",
+                [var._ref(), mg._ref(), rms._ref(), mom._ref(), *scalars, grad],
+                {"use_locking": self._use_locking},
+                None,
+            )
+        return create(
+            "ApplyRMSProp",
+            [var._ref(), rms._ref(), mom._ref(), *scalars, grad],
+            {"use_locking": self._use_locking},
+            None,
+        )
 
 
 _ = dtypes

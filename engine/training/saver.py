@@ -19,8 +19,14 @@ from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 from engine.saving import bundle
 
-__all__ = ["Saver", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
-           "CheckpointState", "update_checkpoint_state"]
+__all__ = [
+    "Saver",
+    "latest_checkpoint",
+    "get_checkpoint_state",
+    "checkpoint_exists",
+    "CheckpointState",
+    "update_checkpoint_state",
+]
 
 _STATE_LINE = re.compile(r'^\s*(model_checkpoint_path|all_model_checkpoint_paths)\s*:\s*"(.*)"\s*$')
 
@@ -33,8 +39,10 @@ class CheckpointState:
         self.all_model_checkpoint_paths = all_model_checkpoint_paths
 
     def __repr__(self) -> str:
-        return (f"CheckpointState(model_checkpoint_path={self.model_checkpoint_path!r}, "
-                f"all_model_checkpoint_paths={self.all_model_checkpoint_paths!r})")
+        return (
+            f"CheckpointState(model_checkpoint_path={self.model_checkpoint_path!r}, "
+            f"all_model_checkpoint_paths={self.all_model_checkpoint_paths!r})"
+        )
 
 
 def _unescape(s: str) -> str:
@@ -54,8 +62,9 @@ def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, UnicodeDecodeError) as e:
-        raise errors.DataLossError(None, None, f"Cannot read checkpoint state {path}: {e}") \
-            from None
+        raise errors.DataLossError(
+            None, None, f"Cannot read checkpoint state {path}: {e}"
+        ) from None
     model, every = None, []
     for line in text.splitlines():
         m = _STATE_LINE.match(line)
@@ -75,16 +84,20 @@ def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None
     return CheckpointState(model, every)
 
 
-def update_checkpoint_state(save_dir: str, model_checkpoint_path: str,
-                            all_model_checkpoint_paths=None, latest_filename=None) -> None:
+def update_checkpoint_state(
+    save_dir: str, model_checkpoint_path: str, all_model_checkpoint_paths=None, latest_filename=None
+) -> None:
     """Rewrites the ``checkpoint`` state file of ``save_dir`` (atomically)."""
     all_paths = list(all_model_checkpoint_paths or [])
     if not all_paths or all_paths[-1] != model_checkpoint_path:
         all_paths.append(model_checkpoint_path)
 
     def rel(p):
-        return os.path.relpath(p, save_dir) if os.path.dirname(os.path.abspath(p)) == \
-            os.path.abspath(save_dir) else p
+        return (
+            os.path.relpath(p, save_dir)
+            if os.path.dirname(os.path.abspath(p)) == os.path.abspath(save_dir)
+            else p
+        )
 
     lines = [f'model_checkpoint_path: "{_escape(rel(model_checkpoint_path))}"']
     lines += [f'all_model_checkpoint_paths: "{_escape(rel(p))}"' for p in all_paths]
@@ -123,15 +136,29 @@ class Saver:
     >>> saver.restore(sess, latest_checkpoint("/tmp/run"))
     """
 
-    def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
-                 keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False,
-                 saver_def=None, builder=None, defer_build=False, allow_empty=False,
-                 write_version=2, pad_step_number=False, save_relative_paths=False,
-                 filename=None):
+    def __init__(
+        self,
+        var_list=None,
+        reshape=False,
+        sharded=False,
+        max_to_keep=5,
+        keep_checkpoint_every_n_hours=10000.0,
+        name=None,
+        restore_sequentially=False,
+        saver_def=None,
+        builder=None,
+        defer_build=False,
+        allow_empty=False,
+        write_version=2,
+        pad_step_number=False,
+        save_relative_paths=False,
+        filename=None,
+    ):
         self._graph = ops.get_default_graph()
         if var_list is None:
-            var_list = self._graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + \
-                self._graph.get_collection(GraphKeys.SAVEABLE_OBJECTS)
+            var_list = self._graph.get_collection(
+                GraphKeys.GLOBAL_VARIABLES
+            ) + self._graph.get_collection(GraphKeys.SAVEABLE_OBJECTS)
         if isinstance(var_list, dict):
             items = sorted(var_list.items())
         else:
@@ -163,15 +190,15 @@ class Saver:
         from engine.ops.control_flow import group, no_op
 
         self._feeds = {}
-        with self._graph.as_default(), ops.control_dependencies(None), \
-                ops.name_scope(name, "save"):
+        with self._graph.as_default(), ops.control_dependencies(None), ops.name_scope(name, "save"):
             assigns = []
             for key, v in self._vars:
                 ph = array_ops.placeholder(v.dtype.base_dtype, shape=None)
                 assigns.append(state_ops.assign(v, ph, validate_shape=not self._reshape))
                 self._feeds[key] = ph
-            self._restore_op = group(*assigns, name="restore_all") if assigns else \
-                no_op(name="restore_all")
+            self._restore_op = (
+                group(*assigns, name="restore_all") if assigns else no_op(name="restore_all")
+            )
 
     @property
     def last_checkpoints(self) -> list[str]:
@@ -181,13 +208,23 @@ class Saver:
         self._last_checkpoints = list(last_checkpoints_with_time)
 
     def recover_last_checkpoints(self, checkpoint_paths) -> None:
-        self._last_checkpoints = [(p, time.time()) for p in checkpoint_paths
-                                  if checkpoint_exists(p)]
+        self._last_checkpoints = [
+            (p, time.time()) for p in checkpoint_paths if checkpoint_exists(p)
+        ]
 
     # -- save -----------------------------------------------------------------------------
-    def save(self, sess, save_path, global_step=None, latest_filename=None,
-             meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
-             strip_default_attrs=False, save_debug_info=False) -> str:
+    def save(
+        self,
+        sess,
+        save_path,
+        global_step=None,
+        latest_filename=None,
+        meta_graph_suffix="meta",
+        write_meta_graph=True,
+        write_state=True,
+        strip_default_attrs=False,
+        save_debug_info=False,
+    ) -> str:
         """Writes the variables' values in ``sess``; returns the checkpoint prefix."""
         if sess.graph is not self._graph:
             raise ValueError("The session's graph is not the graph this Saver was built for.")
@@ -202,14 +239,16 @@ class Saver:
         if not os.path.isdir(save_dir):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         values = sess.run({key: v for key, v in self._vars}) if self._vars else {}
-        bundle.write_bundle(prefix, sorted(values.items()),
-                            metadata={"kind": "checkpoint", "saved_at": time.time()})
+        bundle.write_bundle(
+            prefix, sorted(values.items()), metadata={"kind": "checkpoint", "saved_at": time.time()}
+        )
         if write_meta_graph and hasattr(self._graph, "as_graph_def"):
             try:
                 from engine.saving import meta_graph
 
-                meta_graph.export_meta_graph(prefix + "." + meta_graph_suffix,
-                                             graph=self._graph, saver=self)
+                meta_graph.export_meta_graph(
+                    prefix + "." + meta_graph_suffix, graph=self._graph, saver=self
+                )
             except ImportError:
                 pass
         if write_state:
@@ -244,16 +283,25 @@ class Saver:
             e = by_name.get(key)
             if e is None:
                 raise errors.NotFoundError(
-                    None, None, f"Restoring from checkpoint failed: key {key} not found in "
-                                f"checkpoint {save_path}. The graph has a variable that the "
-                                "checkpoint does not.")
+                    None,
+                    None,
+                    f"Restoring from checkpoint failed: key {key} not found in "
+                    f"checkpoint {save_path}. The graph has a variable that the "
+                    "checkpoint does not.",
+                )
             if e.dtype is not v.dtype.base_dtype:
                 raise errors.InvalidArgumentError(
-                    None, None, f"Restoring {key} from {save_path}: the checkpoint holds "
-                                f"{e.dtype.name}, the variable is {v.dtype.base_dtype.name}")
+                    None,
+                    None,
+                    f"Restoring {key} from {save_path}: the checkpoint holds "
+                    f"{e.dtype.name}, the variable is {v.dtype.base_dtype.name}",
+                )
             if not self._reshape and not v.shape.is_compatible_with(e.shape):
                 raise errors.InvalidArgumentError(
-                    None, None, f"Restoring {key} from {save_path}: the checkpoint holds shape "
-                                f"{list(e.shape)}, the variable has shape {v.shape}")
+                    None,
+                    None,
+                    f"Restoring {key} from {save_path}: the checkpoint holds shape "
+                    f"{list(e.shape)}, the variable has shape {v.shape}",
+                )
         values = bundle.read_bundle(save_path, names=[k for k, _ in self._vars])
         sess._run_owned(self._restore_op, {self._feeds[k]: values[k] for k, _ in self._vars})

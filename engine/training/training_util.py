@@ -6,8 +6,13 @@ from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 
-__all__ = ["get_global_step", "create_global_step", "get_or_create_global_step",
-           "global_step", "assert_global_step"]
+__all__ = [
+    "get_global_step",
+    "create_global_step",
+    "get_or_create_global_step",
+    "global_step",
+    "assert_global_step",
+]
 
 
 def get_global_step(graph=None):
@@ -15,8 +20,9 @@ def get_global_step(graph=None):
     graph = graph or ops.get_default_graph()
     found = graph.get_collection(GraphKeys.GLOBAL_STEP)
     if len(found) > 1:
-        raise TypeError("There are multiple items in collection global_step; there should be "
-                        "only one.")
+        raise TypeError(
+            "There are multiple items in collection global_step; there should be only one."
+        )
     if found:
         return found[0]
     try:
@@ -35,8 +41,13 @@ def create_global_step(graph=None):
     if get_global_step(graph) is not None:
         raise ValueError('"global_step" already exists.')
     with graph.as_default(), ops.control_dependencies(None), ops.name_scope(None):
-        return Variable(0, name="global_step", trainable=False, dtype=dtypes.int64,
-                        collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
+        return Variable(
+            0,
+            name="global_step",
+            trainable=False,
+            dtype=dtypes.int64,
+            collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP],
+        )
 
 
 def get_or_create_global_step(graph=None):
@@ -53,6 +64,6 @@ def global_step(sess, global_step_tensor) -> int:
 def assert_global_step(global_step_tensor) -> None:
     dtype = global_step_tensor.dtype.base_dtype
     if dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError(f"Existing \"global_step\" does not have integer type: {dtype.name}")
+        raise TypeError(f'Existing "global_step" does not have integer type: {dtype.name}')
     if global_step_tensor.shape.ndims not in (0, None):
-        raise TypeError(f"Existing \"global_step\" is not scalar: {global_step_tensor.shape}")
+        raise TypeError(f'Existing "global_step" is not scalar: {global_step_tensor.shape}')

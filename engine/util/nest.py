@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["flatten", "pack_sequence_as", "map_structure", "assert_same_structure",
-           "is_sequence"]
+__all__ = ["flatten", "pack_sequence_as", "map_structure", "assert_same_structure", "is_sequence"]
 
 
 def is_sequence(x) -> bool:
@@ -45,8 +44,9 @@ def pack_sequence_as(structure, flat_sequence):
     flat_sequence = list(flat_sequence)
     n = len(flatten(structure))
     if n != len(flat_sequence):
-        raise ValueError(f"Structure had {n} elements, but flat_sequence had "
-                         f"{len(flat_sequence)} elements.")
+        raise ValueError(
+            f"Structure had {n} elements, but flat_sequence had {len(flat_sequence)} elements."
+        )
     out, _ = _pack(structure, flat_sequence, 0)
     return out
 
@@ -62,9 +62,17 @@ def map_structure(fn, *structures):
 def _shape_of(x):
     if not is_sequence(x):
         return "leaf"
-    kind = "dict" if isinstance(x, dict) else ("namedtuple" if hasattr(x, "_fields") else
-                                               type(x).__name__ if isinstance(x, tuple)
-                                               else "list")
+    kind = (
+        "dict"
+        if isinstance(x, dict)
+        else (
+            "namedtuple"
+            if hasattr(x, "_fields")
+            else type(x).__name__
+            if isinstance(x, tuple)
+            else "list"
+        )
+    )
     keys = sorted(x) if isinstance(x, dict) else None
     return (kind, keys, [_shape_of(v) for v in _items(x)])
 
@@ -82,5 +90,7 @@ def assert_same_structure(a, b, check_types: bool = False) -> None:
         return (kind, keys, [strip(k) for k in kids])
 
     if strip(sa) != strip(sb):
-        raise ValueError(f"The two structures don't have the same nested structure.\n\n"
-                         f"First structure: {a!r}\n\nSecond structure: {b!r}")
+        raise ValueError(
+            f"The two structures don't have the same nested structure.\n\n"
+            f"First structure: {a!r}\n\nSecond structure: {b!r}"
+        )

@@ -9,9 +9,21 @@ from aiohttp import web
 
 from service.errors import InvalidInput
 
-__all__ = ["read_body", "read_json", "json_response", "note", "MSGPACK", "wants_msgpack",
-           "is_msgpack", "parse_timeout", "PROTOCOL", "MODEL", "VERSION", "parse_json",
-           "dumps"]
+__all__ = [
+    "read_body",
+    "read_json",
+    "json_response",
+    "note",
+    "MSGPACK",
+    "wants_msgpack",
+    "is_msgpack",
+    "parse_timeout",
+    "PROTOCOL",
+    "MODEL",
+    "VERSION",
+    "parse_json",
+    "dumps",
+]
 
 MSGPACK = "application/msgpack"
 # What a request was about, for metrics and the access log.
@@ -21,8 +33,9 @@ VERSION = web.RequestKey("fs_version", str)
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
-def note(request: web.Request, *, protocol: str | None = None, model: str | None = None,
-         version=None) -> None:
+def note(
+    request: web.Request, *, protocol: str | None = None, model: str | None = None, version=None
+) -> None:
     """Records what a request was about, for metrics and the access log."""
     if protocol is not None:
         request[PROTOCOL] = protocol
@@ -44,8 +57,11 @@ def is_msgpack(request: web.Request) -> bool:
 
 def wants_msgpack(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
-    return MSGPACK in accept or "application/x-msgpack" in accept or (
-        not accept and is_msgpack(request))
+    return (
+        MSGPACK in accept
+        or "application/x-msgpack" in accept
+        or (not accept and is_msgpack(request))
+    )
 
 
 async def read_json(request: web.Request):
@@ -86,8 +102,9 @@ def dumps(obj) -> bytes:
 
 
 def json_response(obj, status: int = 200, headers=None) -> web.Response:
-    return web.Response(body=dumps(obj), status=status, content_type="application/json",
-                        headers=headers)
+    return web.Response(
+        body=dumps(obj), status=status, content_type="application/json", headers=headers
+    )
 
 
 def parse_timeout(value, what: str) -> float | None:

@@ -79,10 +79,18 @@ from service.tensors import TensorSpec, coerce, from_json_value
 __all__ = ["add_routes", "DATATYPES"]
 
 DATATYPES: dict[str, dtypes.DType] = {
-    "BOOL": dtypes.bool, "UINT8": dtypes.uint8, "UINT16": dtypes.uint16,
-    "UINT32": dtypes.uint32, "UINT64": dtypes.uint64, "INT8": dtypes.int8,
-    "INT16": dtypes.int16, "INT32": dtypes.int32, "INT64": dtypes.int64,
-    "FP16": dtypes.float16, "FP32": dtypes.float32, "FP64": dtypes.float64,
+    "BOOL": dtypes.bool,
+    "UINT8": dtypes.uint8,
+    "UINT16": dtypes.uint16,
+    "UINT32": dtypes.uint32,
+    "UINT64": dtypes.uint64,
+    "INT8": dtypes.int8,
+    "INT16": dtypes.int16,
+    "INT32": dtypes.int32,
+    "INT64": dtypes.int64,
+    "FP16": dtypes.float16,
+    "FP32": dtypes.float32,
+    "FP64": dtypes.float64,
     "BYTES": dtypes.string,
 }
 _DATATYPE_OF = {d: name for name, d in DATATYPES.items()}
@@ -90,9 +98,15 @@ _HEADER_LENGTH = "Inference-Header-Content-Length"
 _EXTENSIONS = ["binary_tensor_data", "model_repository"]
 _COMPRESS_MIN_BYTES = 1024  # smaller responses are not worth compressing
 # Manager version states (and the index's placeholders) as the repository extension names them.
-_INDEX_STATES = {"AVAILABLE": "READY", "START": "LOADING", "LOADING": "LOADING",
-                 "UNLOADING": "UNLOADING", "END": "UNAVAILABLE", "UNAVAILABLE": "UNAVAILABLE",
-                 "UNLOADED": "UNAVAILABLE"}
+_INDEX_STATES = {
+    "AVAILABLE": "READY",
+    "START": "LOADING",
+    "LOADING": "LOADING",
+    "UNLOADING": "UNLOADING",
+    "END": "UNAVAILABLE",
+    "UNAVAILABLE": "UNAVAILABLE",
+    "UNLOADED": "UNAVAILABLE",
+}
 
 
 def add_routes(app: web.Application) -> None:
@@ -116,8 +130,9 @@ def add_routes(app: web.Application) -> None:
 
 
 async def server_metadata(request: web.Request) -> web.Response:
-    return json_response({"name": "flowserve", "version": service.__version__,
-                          "extensions": _EXTENSIONS})
+    return json_response(
+        {"name": "flowserve", "version": service.__version__, "extensions": _EXTENSIONS}
+    )
 
 
 async def health_live(request: web.Request) -> web.Response:
@@ -140,16 +155,24 @@ async def model_metadata(request: web.Request) -> web.Response:
     manager = request.app[MANAGER]
     _, sig = manager.signature_info(name, version)
     versions = sorted(s.version for s in manager.status(name) if s.state == "AVAILABLE")
-    return json_response({
-        "name": name, "versions": [str(v) for v in versions], "platform": "flowserve",
-        "inputs": [_tensor_metadata(sig.inputs[a]) for a in sig.input_order],
-        "outputs": [_tensor_metadata(sig.outputs[a]) for a in sig.output_order]})
+    return json_response(
+        {
+            "name": name,
+            "versions": [str(v) for v in versions],
+            "platform": "flowserve",
+            "inputs": [_tensor_metadata(sig.inputs[a]) for a in sig.input_order],
+            "outputs": [_tensor_metadata(sig.outputs[a]) for a in sig.output_order],
+        }
+    )
 
 
 def _tensor_metadata(spec: TensorSpec) -> dict:
     dims = spec.dims
-    meta = {"name": spec.alias, "datatype": _DATATYPE_OF[spec.dtype.base_dtype],
-            "shape": [-1] if dims is None else [-1 if d is None else d for d in dims]}
+    meta = {
+        "name": spec.alias,
+        "datatype": _DATATYPE_OF[spec.dtype.base_dtype],
+        "shape": [-1] if dims is None else [-1 if d is None else d for d in dims],
+    }
     if dims is None:
         meta["parameters"] = {"unknown_rank": True}  # V2 has no way to say "any rank"
     return meta
@@ -164,20 +187,26 @@ async def model_config(request: web.Request) -> web.Response:
     batching = manager.batching_for(servable)
     batched = batching.enabled and sig.batchable
     config = {
-        "name": name, "platform": "flowserve", "backend": "flowserve",
+        "name": name,
+        "platform": "flowserve",
+        "backend": "flowserve",
         "version_policy": _triton_version_policy(servable.config.version_policy),
         "max_batch_size": batching.max_batch_size if batched else 0,
         "input": [_triton_tensor(sig.inputs[a], batched) for a in sig.input_order],
         "output": [_triton_tensor(sig.outputs[a], batched) for a in sig.output_order],
-        "instance_group": [_instance_group(name, i, d)
-                           for i, d in enumerate(servable.device_status())],
-        "parameters": {"device": {"string_value": servable.device},
-                       "signature_name": {"string_value": sig.key}},
+        "instance_group": [
+            _instance_group(name, i, d) for i, d in enumerate(servable.device_status())
+        ],
+        "parameters": {
+            "device": {"string_value": servable.device},
+            "signature_name": {"string_value": sig.key},
+        },
     }
     if batched:
         config["dynamic_batching"] = {
             "max_queue_delay_microseconds": batching.batch_timeout_micros,
-            "preferred_batch_size": list(batching.allowed_batch_sizes)}
+            "preferred_batch_size": list(batching.allowed_batch_sizes),
+        }
     if servable.device_note:
         config["parameters"]["device_note"] = {"string_value": servable.device_note}
     return json_response(config)
@@ -195,15 +224,25 @@ def _triton_tensor(spec: TensorSpec, batched: bool) -> dict:
     dims = [-1] if spec.dims is None else [-1 if d is None else d for d in spec.dims]
     if batched:
         dims = dims[1:]  # Triton leaves the batch dimension out when batching
-    return {"name": spec.alias, "data_type": "TYPE_" + (
-        "STRING" if spec.dtype.base_dtype is dtypes.string
-        else _DATATYPE_OF[spec.dtype.base_dtype]), "dims": dims}
+    return {
+        "name": spec.alias,
+        "data_type": "TYPE_"
+        + (
+            "STRING"
+            if spec.dtype.base_dtype is dtypes.string
+            else _DATATYPE_OF[spec.dtype.base_dtype]
+        ),
+        "dims": dims,
+    }
 
 
 def _instance_group(name: str, i: int, entry: dict) -> dict:
     kind, _, index = entry["device"].partition(":")
-    group = {"name": f"{name}_{i}", "count": entry["instances"],
-             "kind": "KIND_CPU" if kind == "cpu" else "KIND_GPU"}
+    group = {
+        "name": f"{name}_{i}",
+        "count": entry["instances"],
+        "kind": "KIND_CPU" if kind == "cpu" else "KIND_GPU",
+    }
     if kind != "cpu":
         group["gpus"] = [int(index)] if index else []
     return group
@@ -228,8 +267,14 @@ async def repository_index(request: web.Request) -> web.Response:
         if ready_only and state != "READY":
             continue
         reason = status.error or ("unloaded" if status.state == "UNLOADED" else "")
-        rows.append({"name": status.model, "version": str(status.version) if status.version
-                     else "", "state": state, "reason": reason})
+        rows.append(
+            {
+                "name": status.model,
+                "version": str(status.version) if status.version else "",
+                "state": state,
+                "reason": reason,
+            }
+        )
     return json_response(rows)
 
 
@@ -239,8 +284,10 @@ async def repository_load(request: web.Request) -> web.Response:
     doc = await _optional_json(request, "the load request")
     overrides = sorted(_parameters(doc.get("parameters"), "the load request"))
     if overrides:
-        raise InvalidInput(f"load parameters {overrides} are not supported: flowserve loads "
-                           "models from the model repository as they are on disk")
+        raise InvalidInput(
+            f"load parameters {overrides} are not supported: flowserve loads "
+            "models from the model repository as they are on disk"
+        )
     await request.app[MANAGER].load_model(name)
     return json_response({})
 
@@ -277,23 +324,32 @@ async def infer(request: web.Request) -> web.Response:
     signature = params.get("signature_name")
     if signature is not None and not isinstance(signature, str):
         raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
-    default_binary = _bool(params.get("binary_data_output", False),
-                           "parameters.binary_data_output")
+    default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
     inputs = _parse_inputs(doc.get("inputs"), binary)
     wanted, binary_outputs = _requested_outputs(doc.get("outputs"), default_binary)
-    deadlines = [t for t in (parse_timeout(params.get("timeout"), "parameters.timeout"),
-                             parse_timeout(request.headers.get("Request-Timeout"),
-                                           "the Request-Timeout header")) if t is not None]
+    deadlines = [
+        t
+        for t in (
+            parse_timeout(params.get("timeout"), "parameters.timeout"),
+            parse_timeout(request.headers.get("Request-Timeout"), "the Request-Timeout header"),
+        )
+        if t is not None
+    ]
     result = await request.app[MANAGER].infer(
-        name, inputs, version=version, signature=signature, outputs=wanted,
-        timeout=min(deadlines) if deadlines else None)
+        name,
+        inputs,
+        version=version,
+        signature=signature,
+        outputs=wanted,
+        timeout=min(deadlines) if deadlines else None,
+    )
     note(request, version=result.version)
     as_msgpack = wants_msgpack(request) or (
-        is_msgpack(request) and "application/json" not in request.headers.get("Accept", ""))
+        is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
+    )
     response = _response(result, request_id, binary_outputs, default_binary, as_msgpack)
     accepted = request.headers.get("Accept-Encoding", "").lower()
-    if len(response.body) >= _COMPRESS_MIN_BYTES and ("gzip" in accepted or
-                                                      "deflate" in accepted):
+    if len(response.body) >= _COMPRESS_MIN_BYTES and ("gzip" in accepted or "deflate" in accepted):
         response.enable_compression()
     return response
 
@@ -308,9 +364,11 @@ def _split_body(request: web.Request, body: bytes) -> tuple[dict, bytes]:
     if header_length is not None:
         digits = header_length.strip()
         if not (digits.isascii() and digits.isdigit()) or int(digits) > len(body):
-            raise InvalidInput(f"{_HEADER_LENGTH} must be the length of the JSON header, an "
-                               f"integer from 0 to the body's {len(body)} bytes; got "
-                               f"{header_length!r}")
+            raise InvalidInput(
+                f"{_HEADER_LENGTH} must be the length of the JSON header, an "
+                f"integer from 0 to the body's {len(body)} bytes; got "
+                f"{header_length!r}"
+            )
         n = int(digits)
         doc, binary = _loads(body[:n], "The inference header"), body[n:]
     elif not body:
@@ -342,23 +400,30 @@ def _datatype(value, what: str) -> dtypes.DType:
     dtype = DATATYPES.get(value) if isinstance(value, str) else None
     if dtype is None:
         detail = " (BF16 is not supported)" if value == "BF16" else ""
-        raise InvalidInput(f"{what}: unsupported datatype {value!r}{detail}; expected one of "
-                           f"{', '.join(DATATYPES)}")
+        raise InvalidInput(
+            f"{what}: unsupported datatype {value!r}{detail}; expected one of "
+            f"{', '.join(DATATYPES)}"
+        )
     return dtype
 
 
 def _shape(value, what: str) -> list[int]:
-    if not isinstance(value, list) or len(value) > 32 or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
-        raise InvalidInput(f"{what}: 'shape' must be a list of non-negative integers, got "
-                           f"{value!r}")
+    if (
+        not isinstance(value, list)
+        or len(value) > 32
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
+    ):
+        raise InvalidInput(
+            f"{what}: 'shape' must be a list of non-negative integers, got {value!r}"
+        )
     return value
 
 
 def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
     if not isinstance(value, list):
-        raise InvalidInput("The inference request needs 'inputs': a list of {name, shape, "
-                           "datatype, data} objects")
+        raise InvalidInput(
+            "The inference request needs 'inputs': a list of {name, shape, datatype, data} objects"
+        )
     inputs: dict[str, np.ndarray] = {}
     offset = 0
     for i, item in enumerate(value):
@@ -373,41 +438,50 @@ def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
         shape = _shape(item.get("shape"), what)
         params = _parameters(item.get("parameters"), what)
         if "shared_memory_region" in params:
-            raise InvalidInput(f"{what}: the shared memory extension is not supported; send "
-                               "the data in the request")
+            raise InvalidInput(
+                f"{what}: the shared memory extension is not supported; send "
+                "the data in the request"
+            )
         size = params.get("binary_data_size")
         if size is not None:
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-                raise InvalidInput(f"{what}: binary_data_size must be a non-negative integer, "
-                                   f"got {size!r}")
+                raise InvalidInput(
+                    f"{what}: binary_data_size must be a non-negative integer, got {size!r}"
+                )
             if "data" in item:
                 raise InvalidInput(f"{what} has both 'data' and binary_data_size; send one")
             if offset + size > len(binary):
-                raise InvalidInput(f"{what}: binary_data_size {size} runs past the end of the "
-                                   f"{len(binary)} bytes of binary data after the JSON header")
-            inputs[name] = _from_raw(binary[offset:offset + size], dtype, shape, datatype,
-                                     what)
+                raise InvalidInput(
+                    f"{what}: binary_data_size {size} runs past the end of the "
+                    f"{len(binary)} bytes of binary data after the JSON header"
+                )
+            inputs[name] = _from_raw(binary[offset : offset + size], dtype, shape, datatype, what)
             offset += size
         elif "data" in item:
             inputs[name] = _from_data(item["data"], dtype, shape, datatype, what)
         else:
             raise InvalidInput(f"{what} has neither 'data' nor parameters.binary_data_size")
     if offset != len(binary):
-        raise InvalidInput(f"{len(binary)} bytes of binary data follow the JSON header but the "
-                           f"inputs' binary_data_size add up to {offset}")
+        raise InvalidInput(
+            f"{len(binary)} bytes of binary data follow the JSON header but the "
+            f"inputs' binary_data_size add up to {offset}"
+        )
     return inputs
 
 
-def _from_raw(raw: bytes, dtype: dtypes.DType, shape: list[int], datatype: str,
-              what: str) -> np.ndarray:
+def _from_raw(
+    raw: bytes, dtype: dtypes.DType, shape: list[int], datatype: str, what: str
+) -> np.ndarray:
     """A tensor from the binary extension's encoding."""
     count = math.prod(shape)
     if dtype is dtypes.string:
         return _unpack_bytes(raw, count, what).reshape(shape)
     expected = count * dtype.size
     if len(raw) != expected:
-        raise InvalidInput(f"{what}: {len(raw)} bytes of binary data, but shape {shape} of "
-                           f"{datatype} takes {expected} ({count} x {dtype.size} bytes)")
+        raise InvalidInput(
+            f"{what}: {len(raw)} bytes of binary data, but shape {shape} of "
+            f"{datatype} takes {expected} ({count} x {dtype.size} bytes)"
+        )
     if dtype is dtypes.bool:
         octets = np.frombuffer(raw, dtype=np.uint8)
         if octets.size and octets.max() > 1:
@@ -420,42 +494,44 @@ def _unpack_bytes(raw: bytes, count: int, what: str) -> np.ndarray:
     values, offset = [], 0
     while offset < len(raw) and len(values) < count:
         if offset + 4 > len(raw):
-            raise InvalidInput(f"{what}: BYTES binary data ends inside an element's 4-byte "
-                               "length")
+            raise InvalidInput(f"{what}: BYTES binary data ends inside an element's 4-byte length")
         (length,) = struct.unpack_from("<I", raw, offset)
         offset += 4
         if offset + length > len(raw):
-            raise InvalidInput(f"{what}: BYTES element {len(values)} declares {length} bytes "
-                               f"but only {len(raw) - offset} remain")
-        values.append(raw[offset:offset + length])
+            raise InvalidInput(
+                f"{what}: BYTES element {len(values)} declares {length} bytes "
+                f"but only {len(raw) - offset} remain"
+            )
+        values.append(raw[offset : offset + length])
         offset += length
     if len(values) != count or offset != len(raw):
-        raise InvalidInput(f"{what}: BYTES binary data must hold exactly {count} "
-                           f"length-prefixed element(s) (4-byte little-endian length, then "
-                           f"the bytes) in {len(raw)} bytes")
+        raise InvalidInput(
+            f"{what}: BYTES binary data must hold exactly {count} "
+            f"length-prefixed element(s) (4-byte little-endian length, then "
+            f"the bytes) in {len(raw)} bytes"
+        )
     out = np.empty(count, dtype=object)
     out[:] = values
     return out
 
 
-def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str,
-               what: str) -> np.ndarray:
+def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what: str) -> np.ndarray:
     """A tensor from ``data``: a (nested) list of values, or raw bytes in msgpack bodies."""
     if isinstance(data, bytes):
         return _from_raw(data, dtype, shape, datatype, what)
     count = math.prod(shape)
     arr = from_json_value(data if isinstance(data, list) else [data], what)
     if arr.size != count:
-        raise InvalidInput(f"{what}: shape {shape} holds {count} element(s) but 'data' has "
-                           f"{arr.size}")
+        raise InvalidInput(
+            f"{what}: shape {shape} holds {count} element(s) but 'data' has {arr.size}"
+        )
     if count == 0:
         return np.empty(shape, dtype=dtype.np)
     declared = TensorSpec(what, "", dtype, TensorShape(None))
     return coerce(declared, arr.reshape(shape), what=f"{what} (datatype {datatype})")
 
 
-def _requested_outputs(value, default_binary: bool) -> tuple[list[str] | None,
-                                                               dict[str, bool]]:
+def _requested_outputs(value, default_binary: bool) -> tuple[list[str] | None, dict[str, bool]]:
     """The names of the outputs asked for (None: all) and which ones want binary data."""
     if value is None:
         return None, {}
@@ -469,23 +545,29 @@ def _requested_outputs(value, default_binary: bool) -> tuple[list[str] | None,
         params = _parameters(item.get("parameters"), f"output '{name}'")
         for extension in ("classification", "shared_memory_region"):
             if extension in params:
-                raise InvalidInput(f"output '{name}': parameter {extension!r} (Triton "
-                                   f"extension) is not supported")
+                raise InvalidInput(
+                    f"output '{name}': parameter {extension!r} (Triton extension) is not supported"
+                )
         names.append(name)
-        binary[name] = _bool(params.get("binary_data", default_binary),
-                             f"output '{name}': parameters.binary_data")
+        binary[name] = _bool(
+            params.get("binary_data", default_binary), f"output '{name}': parameters.binary_data"
+        )
     return names or None, binary
 
 
-def _response(result: InferResult, request_id, binary_outputs: dict[str, bool],
-              default_binary: bool, as_msgpack: bool) -> web.Response:
+def _response(
+    result: InferResult,
+    request_id,
+    binary_outputs: dict[str, bool],
+    default_binary: bool,
+    as_msgpack: bool,
+) -> web.Response:
     doc = {"model_name": result.model, "model_version": str(result.version)}
     if request_id is not None:
         doc["id"] = request_id
     outputs, buffers = [], []
     for name, arr in result.outputs.items():
-        entry = {"name": name, "datatype": _output_datatype(name, arr),
-                 "shape": list(arr.shape)}
+        entry = {"name": name, "datatype": _output_datatype(name, arr), "shape": list(arr.shape)}
         if as_msgpack:
             entry["data"] = _flat_bytes(arr) if arr.dtype.kind == "O" else _to_raw(arr)
         else:
@@ -503,22 +585,31 @@ def _response(result: InferResult, request_id, binary_outputs: dict[str, bool],
     if not buffers:
         return json_response(doc)
     header = dumps(doc)
-    return web.Response(body=b"".join([header, *buffers]),
-                        content_type="application/octet-stream",
-                        headers={_HEADER_LENGTH: str(len(header))})
+    return web.Response(
+        body=b"".join([header, *buffers]),
+        content_type="application/octet-stream",
+        headers={_HEADER_LENGTH: str(len(header))},
+    )
 
 
 def _output_datatype(name: str, arr: np.ndarray) -> str:
     try:
         return _DATATYPE_OF[dtypes.as_dtype(arr.dtype)]
     except (TypeError, KeyError):
-        raise Internal(f"output '{name}' has dtype {arr.dtype}, which V2 cannot "
-                       "represent") from None
+        raise Internal(
+            f"output '{name}' has dtype {arr.dtype}, which V2 cannot represent"
+        ) from None
 
 
 def _flat_bytes(arr: np.ndarray) -> list[bytes]:
-    return [v if isinstance(v, bytes) else bytes(v) if isinstance(v, bytearray) else
-            str(v).encode("utf-8") for v in arr.reshape(-1)]
+    return [
+        v
+        if isinstance(v, bytes)
+        else bytes(v)
+        if isinstance(v, bytearray)
+        else str(v).encode("utf-8")
+        for v in arr.reshape(-1)
+    ]
 
 
 def _to_raw(arr: np.ndarray) -> bytes:

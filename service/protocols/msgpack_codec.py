@@ -24,11 +24,24 @@ def packb(obj) -> bytes:
 
 def unpackb(data: bytes):
     try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=True, max_str_len=1 << 20,
-                               max_bin_len=len(data), max_array_len=len(data),
-                               max_map_len=1 << 16, max_ext_len=0)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
-            TypeError, UnicodeDecodeError) as e:
+        return msgpack.unpackb(
+            data,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=1 << 20,
+            max_bin_len=len(data),
+            max_array_len=len(data),
+            max_map_len=1 << 16,
+            max_ext_len=0,
+        )
+    except (
+        ValueError,
+        msgpack.ExtraData,
+        msgpack.FormatError,
+        msgpack.StackError,
+        TypeError,
+        UnicodeDecodeError,
+    ) as e:
         raise InvalidInput(f"The request body is not valid msgpack: {e}") from None
 
 
@@ -39,12 +52,20 @@ def is_tensor_map(value) -> bool:
 def encode_tensor(arr: np.ndarray) -> dict:
     arr = np.asarray(arr)
     if arr.dtype.kind == "O":
-        return {"dtype": "string", "shape": list(arr.shape),
-                "data": [bytes(v) if isinstance(v, (bytes, bytearray)) else
-                         str(v).encode("utf-8") for v in arr.reshape(-1)]}
+        return {
+            "dtype": "string",
+            "shape": list(arr.shape),
+            "data": [
+                bytes(v) if isinstance(v, (bytes, bytearray)) else str(v).encode("utf-8")
+                for v in arr.reshape(-1)
+            ],
+        }
     le = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
-    return {"dtype": dtypes.as_dtype(arr.dtype).name, "shape": list(arr.shape),
-            "data": le.tobytes()}
+    return {
+        "dtype": dtypes.as_dtype(arr.dtype).name,
+        "shape": list(arr.shape),
+        "data": le.tobytes(),
+    }
 
 
 def decode_tensor(value, what: str) -> np.ndarray:
@@ -58,16 +79,22 @@ def decode_tensor(value, what: str) -> np.ndarray:
     if dtype is None or dtype not in dtypes.ALL_VALUE_TYPES:
         raise InvalidInput(f"{what}: unsupported dtype {name!r}")
     shape = value.get("shape")
-    if not isinstance(shape, list) or len(shape) > _MAX_RANK or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > _MAX_RANK
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
         raise InvalidInput(f"{what}: shape must be a list of non-negative integers")
     count = 1
     for d in shape:
         count *= d
     data = value.get("data")
     if dtype is dtypes.string:
-        if not isinstance(data, list) or len(data) != count or not all(
-                isinstance(v, bytes) for v in data):
+        if (
+            not isinstance(data, list)
+            or len(data) != count
+            or not all(isinstance(v, bytes) for v in data)
+        ):
             raise InvalidInput(f"{what}: string data must be a list of {count} byte strings")
         arr = np.empty(count, dtype=object)
         arr[:] = data
@@ -75,7 +102,12 @@ def decode_tensor(value, what: str) -> np.ndarray:
     if not isinstance(data, bytes):
         raise InvalidInput(f"{what}: data must be raw bytes")
     if len(data) != count * dtype.size:
-        raise InvalidInput(f"{what}: {len(data)} data bytes for shape {shape} of "
-                           f"{dtype.name} (expected {count * dtype.size})")
-    return np.frombuffer(data, dtype=dtype.np.newbyteorder("<")).reshape(shape).astype(
-        dtype.np, copy=True)
+        raise InvalidInput(
+            f"{what}: {len(data)} data bytes for shape {shape} of "
+            f"{dtype.name} (expected {count * dtype.size})"
+        )
+    return (
+        np.frombuffer(data, dtype=dtype.np.newbyteorder("<"))
+        .reshape(shape)
+        .astype(dtype.np, copy=True)
+    )

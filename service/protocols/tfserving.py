@@ -98,9 +98,11 @@ async def _status(request: web.Request) -> web.Response:
 
 
 def _version_status(st) -> dict:
-    entry = {"version": str(st.version), "state": st.state,
-             "status": {"error_code": "UNKNOWN" if st.error else "OK",
-                        "error_message": st.error or ""}}
+    entry = {
+        "version": str(st.version),
+        "state": st.state,
+        "status": {"error_code": "UNKNOWN" if st.error else "OK", "error_message": st.error or ""},
+    }
     if st.devices:  # flowserve's extension: where a loaded version runs
         entry["devices"] = st.devices
         if st.device_note:
@@ -113,14 +115,24 @@ async def _metadata(request: web.Request) -> web.Response:
     model, version, label = _target(request)
     servable = request.app[MANAGER].resolve(model, version, label)
     note(request, model=servable.model, version=servable.version)
-    signatures = {key: {"inputs": {a: _tensor_info(s) for a, s in sorted(sig.inputs.items())},
-                        "outputs": {a: _tensor_info(s) for a, s in sorted(sig.outputs.items())},
-                        "method_name": sig.method_name}
-                  for key, sig in sorted(servable.signatures.items())}
-    return json_response({
-        "model_spec": {"name": servable.model, "signature_name": "",
-                       "version": str(servable.version)},
-        "metadata": {"signature_def": {"signature_def": signatures}}})
+    signatures = {
+        key: {
+            "inputs": {a: _tensor_info(s) for a, s in sorted(sig.inputs.items())},
+            "outputs": {a: _tensor_info(s) for a, s in sorted(sig.outputs.items())},
+            "method_name": sig.method_name,
+        }
+        for key, sig in sorted(servable.signatures.items())
+    }
+    return json_response(
+        {
+            "model_spec": {
+                "name": servable.model,
+                "signature_name": "",
+                "version": str(servable.version),
+            },
+            "metadata": {"signature_def": {"signature_def": signatures}},
+        }
+    )
 
 
 async def _predict(request: web.Request) -> web.Response:
@@ -152,18 +164,24 @@ async def _predict(request: web.Request) -> web.Response:
     else:
         inputs = _columnar_inputs(body["inputs"], signature)
 
-    result = await manager.infer(model, inputs, version=version, label=label,
-                                 signature=signature.key, timeout=timeout)
+    result = await manager.infer(
+        model, inputs, version=version, label=label, signature=signature.key, timeout=timeout
+    )
     note(request, version=result.version)
     if packed or wants_msgpack(request):
-        return web.Response(body=packb({
-            "outputs": {a: encode_tensor(v) for a, v in result.outputs.items()},
-            "model_version": str(result.version)}), content_type=MSGPACK)
+        return web.Response(
+            body=packb(
+                {
+                    "outputs": {a: encode_tensor(v) for a, v in result.outputs.items()},
+                    "model_version": str(result.version),
+                }
+            ),
+            content_type=MSGPACK,
+        )
     if row_format:
         return json_response({"predictions": _predictions(result.outputs)})
     values = {a: _to_json(v, a) for a, v in result.outputs.items()}
-    return json_response({"outputs": next(iter(values.values())) if len(values) == 1
-                          else values})
+    return json_response({"outputs": next(iter(values.values())) if len(values) == 1 else values})
 
 
 # -- requests -------------------------------------------------------------------------------
@@ -171,45 +189,61 @@ def _target(request: web.Request) -> tuple[str, str | None, str | None]:
     info = request.match_info
     model, version = info["model"], info.get("version")
     if version is not None and not (version.isascii() and version.isdigit()):
-        raise InvalidInput(f"Malformed request: version {version!r} of model '{model}' is not "
-                           "a number (versions are positive integers)")
+        raise InvalidInput(
+            f"Malformed request: version {version!r} of model '{model}' is not "
+            "a number (versions are positive integers)"
+        )
     return model, version, info.get("label")
 
 
 def _check_fields(body, packed: bool) -> None:
     kind = "msgpack" if packed else "JSON"
     if not isinstance(body, dict):
-        raise InvalidInput(f"The request body must be a {kind} object with 'instances' or "
-                           f"'inputs', got {type(body).__name__}")
+        raise InvalidInput(
+            f"The request body must be a {kind} object with 'instances' or "
+            f"'inputs', got {type(body).__name__}"
+        )
     unknown = sorted(str(k) for k in body if k not in _REQUEST_FIELDS)
     if unknown:
-        raise InvalidInput(f"Unknown request field(s) {unknown}; expected "
-                           f"{list(_REQUEST_FIELDS)}")
+        raise InvalidInput(f"Unknown request field(s) {unknown}; expected {list(_REQUEST_FIELDS)}")
     if "instances" in body and "inputs" in body:
-        raise InvalidInput("The request has both 'instances' and 'inputs'; send exactly one "
-                           "('instances' for row format, 'inputs' for columnar format)")
+        raise InvalidInput(
+            "The request has both 'instances' and 'inputs'; send exactly one "
+            "('instances' for row format, 'inputs' for columnar format)"
+        )
     if packed and "instances" in body:
-        raise InvalidInput("msgpack requests use 'inputs' (tensor maps); 'instances' (row "
-                           "format) is only accepted in JSON")
+        raise InvalidInput(
+            "msgpack requests use 'inputs' (tensor maps); 'instances' (row "
+            "format) is only accepted in JSON"
+        )
     if "instances" not in body and "inputs" not in body:
-        raise InvalidInput("The request is missing 'instances' (row format) or 'inputs' "
-                           "(columnar format)")
+        raise InvalidInput(
+            "The request is missing 'instances' (row format) or 'inputs' (columnar format)"
+        )
     name = body.get("signature_name")
     if name is not None and not isinstance(name, str):
         raise InvalidInput(f"'signature_name' must be a string, got {type(name).__name__}")
 
 
 def _timeout(header, field) -> float | None:
-    given = [t for t in (parse_timeout(header, "The Request-Timeout header"),
-                         parse_timeout(field, "'timeout'")) if t is not None]
+    given = [
+        t
+        for t in (
+            parse_timeout(header, "The Request-Timeout header"),
+            parse_timeout(field, "'timeout'"),
+        )
+        if t is not None
+    ]
     return min(given) if given else None
 
 
 def _sole_input(signature, where: str) -> str:
     if len(signature.inputs) != 1:
-        raise InvalidInput(f"signature '{signature.key}' has {len(signature.inputs)} inputs "
-                           f"{signature.input_order}, so {where} must be an object naming "
-                           "them")
+        raise InvalidInput(
+            f"signature '{signature.key}' has {len(signature.inputs)} inputs "
+            f"{signature.input_order}, so {where} must be an object naming "
+            "them"
+        )
     return signature.input_order[0]
 
 
@@ -223,8 +257,10 @@ def _is_named(value) -> bool:
 
 def _row_inputs(instances, signature, fast: bool = False) -> dict[str, np.ndarray]:
     if not isinstance(instances, list):
-        raise InvalidInput(f"'instances' must be a list with one element per instance, got "
-                           f"{type(instances).__name__}")
+        raise InvalidInput(
+            f"'instances' must be a list with one element per instance, got "
+            f"{type(instances).__name__}"
+        )
     if not instances:
         raise InvalidInput("'instances' is empty; send at least one instance")
     if _is_named(instances[0]):
@@ -232,8 +268,10 @@ def _row_inputs(instances, signature, fast: bool = False) -> dict[str, np.ndarra
         for i, instance in enumerate(instances):
             if not _is_named(instance) or set(instance) != names:
                 got = sorted(instance) if _is_named(instance) else "a bare value"
-                raise InvalidInput(f"instance {i} has inputs {got} but instance 0 has "
-                                   f"{sorted(names)}; every instance must name the same inputs")
+                raise InvalidInput(
+                    f"instance {i} has inputs {got} but instance 0 has "
+                    f"{sorted(names)}; every instance must name the same inputs"
+                )
         columns = {a: [instance[a] for instance in instances] for a in names}
     else:
         alias = _sole_input(signature, "each instance")
@@ -256,12 +294,16 @@ def _stack(alias: str, values: list, signature=None) -> np.ndarray:
     first = arrays[0]
     for i, arr in enumerate(arrays):
         if arr.shape != first.shape:
-            raise InvalidInput(f"input '{alias}': instance {i} has shape {list(arr.shape)} but "
-                               f"instance 0 has shape {list(first.shape)}; every instance must "
-                               "give an input the same shape")
+            raise InvalidInput(
+                f"input '{alias}': instance {i} has shape {list(arr.shape)} but "
+                f"instance 0 has shape {list(first.shape)}; every instance must "
+                "give an input the same shape"
+            )
         if _kind(arr) != _kind(first):
-            raise InvalidInput(f"input '{alias}': instance {i} holds {_kind(arr)} but instance "
-                               f"0 holds {_kind(first)}")
+            raise InvalidInput(
+                f"input '{alias}': instance {i} holds {_kind(arr)} but instance "
+                f"0 holds {_kind(first)}"
+            )
     return np.stack(arrays)
 
 
@@ -281,8 +323,10 @@ def _msgpack_inputs(inputs, signature) -> dict[str, np.ndarray]:
         alias = _sole_input(signature, "'inputs'")
         return {alias: decode_tensor(inputs, f"input '{alias}'")}
     if not isinstance(inputs, dict) or not all(isinstance(a, str) for a in inputs):
-        raise InvalidInput("'inputs' must be a tensor map {dtype, shape, data} or a map from "
-                           "input names to tensor maps")
+        raise InvalidInput(
+            "'inputs' must be a tensor map {dtype, shape, data} or a map from "
+            "input names to tensor maps"
+        )
     return {a: decode_tensor(v, f"input '{a}'") for a, v in inputs.items()}
 
 
@@ -295,7 +339,7 @@ def _decode_b64(value, what: str, depth: int = 0):
     if _is_b64(value):
         text = value["b64"]
         if not isinstance(text, str):
-            raise InvalidInput(f"{what}: a {{\"b64\": ...}} value must be a base64 string")
+            raise InvalidInput(f'{what}: a {{"b64": ...}} value must be a base64 string')
         try:
             return base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
@@ -317,16 +361,20 @@ def _predictions(outputs: dict[str, np.ndarray]) -> list:
     batch, first = None, None
     for alias, arr in outputs.items():
         if arr.ndim == 0:
-            raise InvalidInput(f"output '{alias}' has no batch dimension (it is a scalar), so "
-                               "it cannot be returned per instance; send the request in "
-                               "columnar format ('inputs') instead of 'instances'")
+            raise InvalidInput(
+                f"output '{alias}' has no batch dimension (it is a scalar), so "
+                "it cannot be returned per instance; send the request in "
+                "columnar format ('inputs') instead of 'instances'"
+            )
         if batch is None:
             batch, first = arr.shape[0], alias
         elif arr.shape[0] != batch:
-            raise InvalidInput(f"outputs '{first}' and '{alias}' have different batch sizes "
-                               f"({batch} and {arr.shape[0]}), so they cannot be returned per "
-                               "instance; send the request in columnar format ('inputs') "
-                               "instead of 'instances'")
+            raise InvalidInput(
+                f"outputs '{first}' and '{alias}' have different batch sizes "
+                f"({batch} and {arr.shape[0]}), so they cannot be returned per "
+                "instance; send the request in columnar format ('inputs') "
+                "instead of 'instances'"
+            )
     values = {a: _to_json(v, a) for a, v in outputs.items()}
     if len(values) == 1:
         return next(iter(values.values()))
@@ -355,9 +403,16 @@ def _string_json(value, force_b64: bool):
 def _tensor_info(spec) -> dict:
     dims = spec.dims
     name = spec.dtype.base_dtype.name
-    shape = {"dim": [], "unknown_rank": True} if dims is None else {
-        "dim": [{"size": str(-1 if d is None else d), "name": ""} for d in dims],
-        "unknown_rank": False}
-    return {"dtype": _DT_NAMES.get(name, "DT_" + name.upper()), "tensor_shape": shape,
-            "name": spec.tensor_name}
-
+    shape = (
+        {"dim": [], "unknown_rank": True}
+        if dims is None
+        else {
+            "dim": [{"size": str(-1 if d is None else d), "name": ""} for d in dims],
+            "unknown_rank": False,
+        }
+    )
+    return {
+        "dtype": _DT_NAMES.get(name, "DT_" + name.upper()),
+        "tensor_shape": shape,
+        "name": spec.tensor_name,
+    }

@@ -55,8 +55,9 @@ def _assert_matches(case: Case, got, want, what: str):
     assert got.dtype == want.dtype, f"{case.id} [{what}]: dtype {got.dtype} != {want.dtype}"
     assert got.shape == want.shape, f"{case.id} [{what}]: shape {got.shape} != {want.shape}"
     if got.dtype.kind in "fc":
-        np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol,
-                                   err_msg=f"{case.id} [{what}]")
+        np.testing.assert_allclose(
+            got, want, rtol=case.rtol, atol=case.atol, err_msg=f"{case.id} [{what}]"
+        )
     else:
         np.testing.assert_array_equal(got, want, err_msg=f"{case.id} [{what}]")
 
@@ -82,8 +83,9 @@ def _build(case: Case, mode: str):
 
 def check_case(case: Case) -> None:
     for v in case.inputs:
-        assert isinstance(v, (np.ndarray, np.generic)), \
+        assert isinstance(v, (np.ndarray, np.generic)), (
             f"{case.id}: table inputs must be numpy values with explicit dtypes, got {v!r}"
+        )
     want = [_np(w) for w in _as_list(case.ref(*[np.asarray(v) for v in case.inputs]))]
     modes = ["const"] + (["unknown_dims", "unknown_rank"] if case.feed else [])
     if not any(t in devices.DEVICE_TYPES for t in ("TEST",)) and devices.gpu_count() == 0:
@@ -92,8 +94,14 @@ def check_case(case: Case) -> None:
         # between) with checked mode verifying each kernel keeps to its device.
         modes.append("device")
     for mode in modes:
-        g, out, feeds = _build(case, "unknown_dims" if mode == "device" and case.feed
-                               else "const" if mode == "device" else mode)
+        g, out, feeds = _build(
+            case,
+            "unknown_dims"
+            if mode == "device" and case.feed
+            else "const"
+            if mode == "device"
+            else mode,
+        )
         outs = _as_list(out)
         assert len(outs) == len(want), f"{case.id}: {len(outs)} outputs, reference has {len(want)}"
         if mode == "device":
@@ -106,14 +114,16 @@ def check_case(case: Case) -> None:
             what = f"{mode} output {k}"
             _assert_matches(case, gv, wv, what)
             assert t.dtype.as_numpy_dtype == np.asarray(wv).dtype.type or (
-                t.dtype == tf.string and np.asarray(wv).dtype.kind == "O"), \
-                f"{case.id} [{what}]: static dtype {t.dtype.name} != {np.asarray(wv).dtype}"
-            assert t.shape.is_compatible_with(np.shape(wv)), \
+                t.dtype == tf.string and np.asarray(wv).dtype.kind == "O"
+            ), f"{case.id} [{what}]: static dtype {t.dtype.name} != {np.asarray(wv).dtype}"
+            assert t.shape.is_compatible_with(np.shape(wv)), (
                 f"{case.id} [{what}]: static shape {t.shape} incompatible with {np.shape(wv)}"
+            )
             if mode == "const" and case.static_shape is not None:
                 want_static = case.static_shape if len(outs) == 1 else case.static_shape[k]
-                assert t.shape.as_list() == list(want_static) if want_static is not None \
-                    else True, f"{case.id}: static shape {t.shape} != {want_static}"
+                assert (
+                    t.shape.as_list() == list(want_static) if want_static is not None else True
+                ), f"{case.id}: static shape {t.shape} != {want_static}"
     check_no_alias(case)
 
 
@@ -144,8 +154,10 @@ def check_no_alias(case: Case) -> None:
                 for r in res:
                     for v in vals:
                         if isinstance(r, np.ndarray) and r.size and np.shares_memory(r, v):
-                            raise AssertionError(f"{case.id}: {op.type} output aliases an "
-                                                 "input but the op is not registered aliases=True")
+                            raise AssertionError(
+                                f"{case.id}: {op.type} output aliases an "
+                                "input but the op is not registered aliases=True"
+                            )
         del sess
 
 
@@ -171,6 +183,7 @@ def check_gradient(case: Case, tol: float = 1e-5, delta: float = 1e-6) -> None:
             assert out.dtype.base_dtype.is_floating, f"{case.id}: output is not floating"
             with tf.Session(graph=g) as sess:
                 y_shape = list(np.shape(sess.run(out, {x: inputs[gi]})))
-                err = tf.test.compute_gradient_error(x, list(inputs[gi].shape), out, y_shape,
-                                                     x_init_value=inputs[gi], delta=delta)
+                err = tf.test.compute_gradient_error(
+                    x, list(inputs[gi].shape), out, y_shape, x_init_value=inputs[gi], delta=delta
+                )
         assert err < tol, f"{case.id}: gradient w.r.t. input {gi} off by {err}"

@@ -60,25 +60,47 @@ CASES = [
     G("stack_neg_axis", lambda a, b: tf.stack([a, b], axis=-1), [x5, x5], grad_inputs=(1,)),
     G("unstack_all_outputs", lambda x: _weighted(tf.unstack(x, num=3, axis=1)), [x234]),
     G("unstack_one_output", lambda x: tf.unstack(x, num=4, axis=-1)[2], [x234]),
-    G("concat_axis0", lambda a, b: tf.concat([a, b], 0), [x23, x34[:1, :3]],
-      grad_inputs=(0, 1)),
-    G("concat_three_axis1", lambda a, b, c: tf.concat([a, b, c], 1),
-      [x23, x34[:2], x5[:2].reshape(2, 1)], grad_inputs=(0, 1, 2)),
-    G("concat_neg_axis", lambda a, b: tf.concat([a, b], -1), [x234, x234[..., :1]],
-      grad_inputs=(0, 1)),
-    G("concat_fed_axis", lambda a, b, c, axis: tf.concat([a, b, c], axis),
-      [x23, x34[:2], x23, I32(1)], grad_inputs=(0, 1, 2)),
-    G("concat_fed_int64_axis", lambda a, b, axis: tf.concat([a, b], axis),
-      [x23, x34[:2], I64(-1)], grad_inputs=(1,)),
-    G("concat_empty_piece", lambda a, b: tf.concat([a, b], 0), [x23, np.zeros((0, 3))],
-      grad_inputs=(0,)),
+    G("concat_axis0", lambda a, b: tf.concat([a, b], 0), [x23, x34[:1, :3]], grad_inputs=(0, 1)),
+    G(
+        "concat_three_axis1",
+        lambda a, b, c: tf.concat([a, b, c], 1),
+        [x23, x34[:2], x5[:2].reshape(2, 1)],
+        grad_inputs=(0, 1, 2),
+    ),
+    G(
+        "concat_neg_axis",
+        lambda a, b: tf.concat([a, b], -1),
+        [x234, x234[..., :1]],
+        grad_inputs=(0, 1),
+    ),
+    G(
+        "concat_fed_axis",
+        lambda a, b, c, axis: tf.concat([a, b, c], axis),
+        [x23, x34[:2], x23, I32(1)],
+        grad_inputs=(0, 1, 2),
+    ),
+    G(
+        "concat_fed_int64_axis",
+        lambda a, b, axis: tf.concat([a, b], axis),
+        [x23, x34[:2], I64(-1)],
+        grad_inputs=(1,),
+    ),
+    G(
+        "concat_empty_piece",
+        lambda a, b: tf.concat([a, b], 0),
+        [x23, np.zeros((0, 3))],
+        grad_inputs=(0,),
+    ),
     G("split_all_outputs", lambda x: _weighted(tf.split(x, 2, axis=2)), [x234]),
     G("split_unused_outputs", lambda x: tf.split(x, 3, axis=1)[1], [x234]),
     G("split_fed_axis", lambda x, a: _weighted(tf.split(x, 2, axis=a)), [x234, I32(-1)]),
     G("split_v_all_outputs", lambda x: _weighted(tf.split(x, [1, -1, 1], axis=2), 2), [x234]),
     G("split_v_unused_outputs", lambda x: tf.split(x, [2, 1, 1], axis=-1)[2] * 3.0, [x234]),
-    G("split_v_fed_sizes", lambda x, s: _weighted(tf.split(x, s, axis=1, num=2), 1),
-      [x234, np.array([1, 2], I64)]),
+    G(
+        "split_v_fed_sizes",
+        lambda x, s: _weighted(tf.split(x, s, axis=1, num=2), 1),
+        [x234, np.array([1, 2], I64)],
+    ),
     # tile
     G("tile", lambda x: tf.tile(x, [2, 3]), [x23]),
     G("tile_ones_and_zero", lambda x: tf.tile(x, [1, 2, 1]), [x234]),
@@ -96,31 +118,52 @@ CASES = [
     G("getitem_newaxis_first", lambda x: x[None, :, 1:], [x23]),
     G("getitem_ellipsis_middle", lambda x: x[1, ..., ::-2], [x234]),
     G("getitem_empty", lambda x: x[2:1] + 1.0, [x34]),
-    G("strided_slice_masks", lambda x: tf.strided_slice(x, [1, 3], [0, 0], [1, -1],
-                                                        begin_mask=1, end_mask=3), [x34]),
-    G("strided_slice_fed", tf.strided_slice,
-      [x34, np.array([2, -1], I32), np.array([0, 0], I32), np.array([-1, -2], I32)]),
+    G(
+        "strided_slice_masks",
+        lambda x: tf.strided_slice(x, [1, 3], [0, 0], [1, -1], begin_mask=1, end_mask=3),
+        [x34],
+    ),
+    G(
+        "strided_slice_fed",
+        tf.strided_slice,
+        [x34, np.array([2, -1], I32), np.array([0, 0], I32), np.array([-1, -2], I32)],
+    ),
     # gather
     G("gather_repeated", lambda x: tf.gather(x, [0, 2, 0, 0]), [x34]),
     G("gather_axis1_2d_indices", lambda x: tf.gather(x, [[3, 1], [1, 1]], axis=1), [x34]),
     G("gather_neg_axis", lambda x: tf.gather(x, [2, 2, 0], axis=-1), [x234]),
-    G("gather_batch_dims", lambda x: tf.gather(x, [[0, 0, 2], [1, 1, 1]], axis=1,
-                                               batch_dims=1), [x34[:2]]),
-    G("gather_fed_indices", lambda x, i: tf.gather(x, i, axis=1),
-      [x234, np.array([[2, 0], [2, 2]], I64)]),
-    G("gather_fed_axis", lambda x, i, a: tf.gather(x, i, axis=a),
-      [x234, np.array([1, 1, 0], I32), I32(0)]),
+    G(
+        "gather_batch_dims",
+        lambda x: tf.gather(x, [[0, 0, 2], [1, 1, 1]], axis=1, batch_dims=1),
+        [x34[:2]],
+    ),
+    G(
+        "gather_fed_indices",
+        lambda x, i: tf.gather(x, i, axis=1),
+        [x234, np.array([[2, 0], [2, 2]], I64)],
+    ),
+    G(
+        "gather_fed_axis",
+        lambda x, i, a: tf.gather(x, i, axis=a),
+        [x234, np.array([1, 1, 0], I32), I32(0)],
+    ),
     # padding
     G("pad", lambda x: tf.pad(x, [[1, 0], [2, 1]]), [x23]),
     G("pad_fed_paddings", tf.pad, [x23, np.array([[0, 2], [1, 1]], I32)]),
     G("pad_v2", lambda x: tf.pad(x, [[1, 1], [0, 2]], constant_values=3.0), [x23]),
-    G("pad_v2_fed_int64", lambda x, p: tf.pad(x, p, constant_values=-1.0),
-      [x234, np.array([[1, 0], [0, 0], [2, 1]], I64)]),
+    G(
+        "pad_v2_fed_int64",
+        lambda x, p: tf.pad(x, p, constant_values=-1.0),
+        [x234, np.array([[1, 0], [0, 0], [2, 1]], I64)],
+    ),
     G("mirror_reflect", lambda x: tf.pad(x, [[1, 1], [2, 2]], mode="REFLECT"), [x34]),
     G("mirror_reflect_max", lambda x: tf.pad(x, [[1, 0], [0, 2]], "reflect"), [x23]),
     G("mirror_symmetric", lambda x: tf.pad(x, [[2, 1], [3, 0]], mode="SYMMETRIC"), [x23]),
-    G("mirror_symmetric_fed", lambda x, p: tf.pad(x, p, mode="SYMMETRIC"),
-      [x234, np.array([[2, 2], [0, 1], [4, 3]], I32)]),
+    G(
+        "mirror_symmetric_fed",
+        lambda x, p: tf.pad(x, p, mode="SYMMETRIC"),
+        [x234, np.array([[2, 2], [0, 1], [4, 3]], I32)],
+    ),
     # reverse, broadcast_to
     G("reverse", lambda x: tf.reverse(x, [0]), [x234]),
     G("reverse_two_axes", lambda x: tf.reverse(x, [-1, 1]), [x234]),
@@ -129,16 +172,32 @@ CASES = [
     G("broadcast_to_rank_up", lambda x: tf.broadcast_to(x, [2, 2, 3]), [x23[:1]]),
     G("broadcast_to_fed_shape", tf.broadcast_to, [x23[:, :1], np.array([4, 2, 3], I32)]),
     # boolean_mask and Where (through their composition)
-    G("boolean_mask", lambda x, m: tf.boolean_mask(x, m), [x34, rng.random((3, 4)) > 0.4],
-      const_inputs=(1,)),
-    G("boolean_mask_axis", lambda x, m: tf.boolean_mask(x, m, axis=1),
-      [x234, np.array([True, False, True])], const_inputs=(1,)),
-    G("getitem_bool_mask", lambda x, m: x[m], [x34, np.array([True, False, True])],
-      const_inputs=(1,)),
+    G(
+        "boolean_mask",
+        lambda x, m: tf.boolean_mask(x, m),
+        [x34, rng.random((3, 4)) > 0.4],
+        const_inputs=(1,),
+    ),
+    G(
+        "boolean_mask_axis",
+        lambda x, m: tf.boolean_mask(x, m, axis=1),
+        [x234, np.array([True, False, True])],
+        const_inputs=(1,),
+    ),
+    G(
+        "getitem_bool_mask",
+        lambda x, m: x[m],
+        [x34, np.array([True, False, True])],
+        const_inputs=(1,),
+    ),
     # fill
     G("fill", lambda v: tf.fill([2, 3], v), [F(1.5)]),
-    G("fill_fed_dims", lambda d, v: tf.fill(d, v), [np.array([3, 1, 2], I32), F(-2.0)],
-      grad_inputs=(1,)),
+    G(
+        "fill_fed_dims",
+        lambda d, v: tf.fill(d, v),
+        [np.array([3, 1, 2], I32), F(-2.0)],
+        grad_inputs=(1,),
+    ),
 ]
 
 
@@ -149,8 +208,10 @@ def test_gradient_static_shapes(case):
 
 def check_gradient_fed(case: Case, mode: str, tol: float = 1e-5, delta: float = 1e-6) -> None:
     """``check_gradient`` with inputs fed through placeholders of unknown dims or rank."""
-    inputs = [np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v)
-              for v in case.inputs]
+    inputs = [
+        np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v)
+        for v in case.inputs
+    ]
     for gi in case.grad_inputs:
         g = tf.Graph()
         with g.as_default():
@@ -169,9 +230,15 @@ def check_gradient_fed(case: Case, mode: str, tol: float = 1e-5, delta: float = 
             extra = {p: v for p, v in feeds.items() if p is not x}
             with tf.Session(graph=g) as sess:
                 y_shape = list(np.shape(sess.run(out, feeds)))
-                err = tf.test.compute_gradient_error(x, list(np.shape(inputs[gi])), out, y_shape,
-                                                     x_init_value=inputs[gi], delta=delta,
-                                                     extra_feed_dict=extra)
+                err = tf.test.compute_gradient_error(
+                    x,
+                    list(np.shape(inputs[gi])),
+                    out,
+                    y_shape,
+                    x_init_value=inputs[gi],
+                    delta=delta,
+                    extra_feed_dict=extra,
+                )
         assert err < tol, f"{case.id} [{mode}]: gradient w.r.t. input {gi} off by {err}"
 
 
@@ -199,15 +266,26 @@ def _vjp(forward, x_value):
 
 SECOND_ORDER = [
     G("strided_slice_grad", _vjp(lambda x: x[::-1, 1:3, None], x34), [np.ones((3, 2, 1))]),
-    G("gather_grad", _vjp(lambda x: tf.gather(x, [2, 0, 2], axis=1), x34),
-      [rng.standard_normal((3, 3))]),
-    G("gather_grad_batch_dims", _vjp(lambda x: tf.gather(x, [[1, 1], [0, 3]], axis=1,
-                                                         batch_dims=1), x34[:2]),
-      [rng.standard_normal((2, 2))]),
-    G("mirror_pad_grad_reflect", _vjp(lambda x: tf.pad(x, [[2, 1], [1, 0]], "REFLECT"), x34),
-      [rng.standard_normal((6, 5))]),
-    G("mirror_pad_grad_symmetric", _vjp(lambda x: tf.pad(x, [[0, 3], [2, 2]], "SYMMETRIC"),
-                                        x34), [rng.standard_normal((6, 8))]),
+    G(
+        "gather_grad",
+        _vjp(lambda x: tf.gather(x, [2, 0, 2], axis=1), x34),
+        [rng.standard_normal((3, 3))],
+    ),
+    G(
+        "gather_grad_batch_dims",
+        _vjp(lambda x: tf.gather(x, [[1, 1], [0, 3]], axis=1, batch_dims=1), x34[:2]),
+        [rng.standard_normal((2, 2))],
+    ),
+    G(
+        "mirror_pad_grad_reflect",
+        _vjp(lambda x: tf.pad(x, [[2, 1], [1, 0]], "REFLECT"), x34),
+        [rng.standard_normal((6, 5))],
+    ),
+    G(
+        "mirror_pad_grad_symmetric",
+        _vjp(lambda x: tf.pad(x, [[0, 3], [2, 2]], "SYMMETRIC"), x34),
+        [rng.standard_normal((6, 8))],
+    ),
 ]
 
 
@@ -263,8 +341,10 @@ def test_gather_grad_rejects_out_of_range_indices():
     i = tf.placeholder(tf.int32, [None])
     dy = tf.placeholder(tf.float64, [None, 2])
     g = tf.gradients(tf.gather(x, i), x, grad_ys=dy)[0]
-    with tf.Session() as sess, \
-            pytest.raises(tf.errors.InvalidArgumentError, match=r"not in \[0, 3\)"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(tf.errors.InvalidArgumentError, match=r"not in \[0, 3\)"),
+    ):
         sess.run(g, {i: [0, 3], dy: np.ones((2, 2))})
 
 
@@ -357,8 +437,20 @@ def test_non_differentiable_inputs_get_none():
     assert tf.gradients(tf.one_hot([0, 1], 2, on_value=v, off_value=v - 1.0), v) == [None]
     padded = tf.pad(x, [[1, 1], [0, 0]], constant_values=v)
     assert tf.gradients(padded, [x, v])[1] is None
-    for op_type in ("Shape", "Size", "Rank", "ZerosLike", "OnesLike", "Range", "Where",
-                    "OneHot", "StopGradient", "InvertPermutation", "Assert", "PyFunc"):
+    for op_type in (
+        "Shape",
+        "Size",
+        "Rank",
+        "ZerosLike",
+        "OnesLike",
+        "Range",
+        "Where",
+        "OneHot",
+        "StopGradient",
+        "InvertPermutation",
+        "Assert",
+        "PyFunc",
+    ):
         assert registry.get(op_type).differentiable is False, op_type
 
 

@@ -98,8 +98,11 @@ def test_cond_inside_while_and_while_inside_cond():
 
     _, acc = tf.while_loop(lambda i, acc: i < 6, body, [tf.constant(0), tf.constant(0)])
     p = tf.placeholder(tf.bool, [])
-    w = tf.cond(p, lambda: tf.while_loop(lambda k: k < 5, lambda k: k + 2, [tf.constant(0)]),
-                lambda: tf.constant(-1))
+    w = tf.cond(
+        p,
+        lambda: tf.while_loop(lambda k: k < 5, lambda k: k + 2, [tf.constant(0)]),
+        lambda: tf.constant(-1),
+    )
     assert run(acc) == 0 - 1 + 2 - 3 + 4 - 5
     assert run(w, {p: True}) == 6 and run(w, {p: False}) == -1
 
@@ -129,8 +132,7 @@ def test_gradients_through_cond_and_where():
     w = tf.where(x > 0, x * x, -x)
     gw = tf.gradients(w, x)[0]
     np.testing.assert_allclose(run(gw, {x: xv}), np.where(xv > 0, 2 * xv, -1))
-    err = tf.test.compute_gradient_error(x, [3], y, [3], x_init_value=xv,
-                                         extra_feed_dict={p: True})
+    err = tf.test.compute_gradient_error(x, [3], y, [3], x_init_value=xv, extra_feed_dict={p: True})
     assert err < 1e-6
 
 
@@ -152,9 +154,11 @@ def test_fibonacci_with_while_loop():
     def body(i, a, b):
         return i + 1, b, a + b
 
-    _, fib, _ = tf.while_loop(lambda i, a, b: i < 20, body,
-                              [tf.constant(0), tf.constant(0, tf.int64),
-                               tf.constant(1, tf.int64)])
+    _, fib, _ = tf.while_loop(
+        lambda i, a, b: i < 20,
+        body,
+        [tf.constant(0), tf.constant(0, tf.int64), tf.constant(1, tf.int64)],
+    )
     assert run(fib) == 6765
 
 
@@ -177,31 +181,47 @@ def test_single_loop_var_returns_tensor_and_structures():
     assert isinstance(r, tf.Tensor)
     assert run(r) == 12
     Pair = collections.namedtuple("Pair", "i total")
-    out = tf.while_loop(lambda p: p.i < 4, lambda p: Pair(p.i + 1, p.total + p.i),
-                        Pair(tf.constant(0), tf.constant(0)))
+    out = tf.while_loop(
+        lambda p: p.i < 4,
+        lambda p: Pair(p.i + 1, p.total + p.i),
+        Pair(tf.constant(0), tf.constant(0)),
+    )
     assert isinstance(out, Pair) and run(out) == Pair(4, 6)
-    d = tf.while_loop(lambda s: s["a"] < 3, lambda s: {"a": s["a"] + 1, "b": s["b"] * 2.0},
-                      [{"a": tf.constant(0), "b": tf.constant(1.0)}], return_same_structure=True)
+    d = tf.while_loop(
+        lambda s: s["a"] < 3,
+        lambda s: {"a": s["a"] + 1, "b": s["b"] * 2.0},
+        [{"a": tf.constant(0), "b": tf.constant(1.0)}],
+        return_same_structure=True,
+    )
     assert run(d) == [{"a": 3, "b": 8.0}]
 
 
 def test_maximum_iterations():
-    r = tf.while_loop(lambda i: i < 100, lambda i: i + 1, [tf.constant(0)],
-                      maximum_iterations=7)
+    r = tf.while_loop(lambda i: i < 100, lambda i: i + 1, [tf.constant(0)], maximum_iterations=7)
     assert run(r) == 7
     m = tf.placeholder(tf.int32, [])
-    r2 = tf.while_loop(lambda i: True if False else tf.constant(True), lambda i: i + 2,
-                       [tf.constant(0)], maximum_iterations=m)
+    r2 = tf.while_loop(
+        lambda i: True if False else tf.constant(True),
+        lambda i: i + 2,
+        [tf.constant(0)],
+        maximum_iterations=m,
+    )
     assert run(r2, {m: 4}) == 8
 
 
 def test_shape_invariants():
     x = tf.constant([1.0])
-    with pytest.raises(ValueError, match="enters the loop with shape \\(1,\\), but has shape "
-                                         "\\(2,\\) after one iteration"):
+    with pytest.raises(
+        ValueError,
+        match="enters the loop with shape \\(1,\\), but has shape \\(2,\\) after one iteration",
+    ):
         tf.while_loop(lambda t: tf.size(t) < 8, lambda t: tf.concat([t, t], 0), [x])
-    r = tf.while_loop(lambda t: tf.size(t) < 8, lambda t: tf.concat([t, t], 0), [x],
-                      shape_invariants=[tf.TensorShape([None])])
+    r = tf.while_loop(
+        lambda t: tf.size(t) < 8,
+        lambda t: tf.concat([t, t], 0),
+        [x],
+        shape_invariants=[tf.TensorShape([None])],
+    )
     assert r.shape.as_list() == [None]
     np.testing.assert_array_equal(run(r), np.ones(8))
     with pytest.raises(ValueError, match="not compatible with the initial shape"):
@@ -213,8 +233,7 @@ def test_while_loop_errors():
         tf.while_loop(1, lambda i: i, [0])
     with pytest.raises(ValueError, match="must return the structure"):
         tf.while_loop(lambda i: i < 10, lambda i: (i + 1, i), [tf.constant(0)])
-    with pytest.raises(TypeError, match="enters the loop with dtype int32, but has dtype "
-                                        "float32"):
+    with pytest.raises(TypeError, match="enters the loop with dtype int32, but has dtype float32"):
         tf.while_loop(lambda i: i < 10, lambda i: tf.cast(i, tf.float32), [tf.constant(0)])
     with pytest.raises(ValueError, match="boolean scalar"):
         tf.while_loop(lambda i: i, lambda i: i, [tf.constant(0)])
@@ -262,15 +281,16 @@ def test_get_variable_reuse_inside_loop_body():
 def test_gradient_of_power_computed_by_loop():
     x = tf.placeholder(tf.float64, [])
     n = 7
-    _, y = tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * x), [0, tf.constant(
-        1.0, tf.float64)])
+    _, y = tf.while_loop(
+        lambda i, y: i < n, lambda i, y: (i + 1, y * x), [0, tf.constant(1.0, tf.float64)]
+    )
     g = tf.gradients(y, x)[0]
     for xv in (0.5, 1.5, -2.0):
         np.testing.assert_allclose(run(g, {x: xv}), n * xv ** (n - 1))
     # the loop-variable path too: d/dx of (x**2 repeated k times)
     _, z = tf.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z * z), [0, x])
     gz = tf.gradients(z, x)[0]
-    np.testing.assert_allclose(run(gz, {x: 1.1}), 8 * 1.1 ** 7)
+    np.testing.assert_allclose(run(gz, {x: 1.1}), 8 * 1.1**7)
 
 
 def test_gradient_through_loop_to_variable_and_training():

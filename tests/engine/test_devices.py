@@ -81,11 +81,15 @@ def test_explicit_devices_and_copies_between_them():
     with tf.Session() as sess:
         where, got = _placements(sess, [a, b, c], {x: feed})
     assert (where["a"], where["b"], where["c"]) == (TEST1, CPU, TEST0)
-    assert set(_copies(where)) == {"x:0/_copy_to_TEST:1", "a:0/_copy_to_CPU:0",
-                                   "a:0/_copy_to_TEST:0", "b:0/_copy_to_TEST:0"}
-    np.testing.assert_array_equal(got[0], feed ** 2)
-    np.testing.assert_array_equal(got[1], feed ** 2 + 1)
-    np.testing.assert_array_equal(got[2], (feed ** 2 + 1) * feed ** 2)
+    assert set(_copies(where)) == {
+        "x:0/_copy_to_TEST:1",
+        "a:0/_copy_to_CPU:0",
+        "a:0/_copy_to_TEST:0",
+        "b:0/_copy_to_TEST:0",
+    }
+    np.testing.assert_array_equal(got[0], feed**2)
+    np.testing.assert_array_equal(got[1], feed**2 + 1)
+    np.testing.assert_array_equal(got[2], (feed**2 + 1) * feed**2)
     assert all(type(v) is np.ndarray for v in got)
 
 
@@ -141,8 +145,9 @@ def test_a_gpu_request_without_a_gpu_explains_why():
     with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
         where, got = _placements(sess, y)
     assert where["wants_gpu"] == TEST0 and got == 2.0
-    with tf.Session(config=tf.ConfigProto(allow_soft_placement=True,
-                                          device_count={"TEST": 0})) as sess:
+    with tf.Session(
+        config=tf.ConfigProto(allow_soft_placement=True, device_count={"TEST": 0})
+    ) as sess:
         where, got = _placements(sess, y)
     assert where["wants_gpu"] == CPU and got == 2.0
 
@@ -161,9 +166,11 @@ def test_ops_without_a_kernel_for_the_device():
         y = tf.py_func(lambda v: v * 10, [x], tf.float32, name="host_only")
     with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError) as e:
         sess.run(y)
-    assert ("Cannot assign a device for operation host_only: Could not satisfy explicit "
-            "device specification '/device:TEST:0' because no supported kernel for TEST "
-            "devices is available.") in str(e.value)
+    assert (
+        "Cannot assign a device for operation host_only: Could not satisfy explicit "
+        "device specification '/device:TEST:0' because no supported kernel for TEST "
+        "devices is available."
+    ) in str(e.value)
     with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
         where, got = _placements(sess, y)
     assert where["host_only"] == CPU
@@ -249,8 +256,9 @@ def test_control_flow_on_a_device_with_ops_pinned_elsewhere_inside():
 
     c = tf.cond(tf.reduce_sum(x) > 0, then, lambda: tf.subtract(x, 1.0))
     i0 = tf.constant(0)
-    total = tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s + tf.cast(i, tf.float32)),
-                          [i0, tf.constant(0.0)])[1]
+    total = tf.while_loop(
+        lambda i, s: i < 4, lambda i, s: (i + 1, s + tf.cast(i, tf.float32)), [i0, tf.constant(0.0)]
+    )[1]
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(c, {x: [1.0, 2.0]}), [2.0, 4.0])
         np.testing.assert_array_equal(sess.run(c, {x: [-1.0, -2.0]}), [-2.0, -3.0])
@@ -285,8 +293,11 @@ def _make_parallel(fn, num_devices, **kwargs):
 
 
 def _model(x):
-    w = tf.get_variable("w", [3, 2], initializer=tf.constant_initializer(
-        np.arange(6, dtype=np.float32).reshape(3, 2) / 10))
+    w = tf.get_variable(
+        "w",
+        [3, 2],
+        initializer=tf.constant_initializer(np.arange(6, dtype=np.float32).reshape(3, 2) / 10),
+    )
     b = tf.get_variable("b", [2], initializer=tf.constant_initializer(0.5))
     return tf.nn.tanh(tf.matmul(x, w) + b)
 
@@ -304,8 +315,9 @@ def test_make_parallel_splits_a_batch_over_any_number_of_devices(num_devices):
             sess.run(tf.global_variables_initializer())
             where, got = _placements(sess, y, {x: batch})
             towers = {where[n] for n in where if n.endswith("MatMul") or "MatMul_" in n}
-            assert towers == {f"/job:localhost/replica:0/task:0/device:TEST:{i}"
-                              for i in range(num_devices)}
+            assert towers == {
+                f"/job:localhost/replica:0/task:0/device:TEST:{i}" for i in range(num_devices)
+            }
             w = np.arange(6, dtype=np.float32).reshape(3, 2) / 10
             np.testing.assert_allclose(got, np.tanh(batch @ w + 0.5), rtol=1e-6)
             before = sess.run(loss, {x: batch})
@@ -332,8 +344,7 @@ def test_out_of_device_memory_is_resource_exhausted_and_the_session_survives():
     big = tf.fill(tf.stack([n, 1024]), 1.0, name="big")  # n KiB of float32 x 4
     total = tf.reduce_sum(big)
     with tf.Session(config=config) as sess:
-        assert sess.list_devices()[1].memory_limit_bytes == int(fake_device.CAPACITY_BYTES
-                                                                * 0.01)
+        assert sess.list_devices()[1].memory_limit_bytes == int(fake_device.CAPACITY_BYTES * 0.01)
         assert sess.run(total, {n: 4}) == 4096.0
         with pytest.raises(errors.ResourceExhaustedError) as e:
             sess.run(total, {n: 1024})  # 4 MiB > 0.64 MiB
@@ -343,8 +354,11 @@ def test_out_of_device_memory_is_resource_exhausted_and_the_session_survives():
 
 def test_checked_mode_rejects_kernels_that_leave_their_device(monkeypatch):
     relu = registry.get("Relu")
-    monkeypatch.setitem(registry._REGISTRY, "Relu", dataclasses.replace(
-        relu, kernel=lambda xp, features: np.maximum(np.asarray(features), 0)))
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        "Relu",
+        dataclasses.replace(relu, kernel=lambda xp, features: np.maximum(np.asarray(features), 0)),
+    )
     y = tf.nn.relu(tf.constant([-1.0, 2.0]), name="leaky")
     with tf.Session() as sess, pytest.raises(errors.InternalError) as e:
         sess.run(y)

@@ -59,8 +59,9 @@ def test_training_on_gpu_matches_cpu():
                     sess.run(step, {x: x_val})
                 return sess.run(loss, {x: x_val})
 
-    np.testing.assert_allclose(train(tf.ConfigProto()),
-                               train(tf.ConfigProto(device_count={"GPU": 0})), rtol=1e-4)
+    np.testing.assert_allclose(
+        train(tf.ConfigProto()), train(tf.ConfigProto(device_count={"GPU": 0})), rtol=1e-4
+    )
 
 
 def test_out_of_memory_is_resource_exhausted_and_the_session_survives():

@@ -33,29 +33,33 @@ def test_every_op_is_differentiable_or_says_it_is_not():
         d = registry.get(t)
         if d.differentiable and not _has_gradient(d):
             undecided.append(t)
-    assert not undecided, (f"ops with neither a gradient nor differentiable=False: "
-                           f"{undecided}")
+    assert not undecided, f"ops with neither a gradient nor differentiable=False: {undecided}"
 
 
 def _forward_types(case):
     g = tf.Graph()
     with g.as_default():
-        ins = [tf.constant(np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else v)
-               for v in case.inputs]
+        ins = [
+            tf.constant(np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else v)
+            for v in case.inputs
+        ]
         case.build(*ins)
     return {op.type for op in g.get_operations()}
 
 
 def test_every_gradient_has_a_finite_difference_check():
     covered = set()
-    for mod, attr in ((test_math_elementwise, "GRAD_CASES"), (test_array_grads, "CASES"),
-                      (test_array_grads, "SECOND_ORDER"),
-                      (test_reduction_grads, "GRAD_CASES"), (test_nn_grads, "GRAD_CASES"),
-                      (test_losses, "GRAD_CASES")):
+    for mod, attr in (
+        (test_math_elementwise, "GRAD_CASES"),
+        (test_array_grads, "CASES"),
+        (test_array_grads, "SECOND_ORDER"),
+        (test_reduction_grads, "GRAD_CASES"),
+        (test_nn_grads, "GRAD_CASES"),
+        (test_losses, "GRAD_CASES"),
+    ):
         for case in getattr(mod, attr):
             if case.grad_inputs:
                 covered |= _forward_types(case)
-    with_gradients = {t for t in registry.registered_types()
-                      if _has_gradient(registry.get(t))}
+    with_gradients = {t for t in registry.registered_types() if _has_gradient(registry.get(t))}
     missing = with_gradients - covered - set(CHECKED_ELSEWHERE)
     assert not missing, f"gradients without a finite-difference case: {sorted(missing)}"

@@ -84,7 +84,13 @@ def test_guide_naming_example():
         with tf.name_scope("inner"):
             c_5 = tf.constant(5, name="c")
     assert [c.op.name for c in (c_0, c_1, c_2, c_3, c_4, c_5)] == [
-        "c", "c_1", "outer/c", "outer/inner/c", "outer/c_1", "outer/inner_1/c"]
+        "c",
+        "c_1",
+        "outer/c",
+        "outer/inner/c",
+        "outer/c_1",
+        "outer/inner_1/c",
+    ]
     assert c_0.name == "c:0"
 
 
@@ -310,8 +316,13 @@ def test_device_scopes_merge_and_clear():
 
 def test_device_spec_parse_and_print():
     spec = tf.DeviceSpec.from_string("/job:localhost/replica:0/task:0/device:GPU:0")
-    assert (spec.job, spec.replica, spec.task, spec.device_type, spec.device_index) == \
-        ("localhost", 0, 0, "GPU", 0)
+    assert (spec.job, spec.replica, spec.task, spec.device_type, spec.device_index) == (
+        "localhost",
+        0,
+        0,
+        "GPU",
+        0,
+    )
     assert spec.to_string() == "/job:localhost/replica:0/task:0/device:GPU:0"
     assert tf.DeviceSpec(device_type="GPU", device_index=0).to_string() == "/device:GPU:0"
     assert tf.DeviceSpec.from_string("/cpu:1").to_string() == "/device:CPU:1"
@@ -320,12 +331,23 @@ def test_device_spec_parse_and_print():
 # -- conversion and dtypes ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value,dtype,shape", [
-    (1, tf.int32, []), (2 ** 40, tf.int64, []), (1.5, tf.float32, []), (True, tf.bool, []),
-    ("abc", tf.string, []), (b"abc", tf.string, []), ([1, 2.0], tf.float32, [2]),
-    ([True, 1], tf.int32, [2]), ([[1, 2], [3, 4]], tf.int32, [2, 2]),
-    (np.array([1.0]), tf.float64, [1]), (np.int64(3), tf.int64, []), (["a", b"b"], tf.string, [2]),
-])
+@pytest.mark.parametrize(
+    "value,dtype,shape",
+    [
+        (1, tf.int32, []),
+        (2**40, tf.int64, []),
+        (1.5, tf.float32, []),
+        (True, tf.bool, []),
+        ("abc", tf.string, []),
+        (b"abc", tf.string, []),
+        ([1, 2.0], tf.float32, [2]),
+        ([True, 1], tf.int32, [2]),
+        ([[1, 2], [3, 4]], tf.int32, [2, 2]),
+        (np.array([1.0]), tf.float64, [1]),
+        (np.int64(3), tf.int64, []),
+        (["a", b"b"], tf.string, [2]),
+    ],
+)
 def test_convert_python_and_numpy_values(value, dtype, shape):
     t = tf.convert_to_tensor(value)
     assert t.dtype == dtype and t.shape.as_list() == shape
@@ -348,8 +370,9 @@ def test_convert_errors_and_casts():
 
 def test_constant_shape_argument():
     with tf.Session() as sess:
-        np.testing.assert_array_equal(sess.run(tf.constant([1, 2, 3, 4], shape=[2, 2])),
-                                      [[1, 2], [3, 4]])
+        np.testing.assert_array_equal(
+            sess.run(tf.constant([1, 2, 3, 4], shape=[2, 2])), [[1, 2], [3, 4]]
+        )
         np.testing.assert_array_equal(sess.run(tf.constant(7, shape=[2, 3])), np.full((2, 3), 7))
     with pytest.raises(TypeError, match="elements"):
         tf.constant([1, 2], shape=[3])
@@ -379,8 +402,8 @@ def test_register_tensor_conversion_function():
             self.p = Point(x, y)
 
     tf.register_tensor_conversion_function(
-        Pt, lambda v, dtype=None, name=None, as_ref=False: tf.constant([v.p.x, v.p.y],
-                                                                        dtype=dtype))
+        Pt, lambda v, dtype=None, name=None, as_ref=False: tf.constant([v.p.x, v.p.y], dtype=dtype)
+    )
     t = tf.constant(1.0) + Pt(2.0, 3.0)
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(t), [3.0, 4.0])
@@ -393,15 +416,25 @@ def test_dtypes():
     assert tf.as_dtype(np.float64) is tf.float64
     assert tf.as_dtype(float) is tf.float32 and tf.as_dtype(bool) is tf.bool
     assert tf.float32.as_numpy_dtype is np.float32
-    assert tf.int32.max == 2 ** 31 - 1 and tf.uint8.is_unsigned and tf.float16.is_floating
+    assert tf.int32.max == 2**31 - 1 and tf.uint8.is_unsigned and tf.float16.is_floating
     ref = tf.as_dtype("float32_ref")
     assert ref.base_dtype is tf.float32 and ref.is_ref_dtype
     assert tf.float32.is_compatible_with(ref) and not ref.is_compatible_with(tf.float32)
     assert str(tf.float32) == "<dtype: 'float32'>"
     with pytest.raises(TypeError, match="Cannot convert"):
         tf.as_dtype("float33")
-    for d in [tf.bool, tf.int8, tf.int16, tf.int32, tf.int64, tf.uint8, tf.float16, tf.float32,
-              tf.float64, tf.string]:
+    for d in [
+        tf.bool,
+        tf.int8,
+        tf.int16,
+        tf.int32,
+        tf.int64,
+        tf.uint8,
+        tf.float16,
+        tf.float32,
+        tf.float64,
+        tf.string,
+    ]:
         assert tf.as_dtype(d.name) is d
 
 

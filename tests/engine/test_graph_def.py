@@ -30,16 +30,20 @@ def _forward_case(case):
     def build():
         ins = [tf.constant(v) for v in case.inputs]
         return _as_list(case.build(*ins)), {}, []
+
     return build
 
 
 def _gradient_case(case):
     def build():
-        ins = [tf.constant(np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f"
-                           else v) for v in case.inputs]
+        ins = [
+            tf.constant(np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else v)
+            for v in case.inputs
+        ]
         out = _as_list(case.build(*ins))[0]
         grads = tf.gradients(out, [ins[i] for i in case.grad_inputs])
         return [out] + [g for g in grads if g is not None], {}, []
+
     return build
 
 
@@ -48,21 +52,43 @@ def _variables_and_training():
     w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 10, name="w")
     counter = tf.Variable(0, name="counter")
     loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
-    trains = [opt.minimize(loss, name=f"train_{i}") for i, opt in enumerate([
-        tf.train.GradientDescentOptimizer(0.1), tf.train.MomentumOptimizer(0.1, 0.9),
-        tf.train.AdamOptimizer(0.1), tf.train.AdagradOptimizer(0.1),
-        tf.train.RMSPropOptimizer(0.1), tf.train.RMSPropOptimizer(0.1, centered=True)])]
+    trains = [
+        opt.minimize(loss, name=f"train_{i}")
+        for i, opt in enumerate(
+            [
+                tf.train.GradientDescentOptimizer(0.1),
+                tf.train.MomentumOptimizer(0.1, 0.9),
+                tf.train.AdamOptimizer(0.1),
+                tf.train.AdagradOptimizer(0.1),
+                tf.train.RMSPropOptimizer(0.1),
+                tf.train.RMSPropOptimizer(0.1, centered=True),
+            ]
+        )
+    ]
     init = tf.global_variables_initializer()
-    fetches = [loss, tf.assign_add(counter, 2), tf.assign_sub(counter, 1),
-               tf.is_variable_initialized(w), tf.report_uninitialized_variables(), w]
+    fetches = [
+        loss,
+        tf.assign_add(counter, 2),
+        tf.assign_sub(counter, 1),
+        tf.is_variable_initialized(w),
+        tf.report_uninitialized_variables(),
+        w,
+    ]
     feed = {"x:0": np.ones((2, 3), np.float32)}
     return fetches, feed, [init.name] + [t.name for t in trains]
 
 
 def _random_ops():
-    return [tf.random_normal([3], seed=1), tf.random_uniform([2, 2], seed=2),
-            tf.truncated_normal([4], seed=3), tf.random_uniform([3], 0, 10, tf.int32, seed=4)
-            ], {}, []
+    return (
+        [
+            tf.random_normal([3], seed=1),
+            tf.random_uniform([2, 2], seed=2),
+            tf.truncated_normal([4], seed=3),
+            tf.random_uniform([3], 0, 10, tf.int32, seed=4),
+        ],
+        {},
+        [],
+    )
 
 
 def _control_flow():
@@ -74,8 +100,15 @@ def _control_flow():
     ta2 = tf.TensorArray(tf.float32, size=2).scatter([1, 0], tf.stack([[x], [-x]]))
     ta3 = tf.TensorArray(tf.float32, size=2).split(tf.stack([x, x, x]), [1, 2])
     ta4 = tf.TensorArray(tf.float32, size=1).write(0, x * 3.0)
-    tas = [ta.stack(), ta.read(1), ta.gather([2, 0]), ta.size(), ta2.concat(), ta3.read(1),
-           ta4.read(0)]
+    tas = [
+        ta.stack(),
+        ta.read(1),
+        ta.gather([2, 0]),
+        ta.size(),
+        ta2.concat(),
+        ta3.read(1),
+        ta4.read(0),
+    ]
     return [c, y, g] + tas, {"x:0": np.float32(1.5)}, []
 
 
@@ -88,8 +121,12 @@ def _logging_and_misc():
     return [y, p + 1.0, tf.invert_permutation([2, 0, 1]), tf.rank(p)], {"p:0": [1.0, 2.0]}, []
 
 
-SPECIAL = {"variables_and_training": _variables_and_training, "random": _random_ops,
-           "control_flow": _control_flow, "logging_misc": _logging_and_misc}
+SPECIAL = {
+    "variables_and_training": _variables_and_training,
+    "random": _random_ops,
+    "control_flow": _control_flow,
+    "logging_misc": _logging_and_misc,
+}
 
 
 def _all_builders():
@@ -97,9 +134,13 @@ def _all_builders():
     for mod in (test_math_elementwise, test_array_ops, test_reduction_ops, test_nn_ops):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
-    for mod, attr in ((test_math_elementwise, "GRAD_CASES"), (test_array_grads, "CASES"),
-                      (test_reduction_grads, "GRAD_CASES"),
-                      (test_nn_grads, "GRAD_CASES"), (test_losses, "GRAD_CASES")):
+    for mod, attr in (
+        (test_math_elementwise, "GRAD_CASES"),
+        (test_array_grads, "CASES"),
+        (test_reduction_grads, "GRAD_CASES"),
+        (test_nn_grads, "GRAD_CASES"),
+        (test_losses, "GRAD_CASES"),
+    ):
         for case in getattr(mod, attr):
             if case.grad_inputs:
                 out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _gradient_case(case)

@@ -12,8 +12,9 @@ import pytest
 
 from engine.ops._common import is_cupy, scatter_add
 
-_ATOMIC_ADD = {np.dtype(d) for d in (np.int32, np.uint32, np.uint64, np.float16, np.float32,
-                                     np.float64)}
+_ATOMIC_ADD = {
+    np.dtype(d) for d in (np.int32, np.uint32, np.uint64, np.float16, np.float32, np.float64)
+}
 
 
 @pytest.fixture
@@ -37,8 +38,19 @@ def test_is_cupy():
     assert not is_cupy(object())
 
 
-_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-           np.float16, np.float32, np.float64]
+_DTYPES = [
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+]
 
 
 @pytest.mark.parametrize("dtype", _DTYPES)
@@ -73,7 +85,7 @@ def test_scatter_add_into_a_view_with_slices(fake_cupy):
     """GatherGrad scatters into ``out[b]`` with leading slices: it must write through."""
     xp, _ = fake_cupy
     out = np.zeros((2, 3, 4), dtype=np.int64)
-    values = np.arange(-6, 6, dtype=np.int64).reshape(3, 4) * (2 ** 40)
+    values = np.arange(-6, 6, dtype=np.int64).reshape(3, 4) * (2**40)
     scatter_add(xp, out[1], (slice(None), np.array([0, 0, 3, 1])), values)
     expected = np.zeros((2, 3, 4), dtype=np.int64)
     np.add.at(expected[1], (slice(None), np.array([0, 0, 3, 1])), values)

@@ -25,8 +25,12 @@ def test_dense_variable_names_and_shapes():
     y2 = tf.layers.dense(x, 5)
     assert (y.name, y.shape.as_list()) == ("dense/Relu:0", [None, 4])
     assert (y2.name, y2.shape.as_list()) == ("dense_1/BiasAdd:0", [None, 5])
-    assert _vars() == {"dense/kernel:0": [3, 4], "dense/bias:0": [4],
-                       "dense_1/kernel:0": [3, 5], "dense_1/bias:0": [5]}
+    assert _vars() == {
+        "dense/kernel:0": [3, 4],
+        "dense/bias:0": [4],
+        "dense_1/kernel:0": [3, 5],
+        "dense_1/bias:0": [5],
+    }
     assert [v.name for v in tf.trainable_variables()] == list(_vars())
     ops = {o.name: o.type for o in tf.get_default_graph().get_operations()}
     assert ops["dense/MatMul"] == "MatMul" and ops["dense/BiasAdd"] == "BiasAdd"
@@ -36,8 +40,7 @@ def test_dense_variable_names_and_shapes():
 
 def test_dense_values_match_numpy():
     x = tf.placeholder(tf.float32, [None, 3])
-    y = tf.layers.dense(x, 4, activation=tf.nn.relu,
-                        bias_initializer=tf.constant_initializer(0.5))
+    y = tf.layers.dense(x, 4, activation=tf.nn.relu, bias_initializer=tf.constant_initializer(0.5))
     xv = rng.standard_normal((6, 3)).astype(F)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -58,8 +61,12 @@ def test_dense_reuse_by_name():
     y4 = tf.layers.dense(x, 2, name="dense", reuse=True)
     assert y1.name == "foo/d/BiasAdd:0" and y2.name == "foo/d_1/BiasAdd:0"
     assert y4.name == "dense_1/BiasAdd:0"
-    assert _vars() == {"foo/d/kernel:0": [3, 2], "foo/d/bias:0": [2],
-                       "dense/kernel:0": [3, 2], "dense/bias:0": [2]}
+    assert _vars() == {
+        "foo/d/kernel:0": [3, 2],
+        "foo/d/bias:0": [2],
+        "dense/kernel:0": [3, 2],
+        "dense/bias:0": [2],
+    }
     # The shared layer reads the same kernel.
     assert y2.op.inputs[0].op.inputs[1].op.inputs[0] is y1.op.inputs[0].op.inputs[1].op.inputs[0]
     xv = rng.standard_normal((2, 3)).astype(F)
@@ -75,8 +82,11 @@ def test_dense_reuse_errors():
     tf.layers.dense(x, 2, name="d")
     with pytest.raises(ValueError, match="Variable d/kernel already exists, disallowed"):
         tf.layers.dense(x, 2, name="d")
-    with pytest.raises(ValueError, match=r"Trying to share variable d/kernel, but specified "
-                                         r"shape \(4, 2\) and found shape \(3, 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Trying to share variable d/kernel, but specified "
+        r"shape \(4, 2\) and found shape \(3, 2\)",
+    ):
         tf.layers.dense(tf.placeholder(tf.float32, [2, 4]), 2, name="d", reuse=True)
     with pytest.raises(ValueError, match="Variable e/kernel does not exist"):
         tf.layers.dense(x, 2, name="e", reuse=True)
@@ -106,15 +116,23 @@ def test_dense_rank3_inputs_with_unknown_batch():
 
 def test_dense_options():
     x = tf.placeholder(tf.float64, [None, 2])
-    y = tf.layers.dense(x, 3, kernel_initializer=tf.ones_initializer(), trainable=False,
-                        kernel_regularizer=tf.nn.l2_loss, bias_regularizer=tf.nn.l2_loss,
-                        activity_regularizer=tf.nn.l2_loss)
+    y = tf.layers.dense(
+        x,
+        3,
+        kernel_initializer=tf.ones_initializer(),
+        trainable=False,
+        kernel_regularizer=tf.nn.l2_loss,
+        bias_regularizer=tf.nn.l2_loss,
+        activity_regularizer=tf.nn.l2_loss,
+    )
     assert y.dtype == tf.float64
     assert tf.trainable_variables() == []
     losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
-    assert [t.name for t in losses] == ["dense/kernel/Regularizer/L2Loss:0",
-                                        "dense/bias/Regularizer/L2Loss:0",
-                                        "dense/ActivityRegularizer/truediv:0"]
+    assert [t.name for t in losses] == [
+        "dense/kernel/Regularizer/L2Loss:0",
+        "dense/bias/Regularizer/L2Loss:0",
+        "dense/ActivityRegularizer/truediv:0",
+    ]
     xv = np.array([[1.0, 2.0], [3.0, 4.0]])
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -125,16 +143,23 @@ def test_dense_options():
 
 
 def test_dense_errors():
-    with pytest.raises(ValueError, match=r"Input 0 of layer dense is incompatible with the "
-                                         r"layer: : expected min_ndim=2, found ndim=1. Full "
-                                         r"shape received: \(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Input 0 of layer dense is incompatible with the "
+        r"layer: : expected min_ndim=2, found ndim=1. Full "
+        r"shape received: \(3,\)",
+    ):
         tf.layers.dense(tf.placeholder(tf.float32, [3]), 2)
     for shape in ([3, None], None):
-        with pytest.raises(ValueError, match="The last dimension of the inputs to `Dense` "
-                                             "should be defined. Found `None`."):
+        with pytest.raises(
+            ValueError,
+            match="The last dimension of the inputs to `Dense` should be defined. Found `None`.",
+        ):
             tf.layers.dense(tf.placeholder(tf.float32, shape), 2)
-    with pytest.raises(TypeError, match="Unable to build `Dense` layer with non-floating "
-                                        "point dtype <dtype: 'int32'>"):
+    with pytest.raises(
+        TypeError,
+        match="Unable to build `Dense` layer with non-floating point dtype <dtype: 'int32'>",
+    ):
         tf.layers.dense(tf.placeholder(tf.int32, [2, 3]), 2)
 
 
@@ -147,14 +172,17 @@ def test_layers_namespace():
 # -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape, static, feed_shape", [
-    ([None, 5, 3], [None, 15], (2, 5, 3)),
-    ([4, None, 3], [4, None], (4, 2, 3)),
-    ([None, None, 3], [None, None], (2, 4, 3)),
-    (None, [None, None], (3, 2, 2)),
-    ([4], [4, 1], (4,)),
-    ([2, 3], [2, 3], (2, 3)),
-])
+@pytest.mark.parametrize(
+    "shape, static, feed_shape",
+    [
+        ([None, 5, 3], [None, 15], (2, 5, 3)),
+        ([4, None, 3], [4, None], (4, 2, 3)),
+        ([None, None, 3], [None, None], (2, 4, 3)),
+        (None, [None, None], (3, 2, 2)),
+        ([4], [4, 1], (4,)),
+        ([2, 3], [2, 3], (2, 3)),
+    ],
+)
 def test_flatten(shape, static, feed_shape):
     x = tf.placeholder(tf.float32, shape)
     y = tf.layers.flatten(x)
@@ -170,8 +198,11 @@ def test_flatten_names_and_errors():
     assert tf.layers.flatten(x).name == "flatten/Reshape:0"
     assert tf.layers.flatten(x).name == "flatten_1/Reshape:0"
     assert tf.layers.flatten(x, name="flat").name == "flat/Reshape:0"
-    with pytest.raises(ValueError, match=r"expected min_ndim=1, found ndim=0. Full shape "
-                                         r"received: \(\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"expected min_ndim=1, found ndim=0. Full shape "
+        r"received: \(\)",
+    ):
         tf.layers.flatten(tf.constant(1.0))
 
 
@@ -228,7 +259,8 @@ def test_dropout_training_placeholder_chooses_at_run_time():
 
 def test_dropout_errors():
     x = tf.placeholder(tf.float32, [2])
-    with pytest.raises(ValueError, match="Invalid value 1.5 received for `rate`, expected a "
-                                         "value between 0 and 1."):
+    with pytest.raises(
+        ValueError, match="Invalid value 1.5 received for `rate`, expected a value between 0 and 1."
+    ):
         tf.layers.dropout(x, 1.5, training=True)
     assert tf.layers.dropout(x, 0.0, training=True) is x  # rate 0: the input itself

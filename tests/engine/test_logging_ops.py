@@ -17,8 +17,7 @@ from engine.ops.logging_ops import summarize_value
 
 def test_print_is_identity_and_prints_message_and_data(capsys):
     x = tf.constant([1, 2, 3, 4, 5])
-    p = tf.Print(x, [x, tf.constant("hi"), tf.constant([[1.5, 2.0], [3.0, 4.0]])],
-                 message="msg: ")
+    p = tf.Print(x, [x, tf.constant("hi"), tf.constant([[1.5, 2.0], [3.0, 4.0]])], message="msg: ")
     assert (p.op.type, p.name, p.dtype, p.shape.as_list()) == ("Print", "Print:0", tf.int32, [5])
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(p), [1, 2, 3, 4, 5])
@@ -29,8 +28,7 @@ def test_print_is_identity_and_prints_message_and_data(capsys):
 def test_print_summarize_and_first_n(capsys):
     x = tf.placeholder(tf.int32, [None])
     p = tf.Print(x, [x], summarize=2, first_n=2)
-    everything = tf.Print(x, [x, tf.constant(3.5), tf.constant(True), tf.zeros([0])],
-                          summarize=-1)
+    everything = tf.Print(x, [x, tf.constant(3.5), tf.constant(True), tf.zeros([0])], summarize=-1)
     with tf.Session() as sess:
         for _ in range(3):
             sess.run(p, {x: [1, 2, 3]})
@@ -63,25 +61,34 @@ def test_print_python_data_is_converted(capsys):
     assert capsys.readouterr().err == "[label][7]\n"
 
 
-@pytest.mark.parametrize("value, summarize, expected", [
-    (np.arange(24).reshape(2, 3, 4), 3, "[[0 1 2...]]..."),
-    (np.arange(24).reshape(2, 3, 4), 30,
-     "[[0 1 2 3][4 5 6 7][8 9 10 11]][[12 13 14 15][16 17 18 19][20 21 22 23]]"),
-    (np.arange(6).reshape(3, 2, 1), 3, "[[0][1]][[2]]..."),
-    (np.arange(6).reshape(1, 6), 3, "[0 1 2...]..."),
-    (np.zeros((2, 0, 3)), 3, ""),
-    (np.array(5), 0, "..."),
-    (np.array([5, 6]), 0, "..."),
-    (np.array([0.1, 1e10, 1.23456789, -0.0], np.float32), 10, "0.1 1e+10 1.23456788 -0"),
-    (np.array([0.1, 1e10, 1.23456789, -0.0]), 10, "0.1 10000000000 1.23456789 -0"),
-    (np.array([np.nan, np.inf, -np.inf, 1e-7, 123456789.0], np.float32), 10,
-     "nan inf -inf 1e-07 123456792"),
-    (np.array([1.5, 0.1], np.float16), 10, "1.5 0.0999755859"),
-    (np.array([255], np.uint8), 3, "255"),
-    (np.array([2 ** 40], np.int64), 3, "1099511627776"),
-    (np.array([True, False]), 3, "1 0"),
-    (np.array([b"a\nb", b'q"t', "é".encode()], dtype=object), 10, 'a\\nb q\\"t é'),
-])
+@pytest.mark.parametrize(
+    "value, summarize, expected",
+    [
+        (np.arange(24).reshape(2, 3, 4), 3, "[[0 1 2...]]..."),
+        (
+            np.arange(24).reshape(2, 3, 4),
+            30,
+            "[[0 1 2 3][4 5 6 7][8 9 10 11]][[12 13 14 15][16 17 18 19][20 21 22 23]]",
+        ),
+        (np.arange(6).reshape(3, 2, 1), 3, "[[0][1]][[2]]..."),
+        (np.arange(6).reshape(1, 6), 3, "[0 1 2...]..."),
+        (np.zeros((2, 0, 3)), 3, ""),
+        (np.array(5), 0, "..."),
+        (np.array([5, 6]), 0, "..."),
+        (np.array([0.1, 1e10, 1.23456789, -0.0], np.float32), 10, "0.1 1e+10 1.23456788 -0"),
+        (np.array([0.1, 1e10, 1.23456789, -0.0]), 10, "0.1 10000000000 1.23456789 -0"),
+        (
+            np.array([np.nan, np.inf, -np.inf, 1e-7, 123456789.0], np.float32),
+            10,
+            "nan inf -inf 1e-07 123456792",
+        ),
+        (np.array([1.5, 0.1], np.float16), 10, "1.5 0.0999755859"),
+        (np.array([255], np.uint8), 3, "255"),
+        (np.array([2**40], np.int64), 3, "1099511627776"),
+        (np.array([True, False]), 3, "1 0"),
+        (np.array([b"a\nb", b'q"t', "é".encode()], dtype=object), 10, 'a\\nb q\\"t é'),
+    ],
+)
 def test_summarize_value_matches_tf(value, summarize, expected):
     assert summarize_value(value, summarize) == expected
 
@@ -119,8 +126,9 @@ def test_assert_gates_dependent_ops():
         y = tf.sqrt(x)
     with tf.Session() as sess:
         np.testing.assert_allclose(sess.run(y, {x: [4.0, 9.0]}), [2.0, 3.0])
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"assertion failed: \[negative input:\] \[4 -1\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match=r"assertion failed: \[negative input:\] \[4 -1\]"
+        ):
             sess.run(y, {x: [4.0, -1.0]})
 
 
@@ -144,14 +152,19 @@ def test_assert_equal_static_failure_message():
     with pytest.raises(errors.InvalidArgumentError) as e:
         tf.assert_equal(1, 2)
     # The first name scope is opened (and discarded) before the check's own, as in TF.
-    assert e.value.message == ("Condition x == y did not hold element-wise:\n"
-                               "x (assert_equal_1/x:0) = \n1\ny (assert_equal_1/y:0) = \n2")
+    assert e.value.message == (
+        "Condition x == y did not hold element-wise:\n"
+        "x (assert_equal_1/x:0) = \n1\ny (assert_equal_1/y:0) = \n2"
+    )
 
 
 def test_assert_equal_static_with_message_and_data():
-    with pytest.raises(errors.InvalidArgumentError, match=r"^boom\nCondition x == y did not "
-                                                          r"hold element-wise:\n.*\n\[1 2\]\n"
-                                                          r".*\n\[1 3\]$"):
+    with pytest.raises(
+        errors.InvalidArgumentError,
+        match=r"^boom\nCondition x == y did not "
+        r"hold element-wise:\n.*\n\[1 2\]\n"
+        r".*\n\[1 3\]$",
+    ):
         tf.assert_equal([1, 2], [1, 3], message="boom")
     with pytest.raises(errors.InvalidArgumentError, match=r"^hey\n5$"):
         tf.assert_equal(tf.constant([1, 2]), tf.constant([1, 3]), data=["hey", tf.constant(5)])
@@ -163,13 +176,16 @@ def test_assert_equal_same_tensor_is_no_op():
     assert op.type == "NoOp" and op.name == "assert_equal/NoOp"
 
 
-@pytest.mark.parametrize("fn, x, y, text", [
-    (tf.assert_less, 2, 1, "Condition x < y did not hold element-wise:"),
-    (tf.assert_less_equal, 2, 1, "Condition x <= y did not hold element-wise:"),
-    (tf.assert_greater, 1, 2, "Condition x > y did not hold element-wise:"),
-    (tf.assert_greater_equal, 1, 2, "Condition x >= y did not hold element-wise:"),
-    (tf.assert_none_equal, [1, 2], [1, 3], "Condition x != y did not hold element-wise:"),
-])
+@pytest.mark.parametrize(
+    "fn, x, y, text",
+    [
+        (tf.assert_less, 2, 1, "Condition x < y did not hold element-wise:"),
+        (tf.assert_less_equal, 2, 1, "Condition x <= y did not hold element-wise:"),
+        (tf.assert_greater, 1, 2, "Condition x > y did not hold element-wise:"),
+        (tf.assert_greater_equal, 1, 2, "Condition x >= y did not hold element-wise:"),
+        (tf.assert_none_equal, [1, 2], [1, 3], "Condition x != y did not hold element-wise:"),
+    ],
+)
 def test_binary_asserts_static_failure(fn, x, y, text):
     with pytest.raises(errors.InvalidArgumentError) as e:
         fn(x, y)
@@ -177,23 +193,33 @@ def test_binary_asserts_static_failure(fn, x, y, text):
 
 
 def test_binary_asserts_static_pass_return_runnable_op():
-    checks = [tf.assert_less(1, 2), tf.assert_less_equal(2, 2), tf.assert_greater(3, 2),
-              tf.assert_none_equal([1, 2], [3, 4]), tf.assert_equal([1, 2], [1, 2]),
-              tf.assert_positive([1, 2]), tf.assert_non_negative([0, 2])]
+    checks = [
+        tf.assert_less(1, 2),
+        tf.assert_less_equal(2, 2),
+        tf.assert_greater(3, 2),
+        tf.assert_none_equal([1, 2], [3, 4]),
+        tf.assert_equal([1, 2], [1, 2]),
+        tf.assert_positive([1, 2]),
+        tf.assert_non_negative([0, 2]),
+    ]
     assert all(isinstance(c, tf.Operation) and c.type == "Assert" for c in checks)
     with tf.Session() as sess:
         assert sess.run(checks) == [None] * len(checks)
 
 
-@pytest.mark.parametrize("fn, name, text", [
-    (tf.assert_positive, "assert_positive", "x > 0"),
-    (tf.assert_non_negative, "assert_non_negative", "x >= 0"),
-])
+@pytest.mark.parametrize(
+    "fn, name, text",
+    [
+        (tf.assert_positive, "assert_positive", "x > 0"),
+        (tf.assert_non_negative, "assert_non_negative", "x >= 0"),
+    ],
+)
 def test_unary_asserts_static_failure(fn, name, text):
     with pytest.raises(errors.InvalidArgumentError) as e:
         fn([1, -1])
-    assert e.value.message == (f"\nCondition {text} did not hold element-wise:\n"
-                               f"x ({name}/x:0) = \n[ 1 -1]")
+    assert e.value.message == (
+        f"\nCondition {text} did not hold element-wise:\nx ({name}/x:0) = \n[ 1 -1]"
+    )
 
 
 def test_unary_assert_message_prefix():
@@ -202,8 +228,11 @@ def test_unary_assert_message_prefix():
 
 
 def test_assert_dtype_mismatch_is_type_error():
-    with pytest.raises(TypeError, match="Input 'y' of 'Equal' Op has type int32 that does not "
-                                        "match type float32 of argument 'x'"):
+    with pytest.raises(
+        TypeError,
+        match="Input 'y' of 'Equal' Op has type int32 that does not "
+        "match type float32 of argument 'x'",
+    ):
         tf.assert_equal(1.0, 2)
 
 
@@ -213,14 +242,20 @@ def test_assert_shape_mismatch_is_value_error():
 
 
 def test_assert_rank_static():
-    with pytest.raises(ValueError, match=r"^Tensor Const:0 must have rank 2.  Received rank 1, "
-                                         r"shape \(1,\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Tensor Const:0 must have rank 2.  Received rank 1, "
+        r"shape \(1,\)$",
+    ):
         tf.assert_rank(tf.constant([1]), 2)
     ok = tf.assert_rank(tf.constant([1]), 1)
     assert ok.type == "NoOp" and ok.name == "assert_rank_1/static_checks_determined_all_ok"
     x = tf.placeholder(tf.float32, [None])
-    with pytest.raises(ValueError, match=r"^hm.  Tensor Placeholder:0 must have rank 2.  "
-                                         r"Received rank 1, shape \(\?,\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^hm.  Tensor Placeholder:0 must have rank 2.  "
+        r"Received rank 1, shape \(\?,\)$",
+    ):
         tf.assert_rank(x, 2, message="hm")
     with pytest.raises(ValueError, match="Rank must be a scalar."):
         tf.assert_rank(x, [1])
@@ -229,8 +264,11 @@ def test_assert_rank_static():
 
 
 def test_assert_rank_at_least_static():
-    with pytest.raises(ValueError, match=r"Tensor Const:0 must have rank at least 2.  Received "
-                                         r"rank 1, shape \(1,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Tensor Const:0 must have rank at least 2.  Received "
+        r"rank 1, shape \(1,\)",
+    ):
         tf.assert_rank_at_least(tf.constant([1]), 2)
     assert tf.assert_rank_at_least(tf.constant([[1]]), 1).type == "NoOp"
 
@@ -242,8 +280,11 @@ def test_assert_type_and_scalar():
         tf.assert_type(tf.constant([1]), tf.float32, message="note")
     ok = tf.assert_type(tf.constant([1]), tf.int32)
     assert ok.name == "assert_type_2/statically_determined_correct_type"
-    with pytest.raises(ValueError, match=r"Expected scalar shape for Const_3:0, saw shape: "
-                                         r"\(1,\)."):
+    with pytest.raises(
+        ValueError,
+        match=r"Expected scalar shape for Const_3:0, saw shape: "
+        r"\(1,\).",
+    ):
         tf.assert_scalar(tf.constant([1]))
     s = tf.constant(1)
     assert tf.assert_scalar(s) is s
@@ -266,9 +307,10 @@ def test_assert_equal_dynamic():
         sess.run(check, {x: [1, 2, 3]})
         with pytest.raises(errors.InvalidArgumentError) as e:
             sess.run(check, {x: [1, 2, 4]})
-    assert ("assertion failed: [Condition x == y did not hold element-wise:] "
-            "[x (Placeholder:0) = ] [1 2 4] [y (assert_equal_1/y:0) = ] [1 2 3]") \
-        in e.value.message
+    assert (
+        "assertion failed: [Condition x == y did not hold element-wise:] "
+        "[x (Placeholder:0) = ] [1 2 4] [y (assert_equal_1/y:0) = ] [1 2 3]"
+    ) in e.value.message
 
 
 def test_assert_less_dynamic_message_and_summarize():
@@ -276,10 +318,12 @@ def test_assert_less_dynamic_message_and_summarize():
     check = tf.assert_less(y, 1.0, message="small", summarize=1)
     with tf.Session() as sess:
         sess.run(check, {y: [0.5, 0.0]})
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"assertion failed: \[small\] \[Condition x < y did not hold "
-                                 r"element-wise:\] \[x \(Placeholder:0\) = \] \[0.5\.\.\.\] "
-                                 r"\[y \(assert_less/y:0\) = \] \[1\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError,
+            match=r"assertion failed: \[small\] \[Condition x < y did not hold "
+            r"element-wise:\] \[x \(Placeholder:0\) = \] \[0.5\.\.\.\] "
+            r"\[y \(assert_less/y:0\) = \] \[1\]",
+        ):
             sess.run(check, {y: [0.5, 2.0]})
 
 
@@ -289,9 +333,11 @@ def test_assert_positive_dynamic():
     assert check.name == "assert_positive/assert_less/Assert/Assert"
     with tf.Session() as sess:
         sess.run(check, {y: [1.0, 2.0]})
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"assertion failed: \[\] \[Condition x > 0 did not hold "
-                                 r"element-wise:\] \[x \(Placeholder:0\) = \] \[1 -1\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError,
+            match=r"assertion failed: \[\] \[Condition x > 0 did not hold "
+            r"element-wise:\] \[x \(Placeholder:0\) = \] \[1 -1\]",
+        ):
             sess.run(check, {y: [1.0, -1.0]})
 
 
@@ -303,9 +349,11 @@ def test_assert_rank_dynamic():
     with tf.Session() as sess:
         sess.run([check, at_least], {y: [[1.0]]})
         sess.run(at_least, {y: [[[1.0]]]})
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"assertion failed: \[\] \[Tensor Placeholder:0 must have "
-                                 r"rank\] \[2\] \[Received shape: \] \[1\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError,
+            match=r"assertion failed: \[\] \[Tensor Placeholder:0 must have "
+            r"rank\] \[2\] \[Received shape: \] \[1\]",
+        ):
             sess.run(check, {y: [1.0]})
         with pytest.raises(errors.InvalidArgumentError, match="must have rank at least"):
             sess.run(at_least, {y: [1.0]})
@@ -347,8 +395,11 @@ def test_py_func_values_and_op():
 
 def test_py_func_multiple_outputs_and_conversion():
     x = tf.constant([1, 2, 3])
-    outs = tf.py_func(lambda a: (a.sum(), a.astype(np.float64) / 2, [True, False]), [x],
-                      [tf.int32, tf.float32, tf.bool])
+    outs = tf.py_func(
+        lambda a: (a.sum(), a.astype(np.float64) / 2, [True, False]),
+        [x],
+        [tf.int32, tf.float32, tf.bool],
+    )
     assert isinstance(outs, list) and [t.dtype for t in outs] == [tf.int32, tf.float32, tf.bool]
     one = tf.py_func(lambda a: a, [x], [tf.int32])
     assert isinstance(one, list) and len(one) == 1
@@ -406,16 +457,31 @@ def test_py_func_stateless_and_no_outputs():
     assert ran == [1]
 
 
-@pytest.mark.parametrize("func, tout, error, text", [
-    (lambda a: [1, 2], tf.int64, errors.InvalidArgumentError,
-     "returns 2 values, but expects to see 1 values."),
-    (lambda a: a, [tf.float32, tf.float32], errors.InvalidArgumentError,
-     "returns 1 values, but expects to see 2 values."),
-    (lambda a: 3.5, tf.int32, errors.InvalidArgumentError,
-     "0-th value returned by pyfunc_[0-9]+ is double, but expects int32"),
-    (lambda a: "x", tf.float32, errors.InvalidArgumentError, "but expects float32"),
-    (lambda a: 3, tf.string, errors.InvalidArgumentError, "is int, but expects string"),
-])
+@pytest.mark.parametrize(
+    "func, tout, error, text",
+    [
+        (
+            lambda a: [1, 2],
+            tf.int64,
+            errors.InvalidArgumentError,
+            "returns 2 values, but expects to see 1 values.",
+        ),
+        (
+            lambda a: a,
+            [tf.float32, tf.float32],
+            errors.InvalidArgumentError,
+            "returns 1 values, but expects to see 2 values.",
+        ),
+        (
+            lambda a: 3.5,
+            tf.int32,
+            errors.InvalidArgumentError,
+            "0-th value returned by pyfunc_[0-9]+ is double, but expects int32",
+        ),
+        (lambda a: "x", tf.float32, errors.InvalidArgumentError, "but expects float32"),
+        (lambda a: 3, tf.string, errors.InvalidArgumentError, "is int, but expects string"),
+    ],
+)
 def test_py_func_output_errors(func, tout, error, text):
     y = tf.py_func(func, [tf.constant([1.0])], tout)
     with tf.Session() as sess:
@@ -423,10 +489,15 @@ def test_py_func_output_errors(func, tout, error, text):
             sess.run(y)
 
 
-@pytest.mark.parametrize("exc, error", [
-    (ValueError, errors.InvalidArgumentError), (TypeError, errors.InvalidArgumentError),
-    (RuntimeError, errors.UnknownError), (NotImplementedError, errors.UnimplementedError),
-])
+@pytest.mark.parametrize(
+    "exc, error",
+    [
+        (ValueError, errors.InvalidArgumentError),
+        (TypeError, errors.InvalidArgumentError),
+        (RuntimeError, errors.UnknownError),
+        (NotImplementedError, errors.UnimplementedError),
+    ],
+)
 def test_py_func_exceptions_become_op_errors(exc, error):
     def bad(a):
         raise exc("nope")

@@ -22,9 +22,14 @@ MSE = {
     (R.NONE, "rows"): [[0.25, 0.0, 1.0], [0.0, 0.0, 0.0]],
     (R.NONE, "full"): [[0.25, 0.0, 2.0], [0.0, 2.0, 0.0]],
     (R.NONE, "zero"): [[0.0] * 3] * 2,
-    (R.SUM, "one"): 5.5, (R.SUM, "rows"): 1.25, (R.SUM, "full"): 4.25, (R.SUM, "zero"): 0.0,
-    (R.MEAN, "one"): 0.9166666865348816, (R.MEAN, "rows"): 0.4166666567325592,
-    (R.MEAN, "full"): 1.2142857313156128, (R.MEAN, "zero"): 0.0,
+    (R.SUM, "one"): 5.5,
+    (R.SUM, "rows"): 1.25,
+    (R.SUM, "full"): 4.25,
+    (R.SUM, "zero"): 0.0,
+    (R.MEAN, "one"): 0.9166666865348816,
+    (R.MEAN, "rows"): 0.4166666567325592,
+    (R.MEAN, "full"): 1.2142857313156128,
+    (R.MEAN, "zero"): 0.0,
     (R.SUM_BY_NONZERO_WEIGHTS, "one"): 0.9166666865348816,
     (R.SUM_BY_NONZERO_WEIGHTS, "rows"): 0.4166666567325592,
     (R.SUM_BY_NONZERO_WEIGHTS, "full"): 1.4166666269302368,
@@ -37,11 +42,14 @@ MSE = {
 ABS = {
     (R.NONE, "one"): [[0.5, 0.0, 1.0], [0.0, 2.0, 0.5]],
     (R.NONE, "full"): [[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]],
-    (R.SUM, "rows"): 1.5, (R.SUM, "full"): 3.5,
-    (R.MEAN, "full"): 1.0, (R.MEAN, "rows"): 0.5,
+    (R.SUM, "rows"): 1.5,
+    (R.SUM, "full"): 3.5,
+    (R.MEAN, "full"): 1.0,
+    (R.MEAN, "rows"): 0.5,
     (R.SUM_BY_NONZERO_WEIGHTS, "one"): 0.6666666865348816,
     (R.SUM_BY_NONZERO_WEIGHTS, "full"): 1.1666666269302368,
-    (R.SUM_OVER_BATCH_SIZE, "rows"): 0.25, (R.SUM_OVER_BATCH_SIZE, "full"): 0.5833333134651184,
+    (R.SUM_OVER_BATCH_SIZE, "rows"): 0.25,
+    (R.SUM_OVER_BATCH_SIZE, "full"): 0.5833333134651184,
 }
 
 
@@ -74,9 +82,15 @@ w_batch = np.array([1.0, 0.0, 2.0], F)
 
 XENT = {  # (softmax with label_smoothing=0.1, sparse with [batch, 1] labels and weights,
     #      sigmoid with label_smoothing=0.2 and [batch, 1] weights)
-    R.NONE: ([0.3913113474845886, 0.0, 3800.0], [0.24131132662296295, 0.0, 4000.0],
-             [[0.32692793011665344, 0.41326168179512024, 0.9240769743919373], [0.0, 0.0, 0.0],
-              [1800.0, 1800.0001220703125, 1.3862943649291992]]),
+    R.NONE: (
+        [0.3913113474845886, 0.0, 3800.0],
+        [0.24131132662296295, 0.0, 4000.0],
+        [
+            [0.32692793011665344, 0.41326168179512024, 0.9240769743919373],
+            [0.0, 0.0, 0.0],
+            [1800.0, 1800.0001220703125, 1.3862943649291992],
+        ],
+    ),
     R.SUM: (3800.391357421875, 4000.2412109375, 3603.050537109375),
     R.MEAN: (1266.797119140625, 1333.4136962890625, 400.3389587402344),
     R.SUM_BY_NONZERO_WEIGHTS: (1900.1956787109375, 2000.12060546875, 600.5084228515625),
@@ -86,12 +100,15 @@ XENT = {  # (softmax with label_smoothing=0.1, sparse with [batch, 1] labels and
 
 @pytest.mark.parametrize("reduction", list(XENT))
 def test_cross_entropy_losses_match_tf(reduction):
-    soft = tf.losses.softmax_cross_entropy(onehot, logits, weights=w_batch, label_smoothing=0.1,
-                                           reduction=reduction)
-    sp = tf.losses.sparse_softmax_cross_entropy(sparse[:, None], logits,
-                                                weights=w_batch[:, None], reduction=reduction)
-    sig = tf.losses.sigmoid_cross_entropy(onehot, logits, weights=w_batch[:, None],
-                                          label_smoothing=0.2, reduction=reduction)
+    soft = tf.losses.softmax_cross_entropy(
+        onehot, logits, weights=w_batch, label_smoothing=0.1, reduction=reduction
+    )
+    sp = tf.losses.sparse_softmax_cross_entropy(
+        sparse[:, None], logits, weights=w_batch[:, None], reduction=reduction
+    )
+    sig = tf.losses.sigmoid_cross_entropy(
+        onehot, logits, weights=w_batch[:, None], label_smoothing=0.2, reduction=reduction
+    )
     got = _run([soft, sp, sig])
     for g, want in zip(got, XENT[reduction]):
         assert np.isfinite(g).all()
@@ -99,11 +116,16 @@ def test_cross_entropy_losses_match_tf(reduction):
 
 
 def test_cross_entropy_defaults_match_tf():
-    got = _run([tf.losses.softmax_cross_entropy(onehot, logits),
-                tf.losses.sparse_softmax_cross_entropy(sparse, logits, weights=w_batch),
-                tf.losses.sigmoid_cross_entropy(onehot, logits)])
-    np.testing.assert_allclose(got, [668.4320678710938, 2000.12060546875, 223.10845947265625],
-                               rtol=1e-6)
+    got = _run(
+        [
+            tf.losses.softmax_cross_entropy(onehot, logits),
+            tf.losses.sparse_softmax_cross_entropy(sparse, logits, weights=w_batch),
+            tf.losses.sigmoid_cross_entropy(onehot, logits),
+        ]
+    )
+    np.testing.assert_allclose(
+        got, [668.4320678710938, 2000.12060546875, 223.10845947265625], rtol=1e-6
+    )
 
 
 def test_compute_weighted_loss_default_divides_by_nonzero_weights():
@@ -114,8 +136,7 @@ def test_compute_weighted_loss_default_divides_by_nonzero_weights():
 
 
 def test_compute_weighted_loss_keeps_float64_dtype():
-    loss = tf.losses.compute_weighted_loss(tf.constant([1.0, 2.0], tf.float64),
-                                           reduction=R.SUM)
+    loss = tf.losses.compute_weighted_loss(tf.constant([1.0, 2.0], tf.float64), reduction=R.SUM)
     assert loss.dtype == tf.float64
     assert _run(loss) == 3.0
 
@@ -125,14 +146,19 @@ def test_compute_weighted_loss_keeps_float64_dtype():
 
 def test_losses_are_collected_with_tf_names():
     a = tf.losses.mean_squared_error([1.0, 2.0], [2.0, 2.0])
-    b = tf.losses.absolute_difference([[1.0, 2.0]], [[2.0, 4.0]], weights=[[0.0, 1.0]],
-                                      reduction=R.SUM)
+    b = tf.losses.absolute_difference(
+        [[1.0, 2.0]], [[2.0, 4.0]], weights=[[0.0, 1.0]], reduction=R.SUM
+    )
     c = tf.losses.softmax_cross_entropy(onehot, logits)
     d = tf.losses.sparse_softmax_cross_entropy(sparse, logits)
     e = tf.losses.sigmoid_cross_entropy(onehot, logits)
-    names = ["mean_squared_error/value:0", "absolute_difference/Sum:0",
-             "softmax_cross_entropy_loss/value:0", "sparse_softmax_cross_entropy_loss/value:0",
-             "sigmoid_cross_entropy_loss/value:0"]
+    names = [
+        "mean_squared_error/value:0",
+        "absolute_difference/Sum:0",
+        "softmax_cross_entropy_loss/value:0",
+        "sparse_softmax_cross_entropy_loss/value:0",
+        "sigmoid_cross_entropy_loss/value:0",
+    ]
     assert [t.name for t in (a, b, c, d, e)] == names
     assert [t.name for t in tf.losses.get_losses()] == names
     assert tf.get_collection(tf.GraphKeys.LOSSES) == [a, b, c, d, e]
@@ -179,12 +205,14 @@ def test_regularization_loss_without_regularizers_is_zero():
 
 
 def test_weights_checked_while_building():
-    with pytest.raises(ValueError, match=r"weights can not be broadcast to values\. "
-                                         r"values\.rank=2\. weights\.rank=1\."):
+    with pytest.raises(
+        ValueError,
+        match=r"weights can not be broadcast to values\. "
+        r"values\.rank=2\. weights\.rank=1\.",
+    ):
         tf.losses.mean_squared_error(np.zeros((2, 3)), np.zeros((2, 3)), weights=np.ones(3))
     with pytest.raises(ValueError, match="Mismatch at dim 1"):
-        tf.losses.mean_squared_error(np.zeros((2, 3)), np.zeros((2, 3)),
-                                     weights=np.ones((2, 2)))
+        tf.losses.mean_squared_error(np.zeros((2, 3)), np.zeros((2, 3)), weights=np.ones((2, 2)))
     with pytest.raises(ValueError, match="Invalid Reduction Key bogus"):
         tf.losses.compute_weighted_loss([1.0], reduction="bogus")
     with pytest.raises(ValueError, match="Argument `labels` must not be None"):
@@ -201,10 +229,12 @@ def test_weights_with_unknown_dims_checked_at_run_time():
     loss = tf.losses.mean_squared_error(p, p * 2, weights=w)
     with tf.Session() as sess:
         assert sess.run(loss, {p: [[1.0, 2.0, 3.0]], w: [[1.0, 0.0, 1.0]]}) == 5.0
-        np.testing.assert_allclose(sess.run(loss, {p: [[1.0, 2.0, 3.0]], w: [[2.0]]}),
-                                   9.333333, rtol=1e-6)
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="weights can not be broadcast to values"):
+        np.testing.assert_allclose(
+            sess.run(loss, {p: [[1.0, 2.0, 3.0]], w: [[2.0]]}), 9.333333, rtol=1e-6
+        )
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="weights can not be broadcast to values"
+        ):
             sess.run(loss, {p: [[1.0, 2.0, 3.0]], w: [[1.0, 0.0]]})
 
 
@@ -216,8 +246,9 @@ def test_losses_with_unknown_shapes_match_static_values():
     soft = tf.losses.softmax_cross_entropy(oh, lg, weights=wt, label_smoothing=0.1)
     spl = tf.losses.sparse_softmax_cross_entropy(sp, lg, weights=wt)
     feed = {lg: logits, oh: onehot, sp: sparse, wt: w_batch}
-    np.testing.assert_allclose(_run([soft, spl], feed), [1900.1956787109375, 2000.12060546875],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        _run([soft, spl], feed), [1900.1956787109375, 2000.12060546875], rtol=1e-6
+    )
 
 
 def test_sparse_loss_squeezes_labels_and_weights_of_unknown_rank():
@@ -241,22 +272,47 @@ y23 = np.array([[0.0, -1.0, 1.5], [1.0, 1.0, 0.0]])
 oh23 = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
 GRAD_CASES = [
     Case("mse", lambda p: tf.losses.mean_squared_error(y23, p, weights=w_full), [x23], None),
-    Case("mse_sum", lambda p: tf.losses.mean_squared_error(y23, p, reduction=R.SUM), [x23],
-         None),
-    Case("mse_weights", lambda w: tf.losses.mean_squared_error(y23, x23, weights=w),
-         [w_full.astype(np.float64) + 0.5], None),
-    Case("abs_mean", lambda p: tf.losses.absolute_difference(y23, p, reduction=R.MEAN,
-                                                             weights=w_rows), [x23], None),
-    Case("softmax", lambda x: tf.losses.softmax_cross_entropy(oh23, x, label_smoothing=0.2,
-                                                              weights=[1.0, 2.0]), [x23], None),
-    Case("sparse", lambda x: tf.losses.sparse_softmax_cross_entropy([2, 0], x,
-                                                                    weights=[0.5, 1.0]),
-         [x23], None),
-    Case("sigmoid", lambda x: tf.losses.sigmoid_cross_entropy(oh23, x, label_smoothing=0.1,
-                                                              reduction=R.SUM_OVER_BATCH_SIZE),
-         [x23], None),
-    Case("compute_weighted_loss", lambda t: tf.losses.compute_weighted_loss(
-        tf.square(t), weights=[[1.0], [3.0]], reduction=R.MEAN), [x23], None),
+    Case("mse_sum", lambda p: tf.losses.mean_squared_error(y23, p, reduction=R.SUM), [x23], None),
+    Case(
+        "mse_weights",
+        lambda w: tf.losses.mean_squared_error(y23, x23, weights=w),
+        [w_full.astype(np.float64) + 0.5],
+        None,
+    ),
+    Case(
+        "abs_mean",
+        lambda p: tf.losses.absolute_difference(y23, p, reduction=R.MEAN, weights=w_rows),
+        [x23],
+        None,
+    ),
+    Case(
+        "softmax",
+        lambda x: tf.losses.softmax_cross_entropy(oh23, x, label_smoothing=0.2, weights=[1.0, 2.0]),
+        [x23],
+        None,
+    ),
+    Case(
+        "sparse",
+        lambda x: tf.losses.sparse_softmax_cross_entropy([2, 0], x, weights=[0.5, 1.0]),
+        [x23],
+        None,
+    ),
+    Case(
+        "sigmoid",
+        lambda x: tf.losses.sigmoid_cross_entropy(
+            oh23, x, label_smoothing=0.1, reduction=R.SUM_OVER_BATCH_SIZE
+        ),
+        [x23],
+        None,
+    ),
+    Case(
+        "compute_weighted_loss",
+        lambda t: tf.losses.compute_weighted_loss(
+            tf.square(t), weights=[[1.0], [3.0]], reduction=R.MEAN
+        ),
+        [x23],
+        None,
+    ),
 ]
 for _c in GRAD_CASES:
     _c.grad_inputs = (0,)
@@ -267,11 +323,15 @@ def test_loss_gradients(case):
     check_gradient(case, tol=2e-3, delta=1e-3)
 
 
-@pytest.mark.parametrize("build", [
-    lambda x: tf.losses.softmax_cross_entropy(onehot, x),
-    lambda x: tf.losses.sparse_softmax_cross_entropy(sparse, x),
-    lambda x: tf.losses.sigmoid_cross_entropy(onehot, x),
-], ids=["softmax", "sparse", "sigmoid"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda x: tf.losses.softmax_cross_entropy(onehot, x),
+        lambda x: tf.losses.sparse_softmax_cross_entropy(sparse, x),
+        lambda x: tf.losses.sigmoid_cross_entropy(onehot, x),
+    ],
+    ids=["softmax", "sparse", "sigmoid"],
+)
 def test_loss_gradients_finite_at_large_logits(build):
     x = tf.constant(logits)
     grad = tf.gradients(build(x), x)[0]

@@ -61,6 +61,7 @@ def np_sigmoid_xent(labels, logits):
 
 def _second(fn):
     """d/dx sum(fn(x)) as a function of x: its gradient is a second-order gradient."""
+
     def build(t):
         return tf.gradients(fn(t), t)[0]
 
@@ -97,55 +98,98 @@ GRAD_CASES = [
     Case("l2_loss", tf.nn.l2_loss, [x234], None),
     Case("bias_add", tf.nn.bias_add, [nhwc, b4], None, grad_inputs=(0, 1)),
     Case("bias_add_2d", tf.nn.bias_add, [x23, b3], None, grad_inputs=(0, 1)),
-    Case("bias_add_nchw", lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"), [nchw, b3],
-         None, grad_inputs=(0, 1)),
+    Case(
+        "bias_add_nchw",
+        lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"),
+        [nchw, b3],
+        None,
+        grad_inputs=(0, 1),
+    ),
     Case("top_k", lambda t: tf.nn.top_k(t, 2).values, [distinct], None),
     Case("top_k_all", lambda t: tf.nn.top_k(t, 4, sorted=True).values, [distinct], None),
     Case("moments_mean", lambda t: tf.nn.moments(t, [0, 2])[0], [x234], None),
     Case("moments_variance", lambda t: tf.nn.moments(t, [0, 2])[1], [x234], None),
-    Case("moments_variance_keepdims", lambda t: tf.nn.moments(t, [1], keep_dims=True)[1],
-         [x234], None),
-    Case("batch_normalization",
-         lambda x, mu, var, off, sc: tf.nn.batch_normalization(x, mu, var, off, sc, 1e-3),
-         [x234, b4, np.abs(b4) + 0.5, b4[::-1].copy(), b4 * 2], None,
-         grad_inputs=(0, 1, 2, 3, 4)),
+    Case(
+        "moments_variance_keepdims",
+        lambda t: tf.nn.moments(t, [1], keep_dims=True)[1],
+        [x234],
+        None,
+    ),
+    Case(
+        "batch_normalization",
+        lambda x, mu, var, off, sc: tf.nn.batch_normalization(x, mu, var, off, sc, 1e-3),
+        [x234, b4, np.abs(b4) + 0.5, b4[::-1].copy(), b4 * 2],
+        None,
+        grad_inputs=(0, 1, 2, 3, 4),
+    ),
     # Second order through the fused gradient kernels.
     Case("relu_grad_grad", _second(lambda t: tf.nn.relu(t) ** 2), [kinked - 3], None),
-    Case("leaky_relu_grad_grad", _second(lambda t: tf.nn.leaky_relu(t) ** 2), [kinked - 3],
-         None),
+    Case("leaky_relu_grad_grad", _second(lambda t: tf.nn.leaky_relu(t) ** 2), [kinked - 3], None),
     Case("elu_grad_grad", _second(tf.nn.elu), [kinked - 3], None),
     Case("softplus_grad_grad", _second(tf.nn.softplus), [wide / 10], None),
-    Case("softmax_grad_grad", _second(lambda t: tf.nn.softmax(t) * tf.constant(b3)), [x23],
-         None),
-    Case("log_softmax_grad_grad", _second(lambda t: tf.nn.log_softmax(t) * tf.constant(b3)),
-         [x23], None),
-    Case("bias_add_grad_grad", lambda x, b: tf.gradients(
-        tf.nn.bias_add(x, b, data_format="NCHW") ** 2, b)[0], [nchw, b3], None,
-        grad_inputs=(0,)),
-    Case("top_k_grad_grad", lambda t: tf.gradients(tf.nn.top_k(t, 2).values ** 2, t)[0],
-         [distinct], None),
+    Case("softmax_grad_grad", _second(lambda t: tf.nn.softmax(t) * tf.constant(b3)), [x23], None),
+    Case(
+        "log_softmax_grad_grad",
+        _second(lambda t: tf.nn.log_softmax(t) * tf.constant(b3)),
+        [x23],
+        None,
+    ),
+    Case(
+        "bias_add_grad_grad",
+        lambda x, b: tf.gradients(tf.nn.bias_add(x, b, data_format="NCHW") ** 2, b)[0],
+        [nchw, b3],
+        None,
+        grad_inputs=(0,),
+    ),
+    Case(
+        "top_k_grad_grad",
+        lambda t: tf.gradients(tf.nn.top_k(t, 2).values ** 2, t)[0],
+        [distinct],
+        None,
+    ),
     # Losses
-    Case("xent_v2_logits", lambda lab, x: _xent_v2(lab, x), [labels23, x23], None,
-         grad_inputs=(1,)),
-    Case("xent_v2_labels", lambda lab, x: _xent_v2(lab, x), [labels23, x23], None,
-         grad_inputs=(0,)),
-    Case("xent_v2_axis0", lambda lab, x: _xent_v2(lab, x, axis=0),
-         [np.swapaxes(labels234, 0, 2).copy(), x234.transpose(2, 1, 0).copy()], None,
-         grad_inputs=(0, 1)),
-    Case("xent_v2_rank3", lambda lab, x: _xent_v2(lab, x), [labels234, x234], None,
-         grad_inputs=(0, 1)),
-    Case("xent_v1_logits", lambda lab, x: _xent_v1(lab, x), [labels23, x23], None,
-         grad_inputs=(1,)),
+    Case(
+        "xent_v2_logits", lambda lab, x: _xent_v2(lab, x), [labels23, x23], None, grad_inputs=(1,)
+    ),
+    Case(
+        "xent_v2_labels", lambda lab, x: _xent_v2(lab, x), [labels23, x23], None, grad_inputs=(0,)
+    ),
+    Case(
+        "xent_v2_axis0",
+        lambda lab, x: _xent_v2(lab, x, axis=0),
+        [np.swapaxes(labels234, 0, 2).copy(), x234.transpose(2, 1, 0).copy()],
+        None,
+        grad_inputs=(0, 1),
+    ),
+    Case(
+        "xent_v2_rank3",
+        lambda lab, x: _xent_v2(lab, x),
+        [labels234, x234],
+        None,
+        grad_inputs=(0, 1),
+    ),
+    Case(
+        "xent_v1_logits", lambda lab, x: _xent_v1(lab, x), [labels23, x23], None, grad_inputs=(1,)
+    ),
     # Labels must be distributions along the class axis for backprop = softmax - labels.
-    Case("xent_v1_dim1", lambda lab, x: _xent_v1(lab, x, dim=1),
-         [np.swapaxes(labels234, 1, 2).copy(), x234.transpose(0, 2, 1).copy()], None,
-         grad_inputs=(1,)),
+    Case(
+        "xent_v1_dim1",
+        lambda lab, x: _xent_v1(lab, x, dim=1),
+        [np.swapaxes(labels234, 1, 2).copy(), x234.transpose(0, 2, 1).copy()],
+        None,
+        grad_inputs=(1,),
+    ),
     Case("sparse_xent", _sparse, [sparse2, x23], None, grad_inputs=(1,)),
     Case("sparse_xent_rank3", _sparse, [sparse23, x234], None, grad_inputs=(1,)),
     Case("sigmoid_xent_logits", _sigmoid, [bin23, x23 * 3], None, grad_inputs=(1,)),
     Case("sigmoid_xent_labels", _sigmoid, [bin23, x23 * 3], None, grad_inputs=(0,)),
-    Case("xent_grad_grad", lambda lab, x: tf.gradients(_xent_v2(lab, x), x)[0] * b3,
-         [labels23, x23], None, grad_inputs=(1,)),
+    Case(
+        "xent_grad_grad",
+        lambda lab, x: tf.gradients(_xent_v2(lab, x), x)[0] * b3,
+        [labels23, x23],
+        None,
+        grad_inputs=(1,),
+    ),
 ]
 for _c in GRAD_CASES:
     _c.grad_inputs = _c.grad_inputs or (0,)
@@ -174,9 +218,15 @@ def _fed_error(case, gi, shape_mode):
         extra = {p: v for p, v in feeds.items() if p is not x}
         with tf.Session() as sess:
             y_shape = list(np.shape(sess.run(out, feeds)))
-            return tf.test.compute_gradient_error(x, list(case.inputs[gi].shape), out, y_shape,
-                                                  x_init_value=case.inputs[gi], delta=1e-6,
-                                                  extra_feed_dict=extra)
+            return tf.test.compute_gradient_error(
+                x,
+                list(case.inputs[gi].shape),
+                out,
+                y_shape,
+                x_init_value=case.inputs[gi],
+                delta=1e-6,
+                extra_feed_dict=extra,
+            )
 
 
 FED = [c for c in GRAD_CASES if "grad_grad" not in c.id]
@@ -194,16 +244,24 @@ def test_gradient_with_unknown_shapes(case, shape_mode):
 
 def _grad_op_types(y, x):
     grad = tf.gradients(y, x)[0]
-    types = [op.type for op in tf.get_default_graph().get_operations()
-             if op.name.startswith("gradients")]
+    types = [
+        op.type for op in tf.get_default_graph().get_operations() if op.name.startswith("gradients")
+    ]
     return grad, types
 
 
-@pytest.mark.parametrize("fn,fused", [
-    (tf.nn.relu, "ReluGrad"), (tf.nn.relu6, "Relu6Grad"), (tf.nn.elu, "EluGrad"),
-    (tf.nn.leaky_relu, "LeakyReluGrad"), (tf.nn.softplus, "SoftplusGrad"),
-    (tf.nn.softmax, "SoftmaxGrad"), (tf.nn.log_softmax, "LogSoftmaxGrad"),
-])
+@pytest.mark.parametrize(
+    "fn,fused",
+    [
+        (tf.nn.relu, "ReluGrad"),
+        (tf.nn.relu6, "Relu6Grad"),
+        (tf.nn.elu, "EluGrad"),
+        (tf.nn.leaky_relu, "LeakyReluGrad"),
+        (tf.nn.softplus, "SoftplusGrad"),
+        (tf.nn.softmax, "SoftmaxGrad"),
+        (tf.nn.log_softmax, "LogSoftmaxGrad"),
+    ],
+)
 def test_activation_gradients_use_one_fused_kernel(fn, fused):
     x = tf.placeholder(tf.float32, [None, 3])
     grad, types = _grad_op_types(fn(x), x)
@@ -288,22 +346,49 @@ big_sparse = np.array([1, 0, 2], I32)
 LOSS_CASES = [
     Case("xent_v2", _xent_v2, [labels23, x23], np_xent, [2]),
     Case("xent_v2_rank3", _xent_v2, [labels234, x234], np_xent, [2, 3]),
-    Case("xent_v2_axis1", lambda lab, x: _xent_v2(lab, x, axis=1),
-         [np.swapaxes(labels234, 1, 2).copy(), np.swapaxes(x234, 1, 2).copy()],
-         lambda lab, x: np_xent(lab, x, 1), [2, 3]),
+    Case(
+        "xent_v2_axis1",
+        lambda lab, x: _xent_v2(lab, x, axis=1),
+        [np.swapaxes(labels234, 1, 2).copy(), np.swapaxes(x234, 1, 2).copy()],
+        lambda lab, x: np_xent(lab, x, 1),
+        [2, 3],
+    ),
     Case("xent_v2_rank1", _xent_v2, [labels23[0], x23[0]], np_xent, []),
-    Case("xent_v1_f32", _xent_v1, [big_labels, big], lambda lab, x: np_xent(lab, x).astype(F),
-         [3], rtol=1e-6),
-    Case("xent_v2_f16", _xent_v2, [labels23.astype(np.float16), x23.astype(np.float16)],
-         lambda lab, x: np_xent(lab, x).astype(np.float16), [2], rtol=1e-3, atol=1e-3),
+    Case(
+        "xent_v1_f32",
+        _xent_v1,
+        [big_labels, big],
+        lambda lab, x: np_xent(lab, x).astype(F),
+        [3],
+        rtol=1e-6,
+    ),
+    Case(
+        "xent_v2_f16",
+        _xent_v2,
+        [labels23.astype(np.float16), x23.astype(np.float16)],
+        lambda lab, x: np_xent(lab, x).astype(np.float16),
+        [2],
+        rtol=1e-3,
+        atol=1e-3,
+    ),
     Case("sparse_int32", _sparse, [sparse2, x23], np_sparse_xent, [2]),
     Case("sparse_int64_rank3", _sparse, [sparse23, x234], np_sparse_xent, [2, 3]),
-    Case("sparse_f32_large", _sparse, [big_sparse, big],
-         lambda lab, x: np_sparse_xent(lab, x).astype(F), [3]),
+    Case(
+        "sparse_f32_large",
+        _sparse,
+        [big_sparse, big],
+        lambda lab, x: np_sparse_xent(lab, x).astype(F),
+        [3],
+    ),
     Case("sparse_rank1", _sparse, [np.array(1, I32), x23[0]], np_sparse_xent, []),
     Case("sigmoid", _sigmoid, [bin23, x23], np_sigmoid_xent, [2, 3]),
-    Case("sigmoid_f32_large", _sigmoid, [big_labels, big],
-         lambda lab, x: np_sigmoid_xent(lab, x).astype(F), [3, 3]),
+    Case(
+        "sigmoid_f32_large",
+        _sigmoid,
+        [big_labels, big],
+        lambda lab, x: np_sigmoid_xent(lab, x).astype(F),
+        [3, 3],
+    ),
 ]
 
 
@@ -335,8 +420,7 @@ def test_sparse_xent_stable_at_large_logits():
     with tf.Session() as sess:
         lv, gv = sess.run([loss, grad])
     assert np.isfinite(lv).all() and np.isfinite(gv).all()
-    np.testing.assert_allclose(lv, [2000.0, 2000.0, np_sparse_xent(big_sparse, big)[2]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(lv, [2000.0, 2000.0, np_sparse_xent(big_sparse, big)[2]], rtol=1e-6)
     want = np.exp(np_log_softmax(big))
     want[np.arange(3), big_sparse] -= 1
     np.testing.assert_allclose(gv, want, atol=1e-6)
@@ -350,8 +434,11 @@ def test_sigmoid_xent_stable_at_large_logits():
         lv, gv = sess.run([loss, grad])
     assert np.isfinite(lv).all() and np.isfinite(gv).all()
     np.testing.assert_allclose(lv, np_sigmoid_xent(big_labels, big), rtol=1e-6)
-    sig = np.where(big >= 0, 1 / (1 + np.exp(-np.abs(big.astype(D)))),
-                   np.exp(-np.abs(big.astype(D))) / (1 + np.exp(-np.abs(big.astype(D)))))
+    sig = np.where(
+        big >= 0,
+        1 / (1 + np.exp(-np.abs(big.astype(D)))),
+        np.exp(-np.abs(big.astype(D))) / (1 + np.exp(-np.abs(big.astype(D)))),
+    )
     np.testing.assert_allclose(gv, sig - big_labels, atol=1e-6)
 
 
@@ -371,10 +458,13 @@ def test_xent_ops_and_names():
     assert v2.op.type == "SoftmaxCrossEntropyWithLogits"
     assert v2.name == "softmax_cross_entropy_with_logits:0"
     assert v1.name == "softmax_cross_entropy_with_logits_sg:0"
-    assert tf.get_default_graph().get_operation_by_name(
-        "softmax_cross_entropy_with_logits_sg/labels_stop_gradient").type == "StopGradient"
-    assert sp.name == ("SparseSoftmaxCrossEntropyWithLogits/"
-                       "SparseSoftmaxCrossEntropyWithLogits:0")
+    assert (
+        tf.get_default_graph()
+        .get_operation_by_name("softmax_cross_entropy_with_logits_sg/labels_stop_gradient")
+        .type
+        == "StopGradient"
+    )
+    assert sp.name == ("SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits:0")
     assert sg.name == "logistic_loss:0"
     # The kernel's second output is the gradient with respect to the logits.
     with tf.Session() as sess:
@@ -389,19 +479,23 @@ def test_sparse_label_out_of_range_fails_at_run_time():
     labels = tf.placeholder(tf.int32, [None])
     loss = _sparse(labels, tf.zeros([2, 10]))
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=r"Received a label value of 10 which is outside the valid "
-                                 r"range of \[0, 10\)\.  Label values: 1 10"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"Received a label value of 10 which is outside the valid "
+            r"range of \[0, 10\)\.  Label values: 1 10",
+        ):
             sess.run(loss, {labels: [1, 10]})
         with pytest.raises(tf.errors.InvalidArgumentError, match="label value of -1"):
             sess.run(loss, {labels: [-1, 3]})
-        np.testing.assert_allclose(sess.run(loss, {labels: [0, 9]}), [np.log(10)] * 2,
-                                   rtol=1e-6)
+        np.testing.assert_allclose(sess.run(loss, {labels: [0, 9]}), [np.log(10)] * 2, rtol=1e-6)
 
 
 def test_sparse_label_rank_and_shape_checked_while_building():
-    with pytest.raises(ValueError, match=r"Rank mismatch: Rank of labels \(received 2\) "
-                                         r"should equal rank of logits minus 1 \(received 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Rank mismatch: Rank of labels \(received 2\) "
+        r"should equal rank of logits minus 1 \(received 2\)",
+    ):
         _sparse(tf.constant([[1]]), tf.zeros([2, 10]))
     with pytest.raises(ValueError, match="Shape mismatch"):
         _sparse(tf.constant([1, 2, 3]), tf.zeros([2, 10]))
@@ -420,9 +514,12 @@ def test_sparse_dynamic_shape_mismatch_fails_at_run_time():
 
 
 def test_xent_v1_requires_named_arguments():
-    with pytest.raises(ValueError, match=r"Only call `softmax_cross_entropy_with_logits` with "
-                                         r"named arguments \(labels=\.\.\., logits=\.\.\., "
-                                         r"\.\.\.\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Only call `softmax_cross_entropy_with_logits` with "
+        r"named arguments \(labels=\.\.\., logits=\.\.\., "
+        r"\.\.\.\)",
+    ):
         tf.nn.softmax_cross_entropy_with_logits(labels23, x23)
     with pytest.raises(ValueError, match="named arguments"):
         tf.nn.sparse_softmax_cross_entropy_with_logits(sparse2, x23)
@@ -447,6 +544,8 @@ def test_xent_shape_errors():
         _sigmoid(tf.zeros([2, 4]), tf.zeros([2, 3]))
     labels = tf.placeholder(tf.float32, [None, None])
     loss = _xent_v2(labels, tf.zeros([2, 3]))
-    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
-                                             match="logits and labels must be same size"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(tf.errors.InvalidArgumentError, match="logits and labels must be same size"),
+    ):
         sess.run(loss, {labels: np.zeros((2, 4), F)})

@@ -81,12 +81,24 @@ CASES = [
     Case("relu6", tf.nn.relu6, [a * 5], lambda x: np.clip(x, 0, 6)),
     Case("relu6_uint8", tf.nn.relu6, [u8], lambda x: np.minimum(x, 6).astype(np.uint8)),
     Case("leaky_relu", tf.nn.leaky_relu, [a], lambda x: np.where(x > 0, x, F(0.2) * x)),
-    Case("leaky_relu_alpha", lambda x: tf.nn.leaky_relu(x, alpha=0.1), [extreme],
-         lambda x: np.where(x > 0, x, F(0.1) * x)),
-    Case("leaky_relu_alpha_gt_1", lambda x: tf.nn.leaky_relu(x, 2.0), [extreme],
-         lambda x: np.where(x > 0, x, 2 * x)),
-    Case("leaky_relu_int_to_float", tf.nn.leaky_relu, [ia],
-         lambda x: np.where(x > 0, x, 0.2 * x).astype(F)),
+    Case(
+        "leaky_relu_alpha",
+        lambda x: tf.nn.leaky_relu(x, alpha=0.1),
+        [extreme],
+        lambda x: np.where(x > 0, x, F(0.1) * x),
+    ),
+    Case(
+        "leaky_relu_alpha_gt_1",
+        lambda x: tf.nn.leaky_relu(x, 2.0),
+        [extreme],
+        lambda x: np.where(x > 0, x, 2 * x),
+    ),
+    Case(
+        "leaky_relu_int_to_float",
+        tf.nn.leaky_relu,
+        [ia],
+        lambda x: np.where(x > 0, x, 0.2 * x).astype(F),
+    ),
     Case("elu", tf.nn.elu, [a], np_elu),
     Case("elu_extreme", tf.nn.elu, [extreme], np_elu),
     Case("elu_f64", tf.nn.elu, [a64], np_elu),
@@ -99,61 +111,162 @@ CASES = [
     Case("softmax_3d", tf.nn.softmax, [a3], np_softmax, [2, 3, 4]),
     Case("softmax_f64", tf.nn.softmax, [a64], np_softmax),
     Case("softmax_f16", tf.nn.softmax, [half], np_softmax, rtol=2e-3, atol=1e-3),
-    Case("softmax_axis0", lambda x: tf.nn.softmax(x, axis=0), [big], lambda x: np_softmax(x, 0),
-         [2, 3]),
-    Case("softmax_axis1_of_3", lambda x: tf.nn.softmax(x, axis=1), [a3],
-         lambda x: np_softmax(x, 1), [2, 3, 4]),
-    Case("softmax_dim_alias", lambda x: tf.nn.softmax(x, dim=-2), [a3],
-         lambda x: np_softmax(x, -2)),
+    Case(
+        "softmax_axis0",
+        lambda x: tf.nn.softmax(x, axis=0),
+        [big],
+        lambda x: np_softmax(x, 0),
+        [2, 3],
+    ),
+    Case(
+        "softmax_axis1_of_3",
+        lambda x: tf.nn.softmax(x, axis=1),
+        [a3],
+        lambda x: np_softmax(x, 1),
+        [2, 3, 4],
+    ),
+    Case(
+        "softmax_dim_alias", lambda x: tf.nn.softmax(x, dim=-2), [a3], lambda x: np_softmax(x, -2)
+    ),
     Case("log_softmax", tf.nn.log_softmax, [a], np_log_softmax, [2, 3]),
     Case("log_softmax_stable", tf.nn.log_softmax, [big], np_log_softmax),
     Case("log_softmax_f64", tf.nn.log_softmax, [a64 * 1e3], np_log_softmax),
-    Case("log_softmax_axis0", lambda x: tf.nn.log_softmax(x, axis=0), [big],
-         lambda x: np_log_softmax(x, 0)),
-    Case("l2_loss", tf.nn.l2_loss, [a], lambda x: np.asarray(np.sum(x.astype(D) ** 2) / 2, F),
-         [], rtol=1e-5),
-    Case("l2_loss_f64", tf.nn.l2_loss, [a64], lambda x: np.asarray(np.sum(x ** 2) / 2), []),
+    Case(
+        "log_softmax_axis0",
+        lambda x: tf.nn.log_softmax(x, axis=0),
+        [big],
+        lambda x: np_log_softmax(x, 0),
+    ),
+    Case(
+        "l2_loss",
+        tf.nn.l2_loss,
+        [a],
+        lambda x: np.asarray(np.sum(x.astype(D) ** 2) / 2, F),
+        [],
+        rtol=1e-5,
+    ),
+    Case("l2_loss_f64", tf.nn.l2_loss, [a64], lambda x: np.asarray(np.sum(x**2) / 2), []),
     Case("bias_add", tf.nn.bias_add, [a, bias3], lambda x, b: x + b, [2, 3]),
-    Case("bias_add_4d", tf.nn.bias_add, [a4.transpose(0, 2, 3, 1).copy(), bias3],
-         lambda x, b: x + b, [2, 2, 2, 3]),
+    Case(
+        "bias_add_4d",
+        tf.nn.bias_add,
+        [a4.transpose(0, 2, 3, 1).copy(), bias3],
+        lambda x, b: x + b,
+        [2, 2, 2, 3],
+    ),
     Case("bias_add_int", tf.nn.bias_add, [ia, np.array([1, 2, 3], I32)], lambda x, b: x + b),
-    Case("bias_add_nchw_3d", lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"),
-         [a3.transpose(0, 2, 1).copy(), bias4], np_bias_nchw, [2, 4, 3]),
-    Case("bias_add_nchw_4d", lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"),
-         [a4, bias3], np_bias_nchw, [2, 3, 2, 2]),
-    Case("bias_add_ncw_alias", lambda x, b: tf.nn.bias_add(x, b, data_format="NCW"),
-         [a3.transpose(0, 2, 1).copy(), bias4], np_bias_nchw),
-    Case("top_k", lambda x: list(tf.nn.top_k(x, 2)), [a3], lambda x: np_top_k(x, 2),
-         [[2, 3, 2], [2, 3, 2]]),
-    Case("top_k_ties", lambda x: list(tf.nn.top_k(x, 3)), [ties], lambda x: np_top_k(x, 3),
-         [[3, 3], [3, 3]]),
-    Case("top_k_float_ties", lambda x: list(tf.nn.top_k(x, 6)), [ftie],
-         lambda x: np_top_k(x, 6), [[6], [6]]),
+    Case(
+        "bias_add_nchw_3d",
+        lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"),
+        [a3.transpose(0, 2, 1).copy(), bias4],
+        np_bias_nchw,
+        [2, 4, 3],
+    ),
+    Case(
+        "bias_add_nchw_4d",
+        lambda x, b: tf.nn.bias_add(x, b, data_format="NCHW"),
+        [a4, bias3],
+        np_bias_nchw,
+        [2, 3, 2, 2],
+    ),
+    Case(
+        "bias_add_ncw_alias",
+        lambda x, b: tf.nn.bias_add(x, b, data_format="NCW"),
+        [a3.transpose(0, 2, 1).copy(), bias4],
+        np_bias_nchw,
+    ),
+    Case(
+        "top_k",
+        lambda x: list(tf.nn.top_k(x, 2)),
+        [a3],
+        lambda x: np_top_k(x, 2),
+        [[2, 3, 2], [2, 3, 2]],
+    ),
+    Case(
+        "top_k_ties",
+        lambda x: list(tf.nn.top_k(x, 3)),
+        [ties],
+        lambda x: np_top_k(x, 3),
+        [[3, 3], [3, 3]],
+    ),
+    Case(
+        "top_k_float_ties",
+        lambda x: list(tf.nn.top_k(x, 6)),
+        [ftie],
+        lambda x: np_top_k(x, 6),
+        [[6], [6]],
+    ),
     Case("top_k_default_k1", lambda x: list(tf.nn.top_k(x)), [ftie], lambda x: np_top_k(x, 1)),
-    Case("top_k_zero", lambda x: list(tf.nn.top_k(x, 0)), [a], lambda x: np_top_k(x, 0),
-         [[2, 0], [2, 0]]),
-    Case("top_k_full_extreme", lambda x: list(tf.nn.top_k(x, 7)), [extreme],
-         lambda x: np_top_k(x, 7)),
+    Case(
+        "top_k_zero",
+        lambda x: list(tf.nn.top_k(x, 0)),
+        [a],
+        lambda x: np_top_k(x, 0),
+        [[2, 0], [2, 0]],
+    ),
+    Case(
+        "top_k_full_extreme", lambda x: list(tf.nn.top_k(x, 7)), [extreme], lambda x: np_top_k(x, 7)
+    ),
     Case("top_k_uint8", lambda x: list(tf.nn.top_k(x, 2)), [u8], lambda x: np_top_k(x, 2)),
-    Case("top_k_fed_k", lambda x, k: list(tf.nn.top_k(x, k)), [ties, np.array(2, I32)],
-         lambda x, k: np_top_k(x, 2)),
-    Case("moments", lambda x: list(tf.nn.moments(x, [0])), [a3], lambda x: np_moments(x, [0]),
-         [[3, 4], [3, 4]], rtol=1e-5, atol=1e-6),
-    Case("moments_two_axes", lambda x: list(tf.nn.moments(x, [0, 2])), [a3],
-         lambda x: np_moments(x, [0, 2]), [[3], [3]], rtol=1e-5, atol=1e-6),
-    Case("moments_keepdims", lambda x: list(tf.nn.moments(x, [1], keep_dims=True)), [a3],
-         lambda x: np_moments(x, [1], True), [[2, 1, 4], [2, 1, 4]], rtol=1e-5, atol=1e-6),
-    Case("moments_f16", lambda x: list(tf.nn.moments(x, [1])), [half],
-         lambda x: np_moments(x, [1]), [[2], [2]], rtol=2e-3, atol=2e-3),
-    Case("batch_normalization",
-         lambda x, m, v, o, s: tf.nn.batch_normalization(x, m, v, o, s, 1e-3),
-         [a3, bias4, np.abs(bias4) + F(0.5), bias4[::-1].copy(), bias4 * 2],
-         lambda x, m, v, o, s: np_batchnorm(x, m, v, o, s, F(1e-3)), [2, 3, 4], rtol=1e-5,
-         atol=1e-5),
-    Case("batch_normalization_no_scale_offset",
-         lambda x, m, v: tf.nn.batch_normalization(x, m, v, None, None, 0.01),
-         [a, bias3, np.abs(bias3) + F(1)],
-         lambda x, m, v: np_batchnorm(x, m, v, F(0), F(1), F(0.01)), rtol=1e-5, atol=1e-5),
+    Case(
+        "top_k_fed_k",
+        lambda x, k: list(tf.nn.top_k(x, k)),
+        [ties, np.array(2, I32)],
+        lambda x, k: np_top_k(x, 2),
+    ),
+    Case(
+        "moments",
+        lambda x: list(tf.nn.moments(x, [0])),
+        [a3],
+        lambda x: np_moments(x, [0]),
+        [[3, 4], [3, 4]],
+        rtol=1e-5,
+        atol=1e-6,
+    ),
+    Case(
+        "moments_two_axes",
+        lambda x: list(tf.nn.moments(x, [0, 2])),
+        [a3],
+        lambda x: np_moments(x, [0, 2]),
+        [[3], [3]],
+        rtol=1e-5,
+        atol=1e-6,
+    ),
+    Case(
+        "moments_keepdims",
+        lambda x: list(tf.nn.moments(x, [1], keep_dims=True)),
+        [a3],
+        lambda x: np_moments(x, [1], True),
+        [[2, 1, 4], [2, 1, 4]],
+        rtol=1e-5,
+        atol=1e-6,
+    ),
+    Case(
+        "moments_f16",
+        lambda x: list(tf.nn.moments(x, [1])),
+        [half],
+        lambda x: np_moments(x, [1]),
+        [[2], [2]],
+        rtol=2e-3,
+        atol=2e-3,
+    ),
+    Case(
+        "batch_normalization",
+        lambda x, m, v, o, s: tf.nn.batch_normalization(x, m, v, o, s, 1e-3),
+        [a3, bias4, np.abs(bias4) + F(0.5), bias4[::-1].copy(), bias4 * 2],
+        lambda x, m, v, o, s: np_batchnorm(x, m, v, o, s, F(1e-3)),
+        [2, 3, 4],
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
+        "batch_normalization_no_scale_offset",
+        lambda x, m, v: tf.nn.batch_normalization(x, m, v, None, None, 0.01),
+        [a, bias3, np.abs(bias3) + F(1)],
+        lambda x, m, v: np_batchnorm(x, m, v, F(0), F(1), F(0.01)),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
 ]
 
 
@@ -169,9 +282,16 @@ def test_nn_table(case):
 
 def test_op_types_and_names():
     x = tf.placeholder(tf.float32, [None, 4])
-    expected = [(tf.nn.relu, "Relu"), (tf.nn.relu6, "Relu6"), (tf.nn.leaky_relu, "LeakyRelu"),
-                (tf.nn.elu, "Elu"), (tf.nn.softplus, "Softplus"), (tf.nn.softmax, "Softmax"),
-                (tf.nn.log_softmax, "LogSoftmax"), (tf.nn.l2_loss, "L2Loss")]
+    expected = [
+        (tf.nn.relu, "Relu"),
+        (tf.nn.relu6, "Relu6"),
+        (tf.nn.leaky_relu, "LeakyRelu"),
+        (tf.nn.elu, "Elu"),
+        (tf.nn.softplus, "Softplus"),
+        (tf.nn.softmax, "Softmax"),
+        (tf.nn.log_softmax, "LogSoftmax"),
+        (tf.nn.l2_loss, "L2Loss"),
+    ]
     for fn, op_type in expected:
         y = fn(x)
         assert y.op.type == op_type
@@ -213,8 +333,12 @@ def test_moments_names():
     assert (mean.name, variance.name) == ("moments/Squeeze:0", "moments/Squeeze_1:0")
     assert mean.shape.as_list() == [4] and variance.shape.as_list() == [4]
     names = {o.name for o in tf.get_default_graph().get_operations()}
-    assert {"moments/mean", "moments/variance", "moments/StopGradient",
-            "moments/SquaredDifference"} <= names
+    assert {
+        "moments/mean",
+        "moments/variance",
+        "moments/StopGradient",
+        "moments/SquaredDifference",
+    } <= names
     with pytest.raises(ValueError, match="Cannot specify both 'keep_dims' and 'keepdims'"):
         tf.nn.moments(x, [0], keep_dims=True, keepdims=True)
 
@@ -264,8 +388,9 @@ def test_softmax_empty_last_axis():
 # -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fn", [tf.nn.softmax, tf.nn.log_softmax, tf.nn.elu, tf.nn.softplus,
-                                tf.nn.l2_loss])
+@pytest.mark.parametrize(
+    "fn", [tf.nn.softmax, tf.nn.log_softmax, tf.nn.elu, tf.nn.softplus, tf.nn.l2_loss]
+)
 def test_float_only_ops_reject_ints(fn):
     with pytest.raises(TypeError, match="int32"):
         fn(tf.constant([1, 2]))
@@ -279,9 +404,11 @@ def test_relu_rejects_bool():
 def test_softmax_build_errors():
     with pytest.raises(ValueError, match="Shape must be at least rank 1 but is rank 0"):
         tf.nn.softmax(tf.constant(1.0))
-    with pytest.raises(errors.InvalidArgumentError,
-                       match=r"`dim` must be in the range \[-2, 2\) where 2 is the number of "
-                             r"dimensions in the input. Received: dim=2"):
+    with pytest.raises(
+        errors.InvalidArgumentError,
+        match=r"`dim` must be in the range \[-2, 2\) where 2 is the number of "
+        r"dimensions in the input. Received: dim=2",
+    ):
         tf.nn.softmax(tf.constant([[1.0]]), axis=2)
     with pytest.raises(ValueError, match="Cannot specify both 'dim' and 'axis'"):
         tf.nn.softmax(tf.constant([1.0]), axis=0, dim=0)
@@ -292,8 +419,9 @@ def test_softmax_build_errors():
 def test_softmax_runtime_scalar():
     x = tf.placeholder(tf.float32)
     with tf.Session() as sess:
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"logits must have >= 1 dimension, got \[\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match=r"logits must have >= 1 dimension, got \[\]"
+        ):
             sess.run(tf.nn.softmax(x), {x: 1.0})
 
 
@@ -306,8 +434,10 @@ def test_bias_add_build_errors():
         tf.nn.bias_add(tf.constant([[1.0, 2.0]]), tf.constant([[1.0, 2.0]]))
     with pytest.raises(ValueError, match="Shape must be at least rank 3 but is rank 2"):
         tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([3]), data_format="NCHW")
-    with pytest.raises(ValueError, match="`data_format` must be of the form `N...C` or "
-                                         "`NC...`. Received: data_format=XX"):
+    with pytest.raises(
+        ValueError,
+        match="`data_format` must be of the form `N...C` or `NC...`. Received: data_format=XX",
+    ):
         tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([3]), data_format="XX")
     with pytest.raises(ValueError, match="requested dtype float32 for Tensor with dtype int32"):
         tf.nn.bias_add(tf.zeros([2, 3]), tf.constant([1, 2, 3]))
@@ -317,12 +447,15 @@ def test_bias_add_runtime_errors():
     x, b = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
     y = tf.nn.bias_add(x, b)
     with tf.Session() as sess:
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"Must provide as many biases as the last dimension of the "
-                                 r"input tensor: \[3\] vs. \[1,2\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError,
+            match=r"Must provide as many biases as the last dimension of the "
+            r"input tensor: \[3\] vs. \[1,2\]",
+        ):
             sess.run(y, {x: [[1, 2]], b: [1, 2, 3]})
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"Input tensor must be at least 2D: \[2\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match=r"Input tensor must be at least 2D: \[2\]"
+        ):
             sess.run(y, {x: [1, 2], b: [1, 2]})
         with pytest.raises(errors.InvalidArgumentError, match=r"Biases must be 1D: \[1,2\]"):
             sess.run(y, {x: [[1, 2]], b: [[1, 2]]})
@@ -333,8 +466,9 @@ def test_top_k_build_errors():
         tf.nn.top_k(tf.constant([1.0, 2.0]), 3)
     with pytest.raises(ValueError, match="Shape must be at least rank 1 but is rank 0"):
         tf.nn.top_k(tf.constant(1.0), 1)
-    with pytest.raises(ValueError, match="Dimension size, given by scalar input 1, must be "
-                                         "non-negative but is -1"):
+    with pytest.raises(
+        ValueError, match="Dimension size, given by scalar input 1, must be non-negative but is -1"
+    ):
         tf.nn.top_k(tf.constant([1.0, 2.0]), -1)
     with pytest.raises(ValueError, match="Input must be scalar but has rank 1"):
         tf.nn.top_k(tf.constant([1, 2]), tf.constant([1]))
@@ -346,13 +480,15 @@ def test_top_k_runtime_errors():
     x, k = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
     values, indices = tf.nn.top_k(x, k)
     with tf.Session() as sess:
-        with pytest.raises(errors.InvalidArgumentError,
-                           match="input must have at least k columns. Had 2, needed 3"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match="input must have at least k columns. Had 2, needed 3"
+        ):
             sess.run([values, indices], {x: [1, 2], k: 3})
         with pytest.raises(errors.InvalidArgumentError, match="Need k >= 0, got -1"):
             sess.run(values, {x: [1, 2], k: -1})
-        with pytest.raises(errors.InvalidArgumentError,
-                           match=r"input must be >= 1-D, got shape \[\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match=r"input must be >= 1-D, got shape \[\]"
+        ):
             sess.run(values, {x: 1.0, k: 1})
 
 
@@ -413,8 +549,11 @@ def test_dropout_fast_path_and_errors():
     x = tf.constant([1.0, 2.0])
     assert tf.nn.dropout(x, rate=0.0) is x
     assert tf.nn.dropout(x, keep_prob=1.0) is x
-    with pytest.raises(ValueError, match=r"`rate` must be a scalar tensor or a float in the "
-                                         r"range \[0, 1\). Received: rate=1"):
+    with pytest.raises(
+        ValueError,
+        match=r"`rate` must be a scalar tensor or a float in the "
+        r"range \[0, 1\). Received: rate=1",
+    ):
         tf.nn.dropout(x, rate=1)
     with pytest.raises(ValueError, match="`rate` must be provided"):
         tf.nn.dropout(x)
@@ -429,6 +568,16 @@ def test_nn_namespace_exports():
 
     for name in nn_ops.__all__:
         assert getattr(tf.nn, name) is getattr(nn_ops, name)
-    for op_type in ("Relu", "Relu6", "LeakyRelu", "Elu", "Softplus", "Softmax", "LogSoftmax",
-                    "L2Loss", "BiasAdd", "TopKV2"):
+    for op_type in (
+        "Relu",
+        "Relu6",
+        "LeakyRelu",
+        "Elu",
+        "Softplus",
+        "Softmax",
+        "LogSoftmax",
+        "L2Loss",
+        "BiasAdd",
+        "TopKV2",
+    ):
         assert registry.get(op_type).kernel is not None

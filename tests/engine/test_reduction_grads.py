@@ -31,53 +31,90 @@ GRAD_CASES = [
     Case("sum_all", tf.reduce_sum, [x3], lambda t: t.sum()),
     Case("sum_neg_axis", _reduce(tf.reduce_sum, axis=-1), [x3], lambda t: t.sum(-1)),
     Case("sum_multi_axes", _reduce(tf.reduce_sum, axis=[0, 2]), [x3], lambda t: t.sum((0, 2))),
-    Case("sum_keepdims", _reduce(tf.reduce_sum, axis=[0, -1], keepdims=True), [x3],
-         lambda t: t.sum((0, 2), keepdims=True)),
+    Case(
+        "sum_keepdims",
+        _reduce(tf.reduce_sum, axis=[0, -1], keepdims=True),
+        [x3],
+        lambda t: t.sum((0, 2), keepdims=True),
+    ),
     Case("sum_no_axes", _reduce(tf.reduce_sum, axis=[]), [m], lambda t: t),
     Case("sum_scalar", tf.reduce_sum, [scalar], lambda t: t),
     Case("sum_vector", tf.reduce_sum, [v], lambda t: t.sum()),
     # Mean
     Case("mean_axis0", _reduce(tf.reduce_mean, axis=0), [x3], lambda t: t.mean(0)),
     Case("mean_all", tf.reduce_mean, [x3], lambda t: t.mean()),
-    Case("mean_multi_keepdims", _reduce(tf.reduce_mean, axis=[1, 2], keepdims=True), [x3],
-         lambda t: t.mean((1, 2), keepdims=True)),
-    Case("mean_neg_axes", _reduce(tf.reduce_mean, axis=[-2, -3]), [x3],
-         lambda t: t.mean((0, 1))),
+    Case(
+        "mean_multi_keepdims",
+        _reduce(tf.reduce_mean, axis=[1, 2], keepdims=True),
+        [x3],
+        lambda t: t.mean((1, 2), keepdims=True),
+    ),
+    Case("mean_neg_axes", _reduce(tf.reduce_mean, axis=[-2, -3]), [x3], lambda t: t.mean((0, 1))),
     # Max / Min (unique extremes)
     Case("max_axis1", _reduce(tf.reduce_max, axis=1), [x3], lambda t: t.max(1)),
     Case("max_all", tf.reduce_max, [x3], lambda t: t.max()),
-    Case("max_multi_keepdims", _reduce(tf.reduce_max, axis=[0, 2], keepdims=True), [x3],
-         lambda t: t.max((0, 2), keepdims=True)),
+    Case(
+        "max_multi_keepdims",
+        _reduce(tf.reduce_max, axis=[0, 2], keepdims=True),
+        [x3],
+        lambda t: t.max((0, 2), keepdims=True),
+    ),
     Case("min_neg_axis", _reduce(tf.reduce_min, axis=-1), [x3], lambda t: t.min(-1)),
     Case("min_all", tf.reduce_min, [m], lambda t: t.min()),
     # Prod
     Case("prod_axis1", _reduce(tf.reduce_prod, axis=1), [pos3], lambda t: t.prod(1)),
     Case("prod_axis0", _reduce(tf.reduce_prod, axis=0), [pos3], lambda t: t.prod(0)),
     Case("prod_all", tf.reduce_prod, [pos3], lambda t: t.prod()),
-    Case("prod_multi_axes", _reduce(tf.reduce_prod, axis=[0, 2]), [pos3],
-         lambda t: t.prod((0, 2))),
-    Case("prod_keepdims_neg", _reduce(tf.reduce_prod, axis=[-1, 1], keepdims=True), [pos3],
-         lambda t: t.prod((1, 2), keepdims=True)),
+    Case("prod_multi_axes", _reduce(tf.reduce_prod, axis=[0, 2]), [pos3], lambda t: t.prod((0, 2))),
+    Case(
+        "prod_keepdims_neg",
+        _reduce(tf.reduce_prod, axis=[-1, 1], keepdims=True),
+        [pos3],
+        lambda t: t.prod((1, 2), keepdims=True),
+    ),
     Case("prod_one_zero", _reduce(tf.reduce_prod, axis=1), [one_zero], lambda t: t.prod(1)),
-    Case("prod_two_zeros", _reduce(tf.reduce_prod, axis=1), [two_zeros],
-         lambda t: t.prod(1)),
+    Case("prod_two_zeros", _reduce(tf.reduce_prod, axis=1), [two_zeros], lambda t: t.prod(1)),
     Case("prod_zeros_all", tf.reduce_prod, [one_zero], lambda t: t.prod()),
     # Cumsum / Cumprod
     Case("cumsum_axis0", lambda t: tf.cumsum(t, 0), [m], lambda t: np.cumsum(t, 0)),
-    Case("cumsum_exclusive", lambda t: tf.cumsum(t, 1, exclusive=True), [x3],
-         lambda t: np.cumsum(t, 1) - t),
-    Case("cumsum_reverse", lambda t: tf.cumsum(t, -1, reverse=True), [x3],
-         lambda t: np.flip(np.cumsum(np.flip(t, -1), -1), -1)),
-    Case("cumsum_exclusive_reverse", lambda t: tf.cumsum(t, 1, exclusive=True, reverse=True),
-         [m], lambda t: np.flip(np.cumsum(np.flip(t, 1), 1), 1) - t),
+    Case(
+        "cumsum_exclusive",
+        lambda t: tf.cumsum(t, 1, exclusive=True),
+        [x3],
+        lambda t: np.cumsum(t, 1) - t,
+    ),
+    Case(
+        "cumsum_reverse",
+        lambda t: tf.cumsum(t, -1, reverse=True),
+        [x3],
+        lambda t: np.flip(np.cumsum(np.flip(t, -1), -1), -1),
+    ),
+    Case(
+        "cumsum_exclusive_reverse",
+        lambda t: tf.cumsum(t, 1, exclusive=True, reverse=True),
+        [m],
+        lambda t: np.flip(np.cumsum(np.flip(t, 1), 1), 1) - t,
+    ),
     Case("cumprod_axis1", lambda t: tf.cumprod(t, 1), [pos3], lambda t: np.cumprod(t, 1)),
-    Case("cumprod_exclusive_reverse", lambda t: tf.cumprod(t, -1, exclusive=True, reverse=True),
-         [pos3], lambda t: np.flip(np.cumprod(np.flip(t, -1), -1), -1) / t),
+    Case(
+        "cumprod_exclusive_reverse",
+        lambda t: tf.cumprod(t, -1, exclusive=True, reverse=True),
+        [pos3],
+        lambda t: np.flip(np.cumprod(np.flip(t, -1), -1), -1) / t,
+    ),
     # Composed
-    Case("logsumexp_keepdims", _reduce(tf.reduce_logsumexp, axis=1, keepdims=True), [x3],
-         lambda t: np.log(np.exp(t).sum(1, keepdims=True))),
-    Case("logsumexp_axis", _reduce(tf.reduce_logsumexp, axis=-1), [x3],
-         lambda t: np.log(np.exp(t).sum(-1))),
+    Case(
+        "logsumexp_keepdims",
+        _reduce(tf.reduce_logsumexp, axis=1, keepdims=True),
+        [x3],
+        lambda t: np.log(np.exp(t).sum(1, keepdims=True)),
+    ),
+    Case(
+        "logsumexp_axis",
+        _reduce(tf.reduce_logsumexp, axis=-1),
+        [x3],
+        lambda t: np.log(np.exp(t).sum(-1)),
+    ),
     Case("logsumexp_all", tf.reduce_logsumexp, [m], lambda t: np.log(np.exp(t).sum())),
 ]
 for _c in GRAD_CASES:
@@ -85,11 +122,20 @@ for _c in GRAD_CASES:
     _c.rtol = _c.atol = 1e-9
 
 TENSORDOT_CASES = [
-    Case("tensordot_int_axes", lambda a, b: tf.tensordot(a, b, 1), [m, rng.standard_normal(
-        (4, 2))], lambda a, b: np.tensordot(a, b, 1), grad_inputs=(0, 1)),
-    Case("tensordot_pairs", lambda a, b: tf.tensordot(a, b, [[1, 2], [1, 0]]),
-         [x3, rng.standard_normal((4, 3, 5))],
-         lambda a, b: np.tensordot(a, b, [[1, 2], [1, 0]]), grad_inputs=(0, 1)),
+    Case(
+        "tensordot_int_axes",
+        lambda a, b: tf.tensordot(a, b, 1),
+        [m, rng.standard_normal((4, 2))],
+        lambda a, b: np.tensordot(a, b, 1),
+        grad_inputs=(0, 1),
+    ),
+    Case(
+        "tensordot_pairs",
+        lambda a, b: tf.tensordot(a, b, [[1, 2], [1, 0]]),
+        [x3, rng.standard_normal((4, 3, 5))],
+        lambda a, b: np.tensordot(a, b, [[1, 2], [1, 0]]),
+        grad_inputs=(0, 1),
+    ),
 ]
 
 
@@ -110,8 +156,9 @@ def _fed_gradient_error(case, shape_mode, axis_fed=False):
         y = case.build(p)
         with tf.Session() as sess:
             y_shape = list(np.shape(sess.run(y, {p: x})))
-            return tf.test.compute_gradient_error(p, list(x.shape), y, y_shape, x_init_value=x,
-                                                  delta=1e-6)
+            return tf.test.compute_gradient_error(
+                p, list(x.shape), y, y_shape, x_init_value=x, delta=1e-6
+            )
 
 
 @pytest.mark.parametrize("shape_mode", ["unknown_dims", "unknown_rank"])
@@ -120,12 +167,16 @@ def test_gradient_with_unknown_shapes(case, shape_mode):
     assert _fed_gradient_error(case, shape_mode) < 1e-5
 
 
-@pytest.mark.parametrize("op_fn,ref", [
-    (tf.reduce_sum, lambda t, a: np.ones_like(t)),
-    (tf.reduce_mean, lambda t, a: np.ones_like(t) / np.prod([t.shape[i] for i in a])),
-    (tf.reduce_max, lambda t, a: (t == t.max(tuple(a), keepdims=True)).astype(D)),
-    (tf.reduce_prod, lambda t, a: t.prod(tuple(a), keepdims=True) / t),
-], ids=["sum", "mean", "max", "prod"])
+@pytest.mark.parametrize(
+    "op_fn,ref",
+    [
+        (tf.reduce_sum, lambda t, a: np.ones_like(t)),
+        (tf.reduce_mean, lambda t, a: np.ones_like(t) / np.prod([t.shape[i] for i in a])),
+        (tf.reduce_max, lambda t, a: (t == t.max(tuple(a), keepdims=True)).astype(D)),
+        (tf.reduce_prod, lambda t, a: t.prod(tuple(a), keepdims=True) / t),
+    ],
+    ids=["sum", "mean", "max", "prod"],
+)
 @pytest.mark.parametrize("axes", [[1], [0, 2], [-1], [2, 0]], ids=str)
 def test_gradient_with_axes_fed_at_run_time(op_fn, ref, axes):
     # Neither the axes nor the shape is known: the kept-dims shape is computed at run time.
@@ -142,8 +193,13 @@ def test_gradient_with_axes_fed_at_run_time(op_fn, ref, axes):
 
 def test_gradient_static_shapes():
     x = tf.placeholder(tf.float32, [None, 3, 4])
-    for y in [tf.reduce_sum(x, 1), tf.reduce_mean(x, [0, 2], keepdims=True),
-              tf.reduce_max(x, -1), tf.reduce_prod(x, 0), tf.cumsum(x, 2)]:
+    for y in [
+        tf.reduce_sum(x, 1),
+        tf.reduce_mean(x, [0, 2], keepdims=True),
+        tf.reduce_max(x, -1),
+        tf.reduce_prod(x, 0),
+        tf.cumsum(x, 2),
+    ]:
         grad = tf.gradients(y, x)[0]
         assert grad.shape.as_list() == [None, 3, 4]
         assert grad.dtype == tf.float32
@@ -154,8 +210,11 @@ def test_gradient_static_shapes():
 def test_sum_gradient_of_fully_known_shape_needs_no_shape_op():
     x = tf.constant(m)
     grad = tf.gradients(tf.reduce_sum(x, 1), x)[0]
-    types = {op.type for op in tf.get_default_graph().get_operations()
-             if op.name.startswith("gradients/")}
+    types = {
+        op.type
+        for op in tf.get_default_graph().get_operations()
+        if op.name.startswith("gradients/")
+    }
     assert "Shape" not in types
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(grad), np.ones_like(m))
@@ -225,13 +284,17 @@ def test_logsumexp_gradient_is_softmax_and_stable():
 # -- no gradient: arg max/min, any/all, count_nonzero, the axis input -----------------------
 
 
-@pytest.mark.parametrize("build", [
-    lambda x: tf.cast(tf.argmax(x, 1), tf.float64),
-    lambda x: tf.cast(tf.argmin(x, 0), tf.float64),
-    lambda x: tf.cast(tf.reduce_any(x > 0, 1), tf.float64),
-    lambda x: tf.cast(tf.reduce_all(x > 0), tf.float64),
-    lambda x: tf.cast(tf.count_nonzero(x, 1), tf.float64),
-], ids=["argmax", "argmin", "any", "all", "count_nonzero"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda x: tf.cast(tf.argmax(x, 1), tf.float64),
+        lambda x: tf.cast(tf.argmin(x, 0), tf.float64),
+        lambda x: tf.cast(tf.reduce_any(x > 0, 1), tf.float64),
+        lambda x: tf.cast(tf.reduce_all(x > 0), tf.float64),
+        lambda x: tf.cast(tf.count_nonzero(x, 1), tf.float64),
+    ],
+    ids=["argmax", "argmin", "any", "all", "count_nonzero"],
+)
 def test_not_differentiable(build):
     x = tf.constant(m)
     assert tf.gradients(build(x), x) == [None]
@@ -240,8 +303,7 @@ def test_not_differentiable(build):
 def test_axis_inputs_get_no_gradient():
     x = tf.constant(x3)
     a = tf.constant(1)
-    for y in [tf.reduce_sum(x, a), tf.reduce_max(x, a), tf.cumsum(x, a),
-              tf.reduce_prod(x, a)]:
+    for y in [tf.reduce_sum(x, a), tf.reduce_max(x, a), tf.cumsum(x, a), tf.reduce_prod(x, a)]:
         assert tf.gradients(y, a) == [None]
 
 
@@ -257,15 +319,33 @@ def test_registry_declares_non_differentiable_ops():
 
 ints = np.array([[1, 2, 3], [4, -5, 6]], np.int32)
 CUMPROD_CASES = [
-    Case("cumprod_f32", lambda t: tf.cumprod(t, 1), [m.astype(F)],
-         lambda t: np.cumprod(t, 1, dtype=F), [3, 4], rtol=1e-5),
-    Case("cumprod_int32_exclusive", lambda t: tf.cumprod(t, 0, exclusive=True), [ints],
-         lambda t: np.concatenate([np.ones((1, 3), np.int32), t[:1]], 0), [2, 3]),
-    Case("cumprod_reverse", lambda t: tf.cumprod(t, -1, reverse=True), [ints],
-         lambda t: np.flip(np.cumprod(np.flip(t, -1), -1), -1).astype(np.int32)),
-    Case("cumprod_exclusive_reverse_f64", lambda t: tf.cumprod(t, 0, exclusive=True,
-                                                               reverse=True), [v],
-         lambda t: np.append(np.flip(np.cumprod(np.flip(t[1:]))), 1.0)),
+    Case(
+        "cumprod_f32",
+        lambda t: tf.cumprod(t, 1),
+        [m.astype(F)],
+        lambda t: np.cumprod(t, 1, dtype=F),
+        [3, 4],
+        rtol=1e-5,
+    ),
+    Case(
+        "cumprod_int32_exclusive",
+        lambda t: tf.cumprod(t, 0, exclusive=True),
+        [ints],
+        lambda t: np.concatenate([np.ones((1, 3), np.int32), t[:1]], 0),
+        [2, 3],
+    ),
+    Case(
+        "cumprod_reverse",
+        lambda t: tf.cumprod(t, -1, reverse=True),
+        [ints],
+        lambda t: np.flip(np.cumprod(np.flip(t, -1), -1), -1).astype(np.int32),
+    ),
+    Case(
+        "cumprod_exclusive_reverse_f64",
+        lambda t: tf.cumprod(t, 0, exclusive=True, reverse=True),
+        [v],
+        lambda t: np.append(np.flip(np.cumprod(np.flip(t[1:]))), 1.0),
+    ),
 ]
 
 
@@ -276,8 +356,10 @@ def test_cumprod_values(case):
 
 def test_cumprod_bad_axis_fails_at_run_time():
     y = tf.cumprod(tf.constant(m), 2)
-    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
-                                             match="Expected scan axis in the range"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(tf.errors.InvalidArgumentError, match="Expected scan axis in the range"),
+    ):
         sess.run(y)
 
 
@@ -288,14 +370,23 @@ def test_tensordot_gradient_with_unknown_shapes(case, shape_mode):
     for gi in (0, 1):
         g = tf.Graph()
         with g.as_default():
-            ps = [tf.placeholder(tf.float64, [None] * v.ndim if shape_mode == "unknown_dims"
-                                 else None) for v in (a_val, b_val)]
+            ps = [
+                tf.placeholder(
+                    tf.float64, [None] * v.ndim if shape_mode == "unknown_dims" else None
+                )
+                for v in (a_val, b_val)
+            ]
             y = case.build(*ps)
             feeds = dict(zip(ps, (a_val, b_val)))
             with tf.Session() as sess:
                 y_shape = list(np.shape(sess.run(y, feeds)))
                 err = tf.test.compute_gradient_error(
-                    ps[gi], list(case.inputs[gi].shape), y, y_shape,
-                    x_init_value=case.inputs[gi], delta=1e-6,
-                    extra_feed_dict={ps[1 - gi]: case.inputs[1 - gi]})
+                    ps[gi],
+                    list(case.inputs[gi].shape),
+                    y,
+                    y_shape,
+                    x_init_value=case.inputs[gi],
+                    delta=1e-6,
+                    extra_feed_dict={ps[1 - gi]: case.inputs[1 - gi]},
+                )
         assert err < 1e-5, f"input {gi}"

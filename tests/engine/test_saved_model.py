@@ -17,8 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _export_mlp(export_dir, extra_sigs=False):
     x = tf.placeholder(tf.float32, [None, 4], name="x")
-    h = tf.layers.dense(x, 8, activation=tf.nn.relu,
-                        kernel_initializer=tf.glorot_uniform_initializer(seed=1))
+    h = tf.layers.dense(
+        x, 8, activation=tf.nn.relu, kernel_initializer=tf.glorot_uniform_initializer(seed=1)
+    )
     logits = tf.layers.dense(h, 3, kernel_initializer=tf.glorot_uniform_initializer(seed=2))
     probs = tf.nn.softmax(logits, name="probs")
     cls = tf.argmax(probs, 1, name="classes")
@@ -26,13 +27,17 @@ def _export_mlp(export_dir, extra_sigs=False):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         expected = sess.run(probs, {x: xs})
-        sigs = {"serving_default": tf.saved_model.predict_signature_def(
-            {"x": x}, {"probabilities": probs, "classes": cls})}
+        sigs = {
+            "serving_default": tf.saved_model.predict_signature_def(
+                {"x": x}, {"probabilities": probs, "classes": cls}
+            )
+        }
         if extra_sigs:
             sigs["logits"] = tf.saved_model.predict_signature_def({"x": x}, {"logits": logits})
         b = tf.saved_model.Builder(export_dir)
-        b.add_meta_graph_and_variables(sess, [tf.saved_model.tag_constants.SERVING],
-                                       signature_def_map=sigs)
+        b.add_meta_graph_and_variables(
+            sess, [tf.saved_model.tag_constants.SERVING], signature_def_map=sigs
+        )
         assert b.save() == export_dir
     return xs, expected
 
@@ -116,7 +121,8 @@ def test_builder_misuse_errors(tmp_path):
     with g.as_default(), tf.Session(graph=g) as sess:
         with pytest.raises(ValueError, match="not in the graph"):
             tf.saved_model.Builder(str(tmp_path / "b")).add_meta_graph_and_variables(
-                sess, ["serve"], signature_def_map={"s": sig})
+                sess, ["serve"], signature_def_map={"s": sig}
+            )
 
 
 def test_main_op_runs_on_load_and_assets_are_copied(tmp_path):
@@ -127,8 +133,7 @@ def test_main_op_runs_on_load_and_assets_are_copied(tmp_path):
     with tf.Session() as sess:
         sess.run(counter.initializer)
         b = tf.saved_model.Builder(str(tmp_path / "m"))
-        b.add_meta_graph_and_variables(sess, ["serve"], main_op=main_op,
-                                       assets_list=[str(asset)])
+        b.add_meta_graph_and_variables(sess, ["serve"], main_op=main_op, assets_list=[str(asset)])
         b.save()
     assert (tmp_path / "m" / "assets" / "vocab.txt").read_text() == "a\nb\n"
     with tf.Graph().as_default(), tf.Session() as sess:
@@ -190,8 +195,9 @@ def test_optimize_never_touches_stateful_ops_and_validates_keep():
     v = tf.Variable(1.0, name="v")
     a1 = tf.assign_add(v, 1.0)
     a2 = tf.assign_add(v, 1.0)
-    gd, report = tf.optimize(tf.get_default_graph().as_graph_def(),
-                             keep=[a1.op.name, a2.op.name, v.initializer.name])
+    gd, report = tf.optimize(
+        tf.get_default_graph().as_graph_def(), keep=[a1.op.name, a2.op.name, v.initializer.name]
+    )
     # the two identical assign_add ops both survive (only their constants merge)
     assert report.op_counts_after["AssignAdd"] == 2 and report.op_counts_after["Const"] == 1
     with pytest.raises(ValueError, match="not an op of the graph"):
@@ -224,22 +230,26 @@ def test_cli_inspect_and_run(tmp_path, capsys):
     assert "MatMul" in out and "Variables: 4" in out
     np.save(tmp_path / "x.npy", xs)
     outdir = tmp_path / "out"
-    assert cli_main(["run", d, "--input", f"x={tmp_path / 'x.npy'}",
-                     "--output-dir", str(outdir)]) == 0
+    assert (
+        cli_main(["run", d, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", str(outdir)]) == 0
+    )
     got = np.load(outdir / "probabilities.npy", allow_pickle=False)
     assert got.tobytes() == expected.tobytes()
     assert cli_main(["run", d, "--input", "x=[[1, 2, 3, 4]]"]) == 0
     assert "probabilities (dtype float32, shape [1, 3])" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["run", "{d}", "--input", "z=[[1]]"], "missing ['x'], unknown ['z']"),
-    (["run", "{d}", "--input", "x=[[1, 2]]"], "Cannot feed value of shape (1, 2)"),
-    (["run", "{d}", "--signature", "nope", "--input", "x=[[1,2,3,4]]"], "signature 'nope'"),
-    (["run", "{d}", "--input", "x={tmp}/missing.npy"], "does not exist"),
-    (["run", "{d}", "--input", "x"], "expected ALIAS=PATH.npy"),
-    (["inspect", "{tmp}/nowhere"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "{d}", "--input", "z=[[1]]"], "missing ['x'], unknown ['z']"),
+        (["run", "{d}", "--input", "x=[[1, 2]]"], "Cannot feed value of shape (1, 2)"),
+        (["run", "{d}", "--signature", "nope", "--input", "x=[[1,2,3,4]]"], "signature 'nope'"),
+        (["run", "{d}", "--input", "x={tmp}/missing.npy"], "does not exist"),
+        (["run", "{d}", "--input", "x"], "expected ALIAS=PATH.npy"),
+        (["inspect", "{tmp}/nowhere"], "does not exist"),
+    ],
+)
 def test_cli_errors_are_one_line_and_exit_nonzero(tmp_path, capsys, argv, message):
     d = str(tmp_path / "mlp")
     _export_mlp(d)
@@ -252,9 +262,19 @@ def test_cli_errors_are_one_line_and_exit_nonzero(tmp_path, capsys, argv, messag
 def test_python_dash_m_engine_process(tmp_path):
     d = str(tmp_path / "mlp")
     _export_mlp(d)
-    r = subprocess.run([sys.executable, "-m", "engine", "inspect", d], capture_output=True,
-                       text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "engine", "inspect", d],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 0 and "serving_default" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "engine", "run", d], capture_output=True,
-                       text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "engine", "run", d],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 1 and r.stderr.startswith("error: ")

@@ -45,9 +45,12 @@ DATA = "variables/variables.data-00000-of-00001"
 TYPED = (errors.DataLossError, errors.InvalidArgumentError, errors.NotFoundError)
 
 _EXAMPLES = int(os.environ.get("FLOWSERVE_FUZZ_EXAMPLES", "0")) or None
-_FUZZ = dict(deadline=None, database=None, derandomize=not os.environ.get("FLOWSERVE_FUZZ_RANDOM"),
-             suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                    HealthCheck.too_slow])
+_FUZZ = dict(
+    deadline=None,
+    database=None,
+    derandomize=not os.environ.get("FLOWSERVE_FUZZ_RANDOM"),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 # -----------------------------------------------------------------------------------------
@@ -67,8 +70,9 @@ def _build_model_graph():
     scale = tf.Variable(3, name="scale")
     h = tf.nn.relu(tf.matmul(x, w1) + b1)
     h = tf.cond(tf.reduce_sum(h) > 0, lambda: h * 2.0, lambda: h - 1.0)
-    _, h = tf.while_loop(lambda i, a: i < tf.shape(x)[0], lambda i, a: (i + 1, a * 0.5),
-                         [tf.constant(0), h])
+    _, h = tf.while_loop(
+        lambda i, a: i < tf.shape(x)[0], lambda i, a: (i + 1, a * 0.5), [tf.constant(0), h]
+    )
     y = tf.identity(tf.matmul(h, w2) * tf.cast(scale, tf.float32), name="y")
     names = tf.identity(labels, name="names")
     return x, y, names
@@ -106,8 +110,9 @@ def checkpoint(tmp_path_factory):
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             prefix = saver.save(sess, str(d / "model.ckpt"), global_step=1)
-    originals = {s: Path(prefix + s).read_bytes()
-                 for s in (".index", ".data-00000-of-00001", ".meta")}
+    originals = {
+        s: Path(prefix + s).read_bytes() for s in (".index", ".data-00000-of-00001", ".meta")
+    }
     return _Fixture((prefix, g, saver, originals))
 
 
@@ -125,8 +130,9 @@ def _serve(sess, meta) -> None:
         for info in sig.inputs.values():
             t = g.get_tensor_by_name(info.name)
             shape = t.shape.merge_with(info.shape)
-            dims = [2, 4] if shape.rank is None else [2 if d is None else d
-                                                      for d in shape.as_list()]
+            dims = (
+                [2, 4] if shape.rank is None else [2 if d is None else d for d in shape.as_list()]
+            )
             if int(np.prod(dims, dtype=np.float64)) > 1 << 20:
                 return  # a damaged but consistent input shape: not worth gigabytes of ones
             if info.engine_dtype is tf.string:
@@ -160,26 +166,45 @@ def _load_and_serve(export_dir, options=None):
 # -----------------------------------------------------------------------------------------
 
 _MSGPACK_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats() |
-    st.text(max_size=8) | st.binary(max_size=8) |
-    st.sampled_from(["format", "version", "nodes", "tensors", "flowserve.bundle",
-                     "flowserve.meta_graph", "flowserve.graph", "name", "shape", "dtype"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                max_size=4),
-    max_leaves=12)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+    | st.sampled_from(
+        [
+            "format",
+            "version",
+            "nodes",
+            "tensors",
+            "flowserve.bundle",
+            "flowserve.meta_graph",
+            "flowserve.graph",
+            "name",
+            "shape",
+            "dtype",
+        ]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 def _slots(obj, out):
     """Every (container, key) of a decoded msgpack document, depth first."""
-    items = obj.items() if isinstance(obj, dict) else \
-        enumerate(obj) if isinstance(obj, list) else ()
+    items = (
+        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    )
     for k, v in list(items):
         out.append((obj, k))
         _slots(v, out)
     return out
 
 
-_TWEAKS = [-1, 1, 2, -2**31, 2**31, 2**40, 2**63, -(2**63)]
+_TWEAKS = [-1, 1, 2, -(2**31), 2**31, 2**40, 2**63, -(2**63)]
 
 
 @st.composite
@@ -200,10 +225,9 @@ def _restructured(draw, data: bytes) -> bytes:
             other, okey = draw(st.sampled_from(slots))
             container[key] = copy.deepcopy(other[okey])  # a copy: never a cycle
         elif action == "tweak" and isinstance(value, int) and not isinstance(value, bool):
-            container[key] = max(-(2**63), min(2**64 - 1, value + draw(st.sampled_from(
-                _TWEAKS))))
+            container[key] = max(-(2**63), min(2**64 - 1, value + draw(st.sampled_from(_TWEAKS))))
         elif action == "tweak" and isinstance(value, (str, bytes)) and value:
-            container[key] = value[:draw(st.integers(0, len(value) - 1))]
+            container[key] = value[: draw(st.integers(0, len(value) - 1))]
         else:
             container[key] = draw(_MSGPACK_VALUES)
     return msgpack.packb(doc, use_bin_type=True)
@@ -227,11 +251,12 @@ def _damaged(draw, data: bytes) -> bytes:
     if kind == "structure":
         return draw(_restructured(data))
     if kind == "truncate":
-        return data[:draw(st.integers(0, n - 1))]
+        return data[: draw(st.integers(0, n - 1))]
     if kind == "flip":
         out = bytearray(data)
-        for pos, mask in draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, 255)),
-                                       min_size=1, max_size=8)):
+        for pos, mask in draw(
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, 255)), min_size=1, max_size=8)
+        ):
             out[pos] ^= mask
         return bytes(out)
     if kind == "insert":
@@ -239,7 +264,7 @@ def _damaged(draw, data: bytes) -> bytes:
         return data[:pos] + draw(st.binary(min_size=1, max_size=16)) + data[pos:]
     if kind == "delete":
         pos = draw(st.integers(0, n - 1))
-        return data[:pos] + data[pos + draw(st.integers(1, 16)):]
+        return data[:pos] + data[pos + draw(st.integers(1, 16)) :]
     if kind == "random":
         return draw(st.binary(max_size=2 * n))
     return msgpack.packb(draw(_MSGPACK_VALUES), use_bin_type=True)
@@ -251,12 +276,13 @@ _counter = iter(range(1 << 62))
 @pytest.mark.parametrize("target", [META, INDEX, DATA])
 @settings(max_examples=_EXAMPLES or 300, **_FUZZ)
 @given(st.data())
-def test_fuzzed_saved_model_loads_cleanly_or_raises_a_typed_error(model, tmp_path, target,
-                                                                    data):
+def test_fuzzed_saved_model_loads_cleanly_or_raises_a_typed_error(model, tmp_path, target, data):
     original = model[1][target]
     damaged = data.draw(_damaged(original), label="damaged")
-    options = LoadOptions(optimize=data.draw(st.booleans(), label="optimize"),
-                          verify_checksums=data.draw(st.booleans(), label="verify"))
+    options = LoadOptions(
+        optimize=data.draw(st.booleans(), label="optimize"),
+        verify_checksums=data.draw(st.booleans(), label="verify"),
+    )
     d = _copy_model(model, tmp_path / f"m{next(_counter)}")
     try:
         Path(d, target).write_bytes(damaged)
@@ -285,8 +311,9 @@ def test_fuzz_baseline_the_undamaged_model_loads_and_serves(model, tmp_path):
 @pytest.mark.parametrize("suffix", [".index", ".data-00000-of-00001", ".meta"])
 @settings(max_examples=_EXAMPLES or 100, **_FUZZ)
 @given(st.data())
-def test_fuzzed_checkpoint_restores_cleanly_or_raises_a_typed_error(checkpoint, tmp_path,
-                                                                     suffix, data):
+def test_fuzzed_checkpoint_restores_cleanly_or_raises_a_typed_error(
+    checkpoint, tmp_path, suffix, data
+):
     """Saver.restore into the graph the checkpoint came from; for a damaged ``.meta``,
     import_meta_graph into a fresh graph and restore with the Saver it returns."""
     prefix, g, saver, originals = checkpoint
@@ -391,59 +418,87 @@ def _set(obj, key, value):
 
 # index edits: (test id, edit, message pattern)
 INDEX_CASES = [
-    ("shape_2**40_squared", lambda d, t: _set(t["w1"], "shape", [2**40, 2**40]),
-     r"'w1'.*needs \d+ bytes, index says 48"),
-    ("string_shape_2**40_squared", lambda d, t: _set(t["labels"], "shape", [2**40, 2**40]),
-     r"string tensor 'labels' has too many elements"),
+    (
+        "shape_2**40_squared",
+        lambda d, t: _set(t["w1"], "shape", [2**40, 2**40]),
+        r"'w1'.*needs \d+ bytes, index says 48",
+    ),
+    (
+        "string_shape_2**40_squared",
+        lambda d, t: _set(t["labels"], "shape", [2**40, 2**40]),
+        r"string tensor 'labels' has too many elements",
+    ),
     ("dim_over_limit", lambda d, t: _set(t["w1"], "shape", [2**41, 0]), r"dimension of 'w1'"),
-    ("size_not_shape_times_itemsize", lambda d, t: _set(t["w1"], "size", 44),
-     r"needs 48 bytes, index says 44"),
+    (
+        "size_not_shape_times_itemsize",
+        lambda d, t: _set(t["w1"], "size", 44),
+        r"needs 48 bytes, index says 44",
+    ),
     ("negative_dims", lambda d, t: _set(t["w1"], "shape", [-4, -3]), r"dimension of 'w1'.*-4"),
     ("float_dim", lambda d, t: _set(t["w1"], "shape", [4.0, 3]), r"dimension of 'w1'"),
     ("string_dim", lambda d, t: _set(t["w1"], "shape", ["4", 3]), r"dimension of 'w1'"),
     ("bool_dim", lambda d, t: _set(t["w1"], "shape", [True, 12]), r"dimension of 'w1'"),
     ("none_dim", lambda d, t: _set(t["w1"], "shape", [None]), r"dimension of 'w1'"),
     ("shape_not_a_list", lambda d, t: _set(t["w1"], "shape", 12), r"'w1' has an invalid shape"),
-    ("rank_over_limit", lambda d, t: _set(t["w1"], "shape", [1] * 33),
-     r"'w1' has an invalid shape"),
-    ("offset_past_the_data_file", lambda d, t: _set(t["w2"], "offset", 10**6),
-     r"offset of 'w2'"),
+    (
+        "rank_over_limit",
+        lambda d, t: _set(t["w1"], "shape", [1] * 33),
+        r"'w1' has an invalid shape",
+    ),
+    ("offset_past_the_data_file", lambda d, t: _set(t["w2"], "offset", 10**6), r"offset of 'w2'"),
     ("negative_offset", lambda d, t: _set(t["w2"], "offset", -64), r"offset of 'w2'"),
-    ("size_past_the_data_file", lambda d, t: (_set(t["labels"], "shape", [2**20]),
-                                              _set(t["labels"], "size", 10**6)),
-     r"size of 'labels'"),
+    (
+        "size_past_the_data_file",
+        lambda d, t: (_set(t["labels"], "shape", [2**20]), _set(t["labels"], "size", 10**6)),
+        r"size of 'labels'",
+    ),
     ("data_size_over_limit", lambda d, t: _set(d, "data_size", 2**41), r"data_size"),
-    ("duplicate_tensor_names", lambda d, t: d["tensors"].append(dict(t["w1"])),
-     r"duplicate name"),
+    ("duplicate_tensor_names", lambda d, t: d["tensors"].append(dict(t["w1"])), r"duplicate name"),
     ("unnamed_tensor", lambda d, t: t["w1"].pop("name"), r"missing or duplicate name"),
-    ("unknown_dtype", lambda d, t: _set(t["w1"], "dtype", "float128"),
-     r"'w1' has unsupported dtype 'float128'"),
-    ("reference_dtype", lambda d, t: _set(t["w1"], "dtype", "float32_ref"),
-     r"unsupported dtype"),
+    (
+        "unknown_dtype",
+        lambda d, t: _set(t["w1"], "dtype", "float128"),
+        r"'w1' has unsupported dtype 'float128'",
+    ),
+    ("reference_dtype", lambda d, t: _set(t["w1"], "dtype", "float32_ref"), r"unsupported dtype"),
     ("dtype_not_a_string", lambda d, t: _set(t["w1"], "dtype", 1), r"unsupported dtype"),
     ("crc_not_an_int", lambda d, t: _set(t["w1"], "crc32", "x"), r"crc32 of 'w1'"),
-    ("version_from_the_future", lambda d, t: _set(d, "version", 99),
-     r"version 99, newer than the supported 1; upgrade"),
+    (
+        "version_from_the_future",
+        lambda d, t: _set(d, "version", 99),
+        r"version 99, newer than the supported 1; upgrade",
+    ),
     ("version_missing", lambda d, t: d.pop("version"), r"missing format version"),
-    ("wrong_format_name", lambda d, t: _set(d, "format", "tensorflow.bundle"),
-     r"not a flowserve.bundle index"),
-    ("other_data_file", lambda d, t: _set(d, "data_file", "../../../etc/passwd"),
-     r"unexpected data file name"),
-    ("tensors_not_a_list", lambda d, t: _set(d, "tensors", {"w1": 1}),
-     r"tensors must be a list"),
+    (
+        "wrong_format_name",
+        lambda d, t: _set(d, "format", "tensorflow.bundle"),
+        r"not a flowserve.bundle index",
+    ),
+    (
+        "other_data_file",
+        lambda d, t: _set(d, "data_file", "../../../etc/passwd"),
+        r"unexpected data file name",
+    ),
+    ("tensors_not_a_list", lambda d, t: _set(d, "tensors", {"w1": 1}), r"tensors must be a list"),
     ("entry_not_a_map", lambda d, t: d["tensors"].append([1, 2]), r"not a map"),
     ("metadata_not_a_map", lambda d, t: _set(d, "metadata", [1]), r"metadata must be a map"),
-    ("variable_missing", lambda d, t: d["tensors"].remove(t["w2"]),
-     r"no value for variable 'w2'"),
-    ("dtype_differs_from_the_graph", lambda d, t: _set(t["w1"], "dtype", "int32"),
-     r"'w1' is int32 on disk but float32"),
-    ("shape_differs_from_the_graph", lambda d, t: (_set(t["w1"], "shape", [3, 4])),
-     r"'w1' has shape \[3, 4\] on disk"),
+    ("variable_missing", lambda d, t: d["tensors"].remove(t["w2"]), r"no value for variable 'w2'"),
+    (
+        "dtype_differs_from_the_graph",
+        lambda d, t: _set(t["w1"], "dtype", "int32"),
+        r"'w1' is int32 on disk but float32",
+    ),
+    (
+        "shape_differs_from_the_graph",
+        lambda d, t: _set(t["w1"], "shape", [3, 4]),
+        r"'w1' has shape \[3, 4\] on disk",
+    ),
 ]
 
 
-@pytest.mark.parametrize("edit,pattern", [c[1:] for c in INDEX_CASES],
-                         ids=[c[0] for c in INDEX_CASES])
+@pytest.mark.parametrize(
+    "edit,pattern", [c[1:] for c in INDEX_CASES], ids=[c[0] for c in INDEX_CASES]
+)
 def test_hostile_index_entries_raise_data_loss_naming_the_index(model, tmp_path, edit, pattern):
     d = _copy_model(model, tmp_path / "m")
     _edit_index(d, edit)
@@ -452,15 +507,16 @@ def test_hostile_index_entries_raise_data_loss_naming_the_index(model, tmp_path,
 
 def test_huge_claimed_shape_fails_fast_without_allocating(model, tmp_path):
     d = _copy_model(model, tmp_path / "m")
-    _edit_index(d, lambda doc, t: (_set(t["w1"], "shape", [2**40, 2**40]),
-                                   _set(t["w1"], "size", 2**64 - 1)))
+    _edit_index(
+        d, lambda doc, t: (_set(t["w1"], "shape", [2**40, 2**40]), _set(t["w1"], "size", 2**64 - 1))
+    )
     _load_fails(d, errors.DataLossError, r"size of 'w1'", file=INDEX, seconds=0.5, mib=16)
 
 
 def test_data_file_shorter_than_the_index_claims(model, tmp_path):
     d = _copy_model(model, tmp_path / "m")
     data = Path(d, DATA).read_bytes()
-    Path(d, DATA).write_bytes(data[:len(data) // 2])
+    Path(d, DATA).write_bytes(data[: len(data) // 2])
     _load_fails(d, errors.DataLossError, r"truncated", file=DATA)
     Path(d, DATA).write_bytes(data)
     _edit_index(d, lambda doc, t: _set(doc, "data_size", len(data) + 64))
@@ -484,24 +540,37 @@ def _replace_string_payload(d, payload: bytes):
     start = entry["offset"]
     room = 64 - entry["size"] % 64 + entry["size"]
     assert len(payload) <= room
-    data[start:start + len(payload)] = payload
+    data[start : start + len(payload)] = payload
     entry["size"], entry["crc32"] = len(payload), zlib.crc32(payload)
     Path(d, DATA).write_bytes(bytes(data))
     _write_doc(d, INDEX, index)
 
 
-@pytest.mark.parametrize("payload,pattern", [
-    (msgpack.packb([1, 2]), r"does not hold 2 byte strings"),
-    (msgpack.packb([b"cat", None], use_bin_type=True), r"does not hold 2 byte strings"),
-    (msgpack.packb([b"cat"], use_bin_type=True), r"does not hold 2 byte strings"),
-    (msgpack.packb([[b"cat"], [b"dog"]], use_bin_type=True), r"does not hold 2 byte strings"),
-    (msgpack.packb({b"a": b"b"}, use_bin_type=True), r"string tensor 'labels' is not valid"),
-    (msgpack.packb(b"catdog", use_bin_type=True), r"does not hold 2 byte strings"),
-    (b"\xdd\xff\xff\xff\xff", r"string tensor 'labels' is not valid"),  # 4G-element array
-    (b"\x92\xc4\xff", r"string tensor 'labels' is not valid"),  # 255-byte bin, 0 present
-    (msgpack.packb([b"a", b"b"]) + b"\x00", r"string tensor 'labels' is not valid"),
-], ids=["ints", "none_not_bytes", "too_few", "nested", "map", "bare_bytes", "huge_array",
-        "truncated_bin", "trailing_bytes"])
+@pytest.mark.parametrize(
+    "payload,pattern",
+    [
+        (msgpack.packb([1, 2]), r"does not hold 2 byte strings"),
+        (msgpack.packb([b"cat", None], use_bin_type=True), r"does not hold 2 byte strings"),
+        (msgpack.packb([b"cat"], use_bin_type=True), r"does not hold 2 byte strings"),
+        (msgpack.packb([[b"cat"], [b"dog"]], use_bin_type=True), r"does not hold 2 byte strings"),
+        (msgpack.packb({b"a": b"b"}, use_bin_type=True), r"string tensor 'labels' is not valid"),
+        (msgpack.packb(b"catdog", use_bin_type=True), r"does not hold 2 byte strings"),
+        (b"\xdd\xff\xff\xff\xff", r"string tensor 'labels' is not valid"),  # 4G-element array
+        (b"\x92\xc4\xff", r"string tensor 'labels' is not valid"),  # 255-byte bin, 0 present
+        (msgpack.packb([b"a", b"b"]) + b"\x00", r"string tensor 'labels' is not valid"),
+    ],
+    ids=[
+        "ints",
+        "none_not_bytes",
+        "too_few",
+        "nested",
+        "map",
+        "bare_bytes",
+        "huge_array",
+        "truncated_bin",
+        "trailing_bytes",
+    ],
+)
 def test_string_tensor_payload_that_is_not_byte_strings(model, tmp_path, payload, pattern):
     d = _copy_model(model, tmp_path / "m")
     _replace_string_payload(d, payload)
@@ -517,10 +586,14 @@ def test_index_over_the_size_limit(model, tmp_path, monkeypatch):
 def _nested_functions(levels: int) -> dict:
     fn = None
     for i in range(levels):
-        node = {"name": "n", "op": "NoOp", "inputs": [], "device": "",
-                "attrs": {} if fn is None else {"_body": ["func", fn]}}
-        fn = {"name": f"f{i}", "nodes": [node], "inputs": [], "outputs": [],
-              "control_outputs": []}
+        node = {
+            "name": "n",
+            "op": "NoOp",
+            "inputs": [],
+            "device": "",
+            "attrs": {} if fn is None else {"_body": ["func", fn]},
+        }
+        fn = {"name": f"f{i}", "nodes": [node], "inputs": [], "outputs": [], "control_outputs": []}
     return fn
 
 
@@ -534,147 +607,278 @@ def _arg_not_an_input(doc, mg, n):
 
 
 def _py_func_node(doc, mg, n):
-    _add_node(mg, {"name": "evil", "op": "PyFunc", "inputs": ["x:0"],
-                   "attrs": {"token": ["s", "pyfunc_0"], "Tin": ["list", [["dtype", "float32"]]],
-                             "Tout": ["list", [["dtype", "float32"]]]}})
+    _add_node(
+        mg,
+        {
+            "name": "evil",
+            "op": "PyFunc",
+            "inputs": ["x:0"],
+            "attrs": {
+                "token": ["s", "pyfunc_0"],
+                "Tin": ["list", [["dtype", "float32"]]],
+                "Tout": ["list", [["dtype", "float32"]]],
+            },
+        },
+    )
 
 
 # meta graph edits: (test id, edit, message pattern)
 META_CASES = [
-    ("format_version_from_the_future", lambda doc, mg, n: _set(doc, "version", 99),
-     r"format version 99, newer than the supported 1; upgrade"),
-    ("graph_version_from_the_future", lambda doc, mg, n: _set(mg["graph"], "version", 99),
-     r"graph format version 99 is newer than the supported version 1; upgrade"),
-    ("not_a_model_file", lambda doc, mg, n: _set(doc, "format", "flowserve.bundle"),
-     r"not a flowserve model file"),
+    (
+        "format_version_from_the_future",
+        lambda doc, mg, n: _set(doc, "version", 99),
+        r"format version 99, newer than the supported 1; upgrade",
+    ),
+    (
+        "graph_version_from_the_future",
+        lambda doc, mg, n: _set(mg["graph"], "version", 99),
+        r"graph format version 99 is newer than the supported version 1; upgrade",
+    ),
+    (
+        "not_a_model_file",
+        lambda doc, mg, n: _set(doc, "format", "flowserve.bundle"),
+        r"not a flowserve model file",
+    ),
     ("no_meta_graphs", lambda doc, mg, n: _set(doc, "meta_graphs", []), r"no meta graphs"),
-    ("unregistered_op_type", lambda doc, mg, n: _set(n["Relu"], "op", "FancyNewOp"),
-     r"node 'Relu' uses op type not registered 'FancyNewOp'"),
+    (
+        "unregistered_op_type",
+        lambda doc, mg, n: _set(n["Relu"], "op", "FancyNewOp"),
+        r"node 'Relu' uses op type not registered 'FancyNewOp'",
+    ),
     ("py_func_node", _py_func_node, r"'PyFunc', which runs Python code"),
-    ("input_from_a_missing_node", lambda doc, mg, n: _set(n["Relu"], "inputs", ["nothere:0"]),
-     r"node 'Relu' has unknown input node 'nothere'"),
-    ("missing_control_input", lambda doc, mg, n: n["init"]["inputs"].append("^ghost"),
-     r"unknown control input 'ghost'"),
-    ("input_output_index_out_of_range",
-     lambda doc, mg, n: _set(n["Relu"], "inputs", ["add:99999999999999999999"]),
-     r"reads output 99999999999999999999 of 'add'"),
-    ("cycle", lambda doc, mg, n: _set(n["add"], "inputs", ["Relu:0", "b1/read:0"]),
-     r"cycle through node"),
-    ("self_loop", lambda doc, mg, n: _set(n["Relu"], "inputs", ["Relu:0"]),
-     r"cycle through node 'Relu'"),
-    ("duplicate_node_names", lambda doc, mg, n: mg["graph"]["nodes"].append(dict(n["Relu"])),
-     r"duplicate node name 'Relu'"),
-    ("invalid_node_name", lambda doc, mg, n: _set(n["y"], "name", "y\nimport os"),
-     r"not a valid node name"),
-    ("const_bytes_do_not_match_shape",
-     lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "data", b"\0" * 7),
-     r"'Greater/y' attr 'value': tensor of dtype float32 and shape \[\] needs 4 bytes, got 7"),
-    ("const_shape_2**40_squared",
-     lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "shape", [2**40, 2**40]),
-     r"needs \d+ bytes, got 4"),
-    ("const_negative_dim",
-     lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "shape", [-1]),
-     r"invalid dimension -1"),
-    ("const_unknown_dtype",
-     lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "dtype", "complex512"),
-     r"unsupported tensor dtype 'complex512'"),
-    ("const_string_payload_not_bytes",
-     lambda doc, mg, n: _set(n["labels/initial_value"]["attrs"]["value"][1], "data",
-                             msgpack.packb([1, 2])),
-     r"string tensor does not hold 2 byte strings"),
-    ("functions_nested_beyond_the_limit",
-     lambda doc, mg, n: _add_node(mg, {"name": "deep", "op": "NoOp", "attrs": {
-         "_f": ["func", _nested_functions(GraphDefLimits.max_nesting + 2)]}}),
-     r"functions nested too deeply"),
-    ("string_where_a_dtype_is_expected",
-     lambda doc, mg, n: _set(n["x"]["attrs"], "dtype", ["s", "float32"]),
-     r"node 'x' \(Placeholder\): attr 'dtype' must be a dtype or none attr, got 's'"),
-    ("int_where_a_dtype_is_expected",
-     lambda doc, mg, n: _set(n["w1"]["attrs"], "dtype", ["i", 1]),
-     r"node 'w1' \(VariableV2\): attr 'dtype' must be a dtype or none attr, got 'i'"),
-    ("string_where_a_function_is_expected",
-     lambda doc, mg, n: _set(n["cond"]["attrs"], "then_branch", ["s", "cond_true"]),
-     r"node 'cond' \(If\): attr 'then_branch' must be a func attr"),
-    ("int_where_a_loop_condition_is_expected",  # only compiled when a session runs it
-     lambda doc, mg, n: _set(n["while"]["attrs"], "cond", ["i", 3]),
-     r"node 'while' \(While\): attr 'cond' must be a func attr, got 'i'"),
-    ("string_where_an_output_dtype_is_expected",
-     lambda doc, mg, n: _set(n["Cast"]["attrs"], "DstT", ["s", "float32"]),
-     r"node 'Cast' \(Cast\): attr 'DstT' must be a dtype or none attr"),
-    ("string_where_a_tensor_is_expected",
-     lambda doc, mg, n: _set(n["Greater/y"]["attrs"], "value", ["s", "0.0"]),
-     r"node 'Greater/y' \(Const\) is invalid"),
-    ("string_where_a_shape_is_expected",
-     lambda doc, mg, n: _set(n["w1"]["attrs"], "shape", ["s", "[4, 3]"]),
-     r"node 'w1' \(VariableV2\): attr 'shape' must be a shape or none attr"),
-    ("dtype_unknown", lambda doc, mg, n: _set(n["x"]["attrs"], "dtype", ["dtype", "float8"]),
-     r"unknown dtype 'float8'"),
-    ("attr_tag_and_value_disagree",
-     lambda doc, mg, n: _set(n["MatMul"]["attrs"], "transpose_a", ["b", "yes"]),
-     r"malformed attr value with tag 'b'"),
-    ("attr_not_a_pair", lambda doc, mg, n: _set(n["MatMul"]["attrs"], "transpose_a", True),
-     r"attr must be a \[tag, value\] pair"),
-    ("unknown_attr_name", lambda doc, mg, n: _set(n["MatMul"]["attrs"], "transpose_x",
-                                                  ["b", True]),
-     r"node 'MatMul' \(MatMul\) has unknown attrs \['transpose_x'\]"),
-    ("missing_attr_of_an_op_the_session_binds", lambda doc, mg, n: n["while"]["attrs"].pop(
-        "cond"), r"node 'while' \(While\) lacks the attrs \['cond'\]"),
-    ("session_bound_argument_as_an_attr",
-     lambda doc, mg, n: _set(n["w1"]["attrs"], "slot", ["i", 0]),
-     r"node 'w1' \(VariableV2\) has unknown attrs \['slot'\]"),
-    ("missing_attr", lambda doc, mg, n: n["MatMul"]["attrs"].pop("transpose_b"),
-     r"node 'MatMul' \(MatMul\) lacks the attrs \['transpose_b'\]"),
-    ("function_arg_not_among_its_inputs", _arg_not_an_input,
-     r"function 'cond_true'.*Arg ops and its inputs differ"),
-    ("function_output_missing",
-     lambda doc, mg, n: _set(n["cond"]["attrs"]["then_branch"][1], "outputs", ["nope:0"]),
-     r"function 'cond_true'"),
-    ("invalid_device", lambda doc, mg, n: _set(n["MatMul"], "device", "/job:x/task:zz"),
-     r"node 'MatMul' has an invalid device"),
-    ("signature_names_a_missing_tensor",
-     lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["outputs"]["y"], "name",
-                             "nope:0"),
-     r"signature 'serving_default' names tensor 'nope:0' \('y'\), which is not in the graph"),
-    ("signature_names_an_operation",
-     lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["inputs"]["x"], "name", "x"),
-     r"signature 'serving_default' names tensor 'x'"),
-    ("signature_dtype_differs_from_the_graph",
-     lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["inputs"]["x"], "dtype",
-                             "int32"),
-     r"declares 'x:0' \('x'\) as int32"),
-    ("signature_shape_differs_from_the_graph",
-     lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["inputs"]["x"], "shape",
-                             [-1, 5]),
-     r"declares 'x:0' \('x'\) as float32 \(\?, 5\)"),
-    ("signature_unknown_dtype",
-     lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["inputs"]["x"], "dtype",
-                             "quux"),
-     r"unknown dtype 'quux'"),
-    ("signature_negative_dim",
-     lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["inputs"]["x"], "shape",
-                             [-7, 4]),
-     r"malformed shape"),
-    ("variable_record_names_a_non_variable",
-     lambda doc, mg, n: _set(mg["variables"][0], "name", "MatMul"),
-     r"variable 'MatMul' does not match its ops"),
-    ("variable_record_malformed",
-     lambda doc, mg, n: _set(mg["variables"][0], "initializer", 7),
-     r"has a malformed record"),
-    ("variable_listed_twice", lambda doc, mg, n: mg["variables"].append(mg["variables"][0]),
-     r"listed twice"),
-    ("init_op_missing", lambda doc, mg, n: _set(mg, "init_op", "ghost"),
-     r"init op 'ghost' is not in the graph"),
+    (
+        "input_from_a_missing_node",
+        lambda doc, mg, n: _set(n["Relu"], "inputs", ["nothere:0"]),
+        r"node 'Relu' has unknown input node 'nothere'",
+    ),
+    (
+        "missing_control_input",
+        lambda doc, mg, n: n["init"]["inputs"].append("^ghost"),
+        r"unknown control input 'ghost'",
+    ),
+    (
+        "input_output_index_out_of_range",
+        lambda doc, mg, n: _set(n["Relu"], "inputs", ["add:99999999999999999999"]),
+        r"reads output 99999999999999999999 of 'add'",
+    ),
+    (
+        "cycle",
+        lambda doc, mg, n: _set(n["add"], "inputs", ["Relu:0", "b1/read:0"]),
+        r"cycle through node",
+    ),
+    (
+        "self_loop",
+        lambda doc, mg, n: _set(n["Relu"], "inputs", ["Relu:0"]),
+        r"cycle through node 'Relu'",
+    ),
+    (
+        "duplicate_node_names",
+        lambda doc, mg, n: mg["graph"]["nodes"].append(dict(n["Relu"])),
+        r"duplicate node name 'Relu'",
+    ),
+    (
+        "invalid_node_name",
+        lambda doc, mg, n: _set(n["y"], "name", "y\nimport os"),
+        r"not a valid node name",
+    ),
+    (
+        "const_bytes_do_not_match_shape",
+        lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "data", b"\0" * 7),
+        r"'Greater/y' attr 'value': tensor of dtype float32 and shape \[\] needs 4 bytes, got 7",
+    ),
+    (
+        "const_shape_2**40_squared",
+        lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "shape", [2**40, 2**40]),
+        r"needs \d+ bytes, got 4",
+    ),
+    (
+        "const_negative_dim",
+        lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "shape", [-1]),
+        r"invalid dimension -1",
+    ),
+    (
+        "const_unknown_dtype",
+        lambda doc, mg, n: _set(n["Greater/y"]["attrs"]["value"][1], "dtype", "complex512"),
+        r"unsupported tensor dtype 'complex512'",
+    ),
+    (
+        "const_string_payload_not_bytes",
+        lambda doc, mg, n: _set(
+            n["labels/initial_value"]["attrs"]["value"][1], "data", msgpack.packb([1, 2])
+        ),
+        r"string tensor does not hold 2 byte strings",
+    ),
+    (
+        "functions_nested_beyond_the_limit",
+        lambda doc, mg, n: _add_node(
+            mg,
+            {
+                "name": "deep",
+                "op": "NoOp",
+                "attrs": {"_f": ["func", _nested_functions(GraphDefLimits.max_nesting + 2)]},
+            },
+        ),
+        r"functions nested too deeply",
+    ),
+    (
+        "string_where_a_dtype_is_expected",
+        lambda doc, mg, n: _set(n["x"]["attrs"], "dtype", ["s", "float32"]),
+        r"node 'x' \(Placeholder\): attr 'dtype' must be a dtype or none attr, got 's'",
+    ),
+    (
+        "int_where_a_dtype_is_expected",
+        lambda doc, mg, n: _set(n["w1"]["attrs"], "dtype", ["i", 1]),
+        r"node 'w1' \(VariableV2\): attr 'dtype' must be a dtype or none attr, got 'i'",
+    ),
+    (
+        "string_where_a_function_is_expected",
+        lambda doc, mg, n: _set(n["cond"]["attrs"], "then_branch", ["s", "cond_true"]),
+        r"node 'cond' \(If\): attr 'then_branch' must be a func attr",
+    ),
+    (
+        "int_where_a_loop_condition_is_expected",  # only compiled when a session runs it
+        lambda doc, mg, n: _set(n["while"]["attrs"], "cond", ["i", 3]),
+        r"node 'while' \(While\): attr 'cond' must be a func attr, got 'i'",
+    ),
+    (
+        "string_where_an_output_dtype_is_expected",
+        lambda doc, mg, n: _set(n["Cast"]["attrs"], "DstT", ["s", "float32"]),
+        r"node 'Cast' \(Cast\): attr 'DstT' must be a dtype or none attr",
+    ),
+    (
+        "string_where_a_tensor_is_expected",
+        lambda doc, mg, n: _set(n["Greater/y"]["attrs"], "value", ["s", "0.0"]),
+        r"node 'Greater/y' \(Const\) is invalid",
+    ),
+    (
+        "string_where_a_shape_is_expected",
+        lambda doc, mg, n: _set(n["w1"]["attrs"], "shape", ["s", "[4, 3]"]),
+        r"node 'w1' \(VariableV2\): attr 'shape' must be a shape or none attr",
+    ),
+    (
+        "dtype_unknown",
+        lambda doc, mg, n: _set(n["x"]["attrs"], "dtype", ["dtype", "float8"]),
+        r"unknown dtype 'float8'",
+    ),
+    (
+        "attr_tag_and_value_disagree",
+        lambda doc, mg, n: _set(n["MatMul"]["attrs"], "transpose_a", ["b", "yes"]),
+        r"malformed attr value with tag 'b'",
+    ),
+    (
+        "attr_not_a_pair",
+        lambda doc, mg, n: _set(n["MatMul"]["attrs"], "transpose_a", True),
+        r"attr must be a \[tag, value\] pair",
+    ),
+    (
+        "unknown_attr_name",
+        lambda doc, mg, n: _set(n["MatMul"]["attrs"], "transpose_x", ["b", True]),
+        r"node 'MatMul' \(MatMul\) has unknown attrs \['transpose_x'\]",
+    ),
+    (
+        "missing_attr_of_an_op_the_session_binds",
+        lambda doc, mg, n: n["while"]["attrs"].pop("cond"),
+        r"node 'while' \(While\) lacks the attrs \['cond'\]",
+    ),
+    (
+        "session_bound_argument_as_an_attr",
+        lambda doc, mg, n: _set(n["w1"]["attrs"], "slot", ["i", 0]),
+        r"node 'w1' \(VariableV2\) has unknown attrs \['slot'\]",
+    ),
+    (
+        "missing_attr",
+        lambda doc, mg, n: n["MatMul"]["attrs"].pop("transpose_b"),
+        r"node 'MatMul' \(MatMul\) lacks the attrs \['transpose_b'\]",
+    ),
+    (
+        "function_arg_not_among_its_inputs",
+        _arg_not_an_input,
+        r"function 'cond_true'.*Arg ops and its inputs differ",
+    ),
+    (
+        "function_output_missing",
+        lambda doc, mg, n: _set(n["cond"]["attrs"]["then_branch"][1], "outputs", ["nope:0"]),
+        r"function 'cond_true'",
+    ),
+    (
+        "invalid_device",
+        lambda doc, mg, n: _set(n["MatMul"], "device", "/job:x/task:zz"),
+        r"node 'MatMul' has an invalid device",
+    ),
+    (
+        "signature_names_a_missing_tensor",
+        lambda doc, mg, n: _set(
+            mg["signatures"]["serving_default"]["outputs"]["y"], "name", "nope:0"
+        ),
+        r"signature 'serving_default' names tensor 'nope:0' \('y'\), which is not in the graph",
+    ),
+    (
+        "signature_names_an_operation",
+        lambda doc, mg, n: _set(mg["signatures"]["serving_default"]["inputs"]["x"], "name", "x"),
+        r"signature 'serving_default' names tensor 'x'",
+    ),
+    (
+        "signature_dtype_differs_from_the_graph",
+        lambda doc, mg, n: _set(
+            mg["signatures"]["serving_default"]["inputs"]["x"], "dtype", "int32"
+        ),
+        r"declares 'x:0' \('x'\) as int32",
+    ),
+    (
+        "signature_shape_differs_from_the_graph",
+        lambda doc, mg, n: _set(
+            mg["signatures"]["serving_default"]["inputs"]["x"], "shape", [-1, 5]
+        ),
+        r"declares 'x:0' \('x'\) as float32 \(\?, 5\)",
+    ),
+    (
+        "signature_unknown_dtype",
+        lambda doc, mg, n: _set(
+            mg["signatures"]["serving_default"]["inputs"]["x"], "dtype", "quux"
+        ),
+        r"unknown dtype 'quux'",
+    ),
+    (
+        "signature_negative_dim",
+        lambda doc, mg, n: _set(
+            mg["signatures"]["serving_default"]["inputs"]["x"], "shape", [-7, 4]
+        ),
+        r"malformed shape",
+    ),
+    (
+        "variable_record_names_a_non_variable",
+        lambda doc, mg, n: _set(mg["variables"][0], "name", "MatMul"),
+        r"variable 'MatMul' does not match its ops",
+    ),
+    (
+        "variable_record_malformed",
+        lambda doc, mg, n: _set(mg["variables"][0], "initializer", 7),
+        r"has a malformed record",
+    ),
+    (
+        "variable_listed_twice",
+        lambda doc, mg, n: mg["variables"].append(mg["variables"][0]),
+        r"listed twice",
+    ),
+    (
+        "init_op_missing",
+        lambda doc, mg, n: _set(mg, "init_op", "ghost"),
+        r"init op 'ghost' is not in the graph",
+    ),
     ("tags_not_strings", lambda doc, mg, n: _set(mg, "tags", [1]), r"tags must be a list"),
-    ("nodes_not_a_list", lambda doc, mg, n: _set(mg["graph"], "nodes", {"a": 1}),
-     r"nodes must be a list"),
+    (
+        "nodes_not_a_list",
+        lambda doc, mg, n: _set(mg["graph"], "nodes", {"a": 1}),
+        r"nodes must be a list",
+    ),
     ("node_without_op", lambda doc, mg, n: n["Relu"].pop("op"), r"lacks a name or op type"),
 ]
 
 
-@pytest.mark.parametrize("edit,pattern", [c[1:] for c in META_CASES],
-                         ids=[c[0] for c in META_CASES])
-def test_hostile_graph_documents_raise_data_loss_naming_the_file(model, tmp_path, edit,
-                                                                 pattern):
+@pytest.mark.parametrize(
+    "edit,pattern", [c[1:] for c in META_CASES], ids=[c[0] for c in META_CASES]
+)
+def test_hostile_graph_documents_raise_data_loss_naming_the_file(model, tmp_path, edit, pattern):
     d = _copy_model(model, tmp_path / "m")
     _edit_meta(d, edit)
     _load_fails(d, errors.DataLossError, pattern, file=META)
@@ -718,20 +922,35 @@ def test_deeply_nested_list_attrs_do_not_recurse(model, tmp_path):
     _load_fails(d, errors.DataLossError, r"list attrs hold scalars only", file=META)
 
 
-@pytest.mark.parametrize("blob", [
-    b"\xdd\xff\xff\xff\xff",  # an array claiming 2**32 - 1 elements
-    b"\xdf\xff\xff\xff\xff",  # a map claiming 2**32 - 1 entries
-    b"\xc6\xff\xff\xff\xff",  # 4 GiB of bin data
-    b"\xdb\xff\xff\xff\xff",  # 4 GiB of str
-    b"\x91" * 5000,  # nesting deeper than any limit
-    b"\xc7\x05\x01abcde",  # an ext type
-    b"\x81\x81\x01\x02\x03",  # a map as a map key
-    b"\x81\xa3abc\xc1",  # the reserved 0xc1 byte
-    msgpack.packb({"format": "flowserve.meta_graph", "version": 1}) + b"\x00",  # extra data
-    b"\xa2\xff\xfe",  # invalid utf-8 in a str
-    b"",
-], ids=["array", "map", "bin", "str", "depth", "ext", "map_key", "reserved", "extra",
-        "utf8", "empty"])
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\xdd\xff\xff\xff\xff",  # an array claiming 2**32 - 1 elements
+        b"\xdf\xff\xff\xff\xff",  # a map claiming 2**32 - 1 entries
+        b"\xc6\xff\xff\xff\xff",  # 4 GiB of bin data
+        b"\xdb\xff\xff\xff\xff",  # 4 GiB of str
+        b"\x91" * 5000,  # nesting deeper than any limit
+        b"\xc7\x05\x01abcde",  # an ext type
+        b"\x81\x81\x01\x02\x03",  # a map as a map key
+        b"\x81\xa3abc\xc1",  # the reserved 0xc1 byte
+        msgpack.packb({"format": "flowserve.meta_graph", "version": 1}) + b"\x00",  # extra data
+        b"\xa2\xff\xfe",  # invalid utf-8 in a str
+        b"",
+    ],
+    ids=[
+        "array",
+        "map",
+        "bin",
+        "str",
+        "depth",
+        "ext",
+        "map_key",
+        "reserved",
+        "extra",
+        "utf8",
+        "empty",
+    ],
+)
 def test_hostile_msgpack_headers_fail_fast_and_small(model, tmp_path, blob):
     d = _copy_model(model, tmp_path / "m")
     Path(d, META).write_bytes(blob)
@@ -781,16 +1000,21 @@ def test_init_op_that_fails_names_the_file(model, tmp_path):
     _load_fails(d, errors.InvalidArgumentError, r"init op 'y' failed.*feed a value", file=META)
 
 
-@pytest.mark.parametrize("edit,etype,pattern", [
-    (lambda doc, e: _set(e, "shape", [2**40, 2**40]), errors.DataLossError, r"needs"),
-    (lambda doc, e: _set(e, "offset", 2**50), errors.DataLossError, r"offset of 'w1'"),
-    (lambda doc, e: _set(doc, "version", 99), errors.DataLossError, r"version 99, newer"),
-    (lambda doc, e: _set(e, "dtype", "int32"), errors.InvalidArgumentError, r"holds int32"),
-    (lambda doc, e: _set(e, "shape", [12]), errors.InvalidArgumentError, r"shape \[12\]"),
-    (lambda doc, e: _set(e, "name", "w9"), errors.NotFoundError, r"key w1 not found"),
-], ids=["huge_shape", "offset", "version", "dtype", "shape", "missing_key"])
-def test_checkpoint_with_hostile_index_raises_typed_errors(checkpoint, tmp_path, edit, etype,
-                                                           pattern):
+@pytest.mark.parametrize(
+    "edit,etype,pattern",
+    [
+        (lambda doc, e: _set(e, "shape", [2**40, 2**40]), errors.DataLossError, r"needs"),
+        (lambda doc, e: _set(e, "offset", 2**50), errors.DataLossError, r"offset of 'w1'"),
+        (lambda doc, e: _set(doc, "version", 99), errors.DataLossError, r"version 99, newer"),
+        (lambda doc, e: _set(e, "dtype", "int32"), errors.InvalidArgumentError, r"holds int32"),
+        (lambda doc, e: _set(e, "shape", [12]), errors.InvalidArgumentError, r"shape \[12\]"),
+        (lambda doc, e: _set(e, "name", "w9"), errors.NotFoundError, r"key w1 not found"),
+    ],
+    ids=["huge_shape", "offset", "version", "dtype", "shape", "missing_key"],
+)
+def test_checkpoint_with_hostile_index_raises_typed_errors(
+    checkpoint, tmp_path, edit, etype, pattern
+):
     prefix, g, saver, originals = checkpoint
     copy = str(tmp_path / "model.ckpt-1")
     for s, raw in originals.items():
@@ -808,11 +1032,22 @@ def test_checkpoint_with_hostile_index_raises_typed_errors(checkpoint, tmp_path,
 # No pickle, no eval
 # -----------------------------------------------------------------------------------------
 
-_UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "cloudpickle", "dill", "marshal", "shelve",
-                   "joblib", "jsonpickle"}
+_UNSAFE_MODULES = {
+    "pickle",
+    "cPickle",
+    "_pickle",
+    "cloudpickle",
+    "dill",
+    "marshal",
+    "shelve",
+    "joblib",
+    "jsonpickle",
+}
 _UNSAFE_BUILTINS = {"eval", "exec", "compile", "__import__", "execfile"}
-_UNSAFE_WORD = re.compile(r"\b(?:c?pickle|_pickle|cloudpickle|dill|marshal|shelve|joblib)\b|"
-                          r"allow_pickle\s*=\s*True|(?<![.\w])(?:eval|exec)\s*\(")
+_UNSAFE_WORD = re.compile(
+    r"\b(?:c?pickle|_pickle|cloudpickle|dill|marshal|shelve|joblib)\b|"
+    r"allow_pickle\s*=\s*True|(?<![.\w])(?:eval|exec)\s*\("
+)
 
 
 def _docstrings(tree) -> set[int]:
@@ -820,8 +1055,12 @@ def _docstrings(tree) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 lines.update(range(body[0].lineno, body[0].end_lineno + 1))
     return lines
 
@@ -848,48 +1087,75 @@ def _unsafe_uses(source: str, filename: str) -> list[str]:
             found.append(f"{filename}:{tok.start[0]}: {tok.string[:60]}")
     code = tokenize.untokenize(kept)
     for m in re.finditer(r"allow_pickle\s*=\s*True|(?<![.\w])(?:eval|exec)\s*\(", code):
-        if not re.search(r"def\s+$", code[max(0, m.start() - 8):m.start()]):
+        if not re.search(r"def\s+$", code[max(0, m.start() - 8) : m.start()]):
             found.append(f"{filename}: {m.group(0)}")
     # 2. the syntax tree: imports, builtin calls, numpy loads
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [f"{filename}:{node.lineno}: import {a.name}" for a in node.names
-                      if a.name.split(".")[0] in _UNSAFE_MODULES]
-        elif isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.split(".")[0] in _UNSAFE_MODULES:
+            found += [
+                f"{filename}:{node.lineno}: import {a.name}"
+                for a in node.names
+                if a.name.split(".")[0] in _UNSAFE_MODULES
+            ]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] in _UNSAFE_MODULES
+        ):
             found.append(f"{filename}:{node.lineno}: from {node.module} import")
         elif isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Name) and f.id in _UNSAFE_BUILTINS:
                 found.append(f"{filename}:{node.lineno}: {f.id}()")
             kw = {k.arg: k.value for k in node.keywords}
-            if "allow_pickle" in kw and not (isinstance(kw["allow_pickle"], ast.Constant)
-                                             and kw["allow_pickle"].value is False):
+            if "allow_pickle" in kw and not (
+                isinstance(kw["allow_pickle"], ast.Constant) and kw["allow_pickle"].value is False
+            ):
                 found.append(f"{filename}:{node.lineno}: allow_pickle not False")
-            if isinstance(f, ast.Attribute) and f.attr == "load" and \
-                    isinstance(f.value, ast.Name) and f.value.id in ("np", "numpy") and \
-                    "allow_pickle" not in kw:
+            if (
+                isinstance(f, ast.Attribute)
+                and f.attr == "load"
+                and isinstance(f.value, ast.Name)
+                and f.value.id in ("np", "numpy")
+                and "allow_pickle" not in kw
+            ):
                 found.append(f"{filename}:{node.lineno}: np.load without allow_pickle=False")
     return found
 
 
 def test_the_unsafe_use_scanner_finds_what_it_looks_for():
-    bad = ("import pickle\nfrom joblib import load\nx = eval('1')\nexec('y = 2')\n"
-           "a = np.load('f.npy')\nb = np.load('f.npy', allow_pickle=True)\n"
-           "c = __import__('marshal')\n")
+    bad = (
+        "import pickle\nfrom joblib import load\nx = eval('1')\nexec('y = 2')\n"
+        "a = np.load('f.npy')\nb = np.load('f.npy', allow_pickle=True)\n"
+        "c = __import__('marshal')\n"
+    )
     found = _unsafe_uses(bad, "bad.py")
-    for what in ("import pickle", "from joblib", "eval()", "exec()", "np.load without",
-                 "allow_pickle not False", "__import__()", "marshal"):
+    for what in (
+        "import pickle",
+        "from joblib",
+        "eval()",
+        "exec()",
+        "np.load without",
+        "allow_pickle not False",
+        "__import__()",
+        "marshal",
+    ):
         assert any(what in f for f in found), what
-    ok = ('"""Never pickle: docstrings are prose."""\n# pickle in a comment\n'
-          "def eval(self):\n    return t.eval(session=s)\n"
-          "x = np.load('f.npy', allow_pickle=False)\n")
+    ok = (
+        '"""Never pickle: docstrings are prose."""\n# pickle in a comment\n'
+        "def eval(self):\n    return t.eval(session=s)\n"
+        "x = np.load('f.npy', allow_pickle=False)\n"
+    )
     assert _unsafe_uses(ok, "ok.py") == []
 
 
 def test_no_pickle_eval_or_exec_in_the_engine_and_service_sources():
-    files = [p for top in ("engine", "service") if (ROOT / top).is_dir()
-             for p in sorted((ROOT / top).rglob("*.py"))]
+    files = [
+        p
+        for top in ("engine", "service")
+        if (ROOT / top).is_dir()
+        for p in sorted((ROOT / top).rglob("*.py"))
+    ]
     assert len(files) > 20
     found = []
     for p in files:

@@ -21,8 +21,9 @@ def test_guide_run_example_fetches_and_feeds():
         out1 = sess.run(output)
         y_val, output_val = sess.run([y, output])
         np.testing.assert_allclose(output_val, out1)
-        np.testing.assert_allclose(y_val, np.asarray([[37.0, -23.0], [1.0, 4.0]]) @ sess.run(w),
-                                   rtol=1e-5)
+        np.testing.assert_allclose(
+            y_val, np.asarray([[37.0, -23.0], [1.0, 4.0]]) @ sess.run(w), rtol=1e-5
+        )
 
 
 def test_guide_placeholder_example():
@@ -31,12 +32,17 @@ def test_guide_placeholder_example():
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2.0, 3.0]}), [1.0, 4.0, 9.0])
         np.testing.assert_array_equal(sess.run(y, {x: [0.0, 0.0, 5.0]}), [0.0, 0.0, 25.0])
-        with pytest.raises(errors.InvalidArgumentError,
-                           match="You must feed a value for placeholder tensor 'Placeholder' "
-                                 r"with dtype float32 and shape \[3\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError,
+            match="You must feed a value for placeholder tensor 'Placeholder' "
+            r"with dtype float32 and shape \[3\]",
+        ):
             sess.run(y)
-        with pytest.raises(ValueError, match=r"Cannot feed value of shape \(\) for Tensor "
-                                             r"'Placeholder:0', which has shape '\(3,\)'"):
+        with pytest.raises(
+            ValueError,
+            match=r"Cannot feed value of shape \(\) for Tensor "
+            r"'Placeholder:0', which has shape '\(3,\)'",
+        ):
             sess.run(y, {x: 37.0})
 
 
@@ -153,8 +159,9 @@ def test_uninitialized_variable_error_names_it():
     w = tf.Variable(tf.zeros([2]), name="weights")
     y = w * 2
     with tf.Session() as sess:
-        with pytest.raises(errors.FailedPreconditionError,
-                           match="Attempting to use uninitialized value weights"):
+        with pytest.raises(
+            errors.FailedPreconditionError, match="Attempting to use uninitialized value weights"
+        ):
             sess.run(y)
 
 
@@ -220,8 +227,9 @@ def test_session_rejects_remote_targets_and_bad_config():
         tf.Session("grpc://example.org:2222")
     with pytest.raises(TypeError, match="ConfigProto"):
         tf.Session(config={"allow_soft_placement": True})
-    cfg = tf.ConfigProto(allow_soft_placement=True, log_device_placement=False,
-                         intra_op_parallelism_threads=2)
+    cfg = tf.ConfigProto(
+        allow_soft_placement=True, log_device_placement=False, intra_op_parallelism_threads=2
+    )
     cfg.gpu_options.allow_growth = True
     with tf.Session(config=cfg) as sess:
         assert sess.run(tf.constant(1)) == 1
@@ -288,6 +296,7 @@ def test_concurrent_runs_from_threads():
     results = {}
     errs = []
     with tf.Session() as sess:
+
         def work(i):
             try:
                 for _ in range(50):

@@ -50,25 +50,31 @@ def test_polynomial_fit_with_adam():
 def _mlp(x, sizes, seed=0):
     h = x
     for i, n in enumerate(sizes):
-        h = tf.layers.dense(h, n, activation=tf.nn.relu if i < len(sizes) - 1 else None,
-                            kernel_initializer=tf.glorot_uniform_initializer(seed=seed + i))
+        h = tf.layers.dense(
+            h,
+            n,
+            activation=tf.nn.relu if i < len(sizes) - 1 else None,
+            kernel_initializer=tf.glorot_uniform_initializer(seed=seed + i),
+        )
     return h
 
 
-@pytest.mark.parametrize("optimizer", [
-    lambda: tf.train.AdamOptimizer(0.01),
-    lambda: tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
-    lambda: tf.train.RMSPropOptimizer(0.005),
-    lambda: tf.train.AdagradOptimizer(0.1),
-])
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        lambda: tf.train.AdamOptimizer(0.01),
+        lambda: tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+        lambda: tf.train.RMSPropOptimizer(0.005),
+        lambda: tf.train.AdagradOptimizer(0.1),
+    ],
+)
 def test_mlp_classifier_on_real_digits_reaches_high_accuracy(optimizer):
     images, labels = load_digits()
     x_tr, y_tr, x_te, y_te = train_test_split(images / 16.0, labels, 0.25, seed=0)
     x = tf.placeholder(tf.float32, [None, 64], name="x")
     y = tf.placeholder(tf.int64, [None], name="y")
     logits = _mlp(x, [64, 10])
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-                                                                         logits=logits))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     step = tf.train.get_or_create_global_step()
     train = optimizer().minimize(loss, global_step=step)
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
@@ -78,7 +84,7 @@ def test_mlp_classifier_on_real_digits_reaches_high_accuracy(optimizer):
         for _ in range(30):
             order = rng.permutation(len(x_tr))
             for i in range(0, len(order), 64):
-                idx = order[i:i + 64]
+                idx = order[i : i + 64]
                 sess.run(train, {x: x_tr[idx], y: y_tr[idx]})
         acc = sess.run(accuracy, {x: x_te, y: y_te})
         steps = sess.run(step)
@@ -93,8 +99,16 @@ def test_slot_variables_are_named_as_tf_names_them():
     tf.train.AdamOptimizer().minimize(loss)
     tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)
     names = [v.op.name for v in tf.global_variables()]
-    for expected in ["w/Adam", "w/Adam_1", "b/Adam", "b/Adam_1", "beta1_power", "beta2_power",
-                     "w/Momentum", "b/Momentum"]:
+    for expected in [
+        "w/Adam",
+        "w/Adam_1",
+        "b/Adam",
+        "b/Adam_1",
+        "beta1_power",
+        "beta2_power",
+        "w/Momentum",
+        "b/Momentum",
+    ]:
         assert expected in names
     trainable = [v.op.name for v in tf.trainable_variables()]
     assert trainable == ["w", "b"]
@@ -144,7 +158,7 @@ def test_optimizer_update_rules_match_numpy():
             else:
                 m = 0.9 * m + 0.1 * g0
                 v = 0.999 * v + 0.001 * g0 * g0
-                lr = 0.01 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+                lr = 0.01 * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
                 ref -= lr * m / (np.sqrt(v) + 1e-8)
         np.testing.assert_allclose(got, ref, rtol=1e-5, err_msg=name)
 
@@ -183,8 +197,9 @@ def test_compute_and_apply_gradients_and_errors():
         sess.run(train)
         assert sess.run(w) == pytest.approx(0.95)
     with pytest.raises(ValueError, match="No gradients provided for any variable"):
-        opt.minimize(tf.square(tf.constant(1.0)) + 0 * tf.cast(tf.constant(1), tf.float32),
-                     var_list=[other])
+        opt.minimize(
+            tf.square(tf.constant(1.0)) + 0 * tf.cast(tf.constant(1), tf.float32), var_list=[other]
+        )
     with pytest.raises(ValueError, match="No variables to optimize"):
         opt.minimize(loss, var_list=[])
 

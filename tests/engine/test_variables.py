@@ -130,8 +130,11 @@ def test_get_variable_reuse_modes_and_messages():
     with tf.variable_scope("foo"):
         w = tf.get_variable("w", [2, 3])
     with tf.variable_scope("foo"):
-        with pytest.raises(ValueError, match="Variable foo/w already exists, disallowed. Did "
-                                             "you mean to set reuse=True or reuse=AUTO_REUSE"):
+        with pytest.raises(
+            ValueError,
+            match="Variable foo/w already exists, disallowed. Did "
+            "you mean to set reuse=True or reuse=AUTO_REUSE",
+        ):
             tf.get_variable("w", [2, 3])
     with tf.variable_scope("foo", reuse=True):
         assert tf.get_variable("w") is w
@@ -224,25 +227,37 @@ def test_make_template_shares_variables():
 
     t3 = tf.make_template("bad", bad)
     t3(tf.constant(1.0))
-    with pytest.raises(ValueError, match="Trainable variable created when calling a template "
-                                         "after the first time"):
+    with pytest.raises(
+        ValueError, match="Trainable variable created when calling a template after the first time"
+    ):
         t3(tf.constant(1.0))
 
 
-@pytest.mark.parametrize("init,check", [
-    (tf.zeros_initializer(), lambda v: np.all(v == 0)),
-    (tf.ones_initializer(), lambda v: np.all(v == 1)),
-    (tf.constant_initializer(3.0), lambda v: np.all(v == 3)),
-    (tf.random_normal_initializer(mean=5.0, stddev=0.1, seed=1),
-     lambda v: abs(v.mean() - 5.0) < 0.05 and 0.05 < v.std() < 0.15),
-    (tf.random_uniform_initializer(-2.0, -1.0, seed=1),
-     lambda v: v.min() >= -2.0 and v.max() < -1.0),
-    (tf.truncated_normal_initializer(stddev=1.0, seed=1), lambda v: np.abs(v).max() <= 2.0),
-    (tf.glorot_normal_initializer(seed=1), lambda v: np.abs(v).max() <= 2 * np.sqrt(2 / 300)
-     / 0.8796 + 1e-6),
-    (tf.variance_scaling_initializer(scale=2.0, mode="fan_in", distribution="uniform"),
-     lambda v: np.abs(v).max() <= np.sqrt(3 * 2.0 / 100)),
-])
+@pytest.mark.parametrize(
+    "init,check",
+    [
+        (tf.zeros_initializer(), lambda v: np.all(v == 0)),
+        (tf.ones_initializer(), lambda v: np.all(v == 1)),
+        (tf.constant_initializer(3.0), lambda v: np.all(v == 3)),
+        (
+            tf.random_normal_initializer(mean=5.0, stddev=0.1, seed=1),
+            lambda v: abs(v.mean() - 5.0) < 0.05 and 0.05 < v.std() < 0.15,
+        ),
+        (
+            tf.random_uniform_initializer(-2.0, -1.0, seed=1),
+            lambda v: v.min() >= -2.0 and v.max() < -1.0,
+        ),
+        (tf.truncated_normal_initializer(stddev=1.0, seed=1), lambda v: np.abs(v).max() <= 2.0),
+        (
+            tf.glorot_normal_initializer(seed=1),
+            lambda v: np.abs(v).max() <= 2 * np.sqrt(2 / 300) / 0.8796 + 1e-6,
+        ),
+        (
+            tf.variance_scaling_initializer(scale=2.0, mode="fan_in", distribution="uniform"),
+            lambda v: np.abs(v).max() <= np.sqrt(3 * 2.0 / 100),
+        ),
+    ],
+)
 def test_initializers(init, check):
     v = tf.get_variable("v", [100, 200], initializer=init)
     with tf.Session() as sess:

@@ -29,15 +29,19 @@ def _load(export_dir: Path):
 
 def _describe(signatures) -> dict:
     """Signature structure without tensor names: {key: (method, {alias: (dtype, shape)} x2)}."""
+
     def io(d):
         return {alias: (info.engine_dtype.name, info.shape.as_list()) for alias, info in d.items()}
+
     return {key: (s.method_name, io(s.inputs), io(s.outputs)) for key, s in signatures.items()}
 
 
 def _run(sess, signature, **inputs) -> dict:
     outputs = sorted(signature.outputs)
-    values = sess.run([signature.outputs[a].name for a in outputs],
-                      {signature.inputs[a].name: v for a, v in inputs.items()})
+    values = sess.run(
+        [signature.outputs[a].name for a in outputs],
+        {signature.inputs[a].name: v for a, v in inputs.items()},
+    )
     return dict(zip(outputs, values))
 
 
@@ -49,13 +53,24 @@ def _digits_accuracy(export_dir: Path) -> float:
     return float(np.mean(out["classes"] == y_test))
 
 
-HALF_PLUS_TWO = {"serving_default": ("tensorflow/serving/predict",
-                                     {"x": ("float32", [None])}, {"y": ("float32", [None])})}
+HALF_PLUS_TWO = {
+    "serving_default": (
+        "tensorflow/serving/predict",
+        {"x": ("float32", [None])},
+        {"y": ("float32", [None])},
+    )
+}
 DIGITS = {
-    "serving_default": ("tensorflow/serving/predict", {"images": ("float32", [None, 64])},
-                        {"probabilities": ("float32", [None, 10]), "classes": ("int64", [None])}),
-    "logits": ("tensorflow/serving/predict", {"images": ("float32", [None, 64])},
-               {"logits": ("float32", [None, 10])}),
+    "serving_default": (
+        "tensorflow/serving/predict",
+        {"images": ("float32", [None, 64])},
+        {"probabilities": ("float32", [None, 10]), "classes": ("int64", [None])},
+    ),
+    "logits": (
+        "tensorflow/serving/predict",
+        {"images": ("float32", [None, 64])},
+        {"logits": ("float32", [None, 10])},
+    ),
 }
 
 
@@ -104,9 +119,14 @@ def test_build_script_rebuilds_equivalent_models(tmp_path, existing):
         shutil.copytree(REPOSITORY / "half_plus_two", repo / "half_plus_two")
         shutil.copytree(REPOSITORY / "digits", repo / "digits")
     env = {k: v for k, v in os.environ.items() if k != "FLOWSERVE_CHECK_KERNELS"}
-    done = subprocess.run([sys.executable, str(REPOSITORY / "build.py"), "--repository",
-                           str(repo)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(REPOSITORY / "build.py"), "--repository", str(repo)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "test_accuracy" in done.stdout
     # Only the model directories, versions and config; no staging or old copies left behind.
@@ -118,13 +138,15 @@ def test_build_script_rebuilds_equivalent_models(tmp_path, existing):
     sess, sigs = _load(repo / "half_plus_two" / "1")
     assert _describe(sigs) == HALF_PLUS_TWO
     with sess:
-        np.testing.assert_allclose(_run(sess, sigs["serving_default"], x=np.float32([4]))["y"],
-                                   [4.0])
+        np.testing.assert_allclose(
+            _run(sess, sigs["serving_default"], x=np.float32([4]))["y"], [4.0]
+        )
     sess, sigs = _load(repo / "digits" / "1")
     sess.close()
     assert _describe(sigs) == DIGITS
     rebuilt = _digits_accuracy(repo / "digits" / "1")
     assert rebuilt > 0.95
     assert abs(rebuilt - _digits_accuracy(REPOSITORY / "digits" / "1")) <= 0.02
-    assert (repo / "digits" / "config.json").read_text() == \
-        (REPOSITORY / "digits" / "config.json").read_text()
+    assert (repo / "digits" / "config.json").read_text() == (
+        REPOSITORY / "digits" / "config.json"
+    ).read_text()

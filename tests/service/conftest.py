@@ -21,6 +21,7 @@ def make_config(repository):
         values = {"model_repository": str(repository), "poll_interval": 0.0, "port": 0}
         values.update(overrides)
         return ServerConfig(**values).validate()
+
     return factory
 
 

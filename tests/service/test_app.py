@@ -23,8 +23,9 @@ async def slow_client(aiohttp_client, make_config, tmp_path):
 
 
 async def test_health_answers_while_a_slow_model_computes(slow_client):
-    slow = asyncio.create_task(slow_client.post("/v1/models/slow:predict",
-                                                json={"instances": [1.0]}))
+    slow = asyncio.create_task(
+        slow_client.post("/v1/models/slow:predict", json={"instances": [1.0]})
+    )
     await asyncio.sleep(0.2)  # the request is now running in a compute thread
     for _ in range(5):
         resp = await slow_client.get("/v2/health/live")
@@ -34,19 +35,26 @@ async def test_health_answers_while_a_slow_model_computes(slow_client):
     assert resp.status == 200 and (await resp.json())["predictions"] == [1.0]
 
 
-async def test_bearer_token_guards_both_protocols_but_not_health_or_metrics(aiohttp_client,
-                                                                            make_config):
+async def test_bearer_token_guards_both_protocols_but_not_health_or_metrics(
+    aiohttp_client, make_config
+):
     client = await aiohttp_client(create_app(make_config(auth_token="t0ken")))
-    for method, path in [("GET", "/v1/models/half_plus_two"), ("GET", "/v2/models/strings"),
-                         ("POST", "/v1/models/half_plus_two:predict"),
-                         ("POST", "/v2/repository/index")]:
+    for method, path in [
+        ("GET", "/v1/models/half_plus_two"),
+        ("GET", "/v2/models/strings"),
+        ("POST", "/v1/models/half_plus_two:predict"),
+        ("POST", "/v2/repository/index"),
+    ]:
         resp = await client.request(method, path, json={"instances": [1.0]})
         assert resp.status == 401 and resp.headers["WWW-Authenticate"] == "Bearer"
         assert "bearer token" in (await resp.json())["error"]
         resp = await client.request(method, path, headers={"Authorization": "Bearer wrong"})
         assert resp.status == 401
-    resp = await client.post("/v1/models/half_plus_two:predict", json={"instances": [2.0]},
-                             headers={"Authorization": "Bearer t0ken"})
+    resp = await client.post(
+        "/v1/models/half_plus_two:predict",
+        json={"instances": [2.0]},
+        headers={"Authorization": "Bearer t0ken"},
+    )
     assert resp.status == 200 and (await resp.json())["predictions"] == [4.0]
     for path in ["/v2/health/live", "/v2/health/ready", "/metrics"]:
         assert (await client.get(path)).status == 200
@@ -56,8 +64,10 @@ async def test_metrics_reference(slow_client):
     await slow_client.post("/v1/models/hpt:predict", json={"instances": [1.0]})
     await slow_client.post("/v1/models/hpt:predict", json={"instances": ["x"]})
     await slow_client.post("/v1/models/no_such_model:predict", json={"instances": [1.0]})
-    await slow_client.post("/v2/models/hpt/infer", json={"inputs": [
-        {"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]})
+    await slow_client.post(
+        "/v2/models/hpt/infer",
+        json={"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]},
+    )
     resp = await slow_client.get("/metrics")
     assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain")
     text = await resp.text()
@@ -72,7 +82,7 @@ async def test_metrics_reference(slow_client):
         'flowserve_model_load_failures_total{model="broken"} 1.0',
         'flowserve_model_load_duration_seconds_count{model="hpt"} 1.0',
         'flowserve_request_duration_seconds_count{model="hpt",protocol="tfserving",version="1"}'
-        ' 2.0',
+        " 2.0",
     ]:
         assert line in text, line
     assert "process_cpu_seconds_total" in text and "python_info" in text
@@ -114,8 +124,9 @@ def test_access_log_lines_text_and_json(caplog):
     with caplog.at_level(logging.INFO, logger="flowserve.access.test"):
         AccessLogger(logger, "").log(request, _FakeResponse(), 0.0123)
     record = caplog.records[-1]
-    assert record.getMessage() == ("POST /v1/models/hpt:predict model=hpt version=2 "
-                                   "status=200 latency_ms=12.30")
+    assert record.getMessage() == (
+        "POST /v1/models/hpt:predict model=hpt version=2 status=200 latency_ms=12.30"
+    )
     doc = json.loads(_JsonFormatter().format(record))
     assert doc["method"] == "POST" and doc["model"] == "hpt" and doc["status"] == 200
     assert doc["latency_ms"] == pytest.approx(12.3) and doc["path"] == "/v1/models/hpt:predict"

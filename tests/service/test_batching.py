@@ -56,8 +56,10 @@ def deadline(seconds=10.0):
 async def test_concurrent_requests_merge_and_split_back_in_order(pool):
     sig = FakeSignature()
     b = batcher(pool, max_batch_size=32)
-    inputs = [np.arange(i, i + n, dtype=np.float32).reshape(n, 1) for i, n in
-              [(0, 1), (10, 3), (20, 2), (30, 1)]]
+    inputs = [
+        np.arange(i, i + n, dtype=np.float32).reshape(n, 1)
+        for i, n in [(0, 1), (10, 3), (20, 2), (30, 1)]
+    ]
     results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in inputs))
     assert len(sig.runs) == 1 and sig.runs[0][0].shape == (7, 1)
     for x, r in zip(inputs, results):
@@ -81,8 +83,9 @@ async def test_a_full_batch_runs_at_once_and_a_lone_request_after_the_timeout(po
 async def test_batches_never_exceed_max_batch_size(pool):
     sig = FakeSignature()
     b = batcher(pool, max_batch_size=4)
-    await asyncio.gather(*(b.submit(sig, [np.full((3, 1), i, np.float32)], deadline())
-                           for i in range(5)))
+    await asyncio.gather(
+        *(b.submit(sig, [np.full((3, 1), i, np.float32)], deadline()) for i in range(5))
+    )
     assert [r[0].shape[0] for r in sig.runs] == [3] * 5
     await b.close()
 
@@ -174,8 +177,15 @@ async def test_queue_full_fails_fast(pool):
     metrics = ServingMetrics()
     sig = FakeSignature()
     sig.gate.clear()
-    b = batcher(pool, metrics, num_batch_threads=1, max_enqueued_batches=2, max_batch_size=1,
-                batch_timeout_micros=0)
+    b = batcher(
+        pool,
+        metrics,
+        num_batch_threads=1,
+        max_enqueued_batches=2,
+        max_batch_size=1,
+        batch_timeout_micros=0,
+    )
+
     def one():
         return asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
 
@@ -195,16 +205,19 @@ async def test_an_error_in_a_batch_reaches_every_request_and_serving_continues(p
     sig = FakeSignature()
     b = batcher(pool)
     sig.fail_next = InvalidInput("model rejected the input: boom")
-    results = await asyncio.gather(*(b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
-                                     for _ in range(3)), return_exceptions=True)
+    results = await asyncio.gather(
+        *(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()) for _ in range(3)),
+        return_exceptions=True,
+    )
     assert all(isinstance(r, InvalidInput) and "boom" in str(r) for r in results)
     r = await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
     assert r["y"].tolist() == [[2.0]]
     crash = FakeSignature()
     crash.fail_next = RuntimeError("kernel exploded")
-    results = await asyncio.gather(*(b.submit(crash, [np.ones((1, 1), np.float32)],
-                                              deadline()) for _ in range(2)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(b.submit(crash, [np.ones((1, 1), np.float32)], deadline()) for _ in range(2)),
+        return_exceptions=True,
+    )
     assert all("kernel exploded" in str(r) for r in results)
     await b.close()
 
@@ -223,6 +236,5 @@ async def test_unbatchable_signatures_run_directly(pool):
     r = await asyncio.wait_for(b.submit(sig, [np.ones((2, 1), np.float32)], deadline()), 2)
     assert r["y"].shape == (2, 1)
     with pytest.raises(InvalidInput, match="same batch size"):
-        await batcher(pool).submit(FakeSignature(), [np.ones((2, 1)), np.ones((3, 1))],
-                                   deadline())
+        await batcher(pool).submit(FakeSignature(), [np.ones((2, 1)), np.ones((3, 1))], deadline())
     await b.close()

@@ -22,12 +22,24 @@ def batching_repo(tmp_path):
 @pytest.fixture
 async def clients(aiohttp_client, make_config, batching_repo, tmp_path):
     params = tmp_path / "batching.json"
-    params.write_text(json.dumps({"max_batch_size": {"value": 16},
-                                  "batch_timeout_micros": {"value": 20000},
-                                  "num_batch_threads": {"value": 2}}))
-    batched = await aiohttp_client(create_app(make_config(
-        model_repository=str(batching_repo), enable_batching=True,
-        batching_parameters_file=str(params))))
+    params.write_text(
+        json.dumps(
+            {
+                "max_batch_size": {"value": 16},
+                "batch_timeout_micros": {"value": 20000},
+                "num_batch_threads": {"value": 2},
+            }
+        )
+    )
+    batched = await aiohttp_client(
+        create_app(
+            make_config(
+                model_repository=str(batching_repo),
+                enable_batching=True,
+                batching_parameters_file=str(params),
+            )
+        )
+    )
     plain = await aiohttp_client(create_app(make_config(model_repository=str(batching_repo))))
     return batched, plain
 
@@ -35,8 +47,12 @@ async def clients(aiohttp_client, make_config, batching_repo, tmp_path):
 def _request(i):
     rows = i % 4 + 1
     rng = np.random.default_rng(i)
-    return {"inputs": {"a": rng.standard_normal((rows, 3)).round(3).tolist(),
-                       "b": rng.integers(-5, 5, rows).tolist()}}
+    return {
+        "inputs": {
+            "a": rng.standard_normal((rows, 3)).round(3).tolist(),
+            "b": rng.integers(-5, 5, rows).tolist(),
+        }
+    }
 
 
 async def test_concurrent_requests_match_unbatched_results(clients):
@@ -77,8 +93,9 @@ async def test_v2_binary_requests_batch_too(clients):
 
 async def test_model_config_can_turn_batching_off(clients):
     batched, _ = clients
-    await asyncio.gather(*(batched.post("/v1/models/unbatched:predict",
-                                        json={"instances": [1.0]}) for _ in range(8)))
+    await asyncio.gather(
+        *(batched.post("/v1/models/unbatched:predict", json={"instances": [1.0]}) for _ in range(8))
+    )
     metrics = await (await batched.get("/metrics")).text()
     assert 'flowserve_batches_total{model="unbatched"' not in metrics
     assert 'flowserve_session_run_seconds_count{model="unbatched",version="1"} 8.0' in metrics
@@ -90,8 +107,9 @@ async def test_too_large_and_deadline_over_http(clients):
     assert resp.status == 400
     assert "larger than maximum batch size 16" in (await resp.json())["error"]
     metrics = await (await batched.get("/metrics")).text()
-    assert 'flowserve_requests_rejected_total{model="hpt",reason="too_large",version="1"}' \
-        in metrics
+    assert (
+        'flowserve_requests_rejected_total{model="hpt",reason="too_large",version="1"}' in metrics
+    )
 
 
 def _sample(text: str, prefix: str) -> float:

@@ -20,8 +20,9 @@ def resolve(argv, env=None):
 
 def test_precedence_flag_over_env_over_file(tmp_path):
     cfg_file = tmp_path / "server.json"
-    cfg_file.write_text(json.dumps({"port": 7000, "log_format": "json",
-                                    "model_repository": str(tmp_path)}))
+    cfg_file.write_text(
+        json.dumps({"port": 7000, "log_format": "json", "model_repository": str(tmp_path)})
+    )
     c = resolve(["--config", str(cfg_file)])
     assert c.port == 7000 and c.log_format == "json" and c.model_repository == str(tmp_path)
     c = resolve(["--config", str(cfg_file)], {"FLOWSERVE_PORT": "7100"})
@@ -38,17 +39,20 @@ def test_defaults_serve_the_bundled_models():
     assert c.poll_interval == 2.0 and c.device == "cpu" and c.auth_token is None
 
 
-@pytest.mark.parametrize("argv,env,message", [
-    (["--port", "http"], {}, "--port must be a int"),
-    (["--port", "70000"], {}, "port must be 1-65535"),
-    ([], {"FLOWSERVE_POLL_INTERVAL": "-1"}, "poll_interval must be >= 0"),
-    (["--device", "tpu:0"], {}, "device must be 'cpu', 'gpu' (every GPU) or 'gpu:N'"),
-    (["--log-format", "xml"], {}, "log_format must be 'text' or 'json'"),
-    (["--model-repository", "/does/not/exist"], {}, "is not a directory"),
-    (["--max-request-bytes", "10"], {}, "max_request_bytes must be at least 1024"),
-    ([], {"FLOWSERVE_ENABLE_BATCHING": "maybe"}, "FLOWSERVE_ENABLE_BATCHING must be true or"),
-    (["--auth-token", " "], {}, "auth_token must not be empty"),
-])
+@pytest.mark.parametrize(
+    "argv,env,message",
+    [
+        (["--port", "http"], {}, "--port must be a int"),
+        (["--port", "70000"], {}, "port must be 1-65535"),
+        ([], {"FLOWSERVE_POLL_INTERVAL": "-1"}, "poll_interval must be >= 0"),
+        (["--device", "tpu:0"], {}, "device must be 'cpu', 'gpu' (every GPU) or 'gpu:N'"),
+        (["--log-format", "xml"], {}, "log_format must be 'text' or 'json'"),
+        (["--model-repository", "/does/not/exist"], {}, "is not a directory"),
+        (["--max-request-bytes", "10"], {}, "max_request_bytes must be at least 1024"),
+        ([], {"FLOWSERVE_ENABLE_BATCHING": "maybe"}, "FLOWSERVE_ENABLE_BATCHING must be true or"),
+        (["--auth-token", " "], {}, "auth_token must not be empty"),
+    ],
+)
 def test_invalid_settings_name_the_setting(argv, env, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         resolve(argv, env)
@@ -66,12 +70,19 @@ def test_config_file_errors(tmp_path):
 
 def test_batching_parameters_file_uses_tf_serving_names(tmp_path):
     f = tmp_path / "batching.json"
-    f.write_text(json.dumps({"max_batch_size": {"value": 16}, "batch_timeout_micros": 500,
-                             "allowed_batch_sizes": [4, 8, 16]}))
+    f.write_text(
+        json.dumps(
+            {
+                "max_batch_size": {"value": 16},
+                "batch_timeout_micros": 500,
+                "allowed_batch_sizes": [4, 8, 16],
+            }
+        )
+    )
     c = resolve(["--enable-batching", "--batching-parameters-file", str(f)])
-    assert c.batching == BatchingConfig(enabled=True, max_batch_size=16,
-                                        batch_timeout_micros=500,
-                                        allowed_batch_sizes=(4, 8, 16))
+    assert c.batching == BatchingConfig(
+        enabled=True, max_batch_size=16, batch_timeout_micros=500, allowed_batch_sizes=(4, 8, 16)
+    )
     f.write_text(json.dumps({"max_batch_size": 16, "allowed_batch_sizes": [4, 8]}))
     with pytest.raises(ConfigError, match="must equal max_batch_size"):
         resolve(["--batching-parameters-file", str(f)])
@@ -81,9 +92,16 @@ def test_batching_parameters_file_uses_tf_serving_names(tmp_path):
 
 
 def test_model_config_parsing_and_errors():
-    c = parse_model_config({"model_version_policy": {"latest": {"num_versions": 2}},
-                            "version_labels": {"stable": 1}, "batching": True,
-                            "device": "GPU:1", "warmup": False}, "m/config.json")
+    c = parse_model_config(
+        {
+            "model_version_policy": {"latest": {"num_versions": 2}},
+            "version_labels": {"stable": 1},
+            "batching": True,
+            "device": "GPU:1",
+            "warmup": False,
+        },
+        "m/config.json",
+    )
     assert c.version_policy.select([1, 2, 3]) == {2, 3}
     assert c.version_labels == {"stable": 1} and c.batching == {"enabled": True}
     assert c.device == "gpu:1" and c.warmup is False
@@ -104,14 +122,24 @@ def test_model_config_parsing_and_errors():
 
 
 def test_help_documents_flags_env_and_defaults():
-    out = subprocess.run([sys.executable, "-m", "service", "--help"], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "service", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0
-    for text in ["--model-repository", "--poll-interval", "--auth-token", "--max-request-bytes",
-                 "--log-format", "FLOWSERVE_PORT", "(default: 8501)", "--enable-batching"]:
+    for text in [
+        "--model-repository",
+        "--poll-interval",
+        "--auth-token",
+        "--max-request-bytes",
+        "--log-format",
+        "FLOWSERVE_PORT",
+        "(default: 8501)",
+        "--enable-batching",
+    ]:
         assert text in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "service", "--port", "x"], capture_output=True,
-                         text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "service", "--port", "x"], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "flowserve: error: --port must be a int" in bad.stderr
 
 
@@ -124,34 +152,40 @@ def spec(dtype, dims):
     return TensorSpec("x", "x:0", tf.as_dtype(dtype), tf.TensorShape(dims))
 
 
-@pytest.mark.parametrize("value,dtype,dims,expected", [
-    ([1, 2], "float32", [None], np.array([1, 2], np.float32)),
-    ([1.0, 2.0], "int64", [2], np.array([1, 2], np.int64)),
-    ([[True, False]], "bool", [1, None], np.array([[True, False]])),
-    (["a", "é"], "string", [None], np.array([b"a", "é".encode()], dtype=object)),
-    (3, "int32", [], np.array(3, np.int32)),
-    ([[]], "float32", [1, 0], np.zeros((1, 0), np.float32)),
-])
+@pytest.mark.parametrize(
+    "value,dtype,dims,expected",
+    [
+        ([1, 2], "float32", [None], np.array([1, 2], np.float32)),
+        ([1.0, 2.0], "int64", [2], np.array([1, 2], np.int64)),
+        ([[True, False]], "bool", [1, None], np.array([[True, False]])),
+        (["a", "é"], "string", [None], np.array([b"a", "é".encode()], dtype=object)),
+        (3, "int32", [], np.array(3, np.int32)),
+        ([[]], "float32", [1, 0], np.zeros((1, 0), np.float32)),
+    ],
+)
 def test_safe_casts(value, dtype, dims, expected):
     out = coerce(spec(dtype, dims), from_json_value(value, "input 'x'"))
     assert out.dtype == expected.dtype and out.shape == expected.shape
     assert out.tolist() == expected.tolist()
 
 
-@pytest.mark.parametrize("value,dtype,dims,message", [
-    ([1.5], "int32", [None], "non-integral"),
-    ([300], "uint8", [None], "out of range for uint8"),
-    ([1e39], "float32", [None], "out of range for float32"),
-    ([1, 2], "bool", [None], "expects bools"),
-    (["a"], "float32", [None], "expects float32 numbers, got strings"),
-    ([True], "int32", [None], "got bools"),
-    ([[1], [2, 3]], "int32", [None, None], "ragged"),
-    ([1, "a"], "string", [None], "mixes strings"),
-    ([None], "float32", [None], "values must all be numbers"),
-    ({"a": 1}, "float32", [None], "got an object"),
-    ([1, 2, 3], "float32", [2], "dimension 0 must be 2"),
-    ([[1, 2]], "float32", [None], "rank"),
-])
+@pytest.mark.parametrize(
+    "value,dtype,dims,message",
+    [
+        ([1.5], "int32", [None], "non-integral"),
+        ([300], "uint8", [None], "out of range for uint8"),
+        ([1e39], "float32", [None], "out of range for float32"),
+        ([1, 2], "bool", [None], "expects bools"),
+        (["a"], "float32", [None], "expects float32 numbers, got strings"),
+        ([True], "int32", [None], "got bools"),
+        ([[1], [2, 3]], "int32", [None, None], "ragged"),
+        ([1, "a"], "string", [None], "mixes strings"),
+        ([None], "float32", [None], "values must all be numbers"),
+        ({"a": 1}, "float32", [None], "got an object"),
+        ([1, 2, 3], "float32", [2], "dimension 0 must be 2"),
+        ([[1, 2]], "float32", [None], "rank"),
+    ],
+)
 def test_unsafe_or_malformed_values_are_rejected(value, dtype, dims, message):
     with pytest.raises(InvalidInput, match=message):
         coerce(spec(dtype, dims), from_json_value(value, "input 'x'"))

@@ -25,10 +25,6 @@ def _test_devices():
         yield
 
 
-
-
-
-
 def _servable(m, name):
     return m.resolve(name)
 
@@ -71,8 +67,9 @@ async def test_a_model_on_an_accelerator_with_an_instance_group(tmp_path, manage
     # Each session sees the machine's TEST device 1 as its TEST:0.
     assert [d.physical_name for d in s.accelerator_devices()] == ["test:1", "test:1"]
     (st,) = m.status("hpt")
-    assert st.devices == [{"device": "test:1", "instances": 2, "memory_in_use_bytes": 0,
-                           "memory_limit_bytes": 0}]
+    assert st.devices == [
+        {"device": "test:1", "instances": 2, "memory_in_use_bytes": 0, "memory_limit_bytes": 0}
+    ]
     xs = [np.array([float(i)], np.float32) for i in range(40)]
     results = await asyncio.gather(*(m.infer("hpt", {"x": x}) for x in xs))
     assert [r.outputs["y"].tolist() for r in results] == [[0.5 * i + 2] for i in range(40)]
@@ -123,9 +120,14 @@ def test_unknown_device_types_are_configuration_errors(tmp_path):
 
 async def test_batches_spread_over_instances(tmp_path, manager_for):
     models.half_plus_two(tmp_path / "hpt" / "1")
-    models.write_config(tmp_path / "hpt", {"device": "test:0", "instances": 2,
-                                           "batching": {"enabled": True, "max_batch_size": 4,
-                                                        "num_batch_threads": 1}})
+    models.write_config(
+        tmp_path / "hpt",
+        {
+            "device": "test:0",
+            "instances": 2,
+            "batching": {"enabled": True, "max_batch_size": 4, "num_batch_threads": 1},
+        },
+    )
     m = await manager_for(tmp_path)
     s = _servable(m, "hpt")
     assert s.scheduler._concurrency == 2  # one batch per instance, despite one batch thread
@@ -137,33 +139,41 @@ async def test_batches_spread_over_instances(tmp_path, manager_for):
 
 async def test_device_status_config_endpoint_and_metrics_over_http(aiohttp_client, tmp_path):
     models.half_plus_two(tmp_path / "hpt" / "1")
-    models.write_config(tmp_path / "hpt", {"device": "test:1", "instances": 2,
-                                           "batching": {"enabled": True, "max_batch_size": 8}})
+    models.write_config(
+        tmp_path / "hpt",
+        {"device": "test:1", "instances": 2, "batching": {"enabled": True, "max_batch_size": 8}},
+    )
     client = await aiohttp_client(create_app(manager_config(tmp_path, port=0)))
     status = await (await client.get("/v1/models/hpt")).json()
     assert status["model_version_status"][0]["devices"] == [
-        {"device": "test:1", "instances": 2, "memory_in_use_bytes": 0, "memory_limit_bytes": 0}]
+        {"device": "test:1", "instances": 2, "memory_in_use_bytes": 0, "memory_limit_bytes": 0}
+    ]
     r = await client.post("/v1/models/hpt:predict", json={"instances": [1.0, 3.0]})
     assert (await r.json()) == {"predictions": [2.5, 3.5]}
     config = await (await client.get("/v2/models/hpt/config")).json()
-    assert config["instance_group"] == [{"name": "hpt_0", "count": 2, "kind": "KIND_GPU",
-                                         "gpus": [1]}]
+    assert config["instance_group"] == [
+        {"name": "hpt_0", "count": 2, "kind": "KIND_GPU", "gpus": [1]}
+    ]
     assert config["max_batch_size"] == 8 and config["dynamic_batching"] == {
-        "max_queue_delay_microseconds": 0, "preferred_batch_size": []}
+        "max_queue_delay_microseconds": 0,
+        "preferred_batch_size": [],
+    }
     assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": []}]
     assert config["parameters"]["device"] == {"string_value": "test:1"}
     text = await (await client.get("/metrics")).text()
     assert 'flowserve_model_instances{device="test:1",model="hpt",version="1"} 2.0' in text
     assert 'flowserve_device_memory_bytes{device="test:1",kind="limit"} 0.0' in text
-    runs = [line for line in text.splitlines()
-            if line.startswith("flowserve_model_instance_runs_total{")]
+    runs = [
+        line
+        for line in text.splitlines()
+        if line.startswith("flowserve_model_instance_runs_total{")
+    ]
     assert len(runs) == 2 and sum(float(line.rsplit(" ", 1)[1]) for line in runs) == 1
 
 
 async def test_config_endpoint_on_cpu_without_batching(client):
     config = await (await client.get("/v2/models/half_plus_two/versions/1/config")).json()
-    assert config["instance_group"] == [{"name": "half_plus_two_0", "count": 1,
-                                         "kind": "KIND_CPU"}]
+    assert config["instance_group"] == [{"name": "half_plus_two_0", "count": 1, "kind": "KIND_CPU"}]
     assert config["max_batch_size"] == 0 and "dynamic_batching" not in config
     assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1]}]
     resp = await client.get("/v2/models/ghost/config")

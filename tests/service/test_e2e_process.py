@@ -53,11 +53,27 @@ def server(tmp_path):
     port = _free_port()
     log = open(tmp_path / "server.log", "w+")
     proc = subprocess.Popen(
-        _flowserve_command() + ["--model-repository", str(repo), "--host", "127.0.0.1",
-                                "--port", str(port), "--poll-interval", "0.2",
-                                "--shutdown-grace-period", "60", "--log-format", "json",
-                                "--request-timeout", "120"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        _flowserve_command()
+        + [
+            "--model-repository",
+            str(repo),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--poll-interval",
+            "0.2",
+            "--shutdown-grace-period",
+            "60",
+            "--log-format",
+            "json",
+            "--request-timeout",
+            "120",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         yield proc, f"http://127.0.0.1:{port}", repo, log
     finally:
@@ -103,8 +119,9 @@ async def test_hot_swap_under_traffic_and_graceful_sigterm(server, tmp_path):
 
         # SIGTERM with slow requests in flight: they finish, then the process exits 0.
         async def slow_request():
-            async with session.post(f"{base}/v1/models/slow:predict",
-                                    json={"instances": [1.0]}) as r:
+            async with session.post(
+                f"{base}/v1/models/slow:predict", json={"instances": [1.0]}
+            ) as r:
                 return r.status, await r.json()
 
         inflight = [asyncio.create_task(slow_request()) for _ in range(2)]

@@ -14,8 +14,7 @@ def states(m, name):
     return {s.version: s.state for s in m.status(name)}
 
 
-async def test_latest_policy_serves_newest_and_swaps_when_a_version_appears(tmp_path,
-                                                                            manager_for):
+async def test_latest_policy_serves_newest_and_swaps_when_a_version_appears(tmp_path, manager_for):
     models.half_plus_two(tmp_path / "hpt" / "1", b=2.0)
     m = await manager_for(tmp_path)
     assert states(m, "hpt") == {1: "AVAILABLE"}
@@ -33,8 +32,13 @@ async def test_latest_policy_serves_newest_and_swaps_when_a_version_appears(tmp_
 async def test_all_and_specific_policies_and_labels(tmp_path, manager_for):
     for v in (1, 2, 3):
         models.half_plus_two(tmp_path / "hpt" / str(v), b=float(v))
-    models.write_config(tmp_path / "hpt", {"version_policy": {"specific": {"versions": [1, 3]}},
-                                           "version_labels": {"stable": 1, "canary": 3}})
+    models.write_config(
+        tmp_path / "hpt",
+        {
+            "version_policy": {"specific": {"versions": [1, 3]}},
+            "version_labels": {"stable": 1, "canary": 3},
+        },
+    )
     m = await manager_for(tmp_path)
     assert states(m, "hpt") == {1: "AVAILABLE", 3: "AVAILABLE"}
     assert (await m.infer("hpt", {"x": np.array([0.0])})).version == 3
@@ -124,7 +128,7 @@ async def test_inputs_are_validated_with_safe_casts(repository, manager_for):
     with pytest.raises(InvalidInput, match="non-integral"):
         await m.infer("multi_io", {"a": np.ones((1, 3)), "b": np.array([1.5])})
     with pytest.raises(InvalidInput, match="out of range for int32"):
-        await m.infer("multi_io", {"a": np.ones((1, 3)), "b": np.array([2 ** 40])})
+        await m.infer("multi_io", {"a": np.ones((1, 3)), "b": np.array([2**40])})
     with pytest.raises(InvalidInput, match=r"missing input\(s\) \['b'\]"):
         await m.infer("multi_io", {"a": np.ones((1, 3))})
     with pytest.raises(InvalidInput, match=r"unknown input\(s\) \['c'\]"):
@@ -135,8 +139,7 @@ async def test_inputs_are_validated_with_safe_casts(repository, manager_for):
         await m.infer("half_plus_two", {"x": np.ones((2, 2))})
     r = await m.infer("multi_io", {"a": np.ones((2, 3))}, signature="negate")
     assert r.outputs["neg"].tolist() == [[-1.0] * 3] * 2
-    r = await m.infer("multi_io", {"a": np.ones((1, 3)), "b": np.array([1])},
-                      outputs=["label"])
+    r = await m.infer("multi_io", {"a": np.ones((1, 3)), "b": np.array([1])}, outputs=["label"])
     assert list(r.outputs) == ["label"] and r.outputs["label"].tolist() == [b"pos"]
     with pytest.raises(InvalidInput, match="unknown output"):
         await m.infer("multi_io", {"a": np.ones((1, 3)), "b": np.array([1])}, outputs=["x"])
@@ -160,8 +163,9 @@ async def test_deadline_exceeded_and_concurrent_requests(tmp_path, manager_for):
     m = await manager_for(tmp_path, num_threads=2)
     with pytest.raises(DeadlineExceeded):
         await m.infer("slow", {"x": np.array([1.0])}, timeout=0.05)
-    results = await asyncio.gather(*(m.infer("hpt", {"x": np.array([float(i)])})
-                                     for i in range(20)))
+    results = await asyncio.gather(
+        *(m.infer("hpt", {"x": np.array([float(i)])}) for i in range(20))
+    )
     assert [r.outputs["y"][0] for r in results] == [0.5 * i + 2 for i in range(20)]
     with pytest.raises(InvalidInput, match="timeout must be positive"):
         await m.infer("hpt", {"x": np.array([1.0])}, timeout=0)

@@ -106,8 +106,10 @@ def test_model_ready_and_metadata(triton):
     assert not triton.is_model_ready("half_plus_two", "9")
     meta = triton.get_model_metadata("multi_io")
     assert meta["name"] == "multi_io" and meta["versions"] == ["1"]
-    assert meta["inputs"] == [{"name": "a", "datatype": "FP32", "shape": [-1, 3]},
-                              {"name": "b", "datatype": "INT32", "shape": [-1]}]
+    assert meta["inputs"] == [
+        {"name": "a", "datatype": "FP32", "shape": [-1, 3]},
+        {"name": "b", "datatype": "INT32", "shape": [-1]},
+    ]
     assert [o["name"] for o in meta["outputs"]] == ["doubled", "label", "total"]
     assert triton.get_model_metadata("half_plus_two", "2")["versions"] == ["1", "2"]
 
@@ -115,11 +117,12 @@ def test_model_ready_and_metadata(triton):
 def test_model_config(triton):
     config = triton.get_model_config("multi_io")
     assert config["name"] == "multi_io" and config["max_batch_size"] == 0
-    assert config["input"] == [{"name": "a", "data_type": "TYPE_FP32", "dims": [-1, 3]},
-                               {"name": "b", "data_type": "TYPE_INT32", "dims": [-1]}]
+    assert config["input"] == [
+        {"name": "a", "data_type": "TYPE_FP32", "dims": [-1, 3]},
+        {"name": "b", "data_type": "TYPE_INT32", "dims": [-1]},
+    ]
     assert {o["name"]: o["data_type"] for o in config["output"]}["label"] == "TYPE_STRING"
-    assert config["instance_group"] == [{"name": "multi_io_0", "count": 1,
-                                         "kind": "KIND_CPU"}]
+    assert config["instance_group"] == [{"name": "multi_io_0", "count": 1, "kind": "KIND_CPU"}]
     with pytest.raises(InferenceServerException, match="nope"):
         triton.get_model_config("nope")
 
@@ -140,8 +143,10 @@ def test_infer_all_outputs(triton, binary):
 @pytest.mark.parametrize("binary_in", [False, True], ids=["json-in", "binary-in"])
 @pytest.mark.parametrize("binary_out", [False, True], ids=["json-out", "binary-out"])
 def test_infer_requested_outputs(triton, binary_in, binary_out):
-    outputs = [httpclient.InferRequestedOutput("total", binary_data=binary_out),
-               httpclient.InferRequestedOutput("label", binary_data=binary_out)]
+    outputs = [
+        httpclient.InferRequestedOutput("total", binary_data=binary_out),
+        httpclient.InferRequestedOutput("label", binary_data=binary_out),
+    ]
     result = triton.infer("multi_io", multi_io_inputs(binary_in), outputs=outputs)
     assert [o["name"] for o in result.get_response()["outputs"]] == ["total", "label"]
     np.testing.assert_array_equal(result.as_numpy("total"), [7.0, -85.0])
@@ -155,8 +160,7 @@ def test_infer_versions(triton, binary):
     x = np.array([1.0, 2.0, 5.0], dtype=np.float32)
     latest = triton.infer("half_plus_two", [make_input("x", x, "FP32", binary)])
     np.testing.assert_allclose(latest.as_numpy("y"), [3.5, 4.0, 5.5])
-    pinned = triton.infer("half_plus_two", [make_input("x", x, "FP32", binary)],
-                          model_version="1")
+    pinned = triton.infer("half_plus_two", [make_input("x", x, "FP32", binary)], model_version="1")
     assert pinned.get_response()["model_version"] == "1"
     np.testing.assert_allclose(pinned.as_numpy("y"), [2.5, 3.0, 4.5])
 
@@ -164,8 +168,9 @@ def test_infer_versions(triton, binary):
 def test_infer_fp16_and_uint8_binary(triton):
     a = np.array([[0.5, 1.5, 2.0]], dtype=np.float16)
     b = np.array([7], dtype=np.uint8)
-    result = triton.infer("multi_io", [make_input("a", a, "FP16", True),
-                                       make_input("b", b, "UINT8", True)])
+    result = triton.infer(
+        "multi_io", [make_input("a", a, "FP16", True), make_input("b", b, "UINT8", True)]
+    )
     np.testing.assert_array_equal(result.as_numpy("total"), [11.0])
 
 
@@ -174,8 +179,9 @@ def test_infer_fp16_and_uint8_binary(triton):
 def test_bytes_tensors(triton, binary_in, binary_out):
     text = np.array([b"hi", "héllo".encode(), b""], dtype=np.object_)
     outputs = [httpclient.InferRequestedOutput("shouted", binary_data=binary_out)]
-    result = triton.infer("strings", [make_input("text", text, "BYTES", binary_in)],
-                          outputs=outputs)
+    result = triton.infer(
+        "strings", [make_input("text", text, "BYTES", binary_in)], outputs=outputs
+    )
     got = [v.encode() if isinstance(v, str) else v for v in result.as_numpy("shouted")]
     assert got == [b"hi!", "héllo!".encode(), b"!"]
 
@@ -183,8 +189,7 @@ def test_bytes_tensors(triton, binary_in, binary_out):
 def test_non_utf8_bytes_come_back_binary(triton):
     text = np.array([b"\xff\xfe"], dtype=np.object_)
     outputs = [httpclient.InferRequestedOutput("shouted", binary_data=False)]
-    result = triton.infer("strings", [make_input("text", text, "BYTES", True)],
-                          outputs=outputs)
+    result = triton.infer("strings", [make_input("text", text, "BYTES", True)], outputs=outputs)
     assert result.as_numpy("shouted").tolist() == [b"\xff\xfe!"]
 
 
@@ -192,16 +197,21 @@ def test_non_utf8_bytes_come_back_binary(triton):
 def test_compressed_requests_and_responses(triton, algorithm):
     x = np.linspace(0, 1, 4096, dtype=np.float32)
     for binary in (False, True):
-        result = triton.infer("half_plus_two", [make_input("x", x, "FP32", binary)],
-                              model_version="1", request_compression_algorithm=algorithm,
-                              response_compression_algorithm=algorithm)
+        result = triton.infer(
+            "half_plus_two",
+            [make_input("x", x, "FP32", binary)],
+            model_version="1",
+            request_compression_algorithm=algorithm,
+            response_compression_algorithm=algorithm,
+        )
         np.testing.assert_allclose(result.as_numpy("y"), 0.5 * x + 2.0)
 
 
 def test_signature_name_parameter(triton):
     a = np.array([[1, -2, 3]], dtype=np.float32)
-    result = triton.infer("multi_io", [make_input("a", a, "FP32", True)],
-                          parameters={"signature_name": "negate"})
+    result = triton.infer(
+        "multi_io", [make_input("a", a, "FP32", True)], parameters={"signature_name": "negate"}
+    )
     np.testing.assert_array_equal(result.as_numpy("neg"), -a)
 
 
@@ -221,8 +231,9 @@ def test_wrong_shape_error(triton, binary):
     a = np.ones((2, 2), dtype=np.float32)
     b = np.ones(2, dtype=np.int32)
     with pytest.raises(InferenceServerException) as info:
-        triton.infer("multi_io", [make_input("a", a, "FP32", binary),
-                                  make_input("b", b, "INT32", binary)])
+        triton.infer(
+            "multi_io", [make_input("a", a, "FP32", binary), make_input("b", b, "INT32", binary)]
+        )
     assert info.value.status() == "400"
     assert "input 'a'" in info.value.message() and "[?, 3]" in info.value.message()
 
@@ -234,8 +245,11 @@ def test_wrong_datatype_and_unknown_output_errors(triton):
     assert info.value.status() == "400" and "input 'x'" in info.value.message()
     x = np.ones(1, dtype=np.float32)
     with pytest.raises(InferenceServerException) as info:
-        triton.infer("half_plus_two", [make_input("x", x, "FP32", True)],
-                     outputs=[httpclient.InferRequestedOutput("z")])
+        triton.infer(
+            "half_plus_two",
+            [make_input("x", x, "FP32", True)],
+            outputs=[httpclient.InferRequestedOutput("z")],
+        )
     assert info.value.status() == "400" and "unknown output(s) ['z']" in info.value.message()
 
 
