@@ -116,11 +116,12 @@ def export(export_dir: str, epochs: int = EPOCHS, seed: int = SEED) -> dict:
                 lambda x: sess.run(out["classes"], {images: x}), x_train, y_train
             )
             b = tf.saved_model.Builder(export_dir)
+            default_key = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
             b.add_meta_graph_and_variables(
                 sess,
                 [tf.saved_model.SERVING],
                 signature_def_map={
-                    tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: tf.saved_model.predict_signature_def(
+                    default_key: tf.saved_model.predict_signature_def(
                         {"images": images},
                         {"probabilities": out["probabilities"], "classes": out["classes"]},
                     ),
