@@ -693,6 +693,7 @@ class Graph:
             if t._op._graph is not self:
                 inputs[i] = self._capture(t, name)
         checked = {k: _check_attr(name, k, v) for k, v in attrs.items()}
+        opdef.check_attrs(name, checked)
         control_inputs = self._control_inputs_for([t._op for t in inputs])
         op = Operation(self, name, op_type, opdef, inputs, control_inputs, checked, "")
         op._device = self._device_for(op) if self._thread.device_stack else ""
