@@ -39,8 +39,13 @@ kernel's keywords.
 stateful, serializable, aliasing its inputs, hoisted to compile time, writing variables,
 which inputs are variable references, and which device types have a kernel.
 
-**Gradients**: ``grad(op, *output_grads) -> [input_grads]``, or ``differentiable=False`` for an
-op whose inputs get no gradient.
+**Gradients** live in one registry of named gradient functions ``grad(op, *output_grads) ->
+[input_grads]``, with TensorFlow's semantics: ``@op(..., grad=fn)`` registers ``fn`` under the
+op's type and ``differentiable=False`` registers "no gradient" (its inputs get None);
+``tf.RegisterGradient(name)`` adds a gradient under a new name and raises ``KeyError`` for a
+name already registered, built-in op types included. To use another gradient for some ops,
+register it under a new name and create those ops inside
+``Graph.gradient_override_map({"OpType": "name"})``.
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ __all__ = [
     "get",
     "lookup",
     "not_differentiable",
+    "add_gradient",
+    "gradient",
+    "has_gradient",
     "registered_types",
     "ShapeError",
     "ATTR_TYPES",
@@ -191,8 +199,6 @@ class OpDef:
     type: str
     infer: Callable
     kernel: Callable | None = None
-    grad: Callable | None = None
-    differentiable: bool = True
     # ``bind(op, ctx) -> dict`` gives session-specific kernel arguments (variable slots, RNGs,
     # sub-plans) when a plan is compiled.
     bind: Callable | None = None
@@ -265,12 +271,14 @@ def op(
     def deco(kernel):
         if op_type in _REGISTRY:
             raise KeyError(f"Op type '{op_type}' is already registered")
+        if grad is not None and not differentiable:
+            raise ValueError(f"Op type '{op_type}' has a gradient and differentiable=False")
+        if grad is not None or not differentiable:
+            add_gradient(op_type, grad)
         _REGISTRY[op_type] = OpDef(
             type=op_type,
             infer=infer,
             kernel=kernel,
-            grad=grad,
-            differentiable=differentiable,
             bind=bind,
             attrs=tuple(attrs),
             input_names=tuple(inputs),
@@ -296,6 +304,40 @@ def registered_types() -> list[str]:
     return sorted(_REGISTRY)
 
 
+# Gradient name (an op type, or a name for ``Graph.gradient_override_map``) -> gradient
+# function, or None for "not differentiable".
+_GRADIENTS: dict[str, Callable | None] = {}
+
+
+def add_gradient(name: str, fn: Callable | None) -> None:
+    """Registers ``fn`` as the gradient named ``name`` (None: not differentiable). A name is
+    registered once: KeyError otherwise, as in TensorFlow."""
+    if not isinstance(name, str):
+        raise TypeError(f"A gradient name must be a string, got {type(name).__name__}")
+    if name in _GRADIENTS:
+        raise KeyError(
+            f"Registering two gradient with name '{name}'! To use another gradient for some "
+            "ops, register it under a new name and map their op type to it with "
+            "Graph.gradient_override_map."
+        )
+    _GRADIENTS[name] = fn
+
+
+def has_gradient(name: str) -> bool:
+    """Is a gradient (or "not differentiable") registered as ``name``?"""
+    return name in _GRADIENTS
+
+
+def gradient(name: str) -> Callable | None:
+    """The gradient function registered as ``name``; None when it is declared not
+    differentiable. LookupError when nothing is registered under ``name``."""
+    try:
+        return _GRADIENTS[name]
+    except KeyError:
+        raise LookupError(f"No gradient registered as '{name}'") from None
+
+
 def not_differentiable(op_type: str) -> None:
-    """Declares that ``op_type`` has no gradient: its inputs receive None."""
-    get(op_type).differentiable = False
+    """Declares that ``op_type`` has no gradient: its inputs receive None (TF's
+    ``NotDifferentiable``; KeyError when ``op_type`` already has a gradient)."""
+    add_gradient(op_type, None)
