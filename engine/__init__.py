@@ -193,9 +193,10 @@ from engine.variables import (
     trainable_variables,
     variables_initializer,
 )
+from engine.version import __version__
 
 Variable._overload_operators()
 
-__version__ = "0.1.0"
+
 sub = subtract
 mul = multiply

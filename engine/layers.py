@@ -18,7 +18,7 @@ from engine.framework.graph import GraphKeys, Tensor, add_to_collection, name_sc
 from engine.framework.tensor_util import constant_value
 from engine.init_ops import zeros_initializer
 from engine.ops import array as array_ops
-from engine.ops import control_flow, linalg, nn
+from engine.ops import array_transform, control_flow, linalg, nn
 from engine.ops import math as math_ops
 from engine.variable_scope import get_variable, variable_scope
 
@@ -168,7 +168,7 @@ def flatten(inputs, name=None, data_format="channels_last") -> Tensor:
         elif dims is not None and dims[0] is not None:
             target = constant([dims[0], -1], dtype=dtypes.int32)
         else:
-            target = array_ops.stack([_dim(x, 0), -1])
+            target = array_transform.stack([_dim(x, 0), -1])
         return array_ops.reshape(x, target)
 
 
