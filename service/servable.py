@@ -23,8 +23,7 @@ import numpy as np
 import engine as tf
 from engine import devices as engine_devices
 from engine import errors as engine_errors
-from engine.framework import registry
-from engine.saving.saved_model import LoadOptions
+from engine import graph_inspection
 from service.config import ModelConfig
 from service.errors import Internal, InvalidInput, NotFound, Unavailable
 from service.tensors import TensorSpec, coerce, from_json_value
@@ -135,35 +134,6 @@ class Signature:
 def _first_line(e: Exception) -> str:
     text = str(e)
     return text.splitlines()[0] if text else type(e).__name__
-
-
-def _state_changing_ops(graph, outputs, inputs) -> list[str]:
-    """Ops that write variables on the computation path of ``outputs`` given ``inputs``."""
-    fed = {t.op for t in inputs}
-    seen, stack, found = set(), [t.op for t in outputs], []
-
-    def walk_function(fg):
-        for op in fg.get_operations():
-            visit_attrs(op)
-            if op._opdef.writes_variables:
-                found.append(f"{op.name} ({op.type})")
-
-    def visit_attrs(op):
-        for v in op._attrs.values():
-            if getattr(v, "_is_function_graph", False):
-                walk_function(v)
-
-    while stack:
-        op = stack.pop()
-        if op in seen or op in fed:
-            continue
-        seen.add(op)
-        if op._opdef.writes_variables:
-            found.append(f"{op.name} ({op.type})")
-        visit_attrs(op)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return found
 
 
 class Servable:
@@ -294,7 +264,7 @@ class Servable:
                 session,
                 [tf.saved_model.SERVING],
                 str(self.path),
-                options=LoadOptions(optimize=self.config.optimize),
+                options=tf.saved_model.LoadOptions(optimize=self.config.optimize),
             )
             self._add_instance(i, graph, session, meta)
             graph.finalize()
@@ -322,7 +292,10 @@ class Servable:
             out_tensors = [
                 graph.get_tensor_by_name(outputs[a].tensor_name) for a in sorted(outputs)
             ]
-            bad = _state_changing_ops(graph, out_tensors, in_tensors)
+            bad = [
+                f"{op.name} ({op.type})"
+                for op in graph_inspection.variable_writes(out_tensors, feeds=in_tensors)
+            ]
             if bad:
                 raise LoadError(
                     f"signature {key!r} would change variables when served "
@@ -471,6 +444,3 @@ def _synthetic(spec: TensorSpec) -> np.ndarray:
         arr.fill(b"")
         return arr
     return np.zeros(shape, dtype=spec.dtype.base_dtype.np)
-
-
-_ = registry
