@@ -20,6 +20,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig, default_model_repository
+from service.keys import MODEL, VERSION
 
 __all__ = ["main", "build_parser", "resolve_config"]
 
@@ -161,8 +162,6 @@ class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request, response, time: float) -> None:
-        from service.protocols.common import MODEL, VERSION
-
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         fields = {
@@ -197,6 +196,7 @@ class AccessLogger(AbstractAccessLogger):
 
 async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
     """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
+    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
     from service.app import create_app
 
     app = create_app(config)

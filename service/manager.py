@@ -332,15 +332,26 @@ class ModelManager:
         signature: str | None = None,
         outputs: list[str] | None = None,
         timeout: float | None = None,
+        servable: Servable | None = None,
     ) -> InferResult:
-        """Runs one request; raises ``service.errors`` types for every failure."""
+        """Runs one request; raises ``service.errors`` types for every failure.
+
+        ``servable`` is the version a caller already resolved with ``resolve(name, version,
+        label)`` (to parse the request against its signatures): the request runs on it, with
+        no second lookup that a version swap could fall between. If it is retired before the
+        request starts, a request for the latest version runs on its successor, as when the
+        version is resolved here.
+        """
         loop = asyncio.get_running_loop()
         timeout = self.config.request_timeout if timeout is None else timeout
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
         for attempt in range(2):
-            s = self.resolve(name, version, label)
+            if servable is not None and not attempt:
+                s = servable
+            else:
+                s = self.resolve(name, version, label)
             try:
                 s.acquire()
             except Unavailable:

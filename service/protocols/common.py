@@ -8,6 +8,7 @@ import orjson
 from aiohttp import web
 
 from service.errors import InvalidInput
+from service.keys import MODEL, PROTOCOL, VERSION
 
 __all__ = [
     "read_body",
@@ -18,18 +19,11 @@ __all__ = [
     "wants_msgpack",
     "is_msgpack",
     "parse_timeout",
-    "PROTOCOL",
-    "MODEL",
-    "VERSION",
     "parse_json",
     "dumps",
 ]
 
 MSGPACK = "application/msgpack"
-# What a request was about, for metrics and the access log.
-PROTOCOL = web.RequestKey("fs_protocol", str)
-MODEL = web.RequestKey("fs_model", str)
-VERSION = web.RequestKey("fs_version", str)
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 

@@ -59,8 +59,8 @@ from aiohttp import web
 import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
-from service.app import MANAGER
 from service.errors import Internal, InvalidInput, Unavailable
+from service.keys import MANAGER
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,

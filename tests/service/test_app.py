@@ -8,6 +8,7 @@ import pytest
 
 from service.app import create_app
 from service.cli import AccessLogger, _JsonFormatter
+from service.keys import MODEL, VERSION
 from tests.service import models
 
 
@@ -115,8 +116,6 @@ class _FakeResponse:
 
 
 def test_access_log_lines_text_and_json(caplog):
-    from service.protocols.common import MODEL, VERSION
-
     logger = logging.getLogger("flowserve.access.test")
     request = _FakeRequest()
     request[MODEL] = "hpt"
