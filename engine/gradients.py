@@ -130,7 +130,7 @@ def _stop_ops(from_ops, stop_gradient_ops, pending, xs_set):
     return stops
 
 
-def _aggregate(grad_list, name_hint):
+def _aggregate(grad_list):
     grads = [g for g in grad_list if g is not None]
     if not grads:
         return None
@@ -157,9 +157,9 @@ def gradients(
     xs,
     grad_ys=None,
     name="gradients",
-    colocate_gradients_with_ops=False,
-    gate_gradients=False,
-    aggregation_method=None,
+    colocate_gradients_with_ops=False,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+    gate_gradients=False,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+    aggregation_method=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
     stop_gradients=None,
     unconnected_gradients="none",
 ):
@@ -218,7 +218,7 @@ def gradients(
                 queue.append(op)
         while queue:
             op = queue.popleft()
-            out_grads = [_aggregate(grads.get(t, ()), op.name) for t in op._outputs]
+            out_grads = [_aggregate(grads.get(t, ())) for t in op._outputs]
             has_grads = any(g is not None for g in out_grads)
             in_grads = [None] * len(op._inputs)
             if has_grads and op not in stops:
@@ -264,7 +264,7 @@ def gradients(
                         queue.append(src)
         out = []
         for x in xs:
-            g = _aggregate(grads.get(x, ()), x.name)
+            g = _aggregate(grads.get(x, ()))
             if g is None and unconnected_gradients == "zero":
                 from engine.ops import array as array_ops
 

@@ -129,13 +129,13 @@ def add_routes(app: web.Application) -> None:
 # -----------------------------------------------------------------------------------------
 
 
-async def server_metadata(request: web.Request) -> web.Response:
+async def server_metadata(_request: web.Request) -> web.Response:
     return json_response(
         {"name": "flowserve", "version": service.__version__, "extensions": _EXTENSIONS}
     )
 
 
-async def health_live(request: web.Request) -> web.Response:
+async def health_live(_request: web.Request) -> web.Response:
     return json_response({"live": True})
 
 
