@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 
-from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
@@ -299,6 +298,3 @@ def hessians(ys, xs, name="hessians", **kwargs):
                 array_ops.reshape(array_ops.stack(rows), x.shape.as_list() + x.shape.as_list())
             )
     return out
-
-
-_ = dtypes  # re-exported names only

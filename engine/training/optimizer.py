@@ -6,7 +6,6 @@ in the global variables collection; one training step is one run of the returned
 
 from __future__ import annotations
 
-from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, name_scope
@@ -449,6 +448,3 @@ class RMSPropOptimizer(Optimizer):
             {"use_locking": self._use_locking},
             None,
         )
-
-
-_ = dtypes
