@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -94,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig:
+def resolve_config(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> ServerConfig:
     """Flags over environment over config file over defaults; validated."""
     values: dict = {}
     config_path = args.config or environ.get(_env_name("config"))
@@ -162,7 +165,7 @@ def setup_logging(fmt: str, level: str) -> None:
 class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
-    def log(self, request, response, time: float) -> None:
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         fields = {
@@ -260,7 +263,7 @@ def limit_blas_threads(n: int) -> None:
         os.environ.setdefault(var, str(n))
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -149,7 +149,7 @@ class VersionPolicy:
 _DEVICE = re.compile(r"^([a-z][a-z0-9_]{0,31})(:\d{1,4})?$")
 
 
-def parse_device(value, where: str) -> str:
+def parse_device(value: object, where: str) -> str:
     """A model/server device setting, normalized: "cpu", "gpu" (every GPU) or "gpu:N" (or
     "<type>[:N]" for another registered device type); ConfigError otherwise."""
     from engine import devices  # noqa: PLC0415 - the engine only where devices are parsed
@@ -224,7 +224,7 @@ def _parse_policy(value, where) -> VersionPolicy:
     raise ConfigError(f"{where}: unknown version policy {kind!r} (use latest, all or specific)")
 
 
-def parse_model_config(doc, where: str) -> ModelConfig:
+def parse_model_config(doc: object, where: str) -> ModelConfig:
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: must be a JSON object")
     unknown = set(doc) - _MODEL_KEYS

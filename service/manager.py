@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from service.batching import Batcher, DirectScheduler
-from service.config import ModelConfig, ServerConfig
+from service.config import BatchingConfig, ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
+from service.metrics import ServingMetrics
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
 
@@ -72,7 +73,7 @@ def _stamp(path) -> int:
 class ModelManager:
     """Loads, serves and retires model versions; the one API every protocol calls."""
 
-    def __init__(self, config: ServerConfig, metrics=None):
+    def __init__(self, config: ServerConfig, metrics: ServingMetrics | None = None):
         self.config = config
         self.metrics = metrics
         self._models: dict[str, _Model] = {}
@@ -219,7 +220,7 @@ class ModelManager:
                 self.metrics.model_load_failed(s.model)
         self._set_state(s)
 
-    def batching_for(self, s: Servable):
+    def batching_for(self, s: Servable) -> BatchingConfig:
         """The batching parameters of a version: the server's, with its model's overrides."""
         batching = self.config.batching
         if s.config.batching is not None:
@@ -282,7 +283,9 @@ class ModelManager:
             )
         return model
 
-    def resolve(self, name: str, version=None, label: str | None = None) -> Servable:
+    def resolve(
+        self, name: str, version: int | str | None = None, label: str | None = None
+    ) -> Servable:
         """The servable for model ``name`` at ``version``/``label`` (default: latest)."""
         model = self._model(name)
         if label is not None:
@@ -327,7 +330,7 @@ class ModelManager:
         name: str,
         inputs: dict[str, np.ndarray],
         *,
-        version=None,
+        version: int | str | None = None,
         label: str | None = None,
         signature: str | None = None,
         outputs: list[str] | None = None,
@@ -371,7 +374,11 @@ class ModelManager:
         raise Unavailable(f"Model '{name}' has no available version")
 
     def signature_info(
-        self, name: str, version=None, label=None, signature: str | None = None
+        self,
+        name: str,
+        version: int | str | None = None,
+        label: str | None = None,
+        signature: str | None = None,
     ) -> tuple[Servable, Signature]:
         s = self.resolve(name, version, label)
         return s, s.signature(signature)
@@ -380,7 +387,9 @@ class ModelManager:
     def model_names(self) -> list[str]:
         return sorted(self._models)
 
-    def status(self, name: str, version=None, label=None) -> list[VersionStatus]:
+    def status(
+        self, name: str, version: int | str | None = None, label: str | None = None
+    ) -> list[VersionStatus]:
         model = self._model(name)
         if label is not None:
             if label not in model.labels:

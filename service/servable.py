@@ -15,8 +15,11 @@ from __future__ import annotations
 import enum
 import itertools
 import logging
+import os
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +30,9 @@ from engine import graph_inspection
 from service.config import ModelConfig
 from service.errors import Internal, InvalidInput, NotFound, Unavailable
 from service.tensors import TensorSpec, coerce, from_json_value
+
+if TYPE_CHECKING:
+    from service.batching import Batcher, DirectScheduler
 
 __all__ = ["Servable", "Signature", "VersionState"]
 
@@ -76,7 +82,7 @@ class Signature:
         method_name: str,
         inputs: dict[str, TensorSpec],
         outputs: dict[str, TensorSpec],
-        fn,
+        fn: Callable[..., list],
         pool: InstancePool | None = None,
     ):
         self.key = key
@@ -139,7 +145,14 @@ def _first_line(e: Exception) -> str:
 class Servable:
     """One model version: its state, session and signatures."""
 
-    def __init__(self, model: str, version: int, path, config: ModelConfig, device: str = "cpu"):
+    def __init__(
+        self,
+        model: str,
+        version: int,
+        path: str | os.PathLike,
+        config: ModelConfig,
+        device: str = "cpu",
+    ):
         self.model = model
         self.version = version
         self.path = path
@@ -163,7 +176,7 @@ class Servable:
         return f"<Servable {self.model}:{self.version} {self.state.value}>"
 
     @property
-    def graph(self):
+    def graph(self) -> tf.Graph | None:
         return self._graph
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -186,7 +199,7 @@ class Servable:
         self.load_seconds = time.perf_counter() - t0
         return True
 
-    def publish(self, scheduler) -> None:
+    def publish(self, scheduler: Batcher | DirectScheduler) -> None:
         """Attaches the scheduler, then makes the version AVAILABLE (in that order)."""
         self.scheduler = scheduler
         self.state = VersionState.AVAILABLE
