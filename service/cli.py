@@ -217,8 +217,8 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
     await site.start()
-    for sock in getattr(site._server, "sockets", None) or []:
-        host, port = sock.getsockname()[:2]
+    for address in runner.addresses:  # the bound port, also when config.port is 0
+        host, port = address[:2]
         log.info(
             "flowserve listening on http://%s:%d (model repository %s)",
             host,
