@@ -209,10 +209,6 @@ class Batcher:
                 if not r.future.done():
                     r.future.set_exception(QueueFull("the model version is being unloaded; retry"))
 
-    @property
-    def queued_requests(self) -> int:
-        return self._queued_requests
-
     # -- queueing -------------------------------------------------------------------------
     def _start(self) -> None:
         self._wakeup = asyncio.Event()

@@ -420,10 +420,6 @@ class Servable:
             if not self._inflight:
                 self._idle.notify_all()
 
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
     def signature(self, key: str | None) -> Signature:
         key = key or self.default_signature
         sig = self.signatures.get(key)
