@@ -213,11 +213,11 @@ class ModelManager:
         if await loop.run_in_executor(self._load_pool, s.load):
             s.publish(self._scheduler_for(s))
             if self.metrics is not None:
-                self.metrics.model_loaded(s.model, time.perf_counter() - t0)
+                self.metrics.model_loaded(s.model, str(s.version), time.perf_counter() - t0)
         else:
             model.failed_stamp[s.version] = _stamp(s.path)
             if self.metrics is not None:
-                self.metrics.model_load_failed(s.model)
+                self.metrics.model_load_failed(s.model, str(s.version))
         self._set_state(s)
 
     def batching_for(self, s: Servable) -> BatchingConfig:
