@@ -156,9 +156,9 @@ def gradients(
     xs,
     grad_ys=None,
     name="gradients",
-    colocate_gradients_with_ops=False,  # noqa: ARG001 - TF API parameter, accepted for compatibility
-    gate_gradients=False,  # noqa: ARG001 - TF API parameter, accepted for compatibility
-    aggregation_method=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+    colocate_gradients_with_ops=False,  # noqa: ARG001 - TF API compatibility
+    gate_gradients=False,  # noqa: ARG001 - TF API compatibility
+    aggregation_method=None,  # noqa: ARG001 - TF API compatibility
     stop_gradients=None,
     unconnected_gradients="none",
 ):

@@ -138,10 +138,10 @@ class VariableScope:
         caching_device=None,
         partitioner=None,
         validate_shape=True,
-        use_resource=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        use_resource=None,  # noqa: ARG002 - TF API compatibility
         custom_getter=None,
         constraint=None,
-        **kwargs,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        **kwargs,  # noqa: ARG002 - TF API compatibility
     ):
         if regularizer is None:
             regularizer = self._regularizer
@@ -218,8 +218,8 @@ class _VariableStore:
                 reuse=None,
                 trainable=None,
                 collections=None,
-                caching_device=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
-                partitioner=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+                caching_device=None,  # noqa: ARG001 - TF API compatibility
+                partitioner=None,  # noqa: ARG001 - TF API compatibility
                 validate_shape=True,
                 constraint=None,
                 **_,
@@ -522,10 +522,10 @@ def get_variable(
     caching_device=None,
     partitioner=None,
     validate_shape=True,
-    use_resource=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+    use_resource=None,  # noqa: ARG001 - TF API compatibility
     custom_getter=None,
     constraint=None,
-    **kwargs,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+    **kwargs,  # noqa: ARG001 - TF API compatibility
 ):
     """Gets an existing variable ``<scope>/name`` or creates it (per the scope's reuse).
 

@@ -55,16 +55,16 @@ class Variable:
         trainable=None,
         collections=None,
         validate_shape=True,
-        caching_device=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        caching_device=None,  # noqa: ARG002 - TF API compatibility
         name=None,
         variable_def=None,
         dtype=None,
-        expected_shape=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
-        import_scope=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        expected_shape=None,  # noqa: ARG002 - TF API compatibility
+        import_scope=None,  # noqa: ARG002 - TF API compatibility
         constraint=None,
-        use_resource=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
-        synchronization=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
-        aggregation=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        use_resource=None,  # noqa: ARG002 - TF API compatibility
+        synchronization=None,  # noqa: ARG002 - TF API compatibility
+        aggregation=None,  # noqa: ARG002 - TF API compatibility
         shape=None,
     ):
         if variable_def is not None:

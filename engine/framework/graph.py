@@ -618,7 +618,7 @@ class Graph:
         return dev
 
     @contextlib.contextmanager
-    def colocate_with(self, op, ignore_existing=False):  # noqa: ARG002 - TF API parameter, accepted for compatibility
+    def colocate_with(self, op, ignore_existing=False):  # noqa: ARG002 - TF API compatibility
         """Places ops created inside on the device of ``op`` (TF's colocation, simplified)."""
         if op is None:
             yield
@@ -646,12 +646,12 @@ class Graph:
         op_type,
         inputs,
         dtypes=None,
-        input_types=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        input_types=None,  # noqa: ARG002 - TF API compatibility
         name=None,
         attrs=None,
-        op_def=None,  # noqa: ARG002 - TF API parameter, accepted for compatibility
-        compute_shapes=True,  # noqa: ARG002 - TF API parameter, accepted for compatibility
-        compute_device=True,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        op_def=None,  # noqa: ARG002 - TF API compatibility
+        compute_shapes=True,  # noqa: ARG002 - TF API compatibility
+        compute_device=True,  # noqa: ARG002 - TF API compatibility
     ) -> Operation:
         """Creates an op of a registered type (TF's ``Graph.create_op``).
 
@@ -855,7 +855,7 @@ class Graph:
             self._collections.pop(name, None)
 
     # -- serialization --------------------------------------------------------------------
-    def as_graph_def(self, from_version=None, add_shapes=False):  # noqa: ARG002 - TF API parameter, accepted for compatibility
+    def as_graph_def(self, from_version=None, add_shapes=False):  # noqa: ARG002 - TF API compatibility
         """The graph as a serializable ``GraphDef`` (see ``engine/saving/graph_def.py``)."""
         from engine.saving.graph_def import graph_to_def
 

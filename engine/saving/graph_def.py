@@ -650,8 +650,8 @@ def import_graph_def(
     input_map=None,
     return_elements=None,
     name=None,
-    op_dict=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
-    producer_op_list=None,  # noqa: ARG001 - TF API parameter, accepted for compatibility
+    op_dict=None,  # noqa: ARG001 - TF API compatibility
+    producer_op_list=None,  # noqa: ARG001 - TF API compatibility
 ):
     """Imports ``graph_def`` into the default graph under the name scope ``name``.
 

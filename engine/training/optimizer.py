@@ -79,7 +79,7 @@ class Optimizer:
         self,
         loss,
         var_list=None,
-        gate_gradients=GATE_OP,  # noqa: ARG002 - TF API parameter, accepted for compatibility
+        gate_gradients=GATE_OP,  # noqa: ARG002 - TF API compatibility
         aggregation_method=None,
         colocate_gradients_with_ops=False,
         grad_loss=None,
