@@ -148,9 +148,9 @@ def gradients(
     xs,
     grad_ys=None,
     name="gradients",
-    colocate_gradients_with_ops=False,
-    gate_gradients=False,
-    aggregation_method=None,
+    colocate_gradients_with_ops=False,  # noqa: ARG001 - TF API compatibility
+    gate_gradients=False,  # noqa: ARG001 - TF API compatibility
+    aggregation_method=None,  # noqa: ARG001 - TF API compatibility
     stop_gradients=None,
     unconnected_gradients="none",
 ):

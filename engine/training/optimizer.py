@@ -82,7 +82,7 @@ class Optimizer:
         self,
         loss,
         var_list=None,
-        gate_gradients=GATE_OP,
+        gate_gradients=GATE_OP,  # noqa: ARG002 - TF API compatibility
         aggregation_method=None,
         colocate_gradients_with_ops=False,
         grad_loss=None,
@@ -181,7 +181,7 @@ class Optimizer:
         return group(*update_ops, name=name_scope_name)
 
     # -- slots ------------------------------------------------------------------------------
-    def _slot_variable(self, var, initial_value_fn, slot_name: str):
+    def _slot_variable(self, var, initial_value_fn):
         with ops.control_dependencies(None), ops.name_scope(None), ops.colocate_with(var.op):
             return Variable(
                 initial_value_fn,
@@ -194,7 +194,7 @@ class Optimizer:
         slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in slots:
-            slots[key] = self._slot_variable(var, initial_value_fn, slot_name)
+            slots[key] = self._slot_variable(var, initial_value_fn)
         return slots[key]
 
     def _zeros_slot(self, var, slot_name: str):

@@ -11,7 +11,7 @@ FLOORS = [
     {"engine.dtypes", "engine.tensor_shape", "engine.errors", "engine.config", "engine.version"},
     {"engine.util", "engine.devices"},
     {"engine.framework"},
-    {"engine.ops", "engine.gradients", "engine.init_ops"},
+    {"engine.ops", "engine.gradients", "engine.init_ops", "engine.graph_inspection"},
     {"engine.runtime", "engine.session", "engine.variables", "engine.variable_scope"},
 ]
 
