@@ -9,6 +9,7 @@ from engine.saving.graph_def import GraphDef, GraphDefError
 from tests.engine import (
     test_array_grads,
     test_array_ops,
+    test_conv_ops,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -131,7 +132,13 @@ SPECIAL = {
 
 def _all_builders():
     out = {}
-    for mod in (test_math_elementwise, test_array_ops, test_reduction_ops, test_nn_ops):
+    for mod in (
+        test_math_elementwise,
+        test_array_ops,
+        test_reduction_ops,
+        test_nn_ops,
+        test_conv_ops,
+    ):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
     for mod, attr in (
@@ -140,6 +147,7 @@ def _all_builders():
         (test_reduction_grads, "GRAD_CASES"),
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
+        (test_conv_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:
