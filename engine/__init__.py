@@ -161,6 +161,7 @@ from engine.ops.script import *  # noqa: F403
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
 from engine.ops.tensor_array import TensorArray
+from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
