@@ -12,7 +12,18 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, layers, losses, nn, saved_model, tensor_shape, test, train
+from engine import (
+    dtypes,
+    errors,
+    layers,
+    losses,
+    nn,
+    saved_model,
+    summary,
+    tensor_shape,
+    test,
+    train,
+)
 from engine.config import (
     ConfigProto,
     GPUOptions,

@@ -16,6 +16,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     script,
     slicing,
     state,
+    summary_ops,
     tensor_array,
     training_ops,
 )

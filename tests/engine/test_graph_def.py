@@ -16,6 +16,7 @@ from tests.engine import (
     test_nn_ops,
     test_reduction_grads,
     test_reduction_ops,
+    test_summary,
 )
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
@@ -127,6 +128,7 @@ SPECIAL = {
     "random": _random_ops,
     "control_flow": _control_flow,
     "logging_misc": _logging_and_misc,
+    "summaries": test_summary.round_trip_builder,
 }
 
 
