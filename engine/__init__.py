@@ -24,6 +24,7 @@ from engine import (
     test,
     train,
 )
+from engine import tf_logging as logging
 from engine.config import (
     ConfigProto,
     GPUOptions,
@@ -32,6 +33,7 @@ from engine.config import (
     RunMetadata,
     RunOptions,
 )
+from engine.contrib import contrib
 from engine.dtypes import (
     DType,
     as_dtype,
@@ -211,3 +213,5 @@ Variable._overload_operators()
 __version__ = "0.1.0"
 sub = subtract
 mul = multiply
+arg_max = argmax  # noqa: F405 - from engine.ops.reduction
+arg_min = argmin  # noqa: F405

@@ -10,6 +10,7 @@ from tests.engine import (
     test_array_grads,
     test_array_ops,
     test_conv_ops,
+    test_embedding,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -129,6 +130,7 @@ SPECIAL = {
     "control_flow": _control_flow,
     "logging_misc": _logging_and_misc,
     "summaries": test_summary.round_trip_builder,
+    "candidate_samplers": test_embedding.round_trip_builder,
 }
 
 
