@@ -910,6 +910,19 @@ class BaseSession:
             placement[op] = chosen
         return placement
 
+    def _check_requests(self, order) -> None:
+        """The single-device fast path skips placement, but still refuses (as TF does) an
+        explicit device request no device can satisfy, unless ``allow_soft_placement``."""
+        if self._config.allow_soft_placement:
+            return
+        for op in order:
+            requested = op._device
+            if not requested:
+                continue
+            found, spec = self._matching_devices(requested)
+            if not any(self._supports(op, d) for d in found):
+                raise self._placement_error(op, requested, found, spec)
+
     def _placement_error(self, op, requested, found, spec) -> errors.InvalidArgumentError:
         hint = (
             " Set allow_soft_placement=True in the session's ConfigProto to fall back to "
@@ -1026,6 +1039,8 @@ class BaseSession:
             if multi
             else None
         )
+        if not multi:
+            self._check_requests(order)
         on_device: dict[tuple, int] = {}  # (tensor, device) -> slot holding its value there
 
         def device_of_slot_tensor(t: Tensor) -> Device:
