@@ -17,6 +17,7 @@ from engine import (
     errors,
     layers,
     losses,
+    metrics,
     nn,
     saved_model,
     summary,

@@ -316,7 +316,12 @@ def _execute_checked(steps, vals, trace=None):
         elif nout and (r.__class__ is not tuple or len(r) != nout):
             r = _coerce_outputs(r, op, nout)
         if nout:
-            if CHECK_KERNELS and op is not None and fn.__class__ is not _Copy:
+            if (
+                CHECK_KERNELS
+                and op is not None
+                and fn.__class__ is not _Copy
+                and not _is_read(fn, op)
+            ):
                 _verify_outputs(op, r, out)
             vals[out : out + nout] = r
         if trace is not None:
@@ -357,6 +362,13 @@ def _coerce_outputs(r, op, nout):
     return tuple(
         x if x.__class__ is _ndarray else _coerce_output(x, op, i) for i, x in enumerate(r)
     )
+
+
+def _is_read(fn, op) -> bool:
+    """A variable read made for a consumer op (attributed to it for error messages): its
+    value is the variable's, not one of the consumer's outputs."""
+    read = fn is _deref or getattr(fn, "func", None) is _deref_to
+    return read and op._type != "Identity"
 
 
 def _verify_outputs(op, values, out):
