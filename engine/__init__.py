@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from engine import (
+    data,
     dtypes,
     errors,
     layers,

@@ -5,6 +5,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     array_transform,
     control_flow,
     conv,
+    dataset_ops,
     embedding,
     grad_util,
     linalg,

@@ -490,6 +490,8 @@ _SESSION_BOUND = frozenset(
         "counter",
         "rng",
         "callback",
+        "map_fn",  # tf.data's MapDataset
+        "iterator_state",  # tf.data's iterators
     ]
 )
 

@@ -10,6 +10,7 @@ from tests.engine import (
     test_array_grads,
     test_array_ops,
     test_conv_ops,
+    test_data,
     test_embedding,
     test_losses,
     test_math_elementwise,
@@ -131,6 +132,7 @@ SPECIAL = {
     "logging_misc": _logging_and_misc,
     "summaries": test_summary.round_trip_builder,
     "candidate_samplers": test_embedding.round_trip_builder,
+    "datasets": test_data.round_trip_builder,
 }
 
 
