@@ -18,7 +18,7 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import constant
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
@@ -345,6 +345,28 @@ def _avg_pool_grad_infer(o):
 
 CONV_INPUTS = ("input", "filter")
 
+_PADDING_ATTRS = (
+    Attr("strides", "list(int)"),
+    Attr("padding", "string"),
+    Attr("explicit_paddings", "list(int)", default=()),
+    Attr("data_format", "string", default="NHWC"),
+    Attr("dilations", "list(int)", default=(1, 1, 1, 1)),
+)
+CONV_ATTRS = _PADDING_ATTRS + (Attr("use_cudnn_on_gpu", "bool", default=True),)
+DEPTHWISE_ATTRS = _PADDING_ATTRS
+POOL_ATTRS = (
+    Attr("ksize", "list(int)"),
+    Attr("strides", "list(int)"),
+    Attr("padding", "string"),
+    Attr("data_format", "string", default="NHWC"),
+)
+BN_GRAD_ATTRS = (
+    Attr("epsilon", "float", default=0.0001),
+    Attr("data_format", "string", default="NHWC"),
+    Attr("is_training", "bool", default=True),
+)
+BN_ATTRS = BN_GRAD_ATTRS + (Attr("exponential_avg_factor", "float", default=1.0),)
+
 
 def _conv_attrs(o) -> dict:
     keys = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
@@ -435,8 +457,26 @@ def _sizes(v, op_type: str, what: str):
     return v
 
 
-@op("Conv2D", infer=_conv_infer(False), inputs=CONV_INPUTS, grad=_conv_grad)
-def conv2d_kernel(xp, x, f, **attrs):
+@op("Conv2D", infer=_conv_infer(False), inputs=CONV_INPUTS, grad=_conv_grad, attrs=CONV_ATTRS)
+def conv2d_kernel(
+    xp,
+    x,
+    f,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    use_cudnn_on_gpu=True,
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     _check_input(x, "Conv2D")
     xn = _to_nhwc(x, fmt)
@@ -455,8 +495,28 @@ def conv2d_kernel(xp, x, f, **attrs):
     infer=_backprop_input_infer,
     inputs=("input_sizes", "filter", "out_backprop"),
     grad=_conv_input_grad,
+    attrs=CONV_ATTRS,
 )
-def conv2d_backprop_input_kernel(xp, sizes, f, dy, **attrs):
+def conv2d_backprop_input_kernel(
+    xp,
+    sizes,
+    f,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    use_cudnn_on_gpu=True,
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "Conv2DBackpropInput"
     shape = _nhwc_shape(_sizes(sizes, op_type, "input_sizes"), fmt)
@@ -479,8 +539,28 @@ def conv2d_backprop_input_kernel(xp, sizes, f, dy, **attrs):
     infer=_backprop_filter_infer,
     inputs=("input", "filter_sizes", "out_backprop"),
     grad=_conv_filter_grad,
+    attrs=CONV_ATTRS,
 )
-def conv2d_backprop_filter_kernel(xp, x, sizes, dy, **attrs):
+def conv2d_backprop_filter_kernel(
+    xp,
+    x,
+    sizes,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    use_cudnn_on_gpu=True,
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "Conv2DBackpropFilter"
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))
@@ -542,8 +622,18 @@ def _depthwise_filter_grad(o, g):
     infer=_conv_infer(True),
     inputs=CONV_INPUTS,
     grad=_depthwise_grad,
+    attrs=DEPTHWISE_ATTRS,
 )
-def depthwise_conv2d_kernel(xp, x, f, **attrs):
+def depthwise_conv2d_kernel(
+    xp, x, f, *, strides, padding, explicit_paddings=(), data_format="NHWC", dilations=(1, 1, 1, 1)
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNative"
     _check_input(x, op_type)
@@ -565,8 +655,27 @@ def depthwise_conv2d_kernel(xp, x, f, **attrs):
     infer=_backprop_input_infer,
     inputs=("input_sizes", "filter", "out_backprop"),
     grad=_depthwise_input_grad,
+    attrs=DEPTHWISE_ATTRS,
 )
-def depthwise_backprop_input_kernel(xp, sizes, f, dy, **attrs):
+def depthwise_backprop_input_kernel(
+    xp,
+    sizes,
+    f,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNativeBackpropInput"
     shape = _nhwc_shape(_sizes(sizes, op_type, "input_sizes"), fmt)
@@ -591,8 +700,27 @@ def depthwise_backprop_input_kernel(xp, sizes, f, dy, **attrs):
     infer=_backprop_filter_infer,
     inputs=("input", "filter_sizes", "out_backprop"),
     grad=_depthwise_filter_grad,
+    attrs=DEPTHWISE_ATTRS,
 )
-def depthwise_backprop_filter_kernel(xp, x, sizes, dy, **attrs):
+def depthwise_backprop_filter_kernel(
+    xp,
+    x,
+    sizes,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNativeBackpropFilter"
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))
@@ -646,8 +774,9 @@ def _max_pool_grad(o, g):
     return [create("MaxPoolGrad", [o.inputs[0], o.outputs[0], g], _pool_attrs(o), None).outputs[0]]
 
 
-@op("MaxPool", infer=_pool_infer(NUMERIC), inputs=("input",), grad=_max_pool_grad)
-def max_pool_kernel(xp, x, **attrs):
+@op("MaxPool", infer=_pool_infer(NUMERIC), inputs=("input",), grad=_max_pool_grad, attrs=POOL_ATTRS)
+def max_pool_kernel(xp, x, *, ksize, strides, padding, data_format="NHWC"):
+    attrs = dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format)
     fmt = attrs["data_format"]
     _check_input(x, "MaxPool")
     xn = _to_nhwc(x, fmt)
@@ -674,8 +803,10 @@ def _argmax_taps(xp, xn, g: _Window):
         array_ops.zeros_like(o.inputs[1]),
         create("MaxPoolGradGrad", list(o.inputs[:2]) + [g], _pool_attrs(o), None).outputs[0],
     ],
+    attrs=POOL_ATTRS,
 )
-def max_pool_grad_kernel(xp, x, y, dy, **attrs):
+def max_pool_grad_kernel(xp, x, y, dy, *, ksize, strides, padding, data_format="NHWC"):
+    attrs = dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format)
     fmt = attrs["data_format"]
     _check_input(x, "MaxPoolGrad")
     xn, dyn = _to_nhwc(x, fmt), _to_nhwc(dy, fmt)
@@ -699,9 +830,11 @@ def max_pool_grad_kernel(xp, x, y, dy, **attrs):
         array_ops.zeros_like(o.inputs[1]),
         create("MaxPoolGrad", list(o.inputs[:2]) + [g], _pool_attrs(o), None).outputs[0],
     ],
+    attrs=POOL_ATTRS,
 )
-def max_pool_grad_grad_kernel(xp, x, y, gx, **attrs):
+def max_pool_grad_grad_kernel(xp, x, y, gx, *, ksize, strides, padding, data_format="NHWC"):
     """The gradient ``gx`` (shaped like the input) read at each window's maximum."""
+    attrs = dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format)
     fmt = attrs["data_format"]
     _check_input(x, "MaxPoolGradGrad")
     xn, gn = _to_nhwc(x, fmt), _to_nhwc(gx, fmt)
@@ -738,8 +871,10 @@ def _window_counts(xp, g: _Window):
     grad=lambda o, g: [
         create("AvgPoolGrad", [_shape_of(o.inputs[0]), g], _pool_attrs(o), None).outputs[0]
     ],
+    attrs=POOL_ATTRS,
 )
-def avg_pool_kernel(xp, x, **attrs):
+def avg_pool_kernel(xp, x, *, ksize, strides, padding, data_format="NHWC"):
+    attrs = dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format)
     fmt = attrs["data_format"]
     _check_input(x, "AvgPool")
     xn = _to_nhwc(x, fmt)
@@ -759,8 +894,10 @@ def avg_pool_kernel(xp, x, **attrs):
         None,
         create("AvgPool", [g], _pool_attrs(o), None).outputs[0],
     ],
+    attrs=POOL_ATTRS,
 )
-def avg_pool_grad_kernel(xp, sizes, dy, **attrs):
+def avg_pool_grad_kernel(xp, sizes, dy, *, ksize, strides, padding, data_format="NHWC"):
+    attrs = dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format)
     fmt = attrs["data_format"]
     shape = _nhwc_shape(_sizes(sizes, "AvgPoolGrad", "orig_input_shape"), fmt)
     _check_input(dy, "AvgPoolGrad")
@@ -887,13 +1024,49 @@ def _fused_batch_norm(xp, x, scale, offset, mean, variance, attrs, v3):
 _BN_OUTPUTS = ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2")
 
 
-@op("FusedBatchNorm", infer=_bn_infer, inputs=_BN_INPUTS, grad=_bn_grad)
-def fused_batch_norm_kernel(xp, x, scale, offset, mean, variance, **attrs):
+@op("FusedBatchNorm", infer=_bn_infer, inputs=_BN_INPUTS, grad=_bn_grad, attrs=BN_ATTRS)
+def fused_batch_norm_kernel(
+    xp,
+    x,
+    scale,
+    offset,
+    mean,
+    variance,
+    *,
+    epsilon=0.0001,
+    data_format="NHWC",
+    is_training=True,
+    exponential_avg_factor=1.0,
+):
+    attrs = dict(
+        epsilon=epsilon,
+        data_format=data_format,
+        is_training=is_training,
+        exponential_avg_factor=exponential_avg_factor,
+    )
     return _fused_batch_norm(xp, x, scale, offset, mean, variance, attrs, v3=False)
 
 
-@op("FusedBatchNormV3", infer=_bn_infer, inputs=_BN_INPUTS, grad=_bn_grad)
-def fused_batch_norm_v3_kernel(xp, x, scale, offset, mean, variance, **attrs):
+@op("FusedBatchNormV3", infer=_bn_infer, inputs=_BN_INPUTS, grad=_bn_grad, attrs=BN_ATTRS)
+def fused_batch_norm_v3_kernel(
+    xp,
+    x,
+    scale,
+    offset,
+    mean,
+    variance,
+    *,
+    epsilon=0.0001,
+    data_format="NHWC",
+    is_training=True,
+    exponential_avg_factor=1.0,
+):
+    attrs = dict(
+        epsilon=epsilon,
+        data_format=data_format,
+        is_training=is_training,
+        exponential_avg_factor=exponential_avg_factor,
+    )
     return _fused_batch_norm(xp, x, scale, offset, mean, variance, attrs, v3=True)
 
 
@@ -939,8 +1112,12 @@ def _fused_batch_norm_grad(xp, dy, x, scale, saved_mean, saved_var, attrs):
     infer=_bn_grad_infer,
     inputs=("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2"),
     differentiable=False,
+    attrs=BN_GRAD_ATTRS,
 )
-def fused_batch_norm_grad_kernel(xp, dy, x, scale, m, v, **attrs):
+def fused_batch_norm_grad_kernel(
+    xp, dy, x, scale, m, v, *, epsilon=0.0001, data_format="NHWC", is_training=True
+):
+    attrs = dict(epsilon=epsilon, data_format=data_format, is_training=is_training)
     return _fused_batch_norm_grad(xp, dy, x, scale, m, v, attrs)
 
 
@@ -949,6 +1126,10 @@ def fused_batch_norm_grad_kernel(xp, dy, x, scale, m, v, **attrs):
     infer=_bn_grad_infer,
     inputs=("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"),
     differentiable=False,
+    attrs=BN_GRAD_ATTRS,
 )
-def fused_batch_norm_grad_v3_kernel(xp, dy, x, scale, m, v, _reserve, **attrs):
+def fused_batch_norm_grad_v3_kernel(
+    xp, dy, x, scale, m, v, _reserve, *, epsilon=0.0001, data_format="NHWC", is_training=True
+):
+    attrs = dict(epsilon=epsilon, data_format=data_format, is_training=is_training)
     return _fused_batch_norm_grad(xp, dy, x, scale, m, v, attrs)

@@ -17,12 +17,14 @@ import weakref
 import numpy as np
 
 from engine import dtypes, errors
-from engine.framework.registry import op
+from engine.framework.registry import Attr, OpFlags, op
 from engine.tensor_shape import TensorShape
 
 _VARIANT = [(dtypes.variant, TensorShape([]))]
 _RESOURCE = [(dtypes.resource, TensorShape([]))]
-_CPU = ("CPU",)
+_CPU = OpFlags(device_types=("CPU",))
+_STATEFUL_CPU = OpFlags(stateful=True, device_types=("CPU",))
+_SPEC = (Attr("output_types", "list(type)"), Attr("output_shapes", "list(shape)"))
 
 
 def _host(a) -> np.ndarray:
@@ -195,14 +197,15 @@ def _variant_infer(o):
     return _VARIANT
 
 
-def _dataset_op(op_type, inputs, kernel, bind=None):
+def _dataset_op(op_type, inputs, kernel, bind=None, extra_attrs=()):
     op(
         op_type,
         infer=_variant_infer,
         inputs=inputs,
+        attrs=tuple(extra_attrs) + _SPEC,
         differentiable=False,
-        device_types=_CPU,
         bind=bind,
+        flags=_CPU,
     )(kernel)
 
 
@@ -251,12 +254,19 @@ _dataset_op(
     ("input_datasets*",),
     lambda xp, *dss, output_types, output_shapes: _Zip(list(dss)),
 )
+
+
+def _shuffle_kernel(
+    xp, ds, size, seed, seed2, *, output_types, output_shapes, reshuffle_each_iteration=True
+):
+    return _Shuffle(ds, int(size), (int(seed), int(seed2)), bool(reshuffle_each_iteration))
+
+
 _dataset_op(
     "ShuffleDataset",
     ("input_dataset", "buffer_size", "seed", "seed2"),
-    lambda xp, ds, size, seed, seed2, *, output_types, output_shapes, reshuffle_each_iteration: (
-        _Shuffle(ds, int(size), (int(seed), int(seed2)), bool(reshuffle_each_iteration))
-    ),
+    _shuffle_kernel,
+    extra_attrs=(Attr("reshuffle_each_iteration", "bool", default=True),),
 )
 
 
@@ -271,6 +281,7 @@ _dataset_op(
         ds, map_fn, captures, output_types
     ),
     bind=_map_bind,
+    extra_attrs=(Attr("f", "func"),),
 )
 
 
@@ -317,11 +328,11 @@ def _state_bind(o, ctx):
 op(
     "IteratorV2",
     infer=lambda o: _RESOURCE,
-    stateful=True,
+    attrs=(Attr("shared_name", "string", default=""),) + _SPEC,
     differentiable=False,
     bind=_state_bind,
-    device_types=_CPU,
-)(lambda xp, *, shared_name, output_types, output_shapes, iterator_state: iterator_state)
+    flags=_STATEFUL_CPU,
+)(lambda xp, *, shared_name="", output_types, output_shapes, iterator_state: iterator_state)
 
 
 def _make_iterator(xp, dataset, state):
@@ -331,10 +342,9 @@ def _make_iterator(xp, dataset, state):
 op(
     "MakeIterator",
     infer=lambda o: [],
-    stateful=True,
     differentiable=False,
     inputs=("dataset", "iterator"),
-    device_types=_CPU,
+    flags=_STATEFUL_CPU,
 )(_make_iterator)
 
 
@@ -347,11 +357,11 @@ def _one_shot(xp, dataset, *, output_types, output_shapes, iterator_state):
 op(
     "OneShotIterator",
     infer=lambda o: _RESOURCE,
-    stateful=True,
+    attrs=_SPEC,
     differentiable=False,
     bind=_state_bind,
     inputs=("dataset",),
-    device_types=_CPU,
+    flags=_STATEFUL_CPU,
 )(_one_shot)
 
 
@@ -392,8 +402,8 @@ def _get_next(xp, state, *, output_types, output_shapes):
 op(
     "IteratorGetNext",
     infer=_get_next_infer,
-    stateful=True,
+    attrs=_SPEC,
     differentiable=False,
     inputs=("iterator",),
-    device_types=_CPU,
+    flags=_STATEFUL_CPU,
 )(_get_next)

@@ -10,7 +10,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops import array as array_ops
 from engine.ops import array_transform, nn, reduction, slicing
 from engine.ops import math as math_ops
@@ -196,7 +196,7 @@ def _sampler_bind(o, ctx):
 
 
 def _sampler_kernel(kind):
-    def kernel(xp, true_classes, *, num_true, num_sampled, unique, range_max, seed, seed2, rng):
+    def kernel(xp, true_classes, *, num_true, num_sampled, unique, range_max, seed=0, seed2=0, rng):
         host = np.asarray(true_classes.get() if hasattr(true_classes, "get") else true_classes)
         out = _sample(kind, rng, host, num_true, num_sampled, unique, range_max)
         return tuple(xp.asarray(v) for v in out)
@@ -211,11 +211,18 @@ for _kind, _type in (
     op(
         _type,
         infer=_sampler_infer,
-        stateful=True,
         bind=_sampler_bind,
         differentiable=False,
         inputs=("true_classes",),
-        device_types=("CPU",),
+        attrs=(
+            Attr("num_true", "int"),
+            Attr("num_sampled", "int"),
+            Attr("unique", "bool"),
+            Attr("range_max", "int"),
+            Attr("seed", "int", default=0),
+            Attr("seed2", "int", default=0),
+        ),
+        flags=OpFlags(stateful=True, device_types=("CPU",)),
     )(_sampler_kernel(_kind))
 
 

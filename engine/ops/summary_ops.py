@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine import dtypes, errors
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import ALL, NUMERIC, check_dtype
 from engine.summary import records
 from engine.tensor_shape import TensorShape
@@ -15,6 +15,7 @@ from engine.tensor_shape import TensorShape
 STRING = frozenset([dtypes.string])
 REAL = NUMERIC - frozenset([dtypes.uint64])
 _SCALAR = [(dtypes.string, TensorShape([]))]
+_CPU_ONLY = OpFlags(device_types=("CPU",))
 
 
 def _host(xp, a) -> np.ndarray:
@@ -45,7 +46,7 @@ def _scalar_summary_infer(o):
     infer=_scalar_summary_infer,
     inputs=("tags", "values"),
     differentiable=False,
-    device_types=("CPU",),
+    flags=_CPU_ONLY,
 )
 def _scalar_summary(xp, tags, values):
     tags, values = _host(xp, tags), _host(xp, values)
@@ -87,7 +88,7 @@ def _scalar_tag(xp, tag) -> str:
     infer=_tag_and_values_infer(REAL),
     inputs=("tag", "values"),
     differentiable=False,
-    device_types=("CPU",),
+    flags=_CPU_ONLY,
 )
 def _histogram_summary(xp, tag, values):
     name = _scalar_tag(xp, tag)
@@ -134,10 +135,11 @@ def _to_uint8(images: np.ndarray) -> np.ndarray:
     "ImageSummary",
     infer=_image_infer,
     inputs=("tag", "tensor"),
+    attrs=(Attr("max_images", "int", default=3),),
     differentiable=False,
-    device_types=("CPU",),
+    flags=_CPU_ONLY,
 )
-def _image_summary(xp, tag, tensor, *, max_images):
+def _image_summary(xp, tag, tensor, *, max_images=3):
     name = _scalar_tag(xp, tag)
     images = _host(xp, tensor)
     if images.ndim != 4 or images.shape[3] not in (1, 3, 4):
@@ -172,7 +174,7 @@ def _tensor_summary_infer(o):
     infer=_tensor_summary_infer,
     inputs=("tag", "tensor", "serialized_summary_metadata"),
     differentiable=False,
-    device_types=("CPU",),
+    flags=_CPU_ONLY,
 )
 def _tensor_summary(xp, tag, tensor, metadata):
     name = _scalar_tag(xp, tag)
@@ -197,7 +199,7 @@ def _merge_infer(o):
     infer=_merge_infer,
     inputs=("inputs*",),
     differentiable=False,
-    device_types=("CPU",),
+    flags=_CPU_ONLY,
 )
 def _merge_summary(xp, *inputs):
     seen = set()
