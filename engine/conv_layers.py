@@ -541,6 +541,7 @@ def batch_normalization(
 
     4-D inputs normalized over the channel axis use one ``FusedBatchNormV3`` op.
     """
+    del renorm_clipping, renorm_momentum  # meaningful only with renorm, refused below
     if renorm or virtual_batch_size is not None or adjustment is not None:
         raise NotImplementedError(
             "batch_normalization: renorm, virtual_batch_size and adjustment are not supported"

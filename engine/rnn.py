@@ -410,6 +410,7 @@ class DropoutWrapper(RNNCell):
         dropout_state_filter_visitor=None,
     ):
         super().__init__()
+        del input_size, dtype, dropout_state_filter_visitor  # only for variational_recurrent
         if variational_recurrent:
             raise NotImplementedError("DropoutWrapper(variational_recurrent=True) is not supported")
         for name, p in (
@@ -638,7 +639,7 @@ def dynamic_rnn(
         acc0 = array_ops.zeros(array_ops.stack([steps, batch, out_size]), dtype=dtype_x)
         flat_state = nest.flatten(state)
 
-        def cond(t, acc, *flat):
+        def cond(t, *_):
             return math_ops.less(t, steps)
 
         def body(t, acc, *flat):
@@ -681,6 +682,7 @@ def bidirectional_dynamic_rnn(
 ):
     """Forward and backward ``dynamic_rnn``; returns ``((out_fw, out_bw), (state_fw,
     state_bw))`` with ``out_bw`` in input time order."""
+    del parallel_iterations, swap_memory  # scheduling hints without effect here
     time_axis, batch_axis = (0, 1) if time_major else (1, 0)
     with variable_scope(scope or "bidirectional_rnn"):
         with variable_scope("fw") as fw_scope:
