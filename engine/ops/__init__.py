@@ -3,6 +3,7 @@
 from engine.ops import (  # noqa: F401 - imported for their registrations
     array,
     array_transform,
+    batch_norm,
     control_flow,
     conv,
     dataset_ops,
@@ -13,6 +14,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     math,
     nn,
     nn_conv,
+    pooling,
     random,
     reduction,
     script,
