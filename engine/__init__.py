@@ -209,10 +209,11 @@ from engine.variables import (
     trainable_variables,
     variables_initializer,
 )
+from engine.version import __version__
 
 Variable._overload_operators()
 
-__version__ = "0.1.0"
+
 sub = subtract
 mul = multiply
 arg_max = argmax  # noqa: F405 - from engine.ops.reduction
