@@ -192,7 +192,7 @@ def _sample(kind, rng, true_classes, num_true, num_sampled, unique, range_max):
 
 
 def _sampler_bind(o, ctx):
-    return {"rng": ctx.session._rng_for(o, (o._attrs["seed"], o._attrs["seed2"]))}
+    return {"rng": ctx.rng(o._attrs["seed"], o._attrs["seed2"])}
 
 
 def _sampler_kernel(kind):
