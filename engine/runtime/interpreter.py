@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from engine import errors
-from engine.runtime.values import Copy, VariableSlot
+from engine.runtime.values import Copy, VariableSlot, deref, deref_to
 
 __all__ = ["CHECK_KERNELS", "execute", "execute_checked", "coerce_output", "copy_error"]
 
@@ -63,7 +63,12 @@ def execute_checked(steps, vals, trace=None) -> None:
             elif nout and (r.__class__ is not tuple or len(r) != nout):
                 r = _coerce_outputs(r, op, nout)
             if nout:
-                if CHECK_KERNELS and op is not None and fn.__class__ is not Copy:
+                if (
+                    CHECK_KERNELS
+                    and op is not None
+                    and fn.__class__ is not Copy
+                    and not _is_read(fn, op)
+                ):
                     _verify_outputs(op, r)
                 vals[out : out + nout] = r
             if trace is not None:
@@ -106,6 +111,13 @@ def _coerce_outputs(r, op, nout):
             f"{type(r).__name__}, expected a tuple of {nout} arrays",
         )
     return tuple(x if x.__class__ is _ndarray else coerce_output(x, op, i) for i, x in enumerate(r))
+
+
+def _is_read(fn, op) -> bool:
+    """A variable read made for a consumer op (attributed to it for error messages): its
+    value is the variable's, not one of the consumer's outputs."""
+    read = fn is deref or getattr(fn, "func", None) is deref_to
+    return read and op._type != "Identity"
 
 
 def _verify_outputs(op, values):

@@ -111,6 +111,19 @@ class Placer:
         self._spec_cache[requested] = (found, spec)
         return found, spec
 
+    def check_requests(self, order) -> None:
+        """The single-device fast path skips placement, but still refuses (as TF does) an
+        explicit device request no device can satisfy, unless ``allow_soft_placement``."""
+        if self.soft:
+            return
+        for op in order:
+            requested = op._device
+            if not requested:
+                continue
+            found, spec = self._matching_devices(requested)
+            if not any(self.supports(op, d) for d in found):
+                raise self._placement_error(op, requested, found, spec)
+
     def _placement_error(self, op, requested, found, spec) -> errors.InvalidArgumentError:
         hint = (
             " Set allow_soft_placement=True in the session's ConfigProto to fall back to "

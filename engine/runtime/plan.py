@@ -115,6 +115,8 @@ def compile_plan(
     if session._multi:
         default = home if function else session._placer.default_device
         placement = session._placer.place(order, ref_home, default)
+    else:
+        session._placer.check_requests(order)
     b = _StepBuilder(session, plan, read_slot, fed, placement, ref_home, home, function)
     if not owned_feeds:
         b.persistent.update(plan.feed_slots)
