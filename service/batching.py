@@ -42,18 +42,42 @@ from service.errors import (
     TooLarge,
 )
 
-__all__ = ["DirectScheduler", "Batcher"]
+__all__ = ["DirectScheduler", "Batcher", "Overdue"]
 
 log = logging.getLogger("flowserve.batching")
+
+
+class Overdue:
+    """Computations still running after their request's deadline. Threads cannot be
+    interrupted, so each holds a compute thread until it ends; the manager reports them in
+    readiness and refuses new work while they occupy every thread."""
+
+    def __init__(self):
+        self._running: set = set()
+
+    def add(self, future) -> None:
+        self._running.add(future)
+        future.add_done_callback(self._running.discard)  # set ops are atomic under the GIL
+
+    def __len__(self) -> int:
+        return len(self._running)
 
 
 class DirectScheduler:
     """Runs every request individually in ``executor``."""
 
-    def __init__(self, executor, metrics=None, model: str = "", version: str = ""):
+    def __init__(
+        self,
+        executor,
+        metrics=None,
+        model: str = "",
+        version: str = "",
+        overdue: Overdue | None = None,
+    ):
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
+        self._overdue = overdue
 
     async def submit(self, signature, arrays, deadline: float):
         loop = asyncio.get_running_loop()
@@ -61,7 +85,8 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
-        future = loop.run_in_executor(self._executor, _timed_run, signature, arrays)
+        work = self._executor.submit(_timed_run, signature, arrays)
+        future = asyncio.wrap_future(work, loop=loop)
         # A timer rather than asyncio.wait_for: no extra task per request. On expiry the
         # awaiting stops; the computation finishes in its thread and is discarded.
         expired = []
@@ -69,6 +94,8 @@ class DirectScheduler:
         try:
             values, seconds = await future
         except asyncio.CancelledError:
+            if not work.done() and self._overdue is not None:
+                self._overdue.add(work)
             if not expired:
                 raise
             self._reject("deadline")

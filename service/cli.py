@@ -198,12 +198,14 @@ class AccessLogger(AbstractAccessLogger):
 async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
     """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
     from service.app import create_app
+    from service.http import HardenedRunner
 
     app = create_app(config)
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
-    runner = web.AppRunner(
+    runner = HardenedRunner(
         app,
+        max_connections=config.max_connections,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
         shutdown_timeout=config.shutdown_grace_period,

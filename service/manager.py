@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from service.batching import Batcher, DirectScheduler
+from service.batching import Batcher, DirectScheduler, Overdue
 from service.config import ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
@@ -59,14 +58,7 @@ class _Model:
     config: ModelConfig = field(default_factory=ModelConfig)
     config_error: str | None = None
     disabled: bool = False  # unloaded through the repository API
-    failed_stamp: dict[int, int] = field(default_factory=dict)
-
-
-def _stamp(path) -> int:
-    try:
-        return os.stat(os.path.join(path, "saved_model.msgpack")).st_mtime_ns
-    except OSError:
-        return -1
+    failed_stamp: dict[int, str] = field(default_factory=dict)
 
 
 class ModelManager:
@@ -83,6 +75,9 @@ class ModelManager:
             thread_name_prefix="fs-compute",
         )
         self._poller: asyncio.Task | None = None
+        self.stuck_loads = 0  # loads past load_timeout whose threads still run
+        self.overdue = Overdue()  # computations past their deadline, still on a thread
+        self._compute_threads = max(config.compute_threads, config.batching.threads)
         self._ready = False
         self._stopping = False
         if metrics is not None:
@@ -105,17 +100,28 @@ class ModelManager:
                 await self._poller
             except asyncio.CancelledError:
                 pass
-        async with self._lock:
-            for model in list(self._models.values()):
-                for s in list(model.versions.values()):
-                    await self._unload(s)
-            self._models.clear()
-        self._load_pool.shutdown(wait=True)
-        self.compute_pool.shutdown(wait=True)
+        # The HTTP server already waited for in-flight requests (the grace period): what is
+        # still computing now cannot finish in time, so nothing below waits for it.
+        try:
+            async with asyncio.timeout(max(self.config.shutdown_grace_period, 1.0)):
+                async with self._lock:
+                    for model in list(self._models.values()):
+                        for s in list(model.versions.values()):
+                            await self._unload(s, drain_timeout=0.0)
+        except TimeoutError:
+            log.warning("unloading models took longer than the grace period; not waiting")
+        self._models.clear()
+        self._load_pool.shutdown(wait=False, cancel_futures=True)
+        self.compute_pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """Started, and not every compute thread is held by a computation past its deadline
+        (such a server would only answer 504s)."""
+        return self._ready and not self._saturated()
+
+    def _saturated(self) -> bool:
+        return len(self.overdue) >= self._compute_threads
 
     async def _poll_forever(self) -> None:
         while True:
@@ -130,9 +136,7 @@ class ModelManager:
     async def poll_once(self) -> None:
         """Scans the repository and brings every model to its desired versions."""
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(
-            self._load_pool, scan_repository, self.config.model_repository
-        )
+        sources = await loop.run_in_executor(self._load_pool, self._scan)
         async with self._lock:
             if self._stopping:
                 return
@@ -140,6 +144,9 @@ class ModelManager:
             for name in list(self._models):
                 if name not in sources:
                     await self._remove_model(name)
+
+    def _scan(self) -> dict[str, ModelSource]:
+        return scan_repository(self.config.model_repository, self.config.follow_symlinks)
 
     async def _remove_model(self, name: str) -> None:
         model = self._models.pop(name, None)
@@ -172,7 +179,7 @@ class ModelManager:
                 if (
                     current.state is VersionState.END
                     and current.error
-                    and model.failed_stamp.get(v) != _stamp(source.versions[v])
+                    and model.failed_stamp.get(v) != source.stamps.get(v)
                 ):
                     del model.versions[v]  # the files changed since it failed: retry
                 else:
@@ -185,10 +192,19 @@ class ModelManager:
                 device=source.config.device or self.config.device,
             )
             model.versions[v] = s
+            refused = source.refused.get(v)
+            if refused:
+                s.state, s.error = VersionState.END, refused
+                model.failed_stamp[v] = source.stamps.get(v)
+                log.error("model %s version %d refused: %s", name, v, refused)
+                if self.metrics is not None:
+                    self.metrics.model_load_failed(name, str(v))
+            else:
+                loads.append(s)
             self._set_state(s)
-            loads.append(s)
         if loads:
-            await asyncio.gather(*(self._load(model, s) for s in loads))
+            stamps = source.stamps
+            await asyncio.gather(*(self._load(model, s, stamps.get(s.version)) for s in loads))
         serving_desired = any(
             model.versions[v].state is VersionState.AVAILABLE
             for v in desired
@@ -204,20 +220,42 @@ class ModelManager:
             model.versions.pop(v, None)
             model.failed_stamp.pop(v, None)
 
-    async def _load(self, model: _Model, s: Servable) -> None:
-        loop = asyncio.get_running_loop()
+    async def _load(self, model: _Model, s: Servable, stamp: str | None = None) -> None:
         s.state = VersionState.LOADING
         self._set_state(s)
         t0 = time.perf_counter()
-        if await loop.run_in_executor(self._load_pool, s.load):
+        if await self._load_within_timeout(s):
             s.publish(self._scheduler_for(s))
             if self.metrics is not None:
                 self.metrics.model_loaded(s.model, str(s.version), time.perf_counter() - t0)
         else:
-            model.failed_stamp[s.version] = _stamp(s.path)
+            model.failed_stamp[s.version] = stamp
             if self.metrics is not None:
                 self.metrics.model_load_failed(s.model, str(s.version))
         self._set_state(s)
+
+    async def _load_within_timeout(self, s: Servable) -> bool:
+        """Runs ``s.load`` in a thread for at most ``load_timeout`` seconds. Past it the
+        version fails with that reason; a load that cannot be stopped keeps its thread, is
+        counted in ``stuck_loads``, and frees its sessions whenever it ends."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._load_pool, s.load)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.config.load_timeout)
+        except TimeoutError:
+            pass
+        timeout = self.config.load_timeout
+        s.state = VersionState.END
+        s.error = f"loading and warming up took longer than load_timeout ({timeout:g}s)"
+        log.error("model %s version %d: %s", s.model, s.version, s.error)
+        self.stuck_loads += 1
+
+        def finished(_future) -> None:
+            self.stuck_loads -= 1
+            s.discard(s.error)
+
+        future.add_done_callback(finished)
+        return False
 
     def batching_for(self, s: Servable):
         """The batching parameters of a version: the server's, with its model's overrides."""
@@ -237,9 +275,11 @@ class ModelManager:
                 str(s.version),
                 instances=len(s.instances),
             )
-        return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
+        return DirectScheduler(
+            self.compute_pool, self.metrics, s.model, str(s.version), overdue=self.overdue
+        )
 
-    async def _unload(self, s: Servable) -> None:
+    async def _unload(self, s: Servable, drain_timeout: float | None = None) -> None:
         if s.state is VersionState.END and s.signatures == {}:
             self._set_state(s, removed=True)
             return
@@ -249,9 +289,9 @@ class ModelManager:
         if s.scheduler is not None:
             await s.scheduler.close()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(
-            self._load_pool, s.unload, self.config.shutdown_grace_period + 5.0
-        )
+        if drain_timeout is None:
+            drain_timeout = self.config.shutdown_grace_period + 5.0
+        await loop.run_in_executor(self._load_pool, s.unload, drain_timeout)
         self._set_state(s, removed=True)
 
     def _set_state(self, s: Servable, removed: bool = False) -> None:
@@ -259,6 +299,18 @@ class ModelManager:
             self.metrics.set_version_state(
                 s.model, str(s.version), None if removed else s.state.value
             )
+
+    def known_labels(self, model: str, version: str) -> tuple[str, str]:
+        """(model, version) as metric labels: "" for a name the repository does not know,
+        so that names taken from request URLs cannot grow the metrics without bound."""
+        m = self._models.get(model)
+        if m is None:
+            return "", ""
+        if version:
+            v = parse_version(version)
+            if v is None or v not in m.versions:
+                return model, ""
+        return model, version
 
     # -- lookup -----------------------------------------------------------------------------
     def _model(self, name: str) -> _Model:
@@ -339,6 +391,11 @@ class ModelManager:
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
+        if self._saturated():
+            raise Unavailable(
+                f"all {self._compute_threads} compute threads are still running computations "
+                "past their deadline; retry later"
+            )
         for attempt in range(2):
             s = self.resolve(name, version, label)
             try:
@@ -418,9 +475,7 @@ class ModelManager:
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(
-            self._load_pool, scan_repository, self.config.model_repository
-        )
+        sources = await loop.run_in_executor(self._load_pool, self._scan)
         source = sources.get(name)
         if source is None:
             raise NotFound(f"failed to load '{name}': no such model in the repository")

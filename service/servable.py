@@ -388,6 +388,13 @@ class Servable:
         self.signatures = {}
         self.state = VersionState.END
 
+    def discard(self, error: str) -> None:
+        """Frees whatever a load that was given up on (load_timeout) left behind."""
+        self._close_session()
+        self.signatures = {}
+        self.state = VersionState.END
+        self.error = error
+
     def _close_session(self) -> None:
         for session in self._sessions:
             session.close()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import zlib
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
-from service.errors import InvalidInput
+from service.errors import InvalidInput, RequestTimeout
 
 __all__ = [
     "read_body",
@@ -18,6 +22,8 @@ __all__ = [
     "wants_msgpack",
     "is_msgpack",
     "parse_timeout",
+    "BODY_TIMEOUT",
+    "MAX_TIMEOUT",
     "PROTOCOL",
     "MODEL",
     "VERSION",
@@ -30,6 +36,9 @@ MSGPACK = "application/msgpack"
 PROTOCOL = web.RequestKey("fs_protocol", str)
 MODEL = web.RequestKey("fs_model", str)
 VERSION = web.RequestKey("fs_version", str)
+MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: longer deadlines are typos, and overflow timers
+# Seconds a request body may take to arrive (set by create_app from ``body_timeout``).
+BODY_TIMEOUT = web.AppKey("fs_body_timeout", float)
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
@@ -45,10 +54,31 @@ def note(
         request[VERSION] = str(version)
 
 
-async def read_body(request: web.Request) -> bytes:
-    """The request body. aiohttp decompresses gzip/deflate bodies while reading and enforces
-    ``client_max_size`` on the decompressed bytes, answering 413 beyond it."""
-    return await request.read()
+async def read_body(request: web.Request, timeout: float | None = None) -> bytes:
+    """The request body. aiohttp decompresses gzip/deflate/br bodies while reading and
+    enforces ``client_max_size`` on the decompressed bytes, answering 413 beyond it. A body
+    that cannot be decoded is a 400; one that does not arrive within ``timeout`` seconds
+    (the ``body_timeout`` setting by default) is a 408."""
+    if timeout is None:
+        timeout = request.app.get(BODY_TIMEOUT)
+    try:
+        async with asyncio.timeout(timeout):
+            return await request.read()
+    except TimeoutError:
+        raise RequestTimeout(
+            f"The request body did not arrive within {timeout:g} seconds (body_timeout)"
+        ) from None
+    except (HttpProcessingError, RequestPayloadError) as e:
+        encoding = request.headers.get("Content-Encoding")
+        detail = f" (Content-Encoding {encoding!r})" if encoding else ""
+        cause = e.__cause__ or e.__context__ or e
+        text = str(getattr(cause, "message", "") or cause).strip() or type(cause).__name__
+        raise InvalidInput(f"The request body could not be read{detail}: {text}") from None
+    except (zlib.error, EOFError, OSError, ValueError) as e:
+        encoding = request.headers.get("Content-Encoding", "identity")
+        raise InvalidInput(
+            f"The request body could not be decoded (Content-Encoding {encoding!r}): {e}"
+        ) from None
 
 
 def is_msgpack(request: web.Request) -> bool:
@@ -89,6 +119,8 @@ def parse_json(body: bytes, what: str = "The request body"):
         raise InvalidInput(f"{what} is not valid JSON: {e}") from None
     except RecursionError:
         raise InvalidInput(f"{what}'s JSON is nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise InvalidInput(f"{what} holds a number that cannot be read: {e}") from None
 
 
 def dumps(obj) -> bytes:
@@ -111,10 +143,14 @@ def parse_timeout(value, what: str) -> float | None:
     """A per-request deadline in seconds from a header or parameter (None if absent)."""
     if value is None or value == "":
         return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InvalidInput(f"{what} must be a number of seconds, got {value!r}")
     try:
         t = float(value)
     except (TypeError, ValueError):
         raise InvalidInput(f"{what} must be a number of seconds, got {value!r}") from None
-    if not t > 0 or t == float("inf"):
-        raise InvalidInput(f"{what} must be a positive number of seconds, got {value!r}")
+    if not 0 < t <= MAX_TIMEOUT:
+        raise InvalidInput(
+            f"{what} must be a positive number of seconds (at most {MAX_TIMEOUT:g}), got {value!r}"
+        )
     return t

@@ -111,7 +111,7 @@ def test_model_config_parsing_and_errors():
         ({"version_policy": {"latest": {"num_versions": 0}}}, "num_versions"),
         ({"version_policy": {"specific": {"versions": []}}}, "non-empty list"),
         ({"version_labels": {"stable": "one"}}, "version_labels"),
-        ({"batching": {"max_batch_size": 0}}, "max_batch_size must be >= 1"),
+        ({"batching": {"max_batch_size": 0}}, "max_batch_size must be from 1 to 65536"),
         ({"device": "fpga"}, "device must be"),
         ({"instances": 0}, "instances"),
         ({"warmup": [{"x": 1}]}, "warmup\\[0\\]"),
