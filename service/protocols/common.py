@@ -8,6 +8,7 @@ import orjson
 from aiohttp import web
 
 from service.errors import InvalidInput
+from service.logs import REQUEST_ID_HEADER, accept_request_id, request_id_var
 
 __all__ = [
     "read_body",
@@ -21,6 +22,9 @@ __all__ = [
     "PROTOCOL",
     "MODEL",
     "VERSION",
+    "ENDPOINT",
+    "REQUEST_ID",
+    "adopt_request_id",
     "parse_json",
     "dumps",
 ]
@@ -30,6 +34,8 @@ MSGPACK = "application/msgpack"
 PROTOCOL = web.RequestKey("fs_protocol", str)
 MODEL = web.RequestKey("fs_model", str)
 VERSION = web.RequestKey("fs_version", str)
+ENDPOINT = web.RequestKey("fs_endpoint", str)  # overrides the app's path-based endpoint label
+REQUEST_ID = web.RequestKey("fs_request_id", str)  # set by the app; a V2 body "id" may adopt
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
@@ -43,6 +49,19 @@ def note(
         request[MODEL] = model
     if version is not None:
         request[VERSION] = str(version)
+
+
+def adopt_request_id(request: web.Request, body_id: str | None) -> str:
+    """The ID to echo in a response body: the body's own (V2 ``id``), which also becomes the
+    request's ID when the client sent no ``X-Request-ID`` and it is a valid token; else the
+    request's ID."""
+    current = request.get(REQUEST_ID)
+    if body_id is None:
+        return current
+    if REQUEST_ID_HEADER not in request.headers and accept_request_id(body_id):
+        request[REQUEST_ID] = body_id
+        request_id_var.set(body_id)
+    return body_id
 
 
 async def read_body(request: web.Request) -> bytes:
