@@ -288,3 +288,52 @@ async def test_sigterm_never_overruns_the_grace_period(tmp_path, monkeypatch):
             pending.cancel()
     finally:
         runs.release.set()
+
+
+def test_strict_readiness_flags(tmp_path):
+    from service.cli import build_parser, resolve_config
+
+    def config(*argv, env=None):
+        args = build_parser().parse_args(["--model-repository", str(tmp_path), *argv])
+        return resolve_config(args, env or {})
+
+    assert config().strict_readiness is True
+    assert config("--no-strict-readiness").strict_readiness is False
+    assert config("--strict-readiness", "false").strict_readiness is False
+    assert config("--strict-readiness").strict_readiness is True
+    env = {"FLOWSERVE_STRICT_READINESS": "0"}
+    assert config(env=env).strict_readiness is False
+    assert config("--metrics-port", "9102").metrics_port == 9102
+    assert config("--model-load-threads", "8").model_load_threads == 8
+    with pytest.raises(ValueError, match="model_load_threads"):
+        config("--model-load-threads", "0")
+
+
+async def test_metrics_port_in_the_server(tmp_path, monkeypatch):
+    repo_with(tmp_path, "hpt")
+    port, metrics_port = _free_port(), _free_port()
+    config = ServerConfig(
+        model_repository=str(tmp_path),
+        host="127.0.0.1",
+        port=port,
+        metrics_port=metrics_port,
+        poll_interval=0,
+    ).validate()
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(config, stop))
+    try:
+        async with aiohttp.ClientSession() as session:
+
+            async def scraped():
+                try:
+                    async with session.get(f"http://127.0.0.1:{metrics_port}/metrics") as r:
+                        return r.status == 200 and "flowserve_model_loads_total" in await r.text()
+                except aiohttp.ClientError:
+                    return False
+
+            await eventually(scraped)
+            async with session.get(f"http://127.0.0.1:{port}/metrics") as r:
+                assert r.status == 200  # still on the serving port too
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
