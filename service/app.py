@@ -1,8 +1,11 @@
 """The aiohttp application: routes, middlewares and the model manager's lifetime.
 
-``create_app(config)`` builds it. Middlewares turn every error into a JSON ``{"error": ...}``
-body with the right status, check the bearer token (health and metrics stay open), and record
-metrics and the access log. The manager starts and stops in one ``cleanup_ctx``.
+``create_app(config)`` builds it. Middlewares give every request an ID (``X-Request-ID``,
+echoed on every response and in every log line), turn every error into a JSON
+``{"error": ...}`` body with the right status, check the bearer token (health and metrics stay
+open), and record metrics (by endpoint) and the access log. The manager starts and stops in
+one ``cleanup_ctx``; with ``load_in_background`` the app starts (and its listeners open)
+before the first repository scan, and models load behind it.
 """
 
 from __future__ import annotations
@@ -10,23 +13,37 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import re
 import time
 
 from aiohttp import web
 
 from service.config import ServerConfig
 from service.errors import ServingError
+from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, request_id_var
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
-from service.protocols.common import BODY_TIMEOUT, MODEL, PROTOCOL, VERSION, json_response
+from service.protocols.common import (
+    BODY_TIMEOUT,
+    ENDPOINT,
+    MODEL,
+    PROTOCOL,
+    REQUEST_ID,
+    VERSION,
+    json_response,
+)
 
-__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS"]
+__all__ = ["create_app", "metrics_app", "in_flight_requests", "MANAGER", "CONFIG", "METRICS"]
 
 log = logging.getLogger("flowserve.app")
 
 MANAGER = web.AppKey("manager", ModelManager)
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", ServingMetrics)
+LOAD_IN_BACKGROUND = web.AppKey("load_in_background", bool)
+# Requests being handled right now, all endpoints (a one-element list: the app is frozen
+# once started, its contents are not).
+IN_FLIGHT = web.AppKey("in_flight", list)
 
 _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 
@@ -149,6 +166,61 @@ def _limits(config: ServerConfig):
     return limits
 
 
+# (method or "*", path pattern) -> endpoint label; first match wins. Fixed values keep the
+# label bounded whatever paths clients send.
+_ENDPOINTS = [
+    ("POST", re.compile(r"^/v1/models/.*:predict$"), "predict"),
+    ("POST", re.compile(r"^/v1/models/.*:(classify|regress)$"), "predict"),
+    ("GET", re.compile(r"^/v1/models/.*/metadata$"), "metadata"),
+    ("GET", re.compile(r"^/v1/models/"), "status"),
+    ("POST", re.compile(r"^/v2/models/.*/infer$"), "infer"),
+    ("GET", re.compile(r"^/v2/health/"), "health"),
+    ("GET", re.compile(r"^/v2/models/.*/ready$"), "health"),
+    ("GET", re.compile(r"^/v2/models/.*/config$"), "config"),
+    ("GET", re.compile(r"^/v2(/models/[^/]+(/versions/[^/]+)?)?$"), "metadata"),
+    ("*", re.compile(r"^/v2/repository/"), "repository"),
+    ("GET", re.compile(r"^/metrics$"), "metrics"),
+]
+
+
+def endpoint_of(method: str, path: str) -> str:
+    """The ``endpoint`` metrics label of a request: infer, predict, metadata, status,
+    health, config, repository, metrics, or other."""
+    for m, pattern, name in _ENDPOINTS:
+        if (m == "*" or m == method) and pattern.match(path):
+            return name
+    return "other"
+
+
+def _protocol_of(path: str) -> str:
+    if path.startswith("/v1/"):
+        return "tfserving"
+    if path.startswith("/v2"):
+        return "v2"
+    return ""
+
+
+@web.middleware
+async def _request_id(request: web.Request, handler):
+    """Outermost: the request's ID, in the log context and on every response."""
+    request_id = accept_request_id(request.headers.get(REQUEST_ID_HEADER)) or new_request_id()
+    request[REQUEST_ID] = request_id
+    token = request_id_var.set(request_id)
+    counter = request.app[IN_FLIGHT]
+    counter[0] += 1
+    try:
+        response = await handler(request)
+    except web.HTTPException as e:
+        e.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
+        raise
+    finally:
+        counter[0] -= 1
+        request_id_var.reset(token)
+    # A handler may adopt an ID from the body (V2's "id") when no header was sent.
+    response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
+    return response
+
+
 @web.middleware
 async def _observe(request: web.Request, handler):
     start = time.perf_counter()
@@ -161,15 +233,20 @@ async def _observe(request: web.Request, handler):
         status = e.status
         raise
     finally:
-        protocol = request.get(PROTOCOL)
-        if protocol is not None:
-            # Only names the repository knows become labels: names from URLs are unbounded.
-            model, version = request.app[MANAGER].known_labels(
-                request.get(MODEL, ""), request.get(VERSION, "")
-            )
-            request.app[METRICS].observe_request(
-                model, version, protocol, status, time.perf_counter() - start
-            )
+        path = request.path
+        endpoint = request.get(ENDPOINT) or endpoint_of(request.method, path)
+        # Only names the repository knows become labels: names from URLs are unbounded.
+        model, version = request.app[MANAGER].known_labels(
+            request.get(MODEL, ""), request.get(VERSION, "")
+        )
+        request.app[METRICS].observe_request(
+            model,
+            version,
+            request.get(PROTOCOL) or _protocol_of(path),
+            status,
+            time.perf_counter() - start,
+            endpoint=endpoint,
+        )
 
 
 async def _metrics_handler(request: web.Request) -> web.Response:
@@ -181,18 +258,42 @@ async def _metrics_handler(request: web.Request) -> web.Response:
 
 async def _manager_ctx(app: web.Application):
     manager = app[MANAGER]
-    await manager.start()
+    await manager.start(wait=not app[LOAD_IN_BACKGROUND])
     yield
     await manager.stop()
 
 
-def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web.Application:
-    """The server application for ``config`` (validated by the caller or here)."""
+def in_flight_requests(app: web.Application) -> int:
+    """Requests ``app`` is handling right now (every endpoint)."""
+    return app[IN_FLIGHT][0]
+
+
+def metrics_app(app: web.Application) -> web.Application:
+    """An application serving only ``GET /metrics`` of ``app`` (for ``--metrics-port``)."""
+    side = web.Application(middlewares=[_errors])
+    side[CONFIG] = app[CONFIG]
+    side[METRICS] = app[METRICS]
+    side.router.add_get("/metrics", _metrics_handler)
+    return side
+
+
+def create_app(
+    config: ServerConfig,
+    manager: ModelManager | None = None,
+    *,
+    load_in_background: bool = False,
+) -> web.Application:
+    """The server application for ``config`` (validated by the caller or here).
+
+    ``load_in_background``: the app starts before the first repository scan and models
+    load behind it (the ``flowserve`` command); otherwise starting it waits until the
+    first scan's models have loaded (convenient in tests and embedding)."""
     from service.protocols import kserve_v2, tfserving
 
     metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
-    # Outermost first: metrics see the final status of every response, errors included.
-    middlewares = [_observe, _errors]
+    # Outermost first: the request ID reaches every response; metrics see the final status
+    # of every response, errors included.
+    middlewares = [_request_id, _observe, _errors]
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
     middlewares.append(_limits(config))
@@ -211,6 +312,8 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     app[BODY_TIMEOUT] = config.body_timeout
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
+    app[LOAD_IN_BACKGROUND] = load_in_background
+    app[IN_FLIGHT] = [0]
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     tfserving.add_routes(app)

@@ -370,6 +370,19 @@ SERVER_SETTINGS = [
         10.0,
         "seconds to finish in-flight requests on SIGTERM/SIGINT",
     ),
+    (
+        "strict_readiness",
+        bool,
+        True,
+        "ready only when every model meant to serve is available (false: when the server is up)",
+    ),
+    ("model_load_threads", int, 4, "model versions loading at once"),
+    (
+        "metrics_port",
+        int,
+        None,
+        "serve /metrics on this port of --host as well (default: only on the serving port)",
+    ),
     ("num_threads", int, 0, "threads running model computations (0: one per CPU core)"),
     (
         "intra_op_threads",
@@ -436,6 +449,9 @@ class ServerConfig:
     batching_parameters_file: str | None = None
     request_timeout: float = 30.0
     shutdown_grace_period: float = 10.0
+    strict_readiness: bool = True
+    model_load_threads: int = 4
+    metrics_port: int | None = None
     num_threads: int = 0
     intra_op_threads: int = 1
     max_tensor_elements: int = 1 << 28
@@ -468,6 +484,12 @@ class ServerConfig:
             raise ConfigError(f"request_timeout must be > 0, got {self.request_timeout}")
         if self.shutdown_grace_period < 0:
             raise ConfigError("shutdown_grace_period must be >= 0")
+        if not 1 <= self.model_load_threads <= 64:
+            raise ConfigError(
+                f"model_load_threads must be from 1 to 64, got {self.model_load_threads}"
+            )
+        if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
+            raise ConfigError(f"metrics_port must be 0-65535, got {self.metrics_port}")
         if self.num_threads < 0:
             raise ConfigError("num_threads must be >= 0")
         if self.intra_op_threads < 1:

@@ -12,6 +12,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
 from service.errors import InvalidInput, RequestTimeout
+from service.logs import REQUEST_ID_HEADER, accept_request_id, request_id_var
 
 __all__ = [
     "read_body",
@@ -27,6 +28,9 @@ __all__ = [
     "PROTOCOL",
     "MODEL",
     "VERSION",
+    "ENDPOINT",
+    "REQUEST_ID",
+    "adopt_request_id",
     "parse_json",
     "dumps",
 ]
@@ -39,6 +43,8 @@ VERSION = web.RequestKey("fs_version", str)
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: longer deadlines are typos, and overflow timers
 # Seconds a request body may take to arrive (set by create_app from ``body_timeout``).
 BODY_TIMEOUT = web.AppKey("fs_body_timeout", float)
+ENDPOINT = web.RequestKey("fs_endpoint", str)  # overrides the app's path-based endpoint label
+REQUEST_ID = web.RequestKey("fs_request_id", str)  # set by the app; a V2 body "id" may adopt
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
@@ -52,6 +58,19 @@ def note(
         request[MODEL] = model
     if version is not None:
         request[VERSION] = str(version)
+
+
+def adopt_request_id(request: web.Request, body_id: str | None) -> str:
+    """The ID to echo in a response body: the body's own (V2 ``id``), which also becomes the
+    request's ID when the client sent no ``X-Request-ID`` and it is a valid token; else the
+    request's ID."""
+    current = request.get(REQUEST_ID)
+    if body_id is None:
+        return current
+    if REQUEST_ID_HEADER not in request.headers and accept_request_id(body_id):
+        request[REQUEST_ID] = body_id
+        request_id_var.set(body_id)
+    return body_id
 
 
 async def read_body(request: web.Request, timeout: float | None = None) -> bytes:

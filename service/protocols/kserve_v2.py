@@ -64,6 +64,7 @@ from service.errors import Internal, InvalidInput, Unavailable
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,
+    adopt_request_id,
     dumps,
     is_msgpack,
     json_response,
@@ -250,10 +251,14 @@ def _instance_group(name: str, i: int, entry: dict) -> dict:
 
 async def model_ready(request: web.Request) -> web.Response:
     name, version = _target(request)
+    manager = request.app[MANAGER]
     try:
-        request.app[MANAGER].resolve(name, version)
+        manager.resolve(name, version)
     except Unavailable as e:  # NotFound (404) goes to the error middleware
-        return json_response({"name": name, "ready": False, "error": e.message}, status=503)
+        # state: LOADING, FAILED (error: the load error), UNLOADING or UNAVAILABLE
+        state, _ = manager.readiness(name, version)
+        doc = {"name": name, "ready": False, "state": state, "error": e.message}
+        return json_response(doc, status=503)
     return json_response({"name": name, "ready": True})
 
 
@@ -321,6 +326,7 @@ async def infer(request: web.Request) -> web.Response:
     request_id = doc.get("id")
     if request_id is not None and not isinstance(request_id, str):
         raise InvalidInput(f"'id' must be a string, got {request_id!r}")
+    request_id = adopt_request_id(request, request_id)
     signature = params.get("signature_name")
     if signature is not None and not isinstance(signature, str):
         raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")

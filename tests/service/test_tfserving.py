@@ -700,7 +700,8 @@ async def tfserving_request_counts(client) -> dict:
     for family in text_string_to_metric_families(await r.text()):
         for s in family.samples:
             if s.name == "flowserve_requests_total" and s.labels["protocol"] == "tfserving":
-                counts[s.labels["model"], s.labels["version"], s.labels["code"]] = s.value
+                key = (s.labels["endpoint"], s.labels["model"], s.labels["version"])
+                counts[key + (s.labels["code"],)] = s.value
     return counts
 
 
@@ -712,10 +713,11 @@ async def test_metrics_count_requests_by_protocol_model_and_version(client):
     assert (await client.get("/v1/models/half_plus_two")).status == 200
     assert (await client.get("/v1/models/half_plus_two/versions/1")).status == 200
     assert await tfserving_request_counts(client) == {
-        ("half_plus_two", "2", "200"): 2.0,
-        ("half_plus_two", "1", "200"): 2.0,
-        ("multi_io", "1", "200"): 1.0,
-        ("half_plus_two", "", "200"): 1.0,
+        ("predict", "half_plus_two", "2", "200"): 2.0,
+        ("predict", "half_plus_two", "1", "200"): 1.0,
+        ("metadata", "multi_io", "1", "200"): 1.0,
+        ("status", "half_plus_two", "", "200"): 1.0,
+        ("status", "half_plus_two", "1", "200"): 1.0,
     }
 
 
@@ -724,6 +726,7 @@ async def test_metrics_count_errors_under_their_status_code(client):
     await error(client, "POST", "/v1/models/nosuch:predict", 404, {"instances": [1.0]})
     await error(client, "GET", "/v1/models/half_plus_two:predict", 405)
     assert await tfserving_request_counts(client) == {
-        ("half_plus_two", "2", "400"): 1.0,
-        ("", "", "404"): 1.0,
+        ("predict", "half_plus_two", "2", "400"): 1.0,
+        ("predict", "", "", "404"): 1.0,
+        ("status", "", "", "405"): 1.0,  # the GET route there does not exist
     }
