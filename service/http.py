@@ -45,7 +45,17 @@ class _Connection(web_protocol.RequestHandler):
             transport.write(_REFUSED + b"Content-Length: %d\r\n\r\n" % len(body) + body)
             if isinstance(manager, _Server):
                 manager.refused += 1
-            self.force_close()
+            # Half-close now and close a moment later: closing a socket whose request is
+            # still unread would reset it, and the client would never see the answer.
+            self._refused = True
+            transport.write_eof()
+            self._loop.call_later(1.0, self.force_close)
+
+    _refused = False
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
 
     def handle_error(self, request, status=500, exc=None, message=None):
         text = super().handle_error(request, status, exc, message)  # logs, checks state
