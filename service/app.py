@@ -26,6 +26,7 @@ from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols.common import (
     BODY_TIMEOUT,
     ENDPOINT,
+    MAX_BODY,
     MODEL,
     PROTOCOL,
     REQUEST_ID,
@@ -306,10 +307,13 @@ def create_app(
             # second (so the client can read the answer), not aiohttp's default ten.
             "keepalive_timeout": config.idle_timeout,
             "lingering_time": 1.0,
+            # Bodies are decompressed by read_body (bounded, every error a 4xx).
+            "auto_decompress": False,
         },
     )
     app[CONFIG] = config
     app[BODY_TIMEOUT] = config.body_timeout
+    app[MAX_BODY] = config.max_request_bytes
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
     app[LOAD_IN_BACKGROUND] = load_in_background

@@ -169,11 +169,20 @@ async def test_5000_digit_number_in_a_v1_body_is_400(echo):
         ("deflate", b"definitely not deflate"),
         ("br", b"\xff\xff\xffnot brotli"),
         ("gzip", gzip.compress(json.dumps(v2("INT64", [1])).encode()) + b"trailing garbage"),
+        # A truncated raw deflate stream: aiohttp's parser dropped it without an answer.
+        ("deflate", b"D\xf1Q\x85"),
+        ("gzip", gzip.compress(json.dumps(v2("INT64", [1])).encode())[:-6]),
+        ("br", brotli.compress(json.dumps(v2("INT64", [1])).encode())[:-3]),
     ],
 )
 async def test_undecodable_bodies_are_400(echo, encoding, body):
     doc = await post(echo, INFER, body, 400, {"Content-Encoding": encoding})
     assert "could not be" in doc["error"], doc
+
+
+async def test_unknown_content_encoding_is_415(echo):
+    doc = await post(echo, INFER, b"(compressed)", 415, {"Content-Encoding": "zstd"})
+    assert "'zstd' is not supported" in doc["error"]
 
 
 async def test_compressed_bodies_still_work(echo):
