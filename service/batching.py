@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from engine.runtime import Cancellation
 from service.config import BatchingConfig
 from service.errors import (
     DeadlineExceeded,
@@ -85,15 +86,19 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
-        work = self._executor.submit(_timed_run, signature, arrays)
+        token = Cancellation()
+        work = self._executor.submit(_timed_run, signature, arrays, token)
         future = asyncio.wrap_future(work, loop=loop)
-        # A timer rather than asyncio.wait_for: no extra task per request. On expiry the
-        # awaiting stops; the computation finishes in its thread and is discarded.
+        # A timer rather than asyncio.wait_for: no extra task per request. On expiry (or when
+        # the client goes away) the awaiting stops and the computation is cancelled: it stops
+        # at its next op or loop iteration. One inside a long single kernel runs on, counted
+        # as overdue until it ends.
         expired = []
         timer = loop.call_at(deadline, _expire, future, expired)
         try:
             values, seconds = await future
         except asyncio.CancelledError:
+            token.cancel("deadline exceeded" if expired else "request cancelled")
             if not work.done() and self._overdue is not None:
                 self._overdue.add(work)
             if not expired:
@@ -122,9 +127,12 @@ def _expire(future, expired: list) -> None:
         future.cancel()
 
 
-def _timed_run(signature, arrays):
+def _timed_run(signature, arrays, cancellation=None):
     t0 = time.perf_counter()
-    values = signature.run(arrays)
+    if cancellation is None:  # batches: one request's deadline does not stop the others
+        values = signature.run(arrays)
+    else:
+        values = signature.run(arrays, cancellation=cancellation)
     return values, time.perf_counter() - t0
 
 

@@ -365,6 +365,7 @@ class ModelManager:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
             pass
+        s.load_cancellation.cancel("load_timeout")  # stops warmup runs at their next op
         s.state = VersionState.END
         s.error = f"loading and warming up took longer than load_timeout ({timeout:g}s)"
         log.error("model %s version %d: %s", s.model, s.version, s.error)

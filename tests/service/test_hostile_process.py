@@ -10,6 +10,7 @@ import time
 import aiohttp
 import pytest
 
+import engine as tf
 from tests.service import hostile, models
 
 INFER = "/v2/models/{}/infer"
@@ -46,12 +47,25 @@ def cleanup():
         hostile.stop_server(proc, timeout=10)
 
 
-async def test_runaway_computations_are_accounted_for_and_shutdown_keeps_its_grace(
-    tmp_path, cleanup
-):
+def big_kernel(path, n=4000):
+    """One matmul of two n x n matrices: seconds inside a single kernel, which no
+    cancellation can interrupt."""
+
+    def build():
+        x = tf.placeholder(tf.float32, [None], name="x")
+        a = tf.fill([n, n], x[0])
+        y = tf.reduce_sum(tf.matmul(a, a), name="y")
+        return {"serving_default": ({"x": x}, {"y": tf.reshape(y, [1])})}
+
+    models.export(path, build, variables_init=False)
+
+
+async def test_runaway_computations_stop_at_their_deadline(tmp_path, cleanup):
     repo = tmp_path / "repo"
     models.slow(repo / "spin" / "1", iterations=10**9)  # minutes of work per request
     models.write_config(repo / "spin", {"warmup": False})
+    big_kernel(repo / "big" / "1")
+    models.write_config(repo / "big", {"warmup": False})
     models.half_plus_two(repo / "hpt" / "1")
     proc, base, _ = hostile.start_server(
         repo, tmp_path / "log", "--num-threads", "2", "--shutdown-grace-period", "2"
@@ -59,22 +73,45 @@ async def test_runaway_computations_are_accounted_for_and_shutdown_keeps_its_gra
     cleanup(proc)
     await hostile.wait_listening(base, proc, "/v2/health/ready")
     async with aiohttp.ClientSession() as session:
-        await infer(session, base, "hpt", [2.0])
-        results = await asyncio.gather(
-            infer(session, base, "spin", [1.0], 504, timeout=0.3),
-            infer(session, base, "spin", [1.0], 504, timeout=0.3),
+        # A loop stops at its deadline (between iterations): the threads are free at once.
+        for _ in range(2):
+            results = await asyncio.gather(
+                infer(session, base, "spin", [1.0], 504, timeout=0.3),
+                infer(session, base, "spin", [1.0], 504, timeout=0.3),
+            )
+            assert all("deadline" in body["error"] for body, _ in results)
+            body, _ = await infer(session, base, "hpt", [2.0])
+            assert body["outputs"][0]["data"] == [3.0]
+        async with session.get(base + "/v2/health/ready") as r:
+            assert r.status == 200
+
+        # Inside one long kernel a computation cannot be stopped: while such computations
+        # hold every compute thread, readiness says so and new work is refused at once with
+        # 503 instead of queueing into more 504s; once they end, all is well again.
+        await asyncio.gather(
+            infer(session, base, "big", [1.0], 504, timeout=0.2),
+            infer(session, base, "big", [1.0], 504, timeout=0.2),
         )
-        assert all("deadline" in body["error"] for body, _ in results)
-        # Both compute threads still spin: readiness says so, and new work is refused at
-        # once with 503 instead of queueing into more 504s.
         async with session.get(base + "/v2/health/ready") as r:
             assert r.status == 503
         body, _ = await infer(session, base, "hpt", [2.0], 503)
         assert "past their deadline" in body["error"]
-    t0 = time.monotonic()
-    proc.terminate()
-    proc.wait(timeout=30)
-    took = time.monotonic() - t0
+
+        async def ready():
+            async with session.get(base + "/v2/health/ready") as r:
+                return r.status == 200
+
+        await wait_for(ready, timeout=120, what="the long kernels to end")
+        body, _ = await infer(session, base, "hpt", [2.0])
+        assert body["outputs"][0]["data"] == [3.0]
+        # Shutdown while a long kernel runs: never past the grace period.
+        pending = asyncio.ensure_future(infer(session, base, "big", [1.0], 504, timeout=60))
+        await asyncio.sleep(0.5)
+        t0 = time.monotonic()
+        proc.terminate()
+        await asyncio.to_thread(proc.wait, 30)
+        took = time.monotonic() - t0
+        pending.cancel()
     assert proc.returncode == 0
     assert took < 2 + 3, f"shutdown took {took:.1f}s with a 2 s grace period"
 
