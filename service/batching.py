@@ -29,6 +29,7 @@ import asyncio
 import collections
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,6 +44,12 @@ from service.errors import (
     TooLarge,
 )
 
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
+    from service.metrics import ServingMetrics
+    from service.servable import Signature
+
 __all__ = ["DirectScheduler", "Batcher", "Overdue"]
 
 log = logging.getLogger("flowserve.batching")
@@ -56,7 +63,7 @@ class Overdue:
     def __init__(self):
         self._running: set = set()
 
-    def add(self, future) -> None:
+    def add(self, future: Future) -> None:
         self._running.add(future)
         future.add_done_callback(self._running.discard)  # set ops are atomic under the GIL
 
@@ -69,8 +76,8 @@ class DirectScheduler:
 
     def __init__(
         self,
-        executor,
-        metrics=None,
+        executor: Executor,
+        metrics: ServingMetrics | None = None,
         model: str = "",
         version: str = "",
         overdue: Overdue | None = None,
@@ -80,7 +87,9 @@ class DirectScheduler:
         self._labels = (model, version)
         self._overdue = overdue
 
-    async def submit(self, signature, arrays, deadline: float):
+    async def submit(
+        self, signature: Signature, arrays: list[np.ndarray], deadline: float
+    ) -> dict[str, np.ndarray]:
         loop = asyncio.get_running_loop()
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -166,8 +175,8 @@ class Batcher:
     def __init__(
         self,
         config: BatchingConfig,
-        executor,
-        metrics=None,
+        executor: Executor,
+        metrics: ServingMetrics | None = None,
         model: str = "",
         version: str = "",
         instances: int = 1,
@@ -190,7 +199,9 @@ class Batcher:
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------
-    async def submit(self, signature, arrays, deadline: float):
+    async def submit(
+        self, signature: Signature, arrays: list[np.ndarray], deadline: float
+    ) -> dict[str, np.ndarray]:
         if not signature.batchable:
             return await self._direct.submit(signature, arrays, deadline)
         rows = _rows(arrays)
@@ -226,10 +237,6 @@ class Batcher:
             for r in batch.requests:
                 if not r.future.done():
                     r.future.set_exception(QueueFull("the model version is being unloaded; retry"))
-
-    @property
-    def queued_requests(self) -> int:
-        return self._queued_requests
 
     # -- queueing -------------------------------------------------------------------------
     def _start(self) -> None:

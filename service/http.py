@@ -84,7 +84,7 @@ class HardenedRunner(web.AppRunner):
     """An ``AppRunner`` whose connections are capped at ``max_connections`` and whose parser
     errors are JSON (the idle timeout is the app's ``handler_args``)."""
 
-    def __init__(self, app: web.Application, *, max_connections: int, **kw):
+    def __init__(self, app: web.Application, *, max_connections: int, **kw: object) -> None:
         super().__init__(app, **kw)
         self._max_connections = max_connections
 

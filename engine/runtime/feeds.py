@@ -166,7 +166,7 @@ class FetchStructure:
         if k is None:
             k = index[id(elem)] = self._add(elem)
         if isinstance(elem, Operation):
-            return lambda vals: None
+            return lambda _vals: None
         return lambda vals, k=k: vals[k]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -17,6 +19,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     brotli = None
 
 from service.errors import InvalidInput, RequestTimeout
+from service.keys import MODEL, PROTOCOL, VERSION
 from service.logs import REQUEST_ID_HEADER, accept_request_id, request_id_var
 
 __all__ = [
@@ -43,10 +46,6 @@ __all__ = [
 ]
 
 MSGPACK = "application/msgpack"
-# What a request was about, for metrics and the access log.
-PROTOCOL = web.RequestKey("fs_protocol", str)
-MODEL = web.RequestKey("fs_model", str)
-VERSION = web.RequestKey("fs_version", str)
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: longer deadlines are typos, and overflow timers
 # Seconds a request body may take to arrive (set by create_app from ``body_timeout``), and
 # the most bytes it may decompress to (``max_request_bytes``).
@@ -60,7 +59,11 @@ _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=("
 
 
 def note(
-    request: web.Request, *, protocol: str | None = None, model: str | None = None, version=None
+    request: web.Request,
+    *,
+    protocol: str | None = None,
+    model: str | None = None,
+    version: int | str | None = None,
 ) -> None:
     """Records what a request was about, for metrics and the access log."""
     if protocol is not None:
@@ -192,11 +195,11 @@ def wants_msgpack(request: web.Request) -> bool:
     )
 
 
-async def read_json(request: web.Request):
+async def read_json(request: web.Request) -> Any:
     return parse_json(await read_body(request))
 
 
-def parse_json(body: bytes, what: str = "The request body"):
+def parse_json(body: bytes, what: str = "The request body") -> Any:
     """A JSON document from request bytes; InvalidInput saying what is wrong otherwise.
 
     orjson parses (numbers an order of magnitude faster than the standard library); the
@@ -221,7 +224,7 @@ def parse_json(body: bytes, what: str = "The request body"):
         raise InvalidInput(f"{what} holds a number that cannot be read: {e}") from None
 
 
-def dumps(obj) -> bytes:
+def dumps(obj: Any) -> bytes:
     """JSON bytes. orjson writes NaN and infinities as ``null``; TF Serving writes the tokens
     ``NaN``/``Infinity``, so a document that came out with a ``null`` is re-encoded with the
     standard library to keep them."""
@@ -231,13 +234,15 @@ def dumps(obj) -> bytes:
     return out
 
 
-def json_response(obj, status: int = 200, headers=None) -> web.Response:
+def json_response(
+    obj: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
     return web.Response(
         body=dumps(obj), status=status, content_type="application/json", headers=headers
     )
 
 
-def parse_timeout(value, what: str) -> float | None:
+def parse_timeout(value: object, what: str) -> float | None:
     """A per-request deadline in seconds from a header or parameter (None if absent)."""
     if value is None or value == "":
         return None

@@ -7,6 +7,8 @@ encoding in their msgpack bodies (see the README); decoding validates sizes agai
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 import numpy as np
 
@@ -19,11 +21,11 @@ __all__ = ["encode_tensor", "decode_tensor", "unpackb", "packb", "is_tensor_map"
 _MAX_RANK = 32
 
 
-def packb(obj) -> bytes:
+def packb(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def unpackb(data: bytes):
+def unpackb(data: bytes) -> Any:
     try:
         return msgpack.unpackb(
             data,
@@ -46,7 +48,7 @@ def unpackb(data: bytes):
         raise InvalidInput(f"The request body is not valid msgpack: {e}") from None
 
 
-def is_tensor_map(value) -> bool:
+def is_tensor_map(value: object) -> bool:
     return isinstance(value, dict) and "dtype" in value and "data" in value
 
 
@@ -69,7 +71,7 @@ def encode_tensor(arr: np.ndarray) -> dict:
     }
 
 
-def decode_tensor(value, what: str, max_elements: int = MAX_ELEMENTS) -> np.ndarray:
+def decode_tensor(value: object, what: str, max_elements: int = MAX_ELEMENTS) -> np.ndarray:
     if not is_tensor_map(value):
         raise InvalidInput(f"{what}: expected a tensor map {{dtype, shape, data}}")
     name = value.get("dtype")

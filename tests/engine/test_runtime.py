@@ -35,7 +35,7 @@ def test_schedule_frees_after_the_last_reader_and_keeps_fetches():
 
 
 def test_the_interpreter_names_the_failing_step():
-    def boom(v):
+    def boom(_v):
         raise ValueError("bad value")
 
     g = tf.Graph()

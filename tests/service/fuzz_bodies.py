@@ -224,7 +224,7 @@ def post(base: str, path: str, body: bytes, headers: dict) -> tuple[int, dict, b
         conn.close()
 
 
-def problems(path: str, body: bytes, headers: dict, status: int, rheaders: dict, rbody: bytes):
+def problems(path: str, body: bytes, headers: dict, status: int, rbody: bytes):
     """What is wrong with the answer (an empty list: nothing)."""
     found = []
     if status >= 500:
@@ -293,10 +293,10 @@ def check_case(base: str, case) -> list[str]:
     """Posts one case; what is wrong with the answer."""
     path, body, headers = case
     try:
-        status, rheaders, rbody = post(base, path, body, headers)
+        status, _, rbody = post(base, path, body, headers)
     except (OSError, http.client.HTTPException) as e:
         return [f"no answer: {e}"]
-    return problems(path, body, headers, status, rheaders, rbody)
+    return problems(path, body, headers, status, rbody)
 
 
 def failing_cases(base: str, strategy, n: int) -> list[str]:

@@ -165,7 +165,7 @@ async def test_a_warmup_that_never_ends_does_not_stall_the_server(tmp_path, clea
     assert time.monotonic() - t0 < 2 + 3
 
 
-async def test_global_inflight_budget_and_connection_limits(tmp_path, cleanup):
+async def _limited_server(tmp_path, cleanup):
     repo = tmp_path / "repo"
     models.half_plus_two(repo / "hpt" / "1")
     proc, base, port = hostile.start_server(
@@ -184,8 +184,12 @@ async def test_global_inflight_budget_and_connection_limits(tmp_path, cleanup):
     )
     cleanup(proc)
     await hostile.wait_listening(base, proc, "/v2/health/ready")
-    path = INFER.format("hpt")
+    return proc, base, port
 
+
+async def test_oversized_and_malformed_requests_get_json_4xx(tmp_path, cleanup):
+    _, _, port = await _limited_server(tmp_path, cleanup)
+    path = INFER.format("hpt")
     # Finding 9: a Content-Length of 100 GB is refused from the header alone.
     raw = await hostile.raw_request(
         port,
@@ -205,6 +209,10 @@ async def test_global_inflight_budget_and_connection_limits(tmp_path, cleanup):
         assert 400 <= status < 500 and headers["content-type"].startswith("application/json")
         assert json.loads(body)["error"].startswith("Bad HTTP request")
 
+
+async def test_inflight_budget_and_body_timeout(tmp_path, cleanup):
+    _, base, port = await _limited_server(tmp_path, cleanup)
+    path = INFER.format("hpt")
     # Finding 5: requests whose bodies are still arriving hold the in-flight budget; past it
     # the server answers 503 with Retry-After at once instead of buffering more.
     held = []
@@ -229,6 +237,9 @@ async def test_global_inflight_budget_and_connection_limits(tmp_path, cleanup):
         body, _ = await infer(session, base, "hpt", [1.0])
         assert body["outputs"][0]["data"] == [2.5]
 
+
+async def test_idle_connections_time_out_and_connections_are_capped(tmp_path, cleanup):
+    proc, base, port = await _limited_server(tmp_path, cleanup)
     # Idle connections and headers sent byte by byte are closed after idle_timeout.
     t0 = time.monotonic()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -225,7 +225,7 @@ class RunGate:
         monkeypatch.setattr(servable_module.Signature, "run", run)
 
 
-async def _serve(tmp_path, monkeypatch, grace):
+async def _serve(tmp_path, monkeypatch, grace):  # noqa: ARG001 - callers hold the patch
     repo_with(tmp_path, "hpt")
     port = _free_port()
     config = ServerConfig(
@@ -309,7 +309,7 @@ def test_strict_readiness_flags(tmp_path):
         config("--model-load-threads", "0")
 
 
-async def test_metrics_port_in_the_server(tmp_path, monkeypatch):
+async def test_metrics_port_in_the_server(tmp_path, monkeypatch):  # noqa: ARG001 - isolates env
     repo_with(tmp_path, "hpt")
     port, metrics_port = _free_port(), _free_port()
     config = ServerConfig(
