@@ -396,6 +396,7 @@ class ModelManager:
                 s.model,
                 str(s.version),
                 instances=len(s.instances),
+                overdue=self.overdue,
             )
         return DirectScheduler(
             self.compute_pool, self.metrics, s.model, str(s.version), overdue=self.overdue

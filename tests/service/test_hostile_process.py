@@ -73,34 +73,38 @@ async def test_runaway_computations_stop_at_their_deadline(tmp_path, cleanup):
     cleanup(proc)
     await hostile.wait_listening(base, proc, "/v2/health/ready")
     async with aiohttp.ClientSession() as session:
-        # A loop stops at its deadline (between iterations): the threads are free at once.
+
+        async def ready():
+            async with session.get(base + "/v2/health/ready") as r:
+                return r.status == 200
+
+        # A loop stops at its deadline (between iterations): the threads come back (were
+        # they kept, readiness would stay 503 for the minutes the loops take).
         for _ in range(2):
             results = await asyncio.gather(
                 infer(session, base, "spin", [1.0], 504, timeout=0.3),
                 infer(session, base, "spin", [1.0], 504, timeout=0.3),
             )
             assert all("deadline" in body["error"] for body, _ in results)
+            await wait_for(ready, timeout=10, what="the cancelled loops to stop")
             body, _ = await infer(session, base, "hpt", [2.0])
             assert body["outputs"][0]["data"] == [3.0]
-        async with session.get(base + "/v2/health/ready") as r:
-            assert r.status == 200
 
         # Inside one long kernel a computation cannot be stopped: while such computations
         # hold every compute thread, readiness says so and new work is refused at once with
         # 503 instead of queueing into more 504s; once they end, all is well again.
         await asyncio.gather(
-            infer(session, base, "big", [1.0], 504, timeout=0.2),
-            infer(session, base, "big", [1.0], 504, timeout=0.2),
+            infer(session, base, "big", [1.0], 504, timeout=1.0),
+            infer(session, base, "big", [1.0], 504, timeout=1.0),
         )
-        async with session.get(base + "/v2/health/ready") as r:
-            assert r.status == 503
+
+        async def not_ready():
+            async with session.get(base + "/v2/health/ready") as r:
+                return r.status == 503
+
+        await wait_for(not_ready, timeout=5, what="readiness to report the busy threads")
         body, _ = await infer(session, base, "hpt", [2.0], 503)
         assert "past their deadline" in body["error"]
-
-        async def ready():
-            async with session.get(base + "/v2/health/ready") as r:
-                return r.status == 200
-
         await wait_for(ready, timeout=120, what="the long kernels to end")
         body, _ = await infer(session, base, "hpt", [2.0])
         assert body["outputs"][0]["data"] == [3.0]

@@ -299,3 +299,33 @@ async def test_inflight_budget_sheds_load_with_503_and_retry_after(aiohttp_clien
     await asyncio.sleep(0.2)
     await post(client, INFER, v2("INT64", [1]), 200)  # the budget was given back
     _ = struct
+
+
+# -- finding 1: a deadline stops the computation, batched or not ------------------------------
+@pytest.mark.parametrize("batching", [False, True])
+async def test_a_missed_deadline_frees_the_compute_thread(tmp_path, manager_for, batching):
+    import numpy as np
+
+    from service.errors import DeadlineExceeded
+    from tests.service import models
+
+    models.slow(tmp_path / "spin" / "1", iterations=10**9)
+    models.write_config(tmp_path / "spin", {"warmup": False})
+    models.half_plus_two(tmp_path / "hpt" / "1")
+    params = tmp_path / "batching.json"
+    params.write_text('{"num_batch_threads": 1}')
+    # One compute thread: if the endless loop kept it, the second model could never run.
+    manager = await manager_for(
+        tmp_path,
+        num_threads=1,
+        enable_batching=batching,
+        batching_parameters_file=str(params),
+    )
+    assert manager.compute_pool._max_workers == 1
+    x = {"x": np.array([1.0], np.float32)}
+    for _ in range(2):
+        with pytest.raises(DeadlineExceeded):
+            await manager.infer("spin", x, timeout=0.2)
+    result = await manager.infer("hpt", x, timeout=10)
+    assert result.outputs["y"].tolist() == [2.5]
+    assert len(manager.overdue) == 0 and manager.ready
