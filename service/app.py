@@ -18,14 +18,16 @@ from service.errors import ServingError
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols.common import MODEL, PROTOCOL, VERSION, json_response
+from service.protocols.shared_memory import SharedMemoryRegistry
 
-__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS"]
+__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS", "SHARED_MEMORY"]
 
 log = logging.getLogger("flowserve.app")
 
 MANAGER = web.AppKey("manager", ModelManager)
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", ServingMetrics)
+SHARED_MEMORY = web.AppKey("shared_memory", SharedMemoryRegistry)
 
 _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 
@@ -107,6 +109,7 @@ async def _manager_ctx(app: web.Application):
     await manager.start()
     yield
     await manager.stop()
+    app[SHARED_MEMORY].close()  # unmap every registered region
 
 
 def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web.Application:
@@ -122,6 +125,7 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     app[CONFIG] = config
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
+    app[SHARED_MEMORY] = SharedMemoryRegistry()
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     tfserving.add_routes(app)

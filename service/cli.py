@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowserve",
         description="Serve the saved models of a model repository over HTTP (TensorFlow "
-        "Serving REST and KServe V2 protocols on one port).",
+        "Serving REST and KServe V2 protocols on one port) and gRPC (KServe V2 and TF "
+        "Serving services on --grpc-port).",
         epilog="Every flag can also be set with an environment variable FLOWSERVE_<FLAG> "
         "(e.g. FLOWSERVE_PORT=9000) or a key of the --config JSON file.",
     )
@@ -213,6 +214,16 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
     await site.start()
+    grpc_server = None
+    if config.grpc_port:
+        from service.protocols.grpc_server import GrpcServer
+
+        grpc_server = GrpcServer(app)
+        try:
+            await grpc_server.start(config.host, config.grpc_port)
+        except OSError:
+            await runner.cleanup()
+            raise
     for sock in getattr(site._server, "sockets", None) or []:
         host, port = sock.getsockname()[:2]
         log.info(
@@ -235,6 +246,8 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
             "shutting down: finishing in-flight requests (grace period %.1fs)",
             config.shutdown_grace_period,
         )
+        if grpc_server is not None:
+            await grpc_server.stop(config.shutdown_grace_period)
         await runner.cleanup()
         log.info("stopped")
 

@@ -309,7 +309,31 @@ def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
 SERVER_SETTINGS = [
     ("model_repository", str, None, "model repository directory"),
     ("host", str, "0.0.0.0", "address to listen on"),
-    ("port", int, 8501, "port to listen on (both protocols)"),
+    ("port", int, 8501, "HTTP port (both REST protocols)"),
+    (
+        "grpc_port",
+        int,
+        8500,
+        "gRPC port (KServe V2 and TF Serving services; 0 disables gRPC)",
+    ),
+    (
+        "grpc_max_message_bytes",
+        int,
+        64 << 20,
+        "largest gRPC message received or sent; larger gets RESOURCE_EXHAUSTED",
+    ),
+    (
+        "grpc_keepalive_seconds",
+        float,
+        0.0,
+        "send gRPC keepalive pings this often on idle connections (0: gRPC's default, off)",
+    ),
+    (
+        "grpc_keepalive_timeout_seconds",
+        float,
+        20.0,
+        "close a gRPC connection whose keepalive ping is not answered within this time",
+    ),
     ("poll_interval", float, 2.0, "seconds between model repository scans (0 disables)"),
     ("device", str, "cpu", "default device for models: cpu, gpu:N, or gpu (every GPU)"),
     (
@@ -351,6 +375,10 @@ class ServerConfig:
     model_repository: str = field(default_factory=default_model_repository)
     host: str = "0.0.0.0"
     port: int = 8501
+    grpc_port: int = 8500
+    grpc_max_message_bytes: int = 64 << 20
+    grpc_keepalive_seconds: float = 0.0
+    grpc_keepalive_timeout_seconds: float = 20.0
     poll_interval: float = 2.0
     device: str = "cpu"
     auth_token: str | None = None
@@ -368,6 +396,18 @@ class ServerConfig:
     def validate(self) -> ServerConfig:
         if not 0 < self.port < 65536 and self.port != 0:
             raise ConfigError(f"port must be 1-65535 (or 0 for any free port), got {self.port}")
+        if not 0 <= self.grpc_port < 65536:
+            raise ConfigError(f"grpc_port must be 1-65535 (0 disables gRPC), got {self.grpc_port}")
+        if self.grpc_port and self.grpc_port == self.port:
+            raise ConfigError(f"grpc_port and port must differ (both are {self.port})")
+        if self.grpc_max_message_bytes < 1024:
+            raise ConfigError(
+                f"grpc_max_message_bytes must be at least 1024, got {self.grpc_max_message_bytes}"
+            )
+        if self.grpc_keepalive_seconds < 0 or self.grpc_keepalive_timeout_seconds <= 0:
+            raise ConfigError(
+                "grpc_keepalive_seconds must be >= 0 and grpc_keepalive_timeout_seconds > 0"
+            )
         if self.poll_interval < 0:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
         self.device = parse_device(self.device, "")

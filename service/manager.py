@@ -21,7 +21,7 @@ import numpy as np
 
 from service.batching import Batcher, DirectScheduler
 from service.config import ModelConfig, ServerConfig
-from service.errors import InvalidInput, NotFound, Unavailable
+from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
 
@@ -266,14 +266,16 @@ class ModelManager:
         if model is not None and not model.disabled:
             return model
         if not valid_model_name(name):
-            raise NotFound(
+            raise ModelNotFound(
                 f"Model name {name!r} is not valid (letters, digits, '_', '.', '-'; "
-                "no path separators)"
+                "no path separators)",
+                name,
             )
         model = self._models.get(name)
         if model is None:
-            raise NotFound(
-                f"Servable not found for request: model '{name}' is not in the model repository"
+            raise ModelNotFound(
+                f"Servable not found for request: model '{name}' is not in the model repository",
+                name,
             )
         if model.disabled and not model.versions:
             raise Unavailable(
@@ -302,7 +304,9 @@ class ModelManager:
                 )
             s = model.versions.get(v)
             if s is None:
-                raise NotFound(f"Servable not found for request: model '{name}' version {v}")
+                raise ModelNotFound(
+                    f"Servable not found for request: model '{name}' version {v}", name, v
+                )
             if s.state is not VersionState.AVAILABLE:
                 detail = f": {s.error}" if s.error else ""
                 raise Unavailable(

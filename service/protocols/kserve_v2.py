@@ -50,6 +50,8 @@ a missed deadline 504.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import struct
 
@@ -60,7 +62,7 @@ import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service.app import MANAGER
-from service.errors import Internal, InvalidInput, Unavailable
+from service.errors import Internal, InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,
@@ -76,7 +78,23 @@ from service.protocols.common import (
 from service.protocols.msgpack_codec import packb, unpackb
 from service.tensors import TensorSpec, coerce, from_json_value
 
-__all__ = ["add_routes", "DATATYPES"]
+__all__ = [
+    "add_routes",
+    "DATATYPES",
+    "EXTENSIONS",
+    "CUDA_SHM_REFUSED",
+    "triton_errors",
+    "model_metadata_doc",
+    "model_config_doc",
+    "repository_index_rows",
+    "load_model",
+    "timeout_micros",
+    "parse_datatype",
+    "parse_shape",
+    "tensor_from_raw",
+    "tensor_to_raw",
+    "output_datatype",
+]
 
 DATATYPES: dict[str, dtypes.DType] = {
     "BOOL": dtypes.bool,
@@ -95,7 +113,17 @@ DATATYPES: dict[str, dtypes.DType] = {
 }
 _DATATYPE_OF = {d: name for name, d in DATATYPES.items()}
 _HEADER_LENGTH = "Inference-Header-Content-Length"
-_EXTENSIONS = ["binary_tensor_data", "model_repository"]
+# Triton's names for the protocol extensions implemented (REST and gRPC alike).
+EXTENSIONS = [
+    "binary_tensor_data",
+    "model_repository",
+    "model_configuration",
+    "system_shared_memory",
+]
+CUDA_SHM_REFUSED = (
+    "CUDA shared memory is not supported: flowserve keeps tensors in host memory; use "
+    "system shared memory (/v2/systemsharedmemory) or send the data in the request"
+)
 _COMPRESS_MIN_BYTES = 1024  # smaller responses are not worth compressing
 # Manager version states (and the index's placeholders) as the repository extension names them.
 _INDEX_STATES = {
@@ -109,19 +137,39 @@ _INDEX_STATES = {
 }
 
 
+@contextlib.contextmanager
+def triton_errors(name: str, version=None):
+    """Rewrites an unknown-model error in the words Triton uses, which its clients (and
+    users' scripts) recognise: ``Request for unknown model: 'm' is not found``."""
+    try:
+        yield
+    except ModelNotFound as e:
+        at = f" version {e.version}" if e.version is not None else ""
+        raise NotFound(f"Request for unknown model: '{name}'{at} is not found") from None
+
+
+def _triton_route(handler):
+    @functools.wraps(handler)
+    async def wrapped(request: web.Request) -> web.Response:
+        with triton_errors(request.match_info.get("model", "")):
+            return await handler(request)
+
+    return wrapped
+
+
 def add_routes(app: web.Application) -> None:
     router = app.router
     router.add_get("/v2", server_metadata)
     router.add_get("/v2/health/live", health_live)
     router.add_get("/v2/health/ready", health_ready)
     for model in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
-        router.add_get(model, model_metadata)
-        router.add_get(model + "/ready", model_ready)
-        router.add_get(model + "/config", model_config)
-        router.add_post(model + "/infer", infer)
+        router.add_get(model, _triton_route(model_metadata))
+        router.add_get(model + "/ready", _triton_route(model_ready))
+        router.add_get(model + "/config", _triton_route(model_config))
+        router.add_post(model + "/infer", _triton_route(infer))
     router.add_post("/v2/repository/index", repository_index)
     router.add_post("/v2/repository/models/{model}/load", repository_load)
-    router.add_post("/v2/repository/models/{model}/unload", repository_unload)
+    router.add_post("/v2/repository/models/{model}/unload", _triton_route(repository_unload))
 
 
 # -----------------------------------------------------------------------------------------
@@ -131,7 +179,7 @@ def add_routes(app: web.Application) -> None:
 
 async def server_metadata(request: web.Request) -> web.Response:
     return json_response(
-        {"name": "flowserve", "version": service.__version__, "extensions": _EXTENSIONS}
+        {"name": "flowserve", "version": service.__version__, "extensions": EXTENSIONS}
     )
 
 
@@ -152,18 +200,20 @@ def _target(request: web.Request) -> tuple[str, str | None]:
 
 async def model_metadata(request: web.Request) -> web.Response:
     name, version = _target(request)
-    manager = request.app[MANAGER]
+    return json_response(model_metadata_doc(request.app[MANAGER], name, version))
+
+
+def model_metadata_doc(manager, name: str, version=None) -> dict:
+    """The V2 model metadata document (the default signature's tensors)."""
     _, sig = manager.signature_info(name, version)
     versions = sorted(s.version for s in manager.status(name) if s.state == "AVAILABLE")
-    return json_response(
-        {
-            "name": name,
-            "versions": [str(v) for v in versions],
-            "platform": "flowserve",
-            "inputs": [_tensor_metadata(sig.inputs[a]) for a in sig.input_order],
-            "outputs": [_tensor_metadata(sig.outputs[a]) for a in sig.output_order],
-        }
-    )
+    return {
+        "name": name,
+        "versions": [str(v) for v in versions],
+        "platform": "flowserve",
+        "inputs": [_tensor_metadata(sig.inputs[a]) for a in sig.input_order],
+        "outputs": [_tensor_metadata(sig.outputs[a]) for a in sig.output_order],
+    }
 
 
 def _tensor_metadata(spec: TensorSpec) -> dict:
@@ -182,7 +232,11 @@ async def model_config(request: web.Request) -> web.Response:
     """The version's configuration as Triton's ``GET .../config`` reports it (the subset that
     applies): what tritonclient's ``get_model_config`` reads."""
     name, version = _target(request)
-    manager = request.app[MANAGER]
+    return json_response(model_config_doc(request.app[MANAGER], name, version))
+
+
+def model_config_doc(manager, name: str, version=None) -> dict:
+    """Triton's model configuration (JSON form) of a version."""
     servable, sig = manager.signature_info(name, version)
     batching = manager.batching_for(servable)
     batched = batching.enabled and sig.batchable
@@ -209,7 +263,7 @@ async def model_config(request: web.Request) -> web.Response:
         }
     if servable.device_note:
         config["parameters"]["device_note"] = {"string_value": servable.device_note}
-    return json_response(config)
+    return config
 
 
 def _triton_version_policy(policy) -> dict:
@@ -261,8 +315,13 @@ async def repository_index(request: web.Request) -> web.Response:
     note(request, protocol="v2")
     params = await _optional_json(request, "the repository index request")
     ready_only = _bool(params.get("ready", False), "'ready'")
+    return json_response(repository_index_rows(request.app[MANAGER], ready_only))
+
+
+def repository_index_rows(manager, ready_only: bool = False) -> list[dict]:
+    """The repository index: one row per model version (or per model without versions)."""
     rows = []
-    for status in request.app[MANAGER].index():
+    for status in manager.index():
         state = _INDEX_STATES.get(status.state, status.state)
         if ready_only and state != "READY":
             continue
@@ -275,21 +334,26 @@ async def repository_index(request: web.Request) -> web.Response:
                 "reason": reason,
             }
         )
-    return json_response(rows)
+    return rows
 
 
 async def repository_load(request: web.Request) -> web.Response:
     name = request.match_info["model"]
     note(request, protocol="v2", model=name)
     doc = await _optional_json(request, "the load request")
-    overrides = sorted(_parameters(doc.get("parameters"), "the load request"))
+    await load_model(request.app[MANAGER], name, _parameters(doc.get("parameters"), "the load"))
+    return json_response({})
+
+
+async def load_model(manager, name: str, parameters: dict) -> None:
+    """The repository extension's load (REST and gRPC)."""
+    overrides = sorted(parameters)
     if overrides:
         raise InvalidInput(
             f"load parameters {overrides} are not supported: flowserve loads "
             "models from the model repository as they are on disk"
         )
-    await request.app[MANAGER].load_model(name)
-    return json_response({})
+    await manager.load_model(name)
 
 
 async def repository_unload(request: web.Request) -> web.Response:
@@ -626,3 +690,22 @@ def _json_data(arr: np.ndarray) -> list | None:
         return [v.decode("utf-8") for v in _flat_bytes(arr)]
     except UnicodeDecodeError:
         return None
+
+
+def timeout_micros(value) -> float | None:
+    """Triton's ``timeout`` request parameter: microseconds, as seconds (None if absent)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(
+            f"parameters.timeout must be a non-negative integer number of microseconds, "
+            f"got {value!r}"
+        )
+    return value * 1e-6 if value else None
+
+
+parse_datatype = _datatype
+parse_shape = _shape
+tensor_from_raw = _from_raw
+tensor_to_raw = _to_raw
+output_datatype = _output_datatype

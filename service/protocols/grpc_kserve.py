@@ -1,0 +1,419 @@
+"""KServe V2 over gRPC: ``inference.GRPCInferenceService``, as Triton serves it.
+
+The messages are our own compiled copy of the protocol (``proto/kserve.proto``, package
+``flowserve.kserve``) registered under the canonical service name, so ``tritonclient.grpc``
+and any other V2 gRPC client talk to it unchanged. Every RPC parses, calls the same core as
+the REST adapter (``ModelManager``; batching, deadlines and metrics included) and serializes.
+
+Tensors: an input's data is either typed ``contents`` (the field for its datatype; FP16 has
+none and must be raw) or one entry of ``raw_input_contents`` per input without shared memory,
+in input order (little-endian, row-major; BYTES elements 4-byte length + bytes), or a system
+shared memory window (``shared_memory_region``/``_byte_size``/``_offset`` parameters). Outputs
+always come back in ``raw_output_contents`` (as Triton does), or are written to the output's
+shared memory window, whose entry then carries the region parameters and an empty buffer.
+
+Request parameters: ``timeout`` in microseconds (Triton's), ``signature_name`` (which
+signature to run). The gRPC deadline applies too; the earlier wins. ``sequence_id`` is refused
+(no sequence batching). Errors carry gRPC codes: NOT_FOUND (unknown model, with Triton's
+"Request for unknown model" text), INVALID_ARGUMENT, UNAVAILABLE, DEADLINE_EXCEEDED,
+UNAUTHENTICATED, RESOURCE_EXHAUSTED (messages over the size limit, from gRPC itself).
+"""
+
+from __future__ import annotations
+
+import hmac
+import math
+import time
+
+import grpc
+import numpy as np
+from google.protobuf import json_format
+
+import service
+from engine import dtypes
+from service.errors import InvalidInput, ServingError
+from service.manager import InferResult, ModelManager
+from service.protocols import kserve_v2 as v2
+from service.protocols.proto import kserve_pb2 as pb
+from service.protocols.shared_memory import SharedMemoryRegistry
+
+__all__ = ["SERVICE_NAME", "KServeGrpc", "status_code", "GRPC_PROTOCOL"]
+
+SERVICE_NAME = "inference.GRPCInferenceService"
+GRPC_PROTOCOL = "grpc"
+_MICROS = 1e-6
+
+# The typed contents field of each datatype (FP16 has none: raw only).
+_CONTENTS_FIELD = {
+    "BOOL": "bool_contents",
+    "INT8": "int_contents",
+    "INT16": "int_contents",
+    "INT32": "int_contents",
+    "INT64": "int64_contents",
+    "UINT8": "uint_contents",
+    "UINT16": "uint_contents",
+    "UINT32": "uint_contents",
+    "UINT64": "uint64_contents",
+    "FP32": "fp32_contents",
+    "FP64": "fp64_contents",
+    "BYTES": "bytes_contents",
+}
+
+
+def status_code(error: ServingError) -> grpc.StatusCode:
+    """The gRPC status code of a core error (its canonical code name)."""
+    return getattr(grpc.StatusCode, error.code, grpc.StatusCode.INTERNAL)
+
+
+def _param(p) -> object:
+    which = p.WhichOneof("parameter_choice")
+    return None if which is None else getattr(p, which)
+
+
+def _params(mapping) -> dict:
+    return {k: _param(v) for k, v in mapping.items()}
+
+
+class KServeGrpc:
+    """The V2 gRPC service over one manager (and the server's shared memory regions)."""
+
+    def __init__(
+        self,
+        manager: ModelManager,
+        metrics=None,
+        shared_memory: SharedMemoryRegistry | None = None,
+        auth_token: str | None = None,
+    ):
+        self.manager = manager
+        self.metrics = metrics
+        self.shared_memory = shared_memory or SharedMemoryRegistry()
+        self._expected_auth = f"Bearer {auth_token}".encode() if auth_token else None
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def handler(self) -> grpc.GenericRpcHandler:
+        unary = {
+            "ServerLive": (self.server_live, pb.ServerLiveRequest),
+            "ServerReady": (self.server_ready, pb.ServerReadyRequest),
+            "ModelReady": (self.model_ready, pb.ModelReadyRequest),
+            "ServerMetadata": (self.server_metadata, pb.ServerMetadataRequest),
+            "ModelMetadata": (self.model_metadata, pb.ModelMetadataRequest),
+            "ModelInfer": (self.model_infer, pb.ModelInferRequest),
+            "ModelConfig": (self.model_config, pb.ModelConfigRequest),
+            "RepositoryIndex": (self.repository_index, pb.RepositoryIndexRequest),
+            "RepositoryModelLoad": (self.repository_load, pb.RepositoryModelLoadRequest),
+            "RepositoryModelUnload": (self.repository_unload, pb.RepositoryModelUnloadRequest),
+            "SystemSharedMemoryStatus": (self.shm_status, pb.SystemSharedMemoryStatusRequest),
+            "SystemSharedMemoryRegister": (
+                self.shm_register,
+                pb.SystemSharedMemoryRegisterRequest,
+            ),
+            "SystemSharedMemoryUnregister": (
+                self.shm_unregister,
+                pb.SystemSharedMemoryUnregisterRequest,
+            ),
+            "CudaSharedMemoryStatus": (self.cuda_shm, pb.CudaSharedMemoryStatusRequest),
+            "CudaSharedMemoryRegister": (self.cuda_shm, pb.CudaSharedMemoryRegisterRequest),
+            "CudaSharedMemoryUnregister": (self.cuda_shm, pb.CudaSharedMemoryUnregisterRequest),
+        }
+        methods = {
+            name: grpc.unary_unary_rpc_method_handler(
+                self._unary(fn),
+                request_deserializer=request_type.FromString,
+                response_serializer=_serialize,
+            )
+            for name, (fn, request_type) in unary.items()
+        }
+        methods["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
+            self.model_stream_infer,
+            request_deserializer=pb.ModelInferRequest.FromString,
+            response_serializer=_serialize,
+        )
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)
+
+    async def _check_auth(self, context) -> None:
+        if self._expected_auth is None:
+            return
+        given = dict(context.invocation_metadata()).get("authorization", "")
+        if not hmac.compare_digest(str(given).encode(), self._expected_auth):
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "Missing or invalid bearer token (send metadata 'authorization: Bearer <token>')",
+            )
+
+    def _unary(self, fn):
+        async def call(request, context):
+            await self._check_auth(context)
+            try:
+                return await fn(request, context)
+            except ServingError as e:
+                await context.abort(status_code(e), e.message)
+
+        return call
+
+    def _observe(self, model: str, version, status: int, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_request(
+                model, str(version or ""), GRPC_PROTOCOL, status, time.perf_counter() - start
+            )
+
+    # -- health and metadata -----------------------------------------------------------------
+    async def server_live(self, request, context):
+        return pb.ServerLiveResponse(live=True)
+
+    async def server_ready(self, request, context):
+        return pb.ServerReadyResponse(ready=self.manager.ready)
+
+    async def model_ready(self, request, context):
+        try:
+            self.manager.resolve(request.name, request.version or None)
+        except ServingError:
+            return pb.ModelReadyResponse(ready=False)
+        return pb.ModelReadyResponse(ready=True)
+
+    async def server_metadata(self, request, context):
+        return pb.ServerMetadataResponse(
+            name="flowserve", version=service.__version__, extensions=v2.EXTENSIONS
+        )
+
+    async def model_metadata(self, request, context):
+        with v2.triton_errors(request.name, request.version):
+            doc = v2.model_metadata_doc(self.manager, request.name, request.version or None)
+        return json_format.ParseDict(doc, pb.ModelMetadataResponse(), ignore_unknown_fields=True)
+
+    async def model_config(self, request, context):
+        with v2.triton_errors(request.name, request.version):
+            doc = v2.model_config_doc(self.manager, request.name, request.version or None)
+        return pb.ModelConfigResponse(config=json_format.ParseDict(doc, pb.ModelConfig()))
+
+    # -- repository ----------------------------------------------------------------------------
+    async def repository_index(self, request, context):
+        rows = v2.repository_index_rows(self.manager, request.ready)
+        return pb.RepositoryIndexResponse(
+            models=[pb.RepositoryIndexResponse.ModelIndex(**row) for row in rows]
+        )
+
+    async def repository_load(self, request, context):
+        params = {k: _repository_param(v) for k, v in request.parameters.items()}
+        await v2.load_model(self.manager, request.model_name, params)
+        return pb.RepositoryModelLoadResponse()
+
+    async def repository_unload(self, request, context):
+        await self.manager.unload_model(request.model_name)
+        return pb.RepositoryModelUnloadResponse()
+
+    # -- shared memory -------------------------------------------------------------------------
+    async def shm_status(self, request, context):
+        response = pb.SystemSharedMemoryStatusResponse()
+        for row in self.shared_memory.status(request.name or None):
+            response.regions[row["name"]].CopyFrom(
+                pb.SystemSharedMemoryStatusResponse.RegionStatus(**row)
+            )
+        return response
+
+    async def shm_register(self, request, context):
+        self.shared_memory.register(request.name, request.key, request.offset, request.byte_size)
+        return pb.SystemSharedMemoryRegisterResponse()
+
+    async def shm_unregister(self, request, context):
+        self.shared_memory.unregister(request.name or None)
+        return pb.SystemSharedMemoryUnregisterResponse()
+
+    async def cuda_shm(self, request, context):
+        raise InvalidInput(v2.CUDA_SHM_REFUSED)
+
+    # -- inference -----------------------------------------------------------------------------
+    async def model_infer(self, request, context):
+        start = time.perf_counter()
+        status = 500
+        version = request.model_version
+        try:
+            result = await self._infer(request, context.time_remaining())
+            version, status = result.version, 200
+            return self._response(request, result)
+        except ServingError as e:
+            status = e.http_status
+            raise
+        finally:
+            self._observe(request.model_name, version, status, start)
+
+    async def model_stream_infer(self, request_iterator, context):
+        """Each request's response (or its error, in ``error_message``) in request order."""
+        await self._check_auth(context)
+        async for request in request_iterator:
+            start = time.perf_counter()
+            try:
+                result = await self._infer(request, context.time_remaining())
+                response = self._response(request, result)
+                self._observe(request.model_name, result.version, 200, start)
+                yield pb.ModelStreamInferResponse(infer_response=response)
+            except ServingError as e:
+                self._observe(request.model_name, request.model_version, e.http_status, start)
+                yield pb.ModelStreamInferResponse(
+                    error_message=e.message,
+                    infer_response=pb.ModelInferResponse(
+                        id=request.id,
+                        model_name=request.model_name,
+                        model_version=request.model_version,
+                    ),
+                )
+
+    async def _infer(self, request, remaining: float | None) -> InferResult:
+        params = _params(request.parameters)
+        sequence = params.get("sequence_id")
+        if sequence not in (None, 0, ""):
+            raise InvalidInput(
+                "sequence_id: sequence batching is not supported (flowserve models are stateless)"
+            )
+        signature = params.get("signature_name")
+        if signature is not None and not isinstance(signature, str):
+            raise InvalidInput("parameters.signature_name must be a string")
+        timeouts = [t for t in (remaining, v2.timeout_micros(params.get("timeout"))) if t]
+        inputs = self._inputs(request)
+        wanted = [o.name for o in request.outputs] or None
+        for o in request.outputs:
+            self._check_output_params(o)
+        with v2.triton_errors(request.model_name, request.model_version):
+            return await self.manager.infer(
+                request.model_name,
+                inputs,
+                version=request.model_version or None,
+                signature=signature,
+                outputs=wanted,
+                timeout=min(timeouts) if timeouts else None,
+            )
+
+    def _inputs(self, request) -> dict[str, np.ndarray]:
+        raw = request.raw_input_contents
+        inputs: dict[str, np.ndarray] = {}
+        next_raw = 0
+        for i, tensor in enumerate(request.inputs):
+            name = tensor.name
+            if not name:
+                raise InvalidInput(f"inputs[{i}] has no name")
+            what = f"input '{name}'"
+            if name in inputs:
+                raise InvalidInput(f"{what} is given more than once")
+            dtype = v2.parse_datatype(tensor.datatype, what)
+            shape = v2.parse_shape(list(tensor.shape), what)
+            params = _params(tensor.parameters)
+            has_contents = tensor.HasField("contents") and tensor.contents.ByteSize() > 0
+            if "shared_memory_region" in params:
+                data = self.shared_memory.read(
+                    params["shared_memory_region"],
+                    params.get("shared_memory_offset", 0) or 0,
+                    params.get("shared_memory_byte_size", 0) or 0,
+                    what,
+                )
+                inputs[name] = v2.tensor_from_raw(data, dtype, shape, tensor.datatype, what)
+            elif raw:
+                if has_contents:
+                    raise InvalidInput(
+                        f"{what} has typed contents, but the request sends raw_input_contents; "
+                        "send every input one way"
+                    )
+                if next_raw >= len(raw):
+                    raise InvalidInput(
+                        f"{what}: the request has {len(raw)} raw_input_contents entries, "
+                        f"fewer than its inputs without shared memory"
+                    )
+                inputs[name] = v2.tensor_from_raw(
+                    raw[next_raw], dtype, shape, tensor.datatype, what
+                )
+                next_raw += 1
+            else:
+                inputs[name] = _from_contents(tensor, dtype, shape, what)
+        if next_raw != len(raw):
+            raise InvalidInput(
+                f"the request has {len(raw)} raw_input_contents entries but {next_raw} "
+                "input(s) read raw data"
+            )
+        return inputs
+
+    def _check_output_params(self, output) -> None:
+        params = _params(output.parameters)
+        if "classification" in params:
+            raise InvalidInput(
+                f"output '{output.name}': the classification extension is not supported over gRPC"
+            )
+        if "shared_memory_region" in params:
+            self.shared_memory.check_write(
+                params["shared_memory_region"],
+                params.get("shared_memory_offset", 0) or 0,
+                params.get("shared_memory_byte_size", 0) or 0,
+                f"output '{output.name}'",
+            )
+
+    def _response(self, request, result: InferResult):
+        shm = {o.name: _params(o.parameters) for o in request.outputs}
+        response = pb.ModelInferResponse(
+            model_name=result.model, model_version=str(result.version), id=request.id
+        )
+        for name, arr in result.outputs.items():
+            out = response.outputs.add(
+                name=name, datatype=v2.output_datatype(name, arr), shape=list(arr.shape)
+            )
+            raw = v2.tensor_to_raw(arr)
+            params = shm.get(name, {})
+            region = params.get("shared_memory_region")
+            if region is not None:
+                size = params.get("shared_memory_byte_size", 0) or 0
+                offset = params.get("shared_memory_offset", 0) or 0
+                self.shared_memory.write(region, offset, size, raw, f"output '{name}'")
+                out.parameters["shared_memory_region"].string_param = region
+                out.parameters["shared_memory_byte_size"].int64_param = len(raw)
+                if offset:
+                    out.parameters["shared_memory_offset"].int64_param = offset
+                raw = b""
+            response.raw_output_contents.append(raw)
+        return response
+
+
+def _serialize(message) -> bytes:
+    return message.SerializeToString()
+
+
+def _repository_param(p):
+    which = p.WhichOneof("parameter_choice")
+    value = None if which is None else getattr(p, which)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("repository parameters must be UTF-8 text") from None
+    return value
+
+
+def _from_contents(tensor, dtype: dtypes.DType, shape: list[int], what: str) -> np.ndarray:
+    """A tensor from typed ``contents``: the field for its datatype, exactly as many values as
+    the shape holds, each in the datatype's range."""
+    field = _CONTENTS_FIELD.get(tensor.datatype)
+    if field is None:
+        raise InvalidInput(
+            f"{what}: datatype {tensor.datatype} has no typed contents field; send it in "
+            "raw_input_contents"
+        )
+    contents = tensor.contents
+    others = [f.name for f, _ in contents.ListFields() if f.name != field]
+    if others:
+        raise InvalidInput(
+            f"{what}: datatype {tensor.datatype} takes its data in contents.{field}, "
+            f"not {', '.join(others)}"
+        )
+    values = getattr(contents, field)
+    count = math.prod(shape)
+    if len(values) != count:
+        raise InvalidInput(
+            f"{what}: shape {shape} holds {count} element(s) but contents.{field} has {len(values)}"
+        )
+    if dtype is dtypes.string:
+        arr = np.empty(count, dtype=object)
+        arr[:] = list(values)
+        return arr.reshape(shape)
+    wide = np.asarray(values, dtype=np.float64 if dtype.is_floating else None)
+    if count and dtype.is_integer:
+        info = np.iinfo(dtype.np)
+        if wide.min() < info.min or wide.max() > info.max:
+            raise InvalidInput(
+                f"{what}: values out of range for {tensor.datatype} [{info.min}, {info.max}]"
+            )
+    return wide.astype(dtype.np).reshape(shape)
