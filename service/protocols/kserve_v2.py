@@ -13,6 +13,8 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     POST /v2/models/{model}[/versions/{v}]/infer     inference
     POST /v2/repository/index                        [{"name", "version", "state", "reason"}]
     POST /v2/repository/models/{model}/load|unload   repository control
+    GET  /v2/systemsharedmemory[/region/{r}]/status  system shared memory regions
+    POST /v2/systemsharedmemory/region/{r}/register, [/region/{r}]/unregister
 
 Datatypes: BOOL, UINT8/16/32/64, INT8/16/32/64, FP16, FP32, FP64 and BYTES map to the engine's
 dtypes of the same width (BYTES to ``string``); BF16 is refused. An input's ``data`` is flat
@@ -22,9 +24,16 @@ its values must fit ``datatype``, which must then cast safely to the signature's
 decodes, and binary otherwise.
 
 Request ``parameters`` understood: ``signature_name`` (flowserve extension: which signature to
-run; the default signature otherwise), ``timeout`` in **seconds** (note: Triton's clients send
-microseconds; use the ``Request-Timeout`` header, also seconds, or pass seconds; the earlier of
+run; the default signature otherwise), ``timeout`` in **microseconds**, an integer, as
+Triton's clients send it (the ``Request-Timeout`` header gives one in seconds; the earlier of
 the two deadlines wins), and ``binary_data_output``. Other request parameters are ignored.
+
+System shared memory (Triton's extension): ``/v2/systemsharedmemory[/region/{r}]/status``,
+``.../region/{r}/register`` (``{"key", "offset", "byte_size"}``) and
+``[/region/{r}]/unregister``. An input with the parameters ``shared_memory_region``,
+``shared_memory_byte_size`` [, ``shared_memory_offset``] is read from that window of the region
+(raw, as the binary extension); an output asked for with them is written there and answered
+with those parameters and no data. CUDA shared memory registration is refused (400).
 
 Binary tensor data (Triton's extension): with the header ``Inference-Header-Content-Length: N``
 the first N body bytes are the JSON request and the rest the raw data of the inputs that set
@@ -61,7 +70,7 @@ from aiohttp import web
 import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
-from service.app import MANAGER
+from service.app import MANAGER, SHARED_MEMORY
 from service.errors import Internal, InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.manager import InferResult
 from service.protocols.common import (
@@ -168,6 +177,18 @@ def add_routes(app: web.Application) -> None:
         router.add_get(model + "/config", _triton_route(model_config))
         router.add_post(model + "/infer", _triton_route(infer))
     router.add_post("/v2/repository/index", repository_index)
+    shm = "/v2/systemsharedmemory"
+    router.add_get(shm + "/status", shm_status)
+    router.add_get(shm + "/region/{region}/status", shm_status)
+    router.add_post(shm + "/region/{region}/register", shm_register)
+    router.add_post(shm + "/unregister", shm_unregister)
+    router.add_post(shm + "/region/{region}/unregister", shm_unregister)
+    cuda = "/v2/cudasharedmemory"
+    router.add_get(cuda + "/status", cuda_shm_status)
+    router.add_get(cuda + "/region/{region}/status", cuda_shm_status)
+    router.add_post(cuda + "/region/{region}/register", cuda_shm_refused)
+    router.add_post(cuda + "/unregister", cuda_shm_status)
+    router.add_post(cuda + "/region/{region}/unregister", cuda_shm_status)
     router.add_post("/v2/repository/models/{model}/load", repository_load)
     router.add_post("/v2/repository/models/{model}/unload", _triton_route(repository_unload))
 
@@ -374,6 +395,48 @@ async def _optional_json(request: web.Request, what: str) -> dict:
 
 
 # -----------------------------------------------------------------------------------------
+# System shared memory extension
+# -----------------------------------------------------------------------------------------
+
+
+async def shm_status(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    return json_response(request.app[SHARED_MEMORY].status(request.match_info.get("region")))
+
+
+async def shm_register(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    doc = await _optional_json(request, "the register request")
+    request.app[SHARED_MEMORY].register(
+        request.match_info["region"],
+        doc.get("key"),
+        doc.get("offset", 0),
+        doc.get("byte_size"),
+    )
+    return json_response({})
+
+
+async def shm_unregister(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    request.app[SHARED_MEMORY].unregister(request.match_info.get("region"))
+    return json_response({})
+
+
+async def cuda_shm_status(request: web.Request) -> web.Response:
+    """No CUDA regions can be registered, so none is ever listed or unregistered."""
+    note(request, protocol="v2")
+    region = request.match_info.get("region")
+    if region:
+        raise NotFound(f"Unable to find cuda shared memory region: '{region}'")
+    return json_response([] if request.method == "GET" else {})
+
+
+async def cuda_shm_refused(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    raise InvalidInput(CUDA_SHM_REFUSED)
+
+
+# -----------------------------------------------------------------------------------------
 # Inference
 # -----------------------------------------------------------------------------------------
 
@@ -389,12 +452,15 @@ async def infer(request: web.Request) -> web.Response:
     if signature is not None and not isinstance(signature, str):
         raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
     default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
-    inputs = _parse_inputs(doc.get("inputs"), binary)
-    wanted, binary_outputs = _requested_outputs(doc.get("outputs"), default_binary)
+    shm = request.app[SHARED_MEMORY]
+    inputs = _parse_inputs(doc.get("inputs"), binary, shm)
+    wanted, binary_outputs, shm_outputs = _requested_outputs(
+        doc.get("outputs"), default_binary, shm
+    )
     deadlines = [
         t
         for t in (
-            parse_timeout(params.get("timeout"), "parameters.timeout"),
+            timeout_micros(params.get("timeout")),
             parse_timeout(request.headers.get("Request-Timeout"), "the Request-Timeout header"),
         )
         if t is not None
@@ -411,7 +477,10 @@ async def infer(request: web.Request) -> web.Response:
     as_msgpack = wants_msgpack(request) or (
         is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
     )
-    response = _response(result, request_id, binary_outputs, default_binary, as_msgpack)
+    _write_shm_outputs(result, shm_outputs, shm)
+    response = _response(
+        result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
+    )
     accepted = request.headers.get("Accept-Encoding", "").lower()
     if len(response.body) >= _COMPRESS_MIN_BYTES and ("gzip" in accepted or "deflate" in accepted):
         response.enable_compression()
@@ -483,7 +552,7 @@ def _shape(value, what: str) -> list[int]:
     return value
 
 
-def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
+def _parse_inputs(value, binary: bytes, shm=None) -> dict[str, np.ndarray]:
     if not isinstance(value, list):
         raise InvalidInput(
             "The inference request needs 'inputs': a list of {name, shape, datatype, data} objects"
@@ -502,10 +571,12 @@ def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
         shape = _shape(item.get("shape"), what)
         params = _parameters(item.get("parameters"), what)
         if "shared_memory_region" in params:
-            raise InvalidInput(
-                f"{what}: the shared memory extension is not supported; send "
-                "the data in the request"
-            )
+            if "data" in item or "binary_data_size" in params:
+                raise InvalidInput(f"{what} has both data and a shared memory region; send one")
+            region, offset, size = _shm_window(params, what)
+            data = shm.read(region, offset, size, what)
+            inputs[name] = _from_raw(data, dtype, shape, datatype, what)
+            continue
         size = params.get("binary_data_size")
         if size is not None:
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
@@ -595,28 +666,50 @@ def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what:
     return coerce(declared, arr.reshape(shape), what=f"{what} (datatype {datatype})")
 
 
-def _requested_outputs(value, default_binary: bool) -> tuple[list[str] | None, dict[str, bool]]:
-    """The names of the outputs asked for (None: all) and which ones want binary data."""
+def _shm_window(params: dict, what: str) -> tuple[str, int, int]:
+    """(region, offset, byte size) of a tensor's ``shared_memory_*`` parameters."""
+    region = params["shared_memory_region"]
+    if not isinstance(region, str):
+        raise InvalidInput(f"{what}: shared_memory_region must be a string")
+    size = params.get("shared_memory_byte_size")
+    if size is None:
+        raise InvalidInput(f"{what}: shared_memory_region needs shared_memory_byte_size")
+    return region, params.get("shared_memory_offset", 0), size
+
+
+def _requested_outputs(
+    value, default_binary: bool, shm=None
+) -> tuple[list[str] | None, dict[str, bool], dict[str, tuple[str, int, int]]]:
+    """The names of the outputs asked for (None: all), which ones want binary data, and the
+    shared memory window of those written to shared memory."""
     if value is None:
-        return None, {}
+        return None, {}, {}
     if not isinstance(value, list):
         raise InvalidInput("'outputs' must be a list of {name, parameters} objects")
-    names, binary = [], {}
+    names, binary, windows = [], {}, {}
     for i, item in enumerate(value):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str):
             raise InvalidInput(f"outputs[{i}] must be an object with a string 'name'")
         params = _parameters(item.get("parameters"), f"output '{name}'")
-        for extension in ("classification", "shared_memory_region"):
-            if extension in params:
-                raise InvalidInput(
-                    f"output '{name}': parameter {extension!r} (Triton extension) is not supported"
-                )
+        if "classification" in params:
+            raise InvalidInput(
+                f"output '{name}': parameter 'classification' (Triton extension) is not supported"
+            )
+        if "shared_memory_region" in params:
+            what = f"output '{name}'"
+            windows[name] = _shm_window(params, what)
+            shm.check_write(*windows[name], what)
         names.append(name)
         binary[name] = _bool(
             params.get("binary_data", default_binary), f"output '{name}': parameters.binary_data"
         )
-    return names or None, binary
+    return names or None, binary, windows
+
+
+def _write_shm_outputs(result: InferResult, windows: dict, shm) -> None:
+    for name, (region, offset, size) in windows.items():
+        shm.write(region, offset, size, _to_raw(result.outputs[name]), f"output '{name}'")
 
 
 def _response(
@@ -625,6 +718,7 @@ def _response(
     binary_outputs: dict[str, bool],
     default_binary: bool,
     as_msgpack: bool,
+    shm_outputs: dict | None = None,
 ) -> web.Response:
     doc = {"model_name": result.model, "model_version": str(result.version)}
     if request_id is not None:
@@ -632,7 +726,15 @@ def _response(
     outputs, buffers = [], []
     for name, arr in result.outputs.items():
         entry = {"name": name, "datatype": _output_datatype(name, arr), "shape": list(arr.shape)}
-        if as_msgpack:
+        if shm_outputs and name in shm_outputs:
+            region, offset, _ = shm_outputs[name]
+            entry["parameters"] = {
+                "shared_memory_region": region,
+                "shared_memory_byte_size": len(_to_raw(arr)),
+            }
+            if offset:
+                entry["parameters"]["shared_memory_offset"] = offset
+        elif as_msgpack:
             entry["data"] = _flat_bytes(arr) if arr.dtype.kind == "O" else _to_raw(arr)
         else:
             data = None if binary_outputs.get(name, default_binary) else _json_data(arr)

@@ -583,7 +583,8 @@ async def slow_client(aiohttp_client, make_config, tmp_path):
 
 
 async def test_timeout_parameter_504(slow_client):
-    doc = {"inputs": [tensor("x", "FP32", [1], [1])], "parameters": {"timeout": 0.01}}
+    # Microseconds, as Triton's clients send it: 10 ms.
+    doc = {"inputs": [tensor("x", "FP32", [1], [1])], "parameters": {"timeout": 10_000}}
     resp = await slow_client.post("/v2/models/slow/infer", json=doc)
     await expect_error(resp, 504, "deadline")
 
@@ -605,6 +606,7 @@ async def test_request_timeout_header_504(slow_client):
     [
         ({"timeout": -1}, {}, "parameters.timeout"),
         ({"timeout": "soon"}, {}, "parameters.timeout"),
+        ({"timeout": 0.5}, {}, "microseconds"),
         ({}, {"Request-Timeout": "0"}, "Request-Timeout"),
     ],
 )
