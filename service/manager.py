@@ -24,6 +24,7 @@ from service.config import ModelConfig, ServerConfig
 from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
+from service.statistics import InferenceStatistics, SchedulingObserver
 
 __all__ = ["ModelManager", "InferResult", "VersionStatus"]
 
@@ -75,6 +76,8 @@ class ModelManager:
     def __init__(self, config: ServerConfig, metrics=None):
         self.config = config
         self.metrics = metrics
+        self.statistics = InferenceStatistics()
+        self._observer = SchedulingObserver(metrics, self.statistics)
         self._models: dict[str, _Model] = {}
         self._lock: asyncio.Lock | None = None
         self._load_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fs-load")
@@ -232,12 +235,12 @@ class ModelManager:
             return Batcher(
                 batching,
                 self.compute_pool,
-                self.metrics,
+                self._observer,
                 s.model,
                 str(s.version),
                 instances=len(s.instances),
             )
-        return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
+        return DirectScheduler(self.compute_pool, self._observer, s.model, str(s.version))
 
     async def _unload(self, s: Servable) -> None:
         if s.state is VersionState.END and s.signatures == {}:
@@ -253,6 +256,7 @@ class ModelManager:
             self._load_pool, s.unload, self.config.shutdown_grace_period + 5.0
         )
         self._set_state(s, removed=True)
+        self.statistics.forget(s.model, s.version)
 
     def _set_state(self, s: Servable, removed: bool = False) -> None:
         if self.metrics is not None:
@@ -353,13 +357,22 @@ class ModelManager:
                 if version is not None or label is not None or attempt:
                     raise
                 continue
+            started = time.perf_counter()
+            ok = False
+            rows = 1
             try:
                 sig = s.signature(signature)
                 arrays = sig.validate(inputs)
+                validated = time.perf_counter()
+                self.statistics.compute_input(s.model, s.version, validated - started)
+                if isinstance(s.scheduler, Batcher) and sig.batchable and arrays:
+                    rows = arrays[0].shape[0]
                 wanted = _check_outputs(sig, outputs)
                 values = await s.scheduler.submit(sig, arrays, deadline)
+                ok = True
             finally:
                 s.release()
+                self.statistics.request(s.model, s.version, ok, time.perf_counter() - started, rows)
             return InferResult(s.model, s.version, sig.key, {a: values[a] for a in wanted})
         raise Unavailable(f"Model '{name}' has no available version")
 
@@ -372,6 +385,21 @@ class ModelManager:
     # -- status -----------------------------------------------------------------------------
     def model_names(self) -> list[str]:
         return sorted(self._models)
+
+    def model_statistics(self, name: str | None = None, version=None) -> list[dict]:
+        """Triton's ``model_stats``: every loaded version of ``name`` (of every model when
+        ``name`` is empty), or the one ``version``."""
+        if name:
+            model = self._model(name)
+            if version:
+                s = self.resolve(name, version)
+                return [self.statistics.doc(name, s.version)]
+            versions = [(name, v) for v, s in sorted(model.versions.items())]
+        else:
+            versions = [
+                (n, v) for n in sorted(self._models) for v in sorted(self._models[n].versions)
+            ]
+        return [self.statistics.doc(n, v) for n, v in versions]
 
     def status(self, name: str, version=None, label=None) -> list[VersionStatus]:
         model = self._model(name)

@@ -99,6 +99,7 @@ class KServeGrpc:
             "ModelMetadata": (self.model_metadata, pb.ModelMetadataRequest),
             "ModelInfer": (self.model_infer, pb.ModelInferRequest),
             "ModelConfig": (self.model_config, pb.ModelConfigRequest),
+            "ModelStatistics": (self.model_statistics, pb.ModelStatisticsRequest),
             "RepositoryIndex": (self.repository_index, pb.RepositoryIndexRequest),
             "RepositoryModelLoad": (self.repository_load, pb.RepositoryModelLoadRequest),
             "RepositoryModelUnload": (self.repository_unload, pb.RepositoryModelUnloadRequest),
@@ -184,6 +185,11 @@ class KServeGrpc:
         with v2.triton_errors(request.name, request.version):
             doc = v2.model_config_doc(self.manager, request.name, request.version or None)
         return pb.ModelConfigResponse(config=json_format.ParseDict(doc, pb.ModelConfig()))
+
+    async def model_statistics(self, request, context):
+        with v2.triton_errors(request.name, request.version):
+            stats = self.manager.model_statistics(request.name, request.version or None)
+        return json_format.ParseDict({"model_stats": stats}, pb.ModelStatisticsResponse())
 
     # -- repository ----------------------------------------------------------------------------
     async def repository_index(self, request, context):

@@ -13,6 +13,7 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     POST /v2/models/{model}[/versions/{v}]/infer     inference
     POST /v2/repository/index                        [{"name", "version", "state", "reason"}]
     POST /v2/repository/models/{model}/load|unload   repository control
+    GET  /v2/models[/{model}[/versions/{v}]]/stats   Triton's statistics extension
     GET  /v2/systemsharedmemory[/region/{r}]/status  system shared memory regions
     POST /v2/systemsharedmemory/region/{r}/register, [/region/{r}]/unregister
 
@@ -128,6 +129,7 @@ EXTENSIONS = [
     "model_repository",
     "model_configuration",
     "system_shared_memory",
+    "statistics",
 ]
 CUDA_SHM_REFUSED = (
     "CUDA shared memory is not supported: flowserve keeps tensors in host memory; use "
@@ -171,10 +173,12 @@ def add_routes(app: web.Application) -> None:
     router.add_get("/v2", server_metadata)
     router.add_get("/v2/health/live", health_live)
     router.add_get("/v2/health/ready", health_ready)
+    router.add_get("/v2/models/stats", _triton_route(model_statistics))  # before {model}
     for model in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
         router.add_get(model, _triton_route(model_metadata))
         router.add_get(model + "/ready", _triton_route(model_ready))
         router.add_get(model + "/config", _triton_route(model_config))
+        router.add_get(model + "/stats", _triton_route(model_statistics))
         router.add_post(model + "/infer", _triton_route(infer))
     router.add_post("/v2/repository/index", repository_index)
     shm = "/v2/systemsharedmemory"
@@ -321,6 +325,15 @@ def _instance_group(name: str, i: int, entry: dict) -> dict:
     if kind != "cpu":
         group["gpus"] = [int(index)] if index else []
     return group
+
+
+async def model_statistics(request: web.Request) -> web.Response:
+    """Triton's statistics extension: ``{"model_stats": [...]}`` of every loaded version, of
+    one model's, or of one version."""
+    name = request.match_info.get("model")
+    version = request.match_info.get("version")
+    note(request, protocol="v2", model=name, version=version)
+    return json_response({"model_stats": request.app[MANAGER].model_statistics(name, version)})
 
 
 async def model_ready(request: web.Request) -> web.Response:
