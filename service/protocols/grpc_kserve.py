@@ -21,7 +21,6 @@ UNAUTHENTICATED, RESOURCE_EXHAUSTED (messages over the size limit, from gRPC its
 
 from __future__ import annotations
 
-import hmac
 import math
 import time
 
@@ -34,14 +33,13 @@ from engine import dtypes
 from service.errors import InvalidInput, ServingError
 from service.manager import InferResult, ModelManager
 from service.protocols import kserve_v2 as v2
+from service.protocols.grpc_common import GrpcService, serialize
 from service.protocols.proto import kserve_pb2 as pb
 from service.protocols.shared_memory import SharedMemoryRegistry
 
-__all__ = ["SERVICE_NAME", "KServeGrpc", "status_code", "GRPC_PROTOCOL"]
+__all__ = ["SERVICE_NAME", "KServeGrpc"]
 
 SERVICE_NAME = "inference.GRPCInferenceService"
-GRPC_PROTOCOL = "grpc"
-_MICROS = 1e-6
 
 # The typed contents field of each datatype (FP16 has none: raw only).
 _CONTENTS_FIELD = {
@@ -60,11 +58,6 @@ _CONTENTS_FIELD = {
 }
 
 
-def status_code(error: ServingError) -> grpc.StatusCode:
-    """The gRPC status code of a core error (its canonical code name)."""
-    return getattr(grpc.StatusCode, error.code, grpc.StatusCode.INTERNAL)
-
-
 def _param(p) -> object:
     which = p.WhichOneof("parameter_choice")
     return None if which is None else getattr(p, which)
@@ -74,7 +67,7 @@ def _params(mapping) -> dict:
     return {k: _param(v) for k, v in mapping.items()}
 
 
-class KServeGrpc:
+class KServeGrpc(GrpcService):
     """The V2 gRPC service over one manager (and the server's shared memory regions)."""
 
     def __init__(
@@ -84,10 +77,8 @@ class KServeGrpc:
         shared_memory: SharedMemoryRegistry | None = None,
         auth_token: str | None = None,
     ):
-        self.manager = manager
-        self.metrics = metrics
+        super().__init__(manager, metrics, auth_token)
         self.shared_memory = shared_memory or SharedMemoryRegistry()
-        self._expected_auth = f"Bearer {auth_token}".encode() if auth_token else None
 
     # -- plumbing ----------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
@@ -117,45 +108,14 @@ class KServeGrpc:
             "CudaSharedMemoryUnregister": (self.cuda_shm, pb.CudaSharedMemoryUnregisterRequest),
         }
         methods = {
-            name: grpc.unary_unary_rpc_method_handler(
-                self._unary(fn),
-                request_deserializer=request_type.FromString,
-                response_serializer=_serialize,
-            )
-            for name, (fn, request_type) in unary.items()
+            name: self.method(fn, request_type) for name, (fn, request_type) in unary.items()
         }
         methods["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
             self.model_stream_infer,
             request_deserializer=pb.ModelInferRequest.FromString,
-            response_serializer=_serialize,
+            response_serializer=serialize,
         )
         return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)
-
-    async def _check_auth(self, context) -> None:
-        if self._expected_auth is None:
-            return
-        given = dict(context.invocation_metadata()).get("authorization", "")
-        if not hmac.compare_digest(str(given).encode(), self._expected_auth):
-            await context.abort(
-                grpc.StatusCode.UNAUTHENTICATED,
-                "Missing or invalid bearer token (send metadata 'authorization: Bearer <token>')",
-            )
-
-    def _unary(self, fn):
-        async def call(request, context):
-            await self._check_auth(context)
-            try:
-                return await fn(request, context)
-            except ServingError as e:
-                await context.abort(status_code(e), e.message)
-
-        return call
-
-    def _observe(self, model: str, version, status: int, start: float) -> None:
-        if self.metrics is not None:
-            self.metrics.observe_request(
-                model, str(version or ""), GRPC_PROTOCOL, status, time.perf_counter() - start
-            )
 
     # -- health and metadata -----------------------------------------------------------------
     async def server_live(self, request, context):
@@ -240,20 +200,20 @@ class KServeGrpc:
             status = e.http_status
             raise
         finally:
-            self._observe(request.model_name, version, status, start)
+            self.observe(request.model_name, version, status, start)
 
     async def model_stream_infer(self, request_iterator, context):
         """Each request's response (or its error, in ``error_message``) in request order."""
-        await self._check_auth(context)
+        await self.check_auth(context)
         async for request in request_iterator:
             start = time.perf_counter()
             try:
                 result = await self._infer(request, context.time_remaining())
                 response = self._response(request, result)
-                self._observe(request.model_name, result.version, 200, start)
+                self.observe(request.model_name, result.version, 200, start)
                 yield pb.ModelStreamInferResponse(infer_response=response)
             except ServingError as e:
-                self._observe(request.model_name, request.model_version, e.http_status, start)
+                self.observe(request.model_name, request.model_version, e.http_status, start)
                 yield pb.ModelStreamInferResponse(
                     error_message=e.message,
                     infer_response=pb.ModelInferResponse(
@@ -372,10 +332,6 @@ class KServeGrpc:
                 raw = b""
             response.raw_output_contents.append(raw)
         return response
-
-
-def _serialize(message) -> bytes:
-    return message.SerializeToString()
 
 
 def _repository_param(p):

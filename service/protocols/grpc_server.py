@@ -1,8 +1,8 @@
 """The gRPC server: ``grpc.aio`` on the HTTP server's event loop, over the same app state.
 
 ``GrpcServer(app)`` serves the app's manager, metrics, auth token and shared memory regions
-through every gRPC service on one port: KServe V2 (``inference.GRPCInferenceService``) and, when
-available, TF Serving's ``PredictionService``/``ModelService``. ``start`` binds and returns the
+through every gRPC service on one port: KServe V2 (``inference.GRPCInferenceService``) and TF
+Serving's ``tensorflow.serving.PredictionService``/``ModelService``. ``start`` binds and returns the
 port (``0`` asks the OS for a free one); ``stop`` stops accepting calls and lets in-flight ones
 finish within a grace period. The CLI starts it after the HTTP app (so the manager is running)
 and stops it first.
@@ -17,6 +17,7 @@ from aiohttp import web
 
 from service.app import CONFIG, MANAGER, METRICS, SHARED_MEMORY
 from service.protocols.grpc_kserve import KServeGrpc
+from service.protocols.grpc_tfserving import TFServingGrpc
 
 __all__ = ["GrpcServer", "server_options"]
 
@@ -49,7 +50,13 @@ class GrpcServer:
         self.kserve = KServeGrpc(
             app[MANAGER], app[METRICS], app[SHARED_MEMORY], auth_token=config.auth_token
         )
-        self._handlers = [self.kserve.handler()]
+        self.tfserving = TFServingGrpc(
+            app[MANAGER],
+            app[METRICS],
+            auth_token=config.auth_token,
+            max_tensor_bytes=config.grpc_max_message_bytes,
+        )
+        self._handlers = [self.kserve.handler(), *self.tfserving.handlers()]
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
 
