@@ -586,8 +586,7 @@ def _parse_inputs(value, binary: bytes, shm=None) -> dict[str, np.ndarray]:
         if "shared_memory_region" in params:
             if "data" in item or "binary_data_size" in params:
                 raise InvalidInput(f"{what} has both data and a shared memory region; send one")
-            region, offset, size = _shm_window(params, what)
-            data = shm.read(region, offset, size, what)
+            data = shm.read(*_shm_window(params, what), what)
             inputs[name] = _from_raw(data, dtype, shape, datatype, what)
             continue
         size = params.get("binary_data_size")
