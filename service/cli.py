@@ -71,7 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + name.replace("_", "-")
         shown = default if name != "model_repository" else default_model_repository()
         env = f"[env {_env_name(name)}]"
-        if typ is bool:
+        if name == "load_model":
+            parser.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                action="append",
+                metavar="MODEL",
+                help=f"{help_text} {env}",
+            )
+        elif typ is bool:
             parser.add_argument(
                 flag,
                 dest=name,
@@ -119,6 +128,8 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
             values[name] = _convert(name, typ, raw, _env_name(name))
     for name, typ in known.items():
         raw = getattr(args, name, None)
+        if isinstance(raw, list):  # a repeatable flag
+            raw = ",".join(raw)
         if raw is not None:
             values[name] = _convert(name, typ, raw, "--" + name.replace("_", "-"))
     values = {k: v for k, v in values.items() if v is not None}

@@ -335,6 +335,20 @@ SERVER_SETTINGS = [
         "close a gRPC connection whose keepalive ping is not answered within this time",
     ),
     ("poll_interval", float, 2.0, "seconds between model repository scans (0 disables)"),
+    (
+        "model_control_mode",
+        str,
+        "poll",
+        "poll (scan the repository), none (load all at start, no changes) or explicit "
+        "(load only --load-model models; the repository API loads the rest)",
+    ),
+    (
+        "load_model",
+        str,
+        None,
+        "with --model-control-mode explicit: a model to load at start (repeatable, or "
+        "comma-separated; '*' for all)",
+    ),
     ("device", str, "cpu", "default device for models: cpu, gpu:N, or gpu (every GPU)"),
     (
         "auth_token",
@@ -380,6 +394,8 @@ class ServerConfig:
     grpc_keepalive_seconds: float = 0.0
     grpc_keepalive_timeout_seconds: float = 20.0
     poll_interval: float = 2.0
+    model_control_mode: str = "poll"
+    load_model: str | None = None
     device: str = "cpu"
     auth_token: str | None = None
     max_request_bytes: int = 64 << 20
@@ -408,6 +424,13 @@ class ServerConfig:
             raise ConfigError(
                 "grpc_keepalive_seconds must be >= 0 and grpc_keepalive_timeout_seconds > 0"
             )
+        if self.model_control_mode not in ("none", "poll", "explicit"):
+            raise ConfigError(
+                f"model_control_mode must be none, poll or explicit, got "
+                f"{self.model_control_mode!r}"
+            )
+        if self.load_model and self.model_control_mode != "explicit":
+            raise ConfigError("load_model applies with model_control_mode explicit only")
         if self.poll_interval < 0:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
         self.device = parse_device(self.device, "")
@@ -447,6 +470,17 @@ class ServerConfig:
             batching = batching.merged(doc, f"batching parameters file {path}")
         self.batching = batching.validate("batching")
         return self
+
+    @property
+    def startup_models(self) -> list[str] | None:
+        """Explicit mode: the models to load at start (``["*"]``: all); None otherwise."""
+        if self.model_control_mode != "explicit":
+            return None
+        return [n.strip() for n in (self.load_model or "").split(",") if n.strip()]
+
+    @property
+    def polls(self) -> bool:
+        return self.model_control_mode == "poll" and self.poll_interval > 0
 
     @property
     def compute_threads(self) -> int:

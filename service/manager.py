@@ -21,7 +21,13 @@ import numpy as np
 
 from service.batching import Batcher, DirectScheduler
 from service.config import ModelConfig, ServerConfig
-from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
+from service.errors import (
+    FailedPrecondition,
+    InvalidInput,
+    ModelNotFound,
+    NotFound,
+    Unavailable,
+)
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
 from service.statistics import InferenceStatistics, SchedulingObserver
@@ -94,9 +100,9 @@ class ModelManager:
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
         self._lock = asyncio.Lock()
-        await self.poll_once()
+        await self.poll_once(startup=True)
         self._ready = True
-        if self.config.poll_interval > 0:
+        if self.config.polls:
             self._poller = asyncio.create_task(self._poll_forever(), name="fs-repo-poller")
 
     async def stop(self) -> None:
@@ -130,8 +136,10 @@ class ModelManager:
             except Exception:  # noqa: BLE001 - the poller must survive anything
                 log.exception("model repository scan failed")
 
-    async def poll_once(self) -> None:
-        """Scans the repository and brings every model to its desired versions."""
+    async def poll_once(self, startup: bool = False) -> None:
+        """Scans the repository and brings every model to its desired versions. In explicit
+        model control mode the first scan loads only the startup models; the others are
+        known (listed in the repository index) but not loaded."""
         loop = asyncio.get_running_loop()
         sources = await loop.run_in_executor(
             self._load_pool, scan_repository, self.config.model_repository
@@ -139,6 +147,14 @@ class ModelManager:
         async with self._lock:
             if self._stopping:
                 return
+            wanted = self.config.startup_models
+            if startup and wanted is not None and "*" not in wanted:
+                missing = sorted(set(wanted) - set(sources))
+                if missing:
+                    log.error("--load-model names models not in the repository: %s", missing)
+                for name in sources:
+                    if name not in wanted and name not in self._models:
+                        self._models[name] = _Model(name, source=sources[name], disabled=True)
             await asyncio.gather(*(self._reconcile(name, src) for name, src in sources.items()))
             for name in list(self._models):
                 if name not in sources:
@@ -445,8 +461,16 @@ class ModelManager:
         return list(found.values()), versions
 
     # -- repository control (KServe V2 repository extension) --------------------------------
+    def _check_model_control(self) -> None:
+        if self.config.model_control_mode == "none":
+            raise FailedPrecondition(
+                "explicit model load / unload is not allowed: the server runs with "
+                "--model-control-mode none"
+            )
+
     async def load_model(self, name: str) -> None:
         """(Re)loads a model from the repository; raises if no version becomes available."""
+        self._check_model_control()
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
         loop = asyncio.get_running_loop()
@@ -477,6 +501,7 @@ class ModelManager:
                 )
 
     async def unload_model(self, name: str) -> None:
+        self._check_model_control()
         model = self._model(name)
         async with self._lock:
             model.disabled = True
