@@ -128,6 +128,8 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     app[SHARED_MEMORY] = SharedMemoryRegistry()
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
+    if config.prometheus_path and config.prometheus_path != "/metrics":
+        app.router.add_get(config.prometheus_path, _metrics_handler)
     tfserving.add_routes(app)
     kserve_v2.add_routes(app)
     return app

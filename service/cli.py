@@ -207,8 +207,9 @@ class AccessLogger(AbstractAccessLogger):
 # -----------------------------------------------------------------------------------------
 
 
-async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
-    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
+async def serve(config: ServerConfig, stop: asyncio.Event | None = None, http: bool = True) -> None:
+    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down.
+    ``http=False`` serves gRPC only (``tensorflow_model_server --rest_api_port=0``)."""
     from service.app import create_app
 
     app = create_app(config)
@@ -224,7 +225,8 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     )
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
-    await site.start()
+    if http:
+        await site.start()
     grpc_server = None
     if config.grpc_port:
         from service.protocols.grpc_server import GrpcServer
@@ -235,7 +237,7 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
         except OSError:
             await runner.cleanup()
             raise
-    for sock in getattr(site._server, "sockets", None) or []:
+    for sock in (getattr(site._server, "sockets", None) if http else None) or []:
         host, port = sock.getsockname()[:2]
         log.info(
             "flowserve listening on http://%s:%d (model repository %s)",

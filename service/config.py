@@ -365,7 +365,13 @@ SERVER_SETTINGS = [
     ("log_format", str, "text", "access log format: text or json"),
     ("log_level", str, "info", "log level: debug, info, warning or error"),
     ("enable_batching", bool, False, "batch concurrent requests for models that allow it"),
-    ("batching_parameters_file", str, None, "JSON file of TF Serving batching parameters"),
+    (
+        "batching_parameters_file",
+        str,
+        None,
+        "TF Serving batching parameters: JSON, or BatchingParameters text protobuf",
+    ),
+    ("prometheus_path", str, None, "also serve the metrics at this path (TF Serving's)"),
     ("request_timeout", float, 30.0, "default per-request deadline in seconds"),
     (
         "shutdown_grace_period",
@@ -403,6 +409,7 @@ class ServerConfig:
     log_level: str = "info"
     enable_batching: bool = False
     batching_parameters_file: str | None = None
+    prometheus_path: str | None = None
     request_timeout: float = 30.0
     shutdown_grace_period: float = 10.0
     num_threads: int = 0
@@ -431,6 +438,10 @@ class ServerConfig:
             )
         if self.load_model and self.model_control_mode != "explicit":
             raise ConfigError("load_model applies with model_control_mode explicit only")
+        if self.prometheus_path is not None and not re.match(
+            r"^/[A-Za-z0-9_./-]{0,200}$", self.prometheus_path
+        ):
+            raise ConfigError(f"prometheus_path must be a URL path, got {self.prometheus_path!r}")
         if self.poll_interval < 0:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
         self.device = parse_device(self.device, "")
@@ -460,7 +471,13 @@ class ServerConfig:
         if self.batching_parameters_file:
             path = Path(self.batching_parameters_file)
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                text = path.read_text(encoding="utf-8")
+                if text.lstrip().startswith("{"):
+                    doc = json.loads(text)
+                else:  # tensorflow_model_server's BatchingParameters text protobuf
+                    from service.tfserving_config import parse_batching_parameters
+
+                    doc = parse_batching_parameters(text, f"batching parameters file {path}")
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise ConfigError(
                     f"batching parameters file {path}: cannot read JSON ({e})"
