@@ -1,7 +1,8 @@
 """The model repository on disk: ``<repo>/<model>/<version>/`` plus ``<model>/config.json``.
 
 A directory is a model when its name is valid and it holds at least one version directory
-(a positive integer) or a ``config.json``; anything else (scripts, data, hidden entries) is
+(a positive integer) or a ``config.json`` (or Triton's ``config.pbtxt``, read where there is no
+``config.json``: ``service.triton_config``); anything else (scripts, data, hidden entries) is
 ignored. A version is ready once its ``saved_model.msgpack`` exists: exports are renamed into
 place whole, so a version never appears half-written.
 """
@@ -13,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.config import ConfigError, ModelConfig, load_model_config
+from service.config import ConfigError, ModelConfig, load_model_config, parse_model_config
+from service.triton_config import TRITON_CONFIG, parse_triton_config
 
 __all__ = ["ModelSource", "scan_repository", "valid_model_name", "parse_version"]
 
@@ -71,12 +73,18 @@ def scan_repository(root: str | Path) -> dict[str, ModelSource]:
             if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
                 versions[v] = child
         has_config = (entry / "config.json").is_file()
+        triton = not has_config and (entry / TRITON_CONFIG).is_file()
+        has_config = has_config or triton
         if not versions and not has_config:
             if not any(parse_version(c.name) is not None for c in children):
                 continue  # not a model (e.g. scripts or data)
         source = ModelSource(name, entry, versions)
         try:
-            source.config = load_model_config(entry / "config.json")
+            if triton:  # Triton's config.pbtxt, read where there is no config.json
+                path = entry / TRITON_CONFIG
+                source.config = parse_model_config(parse_triton_config(path, name), str(path))
+            else:
+                source.config = load_model_config(entry / "config.json")
         except ConfigError as e:
             source.config_error = str(e)
         models[name] = source

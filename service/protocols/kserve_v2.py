@@ -271,7 +271,10 @@ def model_config_doc(manager, name: str, version=None) -> dict:
         "backend": "flowserve",
         "version_policy": _triton_version_policy(servable.config.version_policy),
         "max_batch_size": batching.max_batch_size if batched else 0,
-        "input": [_triton_tensor(sig.inputs[a], batched) for a in sig.input_order],
+        "input": [
+            {**_triton_tensor(sig.inputs[a], batched), "format": "FORMAT_NONE"}
+            for a in sig.input_order
+        ],
         "output": [_triton_tensor(sig.outputs[a], batched) for a in sig.output_order],
         "instance_group": [
             _instance_group(name, i, d) for i, d in enumerate(servable.device_status())

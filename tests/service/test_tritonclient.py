@@ -118,8 +118,8 @@ def test_model_config(triton):
     config = triton.get_model_config("multi_io")
     assert config["name"] == "multi_io" and config["max_batch_size"] == 0
     assert config["input"] == [
-        {"name": "a", "data_type": "TYPE_FP32", "dims": [-1, 3]},
-        {"name": "b", "data_type": "TYPE_INT32", "dims": [-1]},
+        {"name": "a", "data_type": "TYPE_FP32", "format": "FORMAT_NONE", "dims": [-1, 3]},
+        {"name": "b", "data_type": "TYPE_INT32", "format": "FORMAT_NONE", "dims": [-1]},
     ]
     assert {o["name"]: o["data_type"] for o in config["output"]}["label"] == "TYPE_STRING"
     assert config["instance_group"] == [{"name": "multi_io_0", "count": 1, "kind": "KIND_CPU"}]
