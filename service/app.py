@@ -15,12 +15,13 @@ from aiohttp import web
 
 from service.config import ServerConfig
 from service.errors import ServingError
+from service.log_settings import LogSettings
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols.common import MODEL, PROTOCOL, VERSION, json_response
 from service.protocols.shared_memory import SharedMemoryRegistry
 
-__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS", "SHARED_MEMORY"]
+__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS", "SHARED_MEMORY", "LOG_SETTINGS"]
 
 log = logging.getLogger("flowserve.app")
 
@@ -28,6 +29,7 @@ MANAGER = web.AppKey("manager", ModelManager)
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", ServingMetrics)
 SHARED_MEMORY = web.AppKey("shared_memory", SharedMemoryRegistry)
+LOG_SETTINGS = web.AppKey("log_settings", LogSettings)
 
 _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 
@@ -126,6 +128,7 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
     app[SHARED_MEMORY] = SharedMemoryRegistry()
+    app[LOG_SETTINGS] = LogSettings(config.log_format)
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     if config.prometheus_path and config.prometheus_path != "/metrics":

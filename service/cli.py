@@ -141,7 +141,7 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
 # -----------------------------------------------------------------------------------------
 
 
-class _JsonFormatter(logging.Formatter):
+class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc = {
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
@@ -160,7 +160,7 @@ class _JsonFormatter(logging.Formatter):
 def setup_logging(fmt: str, level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
-        handler.setFormatter(_JsonFormatter())
+        handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

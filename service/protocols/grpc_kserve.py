@@ -31,6 +31,7 @@ from google.protobuf import json_format
 import service
 from engine import dtypes
 from service.errors import InvalidInput, ServingError
+from service.log_settings import LogSettings
 from service.manager import InferResult, ModelManager
 from service.protocols import kserve_v2 as v2
 from service.protocols.grpc_common import GrpcService, serialize
@@ -76,9 +77,11 @@ class KServeGrpc(GrpcService):
         metrics=None,
         shared_memory: SharedMemoryRegistry | None = None,
         auth_token: str | None = None,
+        log_settings: LogSettings | None = None,
     ):
         super().__init__(manager, metrics, auth_token)
         self.shared_memory = shared_memory or SharedMemoryRegistry()
+        self.log = log_settings or LogSettings()
 
     # -- plumbing ----------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
@@ -103,6 +106,7 @@ class KServeGrpc(GrpcService):
                 self.shm_unregister,
                 pb.SystemSharedMemoryUnregisterRequest,
             ),
+            "LogSettings": (self.log_settings, pb.LogSettingsRequest),
             "CudaSharedMemoryStatus": (self.cuda_shm, pb.CudaSharedMemoryStatusRequest),
             "CudaSharedMemoryRegister": (self.cuda_shm, pb.CudaSharedMemoryRegisterRequest),
             "CudaSharedMemoryUnregister": (self.cuda_shm, pb.CudaSharedMemoryUnregisterRequest),
@@ -183,6 +187,23 @@ class KServeGrpc(GrpcService):
     async def shm_unregister(self, request, context):
         self.shared_memory.unregister(request.name or None)
         return pb.SystemSharedMemoryUnregisterResponse()
+
+    async def log_settings(self, request, context):
+        changes = {}
+        for key, value in request.settings.items():
+            which = value.WhichOneof("parameter_choice")
+            changes[key] = None if which is None else getattr(value, which)
+        current = self.log.update(changes) if changes else self.log.current()
+        response = pb.LogSettingsResponse()
+        for key, value in current.items():
+            entry = response.settings[key]
+            if isinstance(value, bool):
+                entry.bool_param = value
+            elif isinstance(value, int):
+                entry.uint32_param = value
+            else:
+                entry.string_param = value
+        return response
 
     async def cuda_shm(self, request, context):
         raise InvalidInput(v2.CUDA_SHM_REFUSED)

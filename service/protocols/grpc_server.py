@@ -15,7 +15,7 @@ import logging
 import grpc
 from aiohttp import web
 
-from service.app import CONFIG, MANAGER, METRICS, SHARED_MEMORY
+from service.app import CONFIG, LOG_SETTINGS, MANAGER, METRICS, SHARED_MEMORY
 from service.protocols.grpc_kserve import KServeGrpc
 from service.protocols.grpc_tfserving import TFServingGrpc
 
@@ -48,7 +48,11 @@ class GrpcServer:
         config = app[CONFIG]
         self.config = config
         self.kserve = KServeGrpc(
-            app[MANAGER], app[METRICS], app[SHARED_MEMORY], auth_token=config.auth_token
+            app[MANAGER],
+            app[METRICS],
+            app[SHARED_MEMORY],
+            auth_token=config.auth_token,
+            log_settings=app[LOG_SETTINGS],
         )
         self.tfserving = TFServingGrpc(
             app[MANAGER],

@@ -14,6 +14,7 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     POST /v2/repository/index                        [{"name", "version", "state", "reason"}]
     POST /v2/repository/models/{model}/load|unload   repository control
     GET  /v2/models[/{model}[/versions/{v}]]/stats   Triton's statistics extension
+    GET|POST /v2/logging                             Triton's log settings (service.log_settings)
     GET  /v2/systemsharedmemory[/region/{r}]/status  system shared memory regions
     POST /v2/systemsharedmemory/region/{r}/register, [/region/{r}]/unregister
 
@@ -71,7 +72,7 @@ from aiohttp import web
 import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
-from service.app import MANAGER, SHARED_MEMORY
+from service.app import LOG_SETTINGS, MANAGER, SHARED_MEMORY
 from service.errors import Internal, InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.manager import InferResult
 from service.protocols.common import (
@@ -130,6 +131,7 @@ EXTENSIONS = [
     "model_configuration",
     "system_shared_memory",
     "statistics",
+    "logging",
 ]
 CUDA_SHM_REFUSED = (
     "CUDA shared memory is not supported: flowserve keeps tensors in host memory; use "
@@ -181,6 +183,8 @@ def add_routes(app: web.Application) -> None:
         router.add_get(model + "/stats", _triton_route(model_statistics))
         router.add_post(model + "/infer", _triton_route(infer))
     router.add_post("/v2/repository/index", repository_index)
+    router.add_get("/v2/logging", log_settings)
+    router.add_post("/v2/logging", log_settings)
     shm = "/v2/systemsharedmemory"
     router.add_get(shm + "/status", shm_status)
     router.add_get(shm + "/region/{region}/status", shm_status)
@@ -408,6 +412,15 @@ async def _optional_json(request: web.Request, what: str) -> dict:
     if not isinstance(doc, dict):
         raise InvalidInput(f"{what} must be a JSON object")
     return doc
+
+
+async def log_settings(request: web.Request) -> web.Response:
+    """Triton's logging extension: GET the settings, POST changes to them."""
+    note(request, protocol="v2")
+    settings = request.app[LOG_SETTINGS]
+    if request.method == "GET":
+        return json_response(settings.current())
+    return json_response(settings.update(await _optional_json(request, "the log settings")))
 
 
 # -----------------------------------------------------------------------------------------
