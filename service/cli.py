@@ -157,6 +157,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
+_JsonFormatter = JsonFormatter  # its earlier name
+
+
 def setup_logging(fmt: str, level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
