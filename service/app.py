@@ -15,21 +15,26 @@ from aiohttp import web
 
 from service.config import ServerConfig
 from service.errors import ServingError
+from service.keys import (
+    CONFIG,
+    LOG_SETTINGS,
+    MANAGER,
+    METRICS,
+    MODEL,
+    PROTOCOL,
+    SHARED_MEMORY,
+    VERSION,
+)
 from service.log_settings import LogSettings
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
-from service.protocols.common import MODEL, PROTOCOL, VERSION, json_response
+from service.protocols import kserve_v2, tfserving
+from service.protocols.common import json_response
 from service.protocols.shared_memory import SharedMemoryRegistry
 
-__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS", "SHARED_MEMORY", "LOG_SETTINGS"]
+__all__ = ["create_app"]
 
 log = logging.getLogger("flowserve.app")
-
-MANAGER = web.AppKey("manager", ModelManager)
-CONFIG = web.AppKey("config", ServerConfig)
-METRICS = web.AppKey("metrics", ServingMetrics)
-SHARED_MEMORY = web.AppKey("shared_memory", SharedMemoryRegistry)
-LOG_SETTINGS = web.AppKey("log_settings", LogSettings)
 
 _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 
@@ -116,8 +121,6 @@ async def _manager_ctx(app: web.Application):
 
 def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web.Application:
     """The server application for ``config`` (validated by the caller or here)."""
-    from service.protocols import kserve_v2, tfserving
-
     metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
     # Outermost first: metrics see the final status of every response, errors included.
     middlewares = [_observe, _errors]

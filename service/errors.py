@@ -65,7 +65,7 @@ class NotFound(ServingError):
 class ModelNotFound(NotFound):
     """The model (or the version of it) asked for is not in the repository."""
 
-    def __init__(self, message: str, model: str, version=None):
+    def __init__(self, message: str, model: str, version: int | None = None):
         super().__init__(message)
         self.model = model
         self.version = version

@@ -17,6 +17,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.metrics import ServingMetrics
 
 __all__ = ["InferenceStatistics", "SchedulingObserver"]
 
@@ -71,7 +75,9 @@ class InferenceStatistics:
             entry = self._versions[key] = _Version()
         return entry
 
-    def request(self, model: str, version, ok: bool, seconds: float, rows: int = 0) -> None:
+    def request(
+        self, model: str, version: int | str, ok: bool, seconds: float, rows: int = 0
+    ) -> None:
         """A finished request (``rows``: its inferences, when it succeeded)."""
         with self._lock:
             entry = self._entry(model, version)
@@ -80,15 +86,17 @@ class InferenceStatistics:
                 entry.inference_count += rows
                 entry.last_inference = int(time.time() * 1000)
 
-    def compute_input(self, model: str, version, seconds: float) -> None:
+    def compute_input(self, model: str, version: int | str, seconds: float) -> None:
         with self._lock:
             self._entry(model, version).stats["compute_input"].add(seconds)
 
-    def queue(self, model: str, version, seconds: float) -> None:
+    def queue(self, model: str, version: int | str, seconds: float) -> None:
         with self._lock:
             self._entry(model, version).stats["queue"].add(seconds)
 
-    def execution(self, model: str, version, rows: int, seconds: float, split: float = 0.0):
+    def execution(
+        self, model: str, version: int | str, rows: int, seconds: float, split: float = 0.0
+    ) -> None:
         """One session run of ``rows`` rows taking ``seconds``; ``split``: output split time."""
         with self._lock:
             entry = self._entry(model, version)
@@ -104,11 +112,11 @@ class InferenceStatistics:
             batch["compute_infer"].add(seconds)
             batch["compute_output"].add(split)
 
-    def forget(self, model: str, version) -> None:
+    def forget(self, model: str, version: int | str) -> None:
         with self._lock:
             self._versions.pop((model, str(version)), None)
 
-    def doc(self, model: str, version) -> dict:
+    def doc(self, model: str, version: int | str) -> dict:
         """Triton's ``model_stats`` entry of one version."""
         with self._lock:
             entry = self._versions.get((model, str(version))) or _Version()
@@ -129,7 +137,7 @@ class InferenceStatistics:
 class SchedulingObserver:
     """The schedulers' reporting seam: Prometheus metrics (if any) and the statistics."""
 
-    def __init__(self, metrics, statistics: InferenceStatistics):
+    def __init__(self, metrics: ServingMetrics | None, statistics: InferenceStatistics):
         self.metrics = metrics
         self.statistics = statistics
 

@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def served_models(args) -> list[ServedModel]:
+def served_models(args: argparse.Namespace) -> list[ServedModel]:
     if args.model_config_file:
         if args.model_base_path:
             raise ConfigError("give --model_config_file or --model_base_path, not both")
@@ -117,7 +117,7 @@ def sync_repository(repository: Path, models: list[ServedModel]) -> None:
                 link.symlink_to(path.resolve(), target_is_directory=True)
 
 
-def config_from_args(args, repository: Path) -> ServerConfig:
+def config_from_args(args: argparse.Namespace, repository: Path) -> ServerConfig:
     models = served_models(args)
     for m in models:
         if not valid_model_name(m.name):
@@ -162,7 +162,7 @@ async def _run(config: ServerConfig, models: list[ServedModel], http: bool) -> N
             syncer.cancel()
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for name in _IGNORED:
         if getattr(args, name) is not None:

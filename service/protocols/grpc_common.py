@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import hmac
 import time
+from collections.abc import Awaitable, Callable
 
 import grpc
+from google.protobuf.message import Message
 
 from service.errors import ServingError
+from service.manager import ModelManager
+from service.metrics import ServingMetrics
 
 __all__ = ["GrpcService", "status_code", "GRPC_PROTOCOL", "serialize"]
 
 GRPC_PROTOCOL = "grpc"
+# A unary handler: (request, context) -> response.
+Handler = Callable[[Message, grpc.aio.ServicerContext], Awaitable[Message]]
 
 
 def status_code(error: ServingError) -> grpc.StatusCode:
@@ -21,19 +27,24 @@ def status_code(error: ServingError) -> grpc.StatusCode:
     return getattr(grpc.StatusCode, error.code, grpc.StatusCode.INTERNAL)
 
 
-def serialize(message) -> bytes:
+def serialize(message: Message) -> bytes:
     return message.SerializeToString()
 
 
 class GrpcService:
     """Base of the service adapters: ``unary(fn)`` wraps a handler with auth and errors."""
 
-    def __init__(self, manager, metrics=None, auth_token: str | None = None):
+    def __init__(
+        self,
+        manager: ModelManager,
+        metrics: ServingMetrics | None = None,
+        auth_token: str | None = None,
+    ):
         self.manager = manager
         self.metrics = metrics
         self._expected_auth = f"Bearer {auth_token}".encode() if auth_token else None
 
-    async def check_auth(self, context) -> None:
+    async def check_auth(self, context: grpc.aio.ServicerContext) -> None:
         if self._expected_auth is None:
             return
         given = dict(context.invocation_metadata()).get("authorization", "")
@@ -43,7 +54,7 @@ class GrpcService:
                 "Missing or invalid bearer token (send metadata 'authorization: Bearer <token>')",
             )
 
-    def unary(self, fn):
+    def unary(self, fn: Handler) -> Handler:
         async def call(request, context):
             await self.check_auth(context)
             try:
@@ -53,14 +64,14 @@ class GrpcService:
 
         return call
 
-    def method(self, fn, request_type):
+    def method(self, fn: Handler, request_type: type[Message]) -> grpc.RpcMethodHandler:
         return grpc.unary_unary_rpc_method_handler(
             self.unary(fn),
             request_deserializer=request_type.FromString,
             response_serializer=serialize,
         )
 
-    def observe(self, model: str, version, status: int, start: float) -> None:
+    def observe(self, model: str, version: int | str | None, status: int, start: float) -> None:
         if self.metrics is not None:
             self.metrics.observe_request(
                 model, str(version or ""), GRPC_PROTOCOL, status, time.perf_counter() - start

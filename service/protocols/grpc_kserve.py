@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import AsyncIterator
 
 import grpc
 import numpy as np
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
 import service
 from engine import dtypes
 from service.errors import InvalidInput, ServingError
 from service.log_settings import LogSettings
 from service.manager import InferResult, ModelManager
+from service.metrics import ServingMetrics
 from service.protocols import kserve_v2 as v2
+from service.protocols import v2_tensors as v2t
 from service.protocols.grpc_common import GrpcService, serialize
 from service.protocols.proto import kserve_pb2 as pb
 from service.protocols.shared_memory import SharedMemoryRegistry
@@ -74,7 +78,7 @@ class KServeGrpc(GrpcService):
     def __init__(
         self,
         manager: ModelManager,
-        metrics=None,
+        metrics: ServingMetrics | None = None,
         shared_memory: SharedMemoryRegistry | None = None,
         auth_token: str | None = None,
         log_settings: LogSettings | None = None,
@@ -122,57 +126,67 @@ class KServeGrpc(GrpcService):
         return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)
 
     # -- health and metadata -----------------------------------------------------------------
-    async def server_live(self, request, context):
+    async def server_live(self, _request: Message, _context: grpc.aio.ServicerContext) -> Message:
         return pb.ServerLiveResponse(live=True)
 
-    async def server_ready(self, request, context):
+    async def server_ready(self, _request: Message, _context: grpc.aio.ServicerContext) -> Message:
         return pb.ServerReadyResponse(ready=self.manager.ready)
 
-    async def model_ready(self, request, context):
+    async def model_ready(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         try:
             self.manager.resolve(request.name, request.version or None)
         except ServingError:
             return pb.ModelReadyResponse(ready=False)
         return pb.ModelReadyResponse(ready=True)
 
-    async def server_metadata(self, request, context):
+    async def server_metadata(
+        self, _request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
         return pb.ServerMetadataResponse(
             name="flowserve", version=service.__version__, extensions=v2.EXTENSIONS
         )
 
-    async def model_metadata(self, request, context):
-        with v2.triton_errors(request.name, request.version):
+    async def model_metadata(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
+        with v2.triton_errors(request.name):
             doc = v2.model_metadata_doc(self.manager, request.name, request.version or None)
         return json_format.ParseDict(doc, pb.ModelMetadataResponse(), ignore_unknown_fields=True)
 
-    async def model_config(self, request, context):
-        with v2.triton_errors(request.name, request.version):
+    async def model_config(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
+        with v2.triton_errors(request.name):
             doc = v2.model_config_doc(self.manager, request.name, request.version or None)
         return pb.ModelConfigResponse(config=json_format.ParseDict(doc, pb.ModelConfig()))
 
-    async def model_statistics(self, request, context):
-        with v2.triton_errors(request.name, request.version):
+    async def model_statistics(
+        self, request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
+        with v2.triton_errors(request.name):
             stats = self.manager.model_statistics(request.name, request.version or None)
         return json_format.ParseDict({"model_stats": stats}, pb.ModelStatisticsResponse())
 
     # -- repository ----------------------------------------------------------------------------
-    async def repository_index(self, request, context):
+    async def repository_index(
+        self, request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
         rows = v2.repository_index_rows(self.manager, request.ready)
         return pb.RepositoryIndexResponse(
             models=[pb.RepositoryIndexResponse.ModelIndex(**row) for row in rows]
         )
 
-    async def repository_load(self, request, context):
+    async def repository_load(
+        self, request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
         params = {k: _repository_param(v) for k, v in request.parameters.items()}
         await v2.load_model(self.manager, request.model_name, params)
         return pb.RepositoryModelLoadResponse()
 
-    async def repository_unload(self, request, context):
+    async def repository_unload(
+        self, request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
         await self.manager.unload_model(request.model_name)
         return pb.RepositoryModelUnloadResponse()
 
     # -- shared memory -------------------------------------------------------------------------
-    async def shm_status(self, request, context):
+    async def shm_status(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         response = pb.SystemSharedMemoryStatusResponse()
         for row in self.shared_memory.status(request.name or None):
             response.regions[row["name"]].CopyFrom(
@@ -180,15 +194,15 @@ class KServeGrpc(GrpcService):
             )
         return response
 
-    async def shm_register(self, request, context):
+    async def shm_register(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         self.shared_memory.register(request.name, request.key, request.offset, request.byte_size)
         return pb.SystemSharedMemoryRegisterResponse()
 
-    async def shm_unregister(self, request, context):
+    async def shm_unregister(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         self.shared_memory.unregister(request.name or None)
         return pb.SystemSharedMemoryUnregisterResponse()
 
-    async def log_settings(self, request, context):
+    async def log_settings(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         changes = {}
         for key, value in request.settings.items():
             which = value.WhichOneof("parameter_choice")
@@ -205,11 +219,11 @@ class KServeGrpc(GrpcService):
                 entry.string_param = value
         return response
 
-    async def cuda_shm(self, request, context):
+    async def cuda_shm(self, _request: Message, _context: grpc.aio.ServicerContext) -> Message:
         raise InvalidInput(v2.CUDA_SHM_REFUSED)
 
     # -- inference -----------------------------------------------------------------------------
-    async def model_infer(self, request, context):
+    async def model_infer(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         start = time.perf_counter()
         status = 500
         version = request.model_version
@@ -223,7 +237,9 @@ class KServeGrpc(GrpcService):
         finally:
             self.observe(request.model_name, version, status, start)
 
-    async def model_stream_infer(self, request_iterator, context):
+    async def model_stream_infer(
+        self, request_iterator: AsyncIterator[Message], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Message]:
         """Each request's response (or its error, in ``error_message``) in request order."""
         await self.check_auth(context)
         async for request in request_iterator:
@@ -259,7 +275,7 @@ class KServeGrpc(GrpcService):
         wanted = [o.name for o in request.outputs] or None
         for o in request.outputs:
             self._check_output_params(o)
-        with v2.triton_errors(request.model_name, request.model_version):
+        with v2.triton_errors(request.model_name):
             return await self.manager.infer(
                 request.model_name,
                 inputs,
@@ -280,8 +296,8 @@ class KServeGrpc(GrpcService):
             what = f"input '{name}'"
             if name in inputs:
                 raise InvalidInput(f"{what} is given more than once")
-            dtype = v2.parse_datatype(tensor.datatype, what)
-            shape = v2.parse_shape(list(tensor.shape), what)
+            dtype = v2t.parse_datatype(tensor.datatype, what)
+            shape = v2t.parse_shape(list(tensor.shape), what)
             params = _params(tensor.parameters)
             has_contents = tensor.HasField("contents") and tensor.contents.ByteSize() > 0
             if "shared_memory_region" in params:
@@ -291,7 +307,7 @@ class KServeGrpc(GrpcService):
                     params.get("shared_memory_byte_size", 0) or 0,
                     what,
                 )
-                inputs[name] = v2.tensor_from_raw(data, dtype, shape, tensor.datatype, what)
+                inputs[name] = v2t.tensor_from_raw(data, dtype, shape, tensor.datatype, what)
             elif raw:
                 if has_contents:
                     raise InvalidInput(
@@ -303,7 +319,7 @@ class KServeGrpc(GrpcService):
                         f"{what}: the request has {len(raw)} raw_input_contents entries, "
                         f"fewer than its inputs without shared memory"
                     )
-                inputs[name] = v2.tensor_from_raw(
+                inputs[name] = v2t.tensor_from_raw(
                     raw[next_raw], dtype, shape, tensor.datatype, what
                 )
                 next_raw += 1
@@ -337,9 +353,9 @@ class KServeGrpc(GrpcService):
         )
         for name, arr in result.outputs.items():
             out = response.outputs.add(
-                name=name, datatype=v2.output_datatype(name, arr), shape=list(arr.shape)
+                name=name, datatype=v2t.output_datatype(name, arr), shape=list(arr.shape)
             )
-            raw = v2.tensor_to_raw(arr)
+            raw = v2t.tensor_to_raw(arr)
             params = shm.get(name, {})
             region = params.get("shared_memory_region")
             if region is not None:

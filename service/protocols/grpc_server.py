@@ -15,7 +15,8 @@ import logging
 import grpc
 from aiohttp import web
 
-from service.app import CONFIG, LOG_SETTINGS, MANAGER, METRICS, SHARED_MEMORY
+from service.config import ServerConfig
+from service.keys import CONFIG, LOG_SETTINGS, MANAGER, METRICS, SHARED_MEMORY
 from service.protocols.grpc_kserve import KServeGrpc
 from service.protocols.grpc_tfserving import TFServingGrpc
 
@@ -24,7 +25,7 @@ __all__ = ["GrpcServer", "server_options"]
 log = logging.getLogger("flowserve.grpc")
 
 
-def server_options(config) -> list[tuple[str, int]]:
+def server_options(config: ServerConfig) -> list[tuple[str, int]]:
     """gRPC channel arguments from the server configuration."""
     options = [
         ("grpc.max_receive_message_length", config.grpc_max_message_bytes),

@@ -27,12 +27,14 @@ import time
 import grpc
 import numpy as np
 from google.protobuf import any_pb2
+from google.protobuf.message import Message
 
 from engine import dtypes
 from engine.formats.tensorflow import tensors as tf_tensors
 from engine.formats.tensorflow.proto import meta_graph_pb2
 from service.errors import InvalidInput, ServingError
-from service.manager import InferResult
+from service.manager import InferResult, ModelManager
+from service.metrics import ServingMetrics
 from service.protocols.grpc_common import GrpcService
 from service.protocols.proto import tfserving_pb2 as pb
 
@@ -65,7 +67,13 @@ def _spec(model_spec) -> tuple[str, int | None, str | None, str | None]:
 class TFServingGrpc(GrpcService):
     """TF Serving's two gRPC services over one manager."""
 
-    def __init__(self, manager, metrics=None, auth_token=None, max_tensor_bytes: int = 64 << 20):
+    def __init__(
+        self,
+        manager: ModelManager,
+        metrics: ServingMetrics | None = None,
+        auth_token: str | None = None,
+        max_tensor_bytes: int = 64 << 20,
+    ):
         super().__init__(manager, metrics, auth_token)
         self.max_tensor_bytes = max_tensor_bytes
 
@@ -122,7 +130,7 @@ class TFServingGrpc(GrpcService):
         return spec
 
     # -- PredictionService -------------------------------------------------------------------
-    async def predict(self, request, context):
+    async def predict(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         inputs = {
             alias: self._array(tensor, f"input '{alias}'")
             for alias, tensor in request.inputs.items()
@@ -154,7 +162,7 @@ class TFServingGrpc(GrpcService):
         except tf_tensors.TFFormatError as e:
             raise InvalidInput(str(e)) from None
 
-    async def classify(self, request, context):
+    async def classify(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         result = await self._infer(
             request.model_spec, _serialized_examples(request.input), None, context, CLASSIFY
         )
@@ -162,7 +170,7 @@ class TFServingGrpc(GrpcService):
             model_spec=self._model_spec(result), result=_classification(result)
         )
 
-    async def regress(self, request, context):
+    async def regress(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         result = await self._infer(
             request.model_spec, _serialized_examples(request.input), None, context, REGRESS
         )
@@ -170,7 +178,7 @@ class TFServingGrpc(GrpcService):
             model_spec=self._model_spec(result), result=_regression(result)
         )
 
-    async def multi_inference(self, request, context):
+    async def multi_inference(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         if not request.tasks:
             raise InvalidInput("MultiInferenceRequest has no tasks")
         names = {t.model_spec.name for t in request.tasks}
@@ -198,7 +206,9 @@ class TFServingGrpc(GrpcService):
                 entry.regression_result.CopyFrom(_regression(result))
         return response
 
-    async def get_model_metadata(self, request, context):
+    async def get_model_metadata(
+        self, request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
         name, version, label, _ = _spec(request.model_spec)
         fields = list(request.metadata_field)
         if not fields:
@@ -219,7 +229,9 @@ class TFServingGrpc(GrpcService):
         return response
 
     # -- ModelService --------------------------------------------------------------------------
-    async def get_model_status(self, request, context):
+    async def get_model_status(
+        self, request: Message, _context: grpc.aio.ServicerContext
+    ) -> Message:
         name, version, label, _ = _spec(request.model_spec)
         response = pb.GetModelStatusResponse()
         for status in self.manager.status(name, version, label):
@@ -231,7 +243,7 @@ class TFServingGrpc(GrpcService):
                 entry.status.error_message = status.error
         return response
 
-    async def reload_config(self, request, context):
+    async def reload_config(self, _request: Message, context: grpc.aio.ServicerContext) -> Message:
         await context.abort(
             grpc.StatusCode.UNIMPLEMENTED,
             "HandleReloadConfigRequest is not supported: flowserve serves the models of its "

@@ -63,18 +63,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import struct
+from collections.abc import Iterator
 
 import numpy as np
 from aiohttp import web
 
 import service
 from engine import dtypes
-from engine.tensor_shape import TensorShape
-from service.app import LOG_SETTINGS, MANAGER, SHARED_MEMORY
-from service.errors import Internal, InvalidInput, ModelNotFound, NotFound, Unavailable
-from service.manager import InferResult
+from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
+from service.keys import LOG_SETTINGS, MANAGER, SHARED_MEMORY
+from service.manager import InferResult, ModelManager
 from service.protocols.common import (
     MSGPACK,
     dumps,
@@ -87,7 +85,22 @@ from service.protocols.common import (
     wants_msgpack,
 )
 from service.protocols.msgpack_codec import packb, unpackb
-from service.tensors import TensorSpec, coerce, from_json_value
+from service.protocols.v2_tensors import DATATYPE_OF as _DATATYPE_OF
+from service.protocols.v2_tensors import (
+    DATATYPES,
+    output_datatype,
+    parse_datatype,
+    parse_shape,
+    tensor_from_raw,
+    tensor_to_raw,
+)
+from service.protocols.v2_tensors import flat_bytes as _flat_bytes
+from service.protocols.v2_tensors import json_data as _json_data
+from service.protocols.v2_tensors import tensor_from_data as _from_data
+from service.tensors import TensorSpec
+
+_datatype, _shape, _from_raw, _to_raw = parse_datatype, parse_shape, tensor_from_raw, tensor_to_raw
+_output_datatype = output_datatype
 
 __all__ = [
     "add_routes",
@@ -107,22 +120,6 @@ __all__ = [
     "output_datatype",
 ]
 
-DATATYPES: dict[str, dtypes.DType] = {
-    "BOOL": dtypes.bool,
-    "UINT8": dtypes.uint8,
-    "UINT16": dtypes.uint16,
-    "UINT32": dtypes.uint32,
-    "UINT64": dtypes.uint64,
-    "INT8": dtypes.int8,
-    "INT16": dtypes.int16,
-    "INT32": dtypes.int32,
-    "INT64": dtypes.int64,
-    "FP16": dtypes.float16,
-    "FP32": dtypes.float32,
-    "FP64": dtypes.float64,
-    "BYTES": dtypes.string,
-}
-_DATATYPE_OF = {d: name for name, d in DATATYPES.items()}
 _HEADER_LENGTH = "Inference-Header-Content-Length"
 # Triton's names for the protocol extensions implemented (REST and gRPC alike).
 EXTENSIONS = [
@@ -151,7 +148,7 @@ _INDEX_STATES = {
 
 
 @contextlib.contextmanager
-def triton_errors(name: str, version=None):
+def triton_errors(name: str) -> Iterator[None]:
     """Rewrites an unknown-model error in the words Triton uses, which its clients (and
     users' scripts) recognise: ``Request for unknown model: 'm' is not found``."""
     try:
@@ -206,13 +203,13 @@ def add_routes(app: web.Application) -> None:
 # -----------------------------------------------------------------------------------------
 
 
-async def server_metadata(request: web.Request) -> web.Response:
+async def server_metadata(_request: web.Request) -> web.Response:
     return json_response(
         {"name": "flowserve", "version": service.__version__, "extensions": EXTENSIONS}
     )
 
 
-async def health_live(request: web.Request) -> web.Response:
+async def health_live(_request: web.Request) -> web.Response:
     return json_response({"live": True})
 
 
@@ -232,7 +229,7 @@ async def model_metadata(request: web.Request) -> web.Response:
     return json_response(model_metadata_doc(request.app[MANAGER], name, version))
 
 
-def model_metadata_doc(manager, name: str, version=None) -> dict:
+def model_metadata_doc(manager: ModelManager, name: str, version: str | None = None) -> dict:
     """The V2 model metadata document (the default signature's tensors)."""
     _, sig = manager.signature_info(name, version)
     versions = sorted(s.version for s in manager.status(name) if s.state == "AVAILABLE")
@@ -264,7 +261,7 @@ async def model_config(request: web.Request) -> web.Response:
     return json_response(model_config_doc(request.app[MANAGER], name, version))
 
 
-def model_config_doc(manager, name: str, version=None) -> dict:
+def model_config_doc(manager: ModelManager, name: str, version: str | None = None) -> dict:
     """Triton's model configuration (JSON form) of a version."""
     servable, sig = manager.signature_info(name, version)
     batching = manager.batching_for(servable)
@@ -359,7 +356,7 @@ async def repository_index(request: web.Request) -> web.Response:
     return json_response(repository_index_rows(request.app[MANAGER], ready_only))
 
 
-def repository_index_rows(manager, ready_only: bool = False) -> list[dict]:
+def repository_index_rows(manager: ModelManager, ready_only: bool = False) -> list[dict]:
     """The repository index: one row per model version (or per model without versions)."""
     rows = []
     for status in manager.index():
@@ -386,7 +383,7 @@ async def repository_load(request: web.Request) -> web.Response:
     return json_response({})
 
 
-async def load_model(manager, name: str, parameters: dict) -> None:
+async def load_model(manager: ModelManager, name: str, parameters: dict) -> None:
     """The repository extension's load (REST and gRPC)."""
     overrides = sorted(parameters)
     if overrides:
@@ -558,29 +555,6 @@ def _bool(value, what: str) -> bool:
     return value
 
 
-def _datatype(value, what: str) -> dtypes.DType:
-    dtype = DATATYPES.get(value) if isinstance(value, str) else None
-    if dtype is None:
-        detail = " (BF16 is not supported)" if value == "BF16" else ""
-        raise InvalidInput(
-            f"{what}: unsupported datatype {value!r}{detail}; expected one of "
-            f"{', '.join(DATATYPES)}"
-        )
-    return dtype
-
-
-def _shape(value, what: str) -> list[int]:
-    if (
-        not isinstance(value, list)
-        or len(value) > 32
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
-    ):
-        raise InvalidInput(
-            f"{what}: 'shape' must be a list of non-negative integers, got {value!r}"
-        )
-    return value
-
-
 def _parse_inputs(value, binary: bytes, shm=None) -> dict[str, np.ndarray]:
     if not isinstance(value, list):
         raise InvalidInput(
@@ -630,68 +604,6 @@ def _parse_inputs(value, binary: bytes, shm=None) -> dict[str, np.ndarray]:
             f"inputs' binary_data_size add up to {offset}"
         )
     return inputs
-
-
-def _from_raw(
-    raw: bytes, dtype: dtypes.DType, shape: list[int], datatype: str, what: str
-) -> np.ndarray:
-    """A tensor from the binary extension's encoding."""
-    count = math.prod(shape)
-    if dtype is dtypes.string:
-        return _unpack_bytes(raw, count, what).reshape(shape)
-    expected = count * dtype.size
-    if len(raw) != expected:
-        raise InvalidInput(
-            f"{what}: {len(raw)} bytes of binary data, but shape {shape} of "
-            f"{datatype} takes {expected} ({count} x {dtype.size} bytes)"
-        )
-    if dtype is dtypes.bool:
-        octets = np.frombuffer(raw, dtype=np.uint8)
-        if octets.size and octets.max() > 1:
-            raise InvalidInput(f"{what}: BOOL binary data must be bytes 0 or 1")
-        return octets.astype(np.bool_).reshape(shape)
-    return np.frombuffer(raw, dtype=dtype.np.newbyteorder("<")).astype(dtype.np).reshape(shape)
-
-
-def _unpack_bytes(raw: bytes, count: int, what: str) -> np.ndarray:
-    values, offset = [], 0
-    while offset < len(raw) and len(values) < count:
-        if offset + 4 > len(raw):
-            raise InvalidInput(f"{what}: BYTES binary data ends inside an element's 4-byte length")
-        (length,) = struct.unpack_from("<I", raw, offset)
-        offset += 4
-        if offset + length > len(raw):
-            raise InvalidInput(
-                f"{what}: BYTES element {len(values)} declares {length} bytes "
-                f"but only {len(raw) - offset} remain"
-            )
-        values.append(raw[offset : offset + length])
-        offset += length
-    if len(values) != count or offset != len(raw):
-        raise InvalidInput(
-            f"{what}: BYTES binary data must hold exactly {count} "
-            f"length-prefixed element(s) (4-byte little-endian length, then "
-            f"the bytes) in {len(raw)} bytes"
-        )
-    out = np.empty(count, dtype=object)
-    out[:] = values
-    return out
-
-
-def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what: str) -> np.ndarray:
-    """A tensor from ``data``: a (nested) list of values, or raw bytes in msgpack bodies."""
-    if isinstance(data, bytes):
-        return _from_raw(data, dtype, shape, datatype, what)
-    count = math.prod(shape)
-    arr = from_json_value(data if isinstance(data, list) else [data], what)
-    if arr.size != count:
-        raise InvalidInput(
-            f"{what}: shape {shape} holds {count} element(s) but 'data' has {arr.size}"
-        )
-    if count == 0:
-        return np.empty(shape, dtype=dtype.np)
-    declared = TensorSpec(what, "", dtype, TensorShape(None))
-    return coerce(declared, arr.reshape(shape), what=f"{what} (datatype {datatype})")
 
 
 def _shm_window(params: dict, what: str) -> tuple[str, int, int]:
@@ -786,43 +698,7 @@ def _response(
     )
 
 
-def _output_datatype(name: str, arr: np.ndarray) -> str:
-    try:
-        return _DATATYPE_OF[dtypes.as_dtype(arr.dtype)]
-    except (TypeError, KeyError):
-        raise Internal(
-            f"output '{name}' has dtype {arr.dtype}, which V2 cannot represent"
-        ) from None
-
-
-def _flat_bytes(arr: np.ndarray) -> list[bytes]:
-    return [
-        v
-        if isinstance(v, bytes)
-        else bytes(v)
-        if isinstance(v, bytearray)
-        else str(v).encode("utf-8")
-        for v in arr.reshape(-1)
-    ]
-
-
-def _to_raw(arr: np.ndarray) -> bytes:
-    if arr.dtype.kind == "O":
-        return b"".join(struct.pack("<I", len(v)) + v for v in _flat_bytes(arr))
-    return np.ascontiguousarray(arr, arr.dtype.newbyteorder("<")).tobytes()
-
-
-def _json_data(arr: np.ndarray) -> list | None:
-    """Flat JSON values, or None for BYTES that are not all UTF-8 (sent as binary then)."""
-    if arr.dtype.kind != "O":
-        return arr.reshape(-1).tolist()
-    try:
-        return [v.decode("utf-8") for v in _flat_bytes(arr)]
-    except UnicodeDecodeError:
-        return None
-
-
-def timeout_micros(value) -> float | None:
+def timeout_micros(value: object) -> float | None:
     """Triton's ``timeout`` request parameter: microseconds, as seconds (None if absent)."""
     if value is None:
         return None
@@ -832,10 +708,3 @@ def timeout_micros(value) -> float | None:
             f"got {value!r}"
         )
     return value * 1e-6 if value else None
-
-
-parse_datatype = _datatype
-parse_shape = _shape
-tensor_from_raw = _from_raw
-tensor_to_raw = _to_raw
-output_datatype = _output_datatype
