@@ -38,6 +38,7 @@ from service.manager import InferResult, ModelManager
 from service.metrics import ServingMetrics
 from service.protocols import kserve_v2 as v2
 from service.protocols import v2_tensors as v2t
+from service.protocols.classification import apply_classification, class_count
 from service.protocols.grpc_common import GrpcService, serialize
 from service.protocols.proto import kserve_pb2 as pb
 from service.protocols.shared_memory import SharedMemoryRegistry
@@ -335,9 +336,7 @@ class KServeGrpc(GrpcService):
     def _check_output_params(self, output) -> None:
         params = _params(output.parameters)
         if "classification" in params:
-            raise InvalidInput(
-                f"output '{output.name}': the classification extension is not supported over gRPC"
-            )
+            class_count(params["classification"], f"output '{output.name}'")
         if "shared_memory_region" in params:
             self.shared_memory.check_write(
                 params["shared_memory_region"],
@@ -346,8 +345,14 @@ class KServeGrpc(GrpcService):
                 f"output '{output.name}'",
             )
 
-    def _response(self, request, result: InferResult):
+    def _response(self, request: Message, result: InferResult) -> Message:
         shm = {o.name: _params(o.parameters) for o in request.outputs}
+        classes = {
+            name: params["classification"]
+            for name, params in shm.items()
+            if "classification" in params
+        }
+        apply_classification(self.manager, result, classes)
         response = pb.ModelInferResponse(
             model_name=result.model, model_version=str(result.version), id=request.id
         )

@@ -73,6 +73,7 @@ from engine import dtypes
 from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.keys import LOG_SETTINGS, MANAGER, SHARED_MEMORY
 from service.manager import InferResult, ModelManager
+from service.protocols.classification import apply_classification, class_count
 from service.protocols.common import (
     MSGPACK,
     dumps,
@@ -129,6 +130,7 @@ EXTENSIONS = [
     "system_shared_memory",
     "statistics",
     "logging",
+    "classification",
 ]
 CUDA_SHM_REFUSED = (
     "CUDA shared memory is not supported: flowserve keeps tensors in host memory; use "
@@ -480,7 +482,7 @@ async def infer(request: web.Request) -> web.Response:
     default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
     shm = request.app[SHARED_MEMORY]
     inputs = _parse_inputs(doc.get("inputs"), binary, shm)
-    wanted, binary_outputs, shm_outputs = _requested_outputs(
+    wanted, binary_outputs, shm_outputs, classes = _requested_outputs(
         doc.get("outputs"), default_binary, shm
     )
     deadlines = [
@@ -503,6 +505,7 @@ async def infer(request: web.Request) -> web.Response:
     as_msgpack = wants_msgpack(request) or (
         is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
     )
+    apply_classification(request.app[MANAGER], result, classes)
     _write_shm_outputs(result, shm_outputs, shm)
     response = _response(
         result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
@@ -623,19 +626,17 @@ def _requested_outputs(
     """The names of the outputs asked for (None: all), which ones want binary data, and the
     shared memory window of those written to shared memory."""
     if value is None:
-        return None, {}, {}
+        return None, {}, {}, {}
     if not isinstance(value, list):
         raise InvalidInput("'outputs' must be a list of {name, parameters} objects")
-    names, binary, windows = [], {}, {}
+    names, binary, windows, classes = [], {}, {}, {}
     for i, item in enumerate(value):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str):
             raise InvalidInput(f"outputs[{i}] must be an object with a string 'name'")
         params = _parameters(item.get("parameters"), f"output '{name}'")
         if "classification" in params:
-            raise InvalidInput(
-                f"output '{name}': parameter 'classification' (Triton extension) is not supported"
-            )
+            classes[name] = class_count(params["classification"], f"output '{name}'")
         if "shared_memory_region" in params:
             what = f"output '{name}'"
             windows[name] = _shm_window(params, what)
@@ -644,7 +645,7 @@ def _requested_outputs(
         binary[name] = _bool(
             params.get("binary_data", default_binary), f"output '{name}': parameters.binary_data"
         )
-    return names or None, binary, windows
+    return names or None, binary, windows, classes
 
 
 def _write_shm_outputs(result: InferResult, windows: dict, shm) -> None:

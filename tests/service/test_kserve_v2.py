@@ -742,8 +742,8 @@ _X = tensor("x", "FP32", [2], [1, 2])
             ["output 'y'", "binary_data"],
         ),
         (
-            {"inputs": [_X], "outputs": [{"name": "y", "parameters": {"classification": 2}}]},
-            ["output 'y'", "'classification'", "not supported"],
+            {"inputs": [_X], "outputs": [{"name": "y", "parameters": {"classification": 0}}]},
+            ["output 'y'", "classification must be a positive integer"],
         ),
     ],
 )
