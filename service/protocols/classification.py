@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from service.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from service.manager import InferResult, ModelManager
 
 __all__ = ["class_count", "top_classes", "labels_for", "apply_classification"]
 
@@ -62,7 +66,7 @@ def _format(value) -> str:
     return str(value)
 
 
-def top_classes(arr: np.ndarray, k: int, labels, what: str) -> np.ndarray:
+def top_classes(arr: np.ndarray, k: int, labels: tuple[str, ...] | None, what: str) -> np.ndarray:
     """The top ``k`` entries of the last dimension of ``arr`` as Triton's strings."""
     if arr.ndim not in (1, 2) or arr.dtype.kind not in "biuf":
         raise InvalidInput(
@@ -82,7 +86,9 @@ def top_classes(arr: np.ndarray, k: int, labels, what: str) -> np.ndarray:
     return out.reshape(k) if arr.ndim == 1 else out
 
 
-def apply_classification(manager, result, counts: dict[str, int]) -> None:
+def apply_classification(
+    manager: ModelManager, result: InferResult, counts: dict[str, int]
+) -> None:
     """Replaces each output named in ``counts`` by its top classes (``result`` in place)."""
     if not counts:
         return

@@ -37,13 +37,19 @@ from service.manager import InferResult, ModelManager
 from service.metrics import ServingMetrics
 from service.protocols.grpc_common import GrpcService
 from service.protocols.proto import tfserving_pb2 as pb
+from service.protocols.tf_examples import (
+    CLASSIFY,
+    REGRESS,
+    classification_result,
+    regression_result,
+    serialized_examples,
+    single_string_input,
+)
 
 __all__ = ["PREDICTION_SERVICE", "MODEL_SERVICE", "TFServingGrpc"]
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
-CLASSIFY = "tensorflow/serving/classify"
-REGRESS = "tensorflow/serving/regress"
 _SIGNATURE_DEF_MAP_URL = "type.googleapis.com/tensorflow.serving.SignatureDefMap"
 _STATES = {
     "START": pb.ModelVersionStatus.START,
@@ -106,7 +112,7 @@ class TFServingGrpc(GrpcService):
                         f"Expected {method.rsplit('/', 1)[-1]} signature method_name to be "
                         f"{method}. Was: {sig.method_name}"
                     )
-                inputs = {_single_string_input(sig): inputs}
+                inputs = {single_string_input(sig): inputs}
             result = await self.manager.infer(
                 name,
                 inputs,
@@ -164,18 +170,18 @@ class TFServingGrpc(GrpcService):
 
     async def classify(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         result = await self._infer(
-            request.model_spec, _serialized_examples(request.input), None, context, CLASSIFY
+            request.model_spec, serialized_examples(request.input), None, context, CLASSIFY
         )
         return pb.ClassificationResponse(
-            model_spec=self._model_spec(result), result=_classification(result)
+            model_spec=self._model_spec(result), result=classification_result(result)
         )
 
     async def regress(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
         result = await self._infer(
-            request.model_spec, _serialized_examples(request.input), None, context, REGRESS
+            request.model_spec, serialized_examples(request.input), None, context, REGRESS
         )
         return pb.RegressionResponse(
-            model_spec=self._model_spec(result), result=_regression(result)
+            model_spec=self._model_spec(result), result=regression_result(result)
         )
 
     async def multi_inference(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
@@ -190,7 +196,7 @@ class TFServingGrpc(GrpcService):
         signatures = [t.model_spec.signature_name for t in request.tasks]
         if len(set(signatures)) != len(signatures):
             raise InvalidInput("Duplicate evaluation of signature in MultiInferenceRequest")
-        examples = _serialized_examples(request.input)
+        examples = serialized_examples(request.input)
         response = pb.MultiInferenceResponse()
         for task in request.tasks:
             if task.method_name not in (CLASSIFY, REGRESS):
@@ -201,9 +207,9 @@ class TFServingGrpc(GrpcService):
             result = await self._infer(task.model_spec, examples, None, context, task.method_name)
             entry = response.results.add(model_spec=self._model_spec(result))
             if task.method_name == CLASSIFY:
-                entry.classification_result.CopyFrom(_classification(result))
+                entry.classification_result.CopyFrom(classification_result(result))
             else:
-                entry.regression_result.CopyFrom(_regression(result))
+                entry.regression_result.CopyFrom(regression_result(result))
         return response
 
     async def get_model_metadata(
@@ -249,99 +255,6 @@ class TFServingGrpc(GrpcService):
             "HandleReloadConfigRequest is not supported: flowserve serves the models of its "
             "model repository (add, remove or change them there; the repository is polled)",
         )
-
-
-def _single_string_input(sig) -> str:
-    if len(sig.inputs) != 1:
-        raise InvalidInput(
-            f"signature '{sig.key}' must take exactly one input (the serialized tf.Examples), "
-            f"it takes {sig.input_order}"
-        )
-    alias = sig.input_order[0]
-    if sig.inputs[alias].dtype.base_dtype is not dtypes.string:
-        raise InvalidInput(
-            f"signature '{sig.key}' input '{alias}' must be a string tensor of serialized "
-            "tf.Examples"
-        )
-    return alias
-
-
-def _serialized_examples(request_input) -> np.ndarray:
-    """The request's examples serialized, context features merged into each (TF Serving)."""
-    kind = request_input.WhichOneof("kind")
-    if kind == "example_list":
-        examples = list(request_input.example_list.examples)
-        context = None
-    elif kind == "example_list_with_context":
-        examples = list(request_input.example_list_with_context.examples)
-        context = request_input.example_list_with_context.context
-    else:
-        raise InvalidInput("Input is empty: send example_list or example_list_with_context")
-    if not examples:
-        raise InvalidInput("Input has no examples")
-    out = np.empty(len(examples), dtype=object)
-    for i, example in enumerate(examples):
-        if context is not None:
-            merged = pb.Example()
-            merged.CopyFrom(context)
-            merged.MergeFrom(example)
-            example = merged
-        out[i] = example.SerializeToString(deterministic=True)
-    return out
-
-
-def _rows(arr: np.ndarray, n: int, what: str) -> np.ndarray:
-    if arr.ndim == 1:
-        arr = arr.reshape(-1, 1)
-    if arr.ndim != 2 or arr.shape[0] != n:
-        raise InvalidInput(f"{what} must have shape [{n}, classes], got {list(arr.shape)}")
-    return arr
-
-
-def _classification(result: InferResult) -> pb.ClassificationResult:
-    classes = result.outputs.get("classes")
-    scores = result.outputs.get("scores")
-    if classes is None and scores is None:
-        raise InvalidInput(
-            f"classification signature '{result.signature}' has neither 'classes' nor "
-            "'scores' outputs"
-        )
-    n = (classes if classes is not None else scores).shape[0]
-    classes = _rows(classes, n, "output 'classes'") if classes is not None else None
-    scores = _rows(scores, n, "output 'scores'") if scores is not None else None
-    if classes is not None and scores is not None and classes.shape != scores.shape:
-        raise InvalidInput(
-            f"outputs 'classes' {list(classes.shape)} and 'scores' {list(scores.shape)} differ "
-            "in shape"
-        )
-    out = pb.ClassificationResult()
-    k = (classes if classes is not None else scores).shape[1]
-    for i in range(n):
-        row = out.classifications.add()
-        for j in range(k):
-            label = classes[i, j] if classes is not None else b""
-            row.classes.add(
-                label=label.decode("utf-8", "replace") if isinstance(label, bytes) else str(label),
-                score=float(scores[i, j]) if scores is not None else 0.0,
-            )
-    return out
-
-
-def _regression(result: InferResult) -> pb.RegressionResult:
-    values = result.outputs.get("outputs")
-    if values is None:
-        raise InvalidInput(f"regression signature '{result.signature}' has no 'outputs' output")
-    if values.ndim == 2 and values.shape[1] == 1:
-        values = values[:, 0]
-    if values.ndim != 1 or values.dtype.kind != "f":
-        raise InvalidInput(
-            f"regression output 'outputs' must be floats of shape [batch] or [batch, 1], got "
-            f"{values.dtype} {list(values.shape)}"
-        )
-    out = pb.RegressionResult()
-    for v in values:
-        out.regressions.add(value=float(v))
-    return out
 
 
 def _signature_def(sig) -> meta_graph_pb2.SignatureDef:

@@ -325,3 +325,48 @@ def test_get_model_status_and_reload(stub):
     with pytest.raises(grpc.RpcError) as info:
         stub.HandleReloadConfigRequest(pb.ReloadConfigRequest())
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+# -- the same signatures over TF Serving's REST API --------------------------------------------
+
+
+def test_rest_classify_and_regress(server):
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(path, doc):
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{server.port}{path}", data=json.dumps(doc).encode()
+        )
+        try:
+            with urllib.request.urlopen(req) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    status, doc = post(
+        "/v1/models/classifier:classify",
+        {"examples": [{"age": 42, "name": "ada"}, {"age": 7}]},
+    )
+    assert status == 200
+    assert doc == {"result": [[["match", 1.0], ["other", 0.0]], [["match", 0.0], ["other", 1.0]]]}
+    # Context merged into each example; b64 strings are bytes features.
+    status, doc = post(
+        "/v1/models/classifier:regress",
+        {
+            "signature_name": "regress",
+            "context": {"name": {"b64": "YWRh"}},
+            "examples": [{"age": 42}, {"age": 42, "name": "bob"}],
+        },
+    )
+    assert status == 200 and doc == {"result": [10.5, 0.5]}
+    for body, fragment in (
+        ({"examples": [{"age": True}]}, "booleans"),
+        ({"examples": [{"age": [1, "a"]}]}, "must all be integers"),
+        ({"examples": [{"name": {"b64": "***"}}]}, "base64"),
+        ({"examples": {}}, "non-empty list"),
+        ({"examples": [{}], "instances": []}, "Unknown field"),
+    ):
+        status, doc = post("/v1/models/classifier:classify", body)
+        assert status == 400 and fragment in doc["error"], doc
