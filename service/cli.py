@@ -231,7 +231,9 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None, http: b
         handler_cancellation=True,
     )
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
+    site = web.TCPSite(
+        runner, config.host, config.port, reuse_address=True, ssl_context=config.ssl_context()
+    )
     if http:
         await site.start()
     grpc_server = None
@@ -247,7 +249,8 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None, http: b
     for address in runner.addresses if http else []:  # the bound port, also when port is 0
         host, port = address[:2]
         log.info(
-            "flowserve listening on http://%s:%d (model repository %s)",
+            "flowserve listening on %s://%s:%d (model repository %s)",
+            "https" if config.tls_cert else "http",
             host,
             port,
             config.model_repository,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from types import UnionType
@@ -346,6 +347,13 @@ class ServerConfig:
         "comma-separated; '*' for all)",
     )
     device: str = _setting("cpu", doc="default device for models: cpu, gpu:N, or gpu (every GPU)")
+    tls_cert: str | None = _setting(
+        None, doc="PEM certificate (chain): serve HTTPS and gRPC over TLS (with --tls-key)"
+    )
+    tls_key: str | None = _setting(None, doc="PEM private key of --tls-cert")
+    tls_client_ca: str | None = _setting(
+        None, doc="PEM CA bundle: require client certificates signed by it (mutual TLS)"
+    )
     auth_token: str | None = _setting(
         None, doc="require 'Authorization: Bearer TOKEN' (health and metrics stay open)"
     )
@@ -391,6 +399,15 @@ class ServerConfig:
             raise ConfigError(
                 "grpc_keepalive_seconds must be >= 0 and grpc_keepalive_timeout_seconds > 0"
             )
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ConfigError("tls_client_ca needs tls_cert and tls_key")
+        for name in ("tls_cert", "tls_key", "tls_client_ca"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(f"{name} {path} is not a readable file")
+        self.ssl_context()  # a certificate or key that does not load fails here, not at start
         if self.model_control_mode not in ("none", "poll", "explicit"):
             raise ConfigError(
                 f"model_control_mode must be none, poll or explicit, got "
@@ -454,6 +471,28 @@ class ServerConfig:
         if self.model_control_mode != "explicit":
             return None
         return [n.strip() for n in (self.load_model or "").split(",") if n.strip()]
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The HTTPS server context (None without TLS); fails clearly on a bad cert or key."""
+        if not self.tls_cert:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(self.tls_cert, self.tls_key)
+            if self.tls_client_ca:
+                context.load_verify_locations(self.tls_client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"cannot use the TLS certificate/key: {e}") from None
+        return context
+
+    def grpc_credentials(self) -> tuple[bytes, bytes, bytes | None] | None:
+        """(key, certificate chain, client CA or None) PEM bytes for gRPC; None without TLS."""
+        if not self.tls_cert:
+            return None
+        read = lambda path: Path(path).read_bytes()  # noqa: E731
+        ca = read(self.tls_client_ca) if self.tls_client_ca else None
+        return read(self.tls_key), read(self.tls_cert), ca
 
     @property
     def polls(self) -> bool:

@@ -70,15 +70,27 @@ class GrpcServer:
         server = grpc.aio.server(options=server_options(self.config))
         server.add_generic_rpc_handlers(self._handlers)
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        credentials = self.config.grpc_credentials()
         try:
-            bound = server.add_insecure_port(address)
+            if credentials is None:
+                bound = server.add_insecure_port(address)
+            else:
+                key, chain, ca = credentials
+                bound = server.add_secure_port(
+                    address,
+                    grpc.ssl_server_credentials(
+                        [(key, chain)], root_certificates=ca, require_client_auth=ca is not None
+                    ),
+                )
         except RuntimeError as e:  # grpc reports a port in use this way
             raise OSError(f"cannot listen for gRPC on {address}: {e}") from None
         if not bound:
             raise OSError(f"cannot listen for gRPC on {address}")
         await server.start()
         self._server, self.port = server, bound
-        log.info("flowserve gRPC listening on %s:%d", host, bound)
+        log.info(
+            "flowserve gRPC listening on %s:%d%s", host, bound, " (TLS)" if credentials else ""
+        )
         return bound
 
     async def stop(self, grace: float) -> None:
