@@ -490,8 +490,10 @@ class ModelManager:
                 "--model-control-mode none"
             )
 
-    async def load_model(self, name: str) -> None:
-        """(Re)loads a model from the repository; raises if no version becomes available."""
+    async def load_model(self, name: str, config: ModelConfig | None = None) -> None:
+        """(Re)loads a model from the repository; raises if no version becomes available.
+        ``config`` replaces the repository's configuration of the model for this load (until
+        the next load or repository scan)."""
         self._check_model_control()
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
@@ -502,6 +504,8 @@ class ModelManager:
         source = sources.get(name)
         if source is None:
             raise NotFound(f"failed to load '{name}': no such model in the repository")
+        if config is not None:
+            source.config, source.config_error = config, None
         async with self._lock:
             model = self._models.get(name)
             if model is not None:
@@ -509,6 +513,10 @@ class ModelManager:
                 model.failed_stamp.clear()
                 for v, s in list(model.versions.items()):
                     if s.state is VersionState.END:
+                        del model.versions[v]
+                    elif source.config_error is None and s.config != source.config:
+                        # Loaded with another configuration: a load reloads it (as Triton).
+                        await self._unload(s)
                         del model.versions[v]
             await self._reconcile(name, source)
             model = self._models[name]

@@ -28,7 +28,7 @@ from google.protobuf import json_format, text_format
 from service.config import ConfigError
 from service.protocols.proto import kserve_pb2 as pb
 
-__all__ = ["parse_triton_config", "TRITON_CONFIG"]
+__all__ = ["parse_triton_config", "parse_triton_json", "TRITON_CONFIG"]
 
 TRITON_CONFIG = "config.pbtxt"
 _PLATFORMS = {
@@ -54,10 +54,27 @@ def parse_triton_config(path: Path, model_name: str) -> dict:
     try:
         config = text_format.Parse(text, pb.ModelConfig())
     except text_format.ParseError as e:
-        raise ConfigError(
-            f"{path}: {e} (flowserve reads name, platform, backend, max_batch_size, input, "
-            "output, dynamic_batching, instance_group and version_policy)"
-        ) from None
+        raise ConfigError(f"{path}: {e} ({_READ})") from None
+    return _document(config, str(path), model_name)
+
+
+def parse_triton_json(text: str, model_name: str, where: str = "config") -> dict:
+    """The ``config.json`` document of a Triton model configuration in its JSON form (as a
+    repository ``load`` request's ``parameters.config`` carries it)."""
+    try:
+        config = json_format.Parse(text, pb.ModelConfig())
+    except json_format.ParseError as e:
+        raise ConfigError(f"{where}: {e} ({_READ})") from None
+    return _document(config, where, model_name)
+
+
+_READ = (
+    "flowserve reads name, platform, backend, max_batch_size, input, output, "
+    "dynamic_batching, instance_group and version_policy"
+)
+
+
+def _document(config: pb.ModelConfig, path: str, model_name: str) -> dict:
     if config.name and config.name != model_name:
         raise ConfigError(
             f"{path}: name {config.name!r} does not match the model directory {model_name!r}"

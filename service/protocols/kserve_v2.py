@@ -70,6 +70,7 @@ from aiohttp import web
 
 import service
 from engine import dtypes
+from service.config import ConfigError, parse_model_config
 from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.keys import LOG_SETTINGS, MANAGER, SHARED_MEMORY
 from service.manager import InferResult, ModelManager
@@ -99,6 +100,7 @@ from service.protocols.v2_tensors import flat_bytes as _flat_bytes
 from service.protocols.v2_tensors import json_data as _json_data
 from service.protocols.v2_tensors import tensor_from_data as _from_data
 from service.tensors import TensorSpec
+from service.triton_config import parse_triton_json
 
 _datatype, _shape, _from_raw, _to_raw = parse_datatype, parse_shape, tensor_from_raw, tensor_to_raw
 _output_datatype = output_datatype
@@ -386,14 +388,26 @@ async def repository_load(request: web.Request) -> web.Response:
 
 
 async def load_model(manager: ModelManager, name: str, parameters: dict) -> None:
-    """The repository extension's load (REST and gRPC)."""
-    overrides = sorted(parameters)
-    if overrides:
+    """The repository extension's load (REST and gRPC). ``parameters.config``: a Triton model
+    configuration (JSON text) that replaces the repository's for this load."""
+    unsupported = sorted(set(parameters) - {"config"})
+    if unsupported:
         raise InvalidInput(
-            f"load parameters {overrides} are not supported: flowserve loads "
-            "models from the model repository as they are on disk"
+            f"load parameters {unsupported} are not supported (only 'config'; model files "
+            "come from the model repository)"
         )
-    await manager.load_model(name)
+    override = None
+    if "config" in parameters:
+        text = parameters["config"]
+        if not isinstance(text, str):
+            raise InvalidInput("parameters.config must be a JSON string of the model config")
+        try:
+            override = parse_model_config(
+                parse_triton_json(text, name, "parameters.config"), "parameters.config"
+            )
+        except ConfigError as e:
+            raise InvalidInput(str(e)) from None
+    await manager.load_model(name, override)
 
 
 async def repository_unload(request: web.Request) -> web.Response:

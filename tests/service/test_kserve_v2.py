@@ -683,9 +683,14 @@ async def test_repository_errors(client):
     await expect_error(await client.post("/v2/repository/models/nope/load"), 404, "nope")
     await expect_error(await client.post("/v2/repository/models/nope/unload"), 404, "nope")
     resp = await client.post(
-        "/v2/repository/models/strings/load", json={"parameters": {"config": "{}"}}
+        "/v2/repository/models/strings/load", json={"parameters": {"file:1/model": "x"}}
     )
-    await expect_error(resp, 400, "'config'", "not supported")
+    await expect_error(resp, 400, "'file:1/model'", "not supported")
+    resp = await client.post(
+        "/v2/repository/models/strings/load",
+        json={"parameters": {"config": '{"optimization": {}}'}},
+    )
+    await expect_error(resp, 400, "parameters.config", "optimization")
     resp = await client.post("/v2/repository/models/strings/load", data=b"[1]")
     await expect_error(resp, 400, "JSON object")
     resp = await client.post("/v2/repository/models/strings/load", data=b"{nope")

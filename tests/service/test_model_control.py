@@ -91,3 +91,29 @@ def test_tritonclient_explicit_flow(tmp_path):
             assert not client.is_model_ready("a")
         finally:
             client.close()
+
+
+def test_load_with_config_override(tmp_path):
+    config = ServerConfig(
+        model_repository=str(repo(tmp_path)), port=0, model_control_mode="explicit"
+    ).validate()
+    with ServerThread(config) as s:
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{s.port}")
+        try:
+            override = (
+                '{"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds": 250},'
+                ' "instance_group": [{"count": 2, "kind": "KIND_CPU"}]}'
+            )
+            client.load_model("a", config=override)
+            got = client.get_model_config("a")
+            assert got["max_batch_size"] == 4
+            assert got["dynamic_batching"]["max_queue_delay_microseconds"] == 250
+            assert got["instance_group"][0]["count"] == 2
+            # A plain load reads the repository's configuration again.
+            client.load_model("a")
+            got = client.get_model_config("a")
+            assert got["max_batch_size"] == 0 and got["instance_group"][0]["count"] == 1
+            with pytest.raises(InferenceServerException, match="sequence_batching"):
+                client.load_model("a", config='{"sequence_batching": {}}')
+        finally:
+            client.close()

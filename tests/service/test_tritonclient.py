@@ -280,5 +280,5 @@ def test_model_repository_errors(triton):
         triton.unload_model("nope")
     assert info.value.status() == "404"
     with pytest.raises(InferenceServerException) as info:
-        triton.load_model("strings", config='{"max_batch_size": 8}')
-    assert info.value.status() == "400" and "not supported" in info.value.message()
+        triton.load_model("strings", config='{"name": "other"}')
+    assert info.value.status() == "400" and "does not match" in info.value.message()
