@@ -15,13 +15,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
-from service.keys import MODEL, VERSION
+from service.keys import MANAGER, MODEL, VERSION
 
 __all__ = ["main", "build_parser", "resolve_config"]
 
@@ -213,9 +213,15 @@ class AccessLogger(AbstractAccessLogger):
 # -----------------------------------------------------------------------------------------
 
 
-async def serve(config: ServerConfig, stop: asyncio.Event | None = None, http: bool = True) -> None:
+async def serve(
+    config: ServerConfig,
+    stop: asyncio.Event | None = None,
+    http: bool = True,
+    reload_models: Callable[..., Awaitable[None]] | None = None,
+) -> None:
     """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down.
-    ``http=False`` serves gRPC only (``tensorflow_model_server --rest_api_port=0``)."""
+    ``http=False`` serves gRPC only (``tensorflow_model_server --rest_api_port=0``);
+    ``reload_models(models, manager)`` serves TF Serving's HandleReloadConfigRequest."""
     # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
     from service.app import create_app
 
@@ -240,7 +246,13 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None, http: b
     if config.grpc_port:
         from service.protocols.grpc_server import GrpcServer
 
-        grpc_server = GrpcServer(app)
+        reload = None
+        if reload_models is not None:
+
+            async def reload(models: list) -> None:
+                await reload_models(models, app[MANAGER])
+
+        grpc_server = GrpcServer(app, reload_models=reload)
         try:
             await grpc_server.start(config.host, config.grpc_port)
         except OSError:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from service.cli import limit_blas_threads, serve, setup_logging
 from service.config import ConfigError, ServerConfig
+from service.errors import InvalidInput
 from service.repository import parse_version, valid_model_name
 from service.tfserving_config import ServedModel, parse_model_config_file, parse_monitoring_config
 
@@ -91,7 +92,15 @@ def served_models(args: argparse.Namespace) -> list[ServedModel]:
 
 def sync_repository(repository: Path, models: list[ServedModel]) -> None:
     """Makes ``repository`` mirror the base paths: per model its config.json and one link
-    per version directory; links to versions that disappeared are removed."""
+    per version directory; links to versions that disappeared, and the directories of models
+    no longer configured, are removed (the repository is this process's own)."""
+    names = {m.name for m in models}
+    for entry in repository.iterdir():
+        if entry.is_dir() and not entry.is_symlink() and entry.name not in names:
+            for child in entry.iterdir():
+                if child.is_symlink() or child.name == "config.json":
+                    child.unlink()
+            entry.rmdir()
     for model in models:
         target = repository / model.name
         target.mkdir(exist_ok=True)
@@ -148,15 +157,25 @@ def config_from_args(args: argparse.Namespace, repository: Path) -> ServerConfig
 
 async def _run(config: ServerConfig, models: list[ServedModel], http: bool) -> None:
     repository = Path(config.model_repository)
+    served = list(models)
 
     async def keep_synced():
         while True:
             await asyncio.sleep(max(config.poll_interval, 0.5))
-            sync_repository(repository, models)
+            sync_repository(repository, served)
+
+    async def reload_models(new: list[ServedModel], manager) -> None:
+        """HandleReloadConfigRequest: serve exactly ``new`` from now on."""
+        for m in new:
+            if not valid_model_name(m.name):
+                raise InvalidInput(f"model name {m.name!r} is not valid")
+        served[:] = new
+        sync_repository(repository, served)
+        await manager.poll_once()
 
     syncer = asyncio.create_task(keep_synced()) if config.poll_interval > 0 else None
     try:
-        await serve(config, http=http)
+        await serve(config, http=http, reload_models=reload_models)
     finally:
         if syncer is not None:
             syncer.cancel()

@@ -26,6 +26,7 @@ from service.protocols.proto import tfserving_pb2 as pb
 __all__ = [
     "ServedModel",
     "parse_model_config_file",
+    "served_models_of",
     "parse_batching_parameters",
     "parse_monitoring_config",
 ]
@@ -73,6 +74,11 @@ def parse_model_config_file(path: str) -> list[ServedModel]:
     """The models of a ``--model_config_file``."""
     what = f"model config file {path}"
     config = _parse(_read(path, "model config file"), pb.ModelServerConfig(), what)
+    return served_models_of(config, what)
+
+
+def served_models_of(config: pb.ModelServerConfig, what: str) -> list[ServedModel]:
+    """The models of a ``ModelServerConfig`` (a file's, or a reload request's)."""
     if config.WhichOneof("config") != "model_config_list":
         raise ConfigError(
             f"{what}: expected a model_config_list (custom_model_config is not supported)"

@@ -11,6 +11,7 @@ and stops it first.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import grpc
 from aiohttp import web
@@ -45,7 +46,11 @@ def server_options(config: ServerConfig) -> list[tuple[str, int]]:
 class GrpcServer:
     """Every gRPC service of one app, on one port."""
 
-    def __init__(self, app: web.Application):
+    def __init__(
+        self,
+        app: web.Application,
+        reload_models: Callable[[list], Awaitable[None]] | None = None,
+    ):
         config = app[CONFIG]
         self.config = config
         self.kserve = KServeGrpc(
@@ -60,6 +65,7 @@ class GrpcServer:
             app[METRICS],
             auth_token=config.auth_token,
             max_tensor_bytes=config.grpc_max_message_bytes,
+            reload_models=reload_models,
         )
         self._handlers = [self.kserve.handler(), *self.tfserving.handlers()]
         self._server: grpc.aio.Server | None = None

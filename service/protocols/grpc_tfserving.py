@@ -14,7 +14,9 @@
 - **GetModelMetadata**: ``metadata_field`` ``signature_def``; the ``SignatureDefMap`` packed in
   an ``Any`` under TF Serving's type URL.
 - **GetModelStatus**: every version (or the one asked for) with TF Serving's states.
-- **HandleReloadConfigRequest** answers UNIMPLEMENTED: models come from the model repository.
+- **HandleReloadConfigRequest**: with ``flowserve-tfserving``, serves exactly the request's
+  ``model_config_list`` from then on (models not listed are unloaded); the ``flowserve``
+  server answers UNIMPLEMENTED (its models come from the model repository).
 
 Errors carry TF Serving's codes (NOT_FOUND, INVALID_ARGUMENT, UNAVAILABLE, DEADLINE_EXCEEDED).
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Awaitable, Callable
 
 import grpc
 import numpy as np
@@ -32,6 +35,7 @@ from google.protobuf.message import Message
 from engine import dtypes
 from engine.formats.tensorflow import tensors as tf_tensors
 from engine.formats.tensorflow.proto import meta_graph_pb2
+from service.config import ConfigError
 from service.errors import InvalidInput, ServingError
 from service.manager import InferResult, ModelManager
 from service.metrics import ServingMetrics
@@ -45,6 +49,7 @@ from service.protocols.tf_examples import (
     serialized_examples,
     single_string_input,
 )
+from service.tfserving_config import served_models_of
 
 __all__ = ["PREDICTION_SERVICE", "MODEL_SERVICE", "TFServingGrpc"]
 
@@ -79,9 +84,11 @@ class TFServingGrpc(GrpcService):
         metrics: ServingMetrics | None = None,
         auth_token: str | None = None,
         max_tensor_bytes: int = 64 << 20,
+        reload_models: Callable[[list], Awaitable[None]] | None = None,
     ):
         super().__init__(manager, metrics, auth_token)
         self.max_tensor_bytes = max_tensor_bytes
+        self.reload_models = reload_models
 
     def handlers(self) -> list[grpc.GenericRpcHandler]:
         prediction = {
@@ -249,12 +256,21 @@ class TFServingGrpc(GrpcService):
                 entry.status.error_message = status.error
         return response
 
-    async def reload_config(self, _request: Message, context: grpc.aio.ServicerContext) -> Message:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            "HandleReloadConfigRequest is not supported: flowserve serves the models of its "
-            "model repository (add, remove or change them there; the repository is polled)",
-        )
+    async def reload_config(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
+        """Serves exactly the request's ``model_config_list`` (flowserve-tfserving only)."""
+        if self.reload_models is None:
+            await context.abort(
+                grpc.StatusCode.UNIMPLEMENTED,
+                "HandleReloadConfigRequest is not supported: flowserve serves the models of "
+                "its model repository (add, remove or change them there; it is polled). "
+                "flowserve-tfserving supports it.",
+            )
+        try:
+            models = served_models_of(request.config, "ReloadConfigRequest.config")
+        except ConfigError as e:
+            raise InvalidInput(str(e)) from None
+        await self.reload_models(models)
+        return pb.ReloadConfigResponse(status=pb.StatusProto(error_code=pb.OK))
 
 
 def _signature_def(sig) -> meta_graph_pb2.SignatureDef:

@@ -182,6 +182,27 @@ def test_tensorflow_model_server_invocation(base_paths):
             request.model_spec.ClearField("version_label")
             response = predict(request, timeout=30)
             assert response.model_spec.version.value == 2  # the policy serves 1 and 2 only
+            # HandleReloadConfigRequest: serve exactly the new list (hpt goes, hpt2 comes).
+            reload = channel.unary_unary(
+                "/tensorflow.serving.ModelService/HandleReloadConfigRequest",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=pb.ReloadConfigResponse.FromString,
+            )
+            new = pb.ReloadConfigRequest()
+            entry = new.config.model_config_list.config.add(name="hpt2")
+            entry.base_path = str(root / "hpt")
+            assert reload(new, timeout=60).status.error_code == pb.OK
+            request.model_spec.name = "hpt2"
+            assert predict(request, timeout=30).model_spec.version.value == 3  # latest
+            request.model_spec.name = "hpt"
+            with pytest.raises(grpc.RpcError) as info:
+                predict(request, timeout=30)
+            assert info.value.code() == grpc.StatusCode.NOT_FOUND
+            bad = pb.ReloadConfigRequest()
+            bad.config.model_config_list.config.add(name="x")
+            with pytest.raises(grpc.RpcError) as info:
+                reload(bad, timeout=30)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     finally:
         proc.terminate()
         proc.wait(30)
