@@ -431,3 +431,31 @@ def test_bearer_token_from_metadata(tmp_path):
                 client.stop_stream()
         finally:
             client.close()
+
+
+def test_grpc_requests_are_in_the_shared_metrics(triton, server):
+    import urllib.request
+
+    x = np.ones(2, dtype=np.float32)
+    triton.infer("half_plus_two", [make_input("x", x, "FP32")], model_version="1")
+    with pytest.raises(InferenceServerException):
+        triton.infer("nope", [make_input("x", x, "FP32")])
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics") as r:
+        text = r.read().decode()
+    assert (
+        'flowserve_requests_total{code="200",model="half_plus_two",protocol="grpc",version="1"}'
+        in text
+    )
+    assert 'code="404",model="nope",protocol="grpc"' in text
+
+
+def test_server_options():
+    from service.protocols.grpc_server import server_options
+
+    config = ServerConfig(grpc_max_message_bytes=1 << 20, grpc_keepalive_seconds=30)
+    options = dict(server_options(config))
+    assert options["grpc.max_receive_message_length"] == 1 << 20
+    assert options["grpc.max_send_message_length"] == 1 << 20
+    assert options["grpc.keepalive_time_ms"] == 30_000
+    assert options["grpc.keepalive_timeout_ms"] == 20_000
+    assert "grpc.keepalive_time_ms" not in dict(server_options(ServerConfig()))
