@@ -21,6 +21,7 @@ UNAUTHENTICATED, RESOURCE_EXHAUSTED (messages over the size limit, from gRPC its
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import AsyncIterator
@@ -46,6 +47,7 @@ from service.protocols.shared_memory import SharedMemoryRegistry
 __all__ = ["SERVICE_NAME", "KServeGrpc"]
 
 SERVICE_NAME = "inference.GRPCInferenceService"
+STREAM_WINDOW = 64  # requests of one stream in flight at once
 
 # The typed contents field of each datatype (FP16 has none: raw only).
 _CONTENTS_FIELD = {
@@ -241,25 +243,48 @@ class KServeGrpc(GrpcService):
     async def model_stream_infer(
         self, request_iterator: AsyncIterator[Message], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Message]:
-        """Each request's response (or its error, in ``error_message``) in request order."""
+        """Each request's response (or its error, in ``error_message``) in request order.
+        Requests run concurrently (so a stream can fill a batch), at most
+        ``STREAM_WINDOW`` at a time; responses still leave in the order requests came."""
         await self.check_auth(context)
-        async for request in request_iterator:
-            start = time.perf_counter()
+        pending: asyncio.Queue = asyncio.Queue(maxsize=STREAM_WINDOW)
+
+        async def read() -> None:
             try:
-                result = await self._infer(request, context.time_remaining())
-                response = self._response(request, result)
-                self.observe(request.model_name, result.version, 200, start)
-                yield pb.ModelStreamInferResponse(infer_response=response)
-            except ServingError as e:
-                self.observe(request.model_name, request.model_version, e.http_status, start)
-                yield pb.ModelStreamInferResponse(
-                    error_message=e.message,
-                    infer_response=pb.ModelInferResponse(
-                        id=request.id,
-                        model_name=request.model_name,
-                        model_version=request.model_version,
-                    ),
-                )
+                async for request in request_iterator:
+                    await pending.put(asyncio.ensure_future(self._stream_one(request, context)))
+            finally:
+                await pending.put(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (task := await pending.get()) is not None:
+                yield await task
+            await reader  # re-raises a failure to read the stream
+        finally:
+            reader.cancel()
+            while not pending.empty():
+                task = pending.get_nowait()
+                if task is not None:
+                    task.cancel()
+
+    async def _stream_one(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
+        start = time.perf_counter()
+        try:
+            result = await self._infer(request, context.time_remaining())
+            response = self._response(request, result)
+            self.observe(request.model_name, result.version, 200, start)
+            return pb.ModelStreamInferResponse(infer_response=response)
+        except ServingError as e:
+            self.observe(request.model_name, request.model_version, e.http_status, start)
+            return pb.ModelStreamInferResponse(
+                error_message=e.message,
+                infer_response=pb.ModelInferResponse(
+                    id=request.id,
+                    model_name=request.model_name,
+                    model_version=request.model_version,
+                ),
+            )
 
     async def _infer(self, request, remaining: float | None) -> InferResult:
         params = _params(request.parameters)

@@ -101,3 +101,28 @@ def test_batched_statistics(server):
     assert int(s["inference_count"]) == 4 and int(s["execution_count"]) == 1
     assert [int(b["batch_size"]) for b in s["batch_stats"]] == [4]
     assert int(s["inference_stats"]["queue"]["count"]) == 4
+
+
+def test_a_stream_fills_a_batch(server):
+    """A stream's requests run concurrently: four one-row requests on one stream make one
+    batch of four (run one at a time, each would wait out the 2 s batch timeout alone)."""
+    import queue
+
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+    try:
+        before = client.get_inference_statistics("batched", as_json=True)["model_stats"][0]
+        results: queue.Queue = queue.Queue()
+        client.start_stream(callback=lambda result, error: results.put((result, error)))
+        for i in range(4):
+            inp = grpcclient.InferInput("x", [1], "FP32")
+            inp.set_data_from_numpy(np.array([float(i)], dtype=np.float32))
+            client.async_stream_infer("batched", [inp], request_id=str(i))
+        got = [results.get(timeout=30) for _ in range(4)]
+        client.stop_stream()
+        assert [r.get_response().id for r, e in got] == ["0", "1", "2", "3"]
+        assert [float(r.as_numpy("y")[0]) for r, _ in got] == [2.0, 2.5, 3.0, 3.5]
+        after = client.get_inference_statistics("batched", as_json=True)["model_stats"][0]
+        executions = int(after["execution_count"]) - int(before.get("execution_count", 0))
+        assert executions == 1
+    finally:
+        client.close()
