@@ -163,8 +163,10 @@ class TFServingGrpc(GrpcService):
             dims = tf_tensors.shape_from_proto(tensor.tensor_shape, what)
         except tf_tensors.TFFormatError as e:
             raise InvalidInput(str(e)) from None
-        if dims is not None and all(d >= 0 for d in dims) and dtype is not dtypes.string:
-            size = math.prod(dims) * dtype.size
+        if dims is not None and all(d >= 0 for d in dims):
+            # A string element costs at least a pointer, even when it repeats the last value.
+            itemsize = 8 if dtype is dtypes.string else dtype.size
+            size = math.prod(dims) * itemsize
             if size > self.max_tensor_bytes:
                 raise InvalidInput(
                     f"{what}: shape {dims} of {dtype.name} takes {size} bytes, over the "

@@ -174,6 +174,18 @@ def test_predict_version_label_signature_and_filter(stub):
     np.testing.assert_array_equal(as_array(stub.Predict(request).outputs["neg"]), [[-1, 2, -3]])
 
 
+def test_repeated_value_expansion_is_bounded(stub):
+    # TF repeats a short value list's last value; a huge shape must not allocate it.
+    request = pb.PredictRequest(model_spec=spec("strings"))
+    request.inputs["text"].CopyFrom(tensor([b"x"], types_pb2.DT_STRING, [1 << 30]))
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Predict(request)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "limit" in info.value.details()
+    request.inputs["text"].CopyFrom(tensor([b"x"], types_pb2.DT_STRING, [3]))
+    assert list(stub.Predict(request).outputs["shouted"].string_val) == [b"x!"] * 3
+
+
 def test_predict_byte_identical_to_tensor_content_round_trip(stub):
     rng = np.random.default_rng(1)
     x = rng.standard_normal(784).astype(np.float32)
