@@ -135,7 +135,7 @@ def config_from_args(args: argparse.Namespace, repository: Path) -> ServerConfig
     values = dict(
         model_repository=str(repository),
         host=args.host,
-        port=args.rest_api_port or 8501,
+        port=args.rest_api_port,  # 0: REST off (serve() then starts no HTTP site)
         grpc_port=args.port,
         grpc_max_message_bytes=args.grpc_max_message_bytes,
         poll_interval=args.file_system_poll_wait_seconds,
