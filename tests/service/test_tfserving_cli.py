@@ -128,9 +128,11 @@ def test_flags_map_to_settings(base_paths, tmp_path):
     repo2 = tmp_path / "repo2"
     repo2.mkdir()
     assert config_from_args(single, repo2).grpc_port == 8500
-    grpc_only = build_parser().parse_args(["--port=8501", f"--model_base_path={root / 'hpt'}"])
-    assert config_from_args(grpc_only, repo2).grpc_port == 8501  # REST off: no port clash
     assert sorted(os.listdir(repo2)) == ["m"]
+    grpc_only = build_parser().parse_args(["--port=8501", f"--model_base_path={root / 'hpt'}"])
+    repo3 = tmp_path / "repo3"
+    repo3.mkdir()
+    assert config_from_args(grpc_only, repo3).grpc_port == 8501  # REST off: no port clash
     with pytest.raises(ConfigError, match="required"):
         config_from_args(build_parser().parse_args([]), repo2)
     # The batching file of the flowserve entry point takes the text format too.
