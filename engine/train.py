@@ -2,6 +2,12 @@
 
 from engine.saving.graph_def import write_graph  # noqa: F401
 from engine.saving.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401
+from engine.training.checkpoint_utils import (  # noqa: F401
+    CheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from engine.training.optimizer import (  # noqa: F401
     AdagradOptimizer,
     AdamOptimizer,

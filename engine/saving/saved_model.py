@@ -18,6 +18,7 @@ import shutil
 import tempfile
 
 from engine import errors
+from engine.formats.tensorflow import saved_model as tf_saved_model
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 from engine.saving import bundle, meta_graph
@@ -100,7 +101,10 @@ def build_signature_def(inputs=None, outputs=None, method_name=PREDICT_METHOD_NA
 
 
 def contains_saved_model(export_dir: str) -> bool:
-    return os.path.isfile(os.path.join(export_dir, SAVED_MODEL_FILENAME))
+    """True for this engine's SavedModels and TensorFlow's (``saved_model.pb``)."""
+    return os.path.isfile(
+        os.path.join(export_dir, SAVED_MODEL_FILENAME)
+    ) or tf_saved_model.is_tf_saved_model(export_dir)
 
 
 def _variables_prefix(export_dir: str) -> str:
@@ -305,11 +309,15 @@ class LoadOptions:
         self.verify_checksums = verify_checksums
 
 
-def read_saved_model(export_dir: str) -> list[MetaGraphDef]:
-    """All meta graphs of the SavedModel at ``export_dir`` (validated)."""
+def read_saved_model(export_dir: str, tags=None) -> list[MetaGraphDef]:
+    """All meta graphs of the SavedModel at ``export_dir`` (validated). A directory holding
+    TensorFlow's ``saved_model.pb`` is read as TensorFlow wrote it (with ``tags``, only the
+    meta graph so tagged is converted; the others keep only their tags)."""
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
     if not os.path.isdir(export_dir):
         raise errors.NotFoundError(None, None, f"SavedModel directory {export_dir} does not exist")
+    if not os.path.isfile(path) and tf_saved_model.is_tf_saved_model(export_dir):
+        return tf_saved_model.read_meta_graphs(export_dir, tags)
     if not os.path.isfile(path):
         raise errors.NotFoundError(
             None,
@@ -350,8 +358,10 @@ def load(
     """
     options = options or LoadOptions()
     export_dir = os.fspath(export_dir)
-    meta = _select(read_saved_model(export_dir), tags, export_dir)
+    meta = _select(read_saved_model(export_dir, tags), tags, export_dir)
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
+    if not os.path.isfile(path):
+        path = os.path.join(export_dir, tf_saved_model.SAVED_MODEL_PB)
     if options.optimize:
         from engine.saving.optimize import optimize
 
@@ -361,6 +371,7 @@ def load(
             for i in list(s.inputs.values()) + list(s.outputs.values())
         ]
         keep += [meta.init_op] if meta.init_op else []
+        keep += list(getattr(meta, "restore_keys", {}))
         for rec in meta.variables:
             keep += [rec["initializer"], rec["snapshot"], rec["initial_value"]]
         try:
@@ -371,8 +382,12 @@ def load(
         variables = meta_graph.import_into_default_graph(meta, path, import_scope)
         prefix = f"{import_scope}/" if import_scope else ""
         _check_signatures(sess.graph, meta, prefix, path)
+        keys = getattr(meta, "restore_keys", None)
+        if keys is not None:
+            # TensorFlow's format: restore what the graph's saver restores, by its keys.
+            variables = _saver_targets(sess.graph, variables, keys, prefix, path)
         if variables:
-            _restore(sess, variables, export_dir, options.verify_checksums, prefix)
+            _restore(sess, variables, export_dir, options.verify_checksums, prefix, keys)
         if meta.init_op:
             try:
                 init = sess.graph.get_operation_by_name(prefix + meta.init_op)
@@ -422,7 +437,25 @@ def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None
                 )
 
 
-def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
+def _saver_targets(graph, variables, keys: dict, prefix: str, path: str) -> list:
+    """The variables (or variable tensors, for TF2 graphs without Variable records) that
+    ``keys`` restores."""
+    by_name = {v.op.name: v for v in variables}
+    targets = []
+    for name in keys:
+        v = by_name.get(prefix + name)
+        if v is None:
+            try:
+                v = graph.get_tensor_by_name(f"{prefix}{name}:0")
+            except (KeyError, ValueError):
+                raise errors.DataLossError(
+                    None, None, f"{path}: the saver restores {name!r}, which is not in the graph"
+                ) from None
+        targets.append(v)
+    return targets
+
+
+def _restore(sess, variables, export_dir, verify, scope_prefix="", keys=None) -> None:
     from engine.ops import array as array_ops
     from engine.ops import state as state_ops
     from engine.ops.control_flow import group
@@ -435,6 +468,8 @@ def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
     with ops.name_scope("saved_model_restore"):
         for v in variables:
             key = v.op.name[len(scope_prefix) :]
+            if keys is not None:
+                key = keys[key]
             e = by_name.get(key)
             if e is None:
                 raise errors.DataLossError(

@@ -47,6 +47,7 @@ __all__ = [
     "graph_def_to_document",
     "missing_ops",
     "op_defaults_from",
+    "source_node",
 ]
 
 DOC_FORMAT = "flowserve.graph"
@@ -221,7 +222,8 @@ def inline_functions(gd: graph_pb2.GraphDef, where: str = "graph") -> list[Node]
 # -----------------------------------------------------------------------------------------
 
 
-def _source(ref: str) -> str:
+def source_node(ref: str) -> str:
+    """The node name of an input reference (``name``, ``name:i`` or ``^name``)."""
     ref = ref[1:] if ref.startswith("^") else ref
     return ref.split(":")[0]
 
@@ -230,13 +232,13 @@ def prune(nodes: list[Node], keep) -> list[Node]:
     """The nodes that the nodes named in ``keep`` (names or ``name:i``) depend on."""
     by_name = {n.name: n for n in nodes}
     wanted = set()
-    stack = [_source(k) for k in keep]
+    stack = [source_node(k) for k in keep]
     while stack:
         name = stack.pop()
         if name in wanted or name not in by_name:
             continue
         wanted.add(name)
-        stack.extend(_source(i) for i in by_name[name].inputs)
+        stack.extend(source_node(i) for i in by_name[name].inputs)
     return [n for n in nodes if n.name in wanted]
 
 
@@ -396,7 +398,7 @@ def _special(node: Node, by_name: dict[str, Node], where: str) -> list[dict] | N
             },
         ]
     if node.op == "VarIsInitializedOp":
-        src = by_name.get(_source(node.inputs[0])) if node.inputs else None
+        src = by_name.get(source_node(node.inputs[0])) if node.inputs else None
         dtype_attr = src.attrs.get("dtype") if src is not None else None
         if dtype_attr is None:
             raise TFFormatError(f"{where}: node {node.name!r} checks a value that is no variable")
