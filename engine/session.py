@@ -825,7 +825,7 @@ class BaseSession:
     def _supports(self, op: Operation, device: Device) -> bool:
         """Can ``op`` run on ``device``: a kernel for its type, and no string tensors off
         the host?"""
-        if device.kernel_type not in op._opdef.device_types:
+        if device.kernel_type not in op._opdef.flags.device_types:
             return False
         return device.is_host or not _touches_strings(op)
 
@@ -871,8 +871,8 @@ class BaseSession:
             colocate = None
             if op._type == "Identity" and op._inputs and op._inputs[0]._dtype._is_ref:
                 colocate = _variable_device(op._inputs[0], ref_home, placement)
-            elif opdef.ref_inputs and opdef.ref_inputs != "all":
-                for i in opdef.ref_inputs:
+            elif opdef.flags.ref_inputs and opdef.flags.ref_inputs != "all":
+                for i in opdef.flags.ref_inputs:
                     if i < len(op._inputs) and op._inputs[i]._dtype._is_ref:
                         colocate = _variable_device(op._inputs[i], ref_home, placement)
                         break
@@ -880,7 +880,7 @@ class BaseSession:
                 if self._supports(op, colocate):
                     placement[op] = colocate
                     continue
-                if opdef.writes_variables:
+                if opdef.flags.writes_variables:
                     raise errors.InvalidArgumentError(
                         op.node_def,
                         op,
@@ -932,7 +932,7 @@ class BaseSession:
                 f"explicit device specification '{requested}' because no supported "
                 f"kernel for {spec.device_type} devices is available."
             )
-            if found[0].kernel_type in op._opdef.device_types:
+            if found[0].kernel_type in op._opdef.flags.device_types:
                 msg += " String tensors live in host memory only."
         return errors.InvalidArgumentError(op.node_def, op, msg + hint)
 
@@ -1085,7 +1085,7 @@ class BaseSession:
                 persistent.add(base)
                 continue
             ins = []
-            ref_in = opdef.ref_inputs
+            ref_in = opdef.flags.ref_inputs
             guard = []
             for i, t in enumerate(op._inputs):
                 takes_ref = ref_in == "all" or i in ref_in
@@ -1100,7 +1100,7 @@ class BaseSession:
                     s = read_slot[t]
                     if (
                         multi
-                        and opdef.writes_variables
+                        and opdef.flags.writes_variables
                         and _variable_device(t, ref_home, placement) is None
                     ):
                         guard.append(len(ins))
@@ -1129,12 +1129,12 @@ class BaseSession:
                 if device.context is not None:
                     kernel = device.wrap(kernel)
                 # Hoisted ops run once per plan: constants and session resources (slots).
-                value = kernel() if opdef.hoist else None
+                value = kernel() if opdef.flags.hoist else None
             except errors.OpError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bad attr or binding, typed here
                 raise _op_error(op, exc, [], ()) from exc
-            if opdef.hoist:
+            if opdef.flags.hoist:
                 if len(op._outputs) == 1:
                     template[base] = (
                         value
@@ -1144,7 +1144,7 @@ class BaseSession:
                     persistent.add(base)
                 continue
             steps.append((kernel, tuple(ins), base, len(op._outputs), (), op))
-            if opdef.aliases and any(s in persistent for s in ins):
+            if opdef.flags.aliases and any(s in persistent for s in ins):
                 persistent.update(range(base, base + len(op._outputs)))
 
         fetch_slots = []

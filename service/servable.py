@@ -145,7 +145,7 @@ def _state_changing_ops(graph, outputs, inputs) -> list[str]:
     def walk_function(fg):
         for op in fg.get_operations():
             visit_attrs(op)
-            if op._opdef.writes_variables:
+            if op._opdef.flags.writes_variables:
                 found.append(f"{op.name} ({op.type})")
 
     def visit_attrs(op):
@@ -158,7 +158,7 @@ def _state_changing_ops(graph, outputs, inputs) -> list[str]:
         if op in seen or op in fed:
             continue
         seen.add(op)
-        if op._opdef.writes_variables:
+        if op._opdef.flags.writes_variables:
             found.append(f"{op.name} ({op.type})")
         visit_attrs(op)
         stack.extend(t.op for t in op.inputs)

@@ -632,7 +632,12 @@ class Graph:
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict):
-        """Uses the gradient registered for another op type for ops created inside."""
+        """Ops of the mapped types created inside use the gradient registered under the mapped
+        name (``tf.RegisterGradient`` or another op type) instead of their own."""
+        if not isinstance(op_type_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()
+        ):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
         saved = dict(self._gradient_override_map)
         self._gradient_override_map.update(op_type_map)
         try:
@@ -693,6 +698,7 @@ class Graph:
             if t._op._graph is not self:
                 inputs[i] = self._capture(t, name)
         checked = {k: _check_attr(name, k, v) for k, v in attrs.items()}
+        opdef.check_attrs(name, checked)
         control_inputs = self._control_inputs_for([t._op for t in inputs])
         op = Operation(self, name, op_type, opdef, inputs, control_inputs, checked, "")
         op._device = self._device_for(op) if self._thread.device_stack else ""

@@ -18,7 +18,6 @@ not trusted from the file. The steps, each a function:
 from __future__ import annotations
 
 import collections
-import inspect
 
 import msgpack
 import numpy as np
@@ -319,26 +318,13 @@ def _plain(tagged):
     return v
 
 
-_ACCEPTED: dict[str, tuple[frozenset | None, frozenset]] = {}
-
-
-def _engine_attrs(op_type: str) -> tuple[frozenset | None, frozenset]:
-    """(accepted, required) attr names of the engine op's kernel (accepted None: any)."""
-    if op_type not in _ACCEPTED:
-        opdef = registry.lookup(op_type)
-        try:
-            params = list(inspect.signature(opdef.kernel).parameters.values())
-        except (TypeError, ValueError):
-            params = None
-        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
-            _ACCEPTED[op_type] = (None, frozenset())
-        else:
-            kw = [p for p in params if p.kind is p.KEYWORD_ONLY]
-            _ACCEPTED[op_type] = (
-                frozenset(p.name for p in kw),
-                frozenset(p.name for p in kw if p.default is p.empty),
-            )
-    return _ACCEPTED[op_type]
+def _engine_attrs(op_type: str) -> tuple[frozenset, frozenset]:
+    """(declared, required) attr names of the engine op (its registered declaration)."""
+    opdef = registry.get(op_type)
+    return (
+        frozenset(opdef.attr_by_name),
+        frozenset(a.name for a in opdef.attrs if a.required),
+    )
 
 
 def _tag_plain(v):
@@ -452,11 +438,11 @@ def to_document(nodes: list[Node], where: str = "graph", op_defaults=None) -> di
         for key in sorted(n.attrs):
             if key.startswith("_") or key in op_table.DROPPED_ALWAYS:
                 continue
-            if key in op_table.DERIVED_ATTRS and (accepted is None or key not in accepted):
+            if key in op_table.DERIVED_ATTRS and key not in accepted:
                 continue
             node_where = f"{where}: node {n.name!r} ({n.op}) attr {key!r}"
             tagged = attr_to_tagged(n.attrs[key], node_where)
-            if accepted is None or key in accepted:
+            if key in accepted:
                 attrs[key] = tagged
             elif not _tolerated(
                 engine_op, key, _plain(tagged), _plain_defaults(op_defaults.get(n.op))
