@@ -22,7 +22,13 @@ import numpy as np
 from service.batching import Batcher, DirectScheduler
 from service.config import ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
-from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
+from service.repository import (
+    SAVED_MODEL_FILES,
+    ModelSource,
+    parse_version,
+    scan_repository,
+    valid_model_name,
+)
 from service.servable import Servable, Signature, VersionState
 
 __all__ = ["ModelManager", "InferResult", "VersionStatus"]
@@ -63,8 +69,15 @@ class _Model:
 
 
 def _stamp(path) -> int:
+    """Changes when a version's files do: the saved model file's mtime, else the directory's
+    (a version that failed for holding no model is retried once files appear)."""
+    for name in SAVED_MODEL_FILES:
+        try:
+            return os.stat(os.path.join(path, name)).st_mtime_ns
+        except OSError:
+            continue
     try:
-        return os.stat(os.path.join(path, "saved_model.msgpack")).st_mtime_ns
+        return os.stat(path).st_mtime_ns
     except OSError:
         return -1
 

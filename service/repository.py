@@ -2,8 +2,10 @@
 
 A directory is a model when its name is valid and it holds at least one version directory
 (a positive integer) or a ``config.json``; anything else (scripts, data, hidden entries) is
-ignored. A version is ready once its ``saved_model.msgpack`` exists: exports are renamed into
-place whole, so a version never appears half-written.
+ignored. Every version directory is a version: one holding ``saved_model.msgpack`` (the
+engine's format; exports are renamed into place whole, so it never appears half-written) or
+TensorFlow's ``saved_model.pb`` is loaded as it is, and one holding neither is reported as a
+failed version with the reason, never silently skipped.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ from pathlib import Path
 
 from service.config import ConfigError, ModelConfig, load_model_config
 
-__all__ = ["ModelSource", "scan_repository", "valid_model_name", "parse_version"]
+__all__ = [
+    "ModelSource",
+    "scan_repository",
+    "valid_model_name",
+    "parse_version",
+    "SAVED_MODEL_FILES",
+]
 
 log = logging.getLogger("flowserve.repository")
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_SAVED_MODEL = "saved_model.msgpack"
+SAVED_MODEL_FILES = ("saved_model.msgpack", "saved_model.pb")
 
 
 def valid_model_name(name: str) -> bool:
@@ -68,7 +76,7 @@ def scan_repository(root: str | Path) -> dict[str, ModelSource]:
             continue
         for child in children:
             v = parse_version(child.name)
-            if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
+            if v is not None and child.is_dir():
                 versions[v] = child
         has_config = (entry / "config.json").is_file()
         if not versions and not has_config:

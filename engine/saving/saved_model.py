@@ -322,7 +322,8 @@ def read_saved_model(export_dir: str, tags=None) -> list[MetaGraphDef]:
         raise errors.NotFoundError(
             None,
             None,
-            f"{export_dir} holds no {SAVED_MODEL_FILENAME}; it is not a SavedModel directory",
+            f"{export_dir} holds no {SAVED_MODEL_FILENAME} (flowserve) or "
+            f"{tf_saved_model.SAVED_MODEL_PB} (TensorFlow); it is not a SavedModel directory",
         )
     return meta_graph.decode(meta_graph.read_file(path), path)
 
