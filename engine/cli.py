@@ -25,12 +25,53 @@ def _fmt_shape(info) -> str:
     return str(info.shape)
 
 
-def cmd_inspect(args) -> int:
-    from engine.saving import bundle
-    from engine.saving.saved_model import VARIABLES_DIRECTORY, VARIABLES_FILENAME, read_saved_model
+def _inspect_tensorflow(export_dir: str) -> None:
+    from engine.formats.tensorflow.inspect import describe
 
-    metas = read_saved_model(args.export_dir)
-    print(f"SavedModel: {os.path.abspath(args.export_dir)}")
+    print(f"TensorFlow SavedModel: {os.path.abspath(export_dir)}")
+    for meta in describe(export_dir):
+        version = meta["tensorflow_version"] or "unknown"
+        print(f"\nMeta graph with tags {meta['tags']} (written by TensorFlow {version}):")
+        for key, sig in meta["signatures"].items():
+            print(f"  signature {key!r} ({sig['method_name']}):")
+            for kind in ("inputs", "outputs"):
+                for alias, info in sig[kind].items():
+                    print(
+                        f"    {kind[:-1]:6} {alias!r:20} {info['name']:30} "
+                        f"{info['dtype']:8} {info['shape']}"
+                    )
+        counts = meta["op_counts"]
+        print(f"  ops: {sum(counts.values())} in total ({meta['functions']} functions included)")
+        for op_type, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"    {op_type:28} {n:>6}")
+        if meta["error"]:
+            print(f"  cannot be served: {meta['error']}")
+        elif meta["missing_ops"]:
+            listed = ", ".join(f"{t} ({n})" for t, n in meta["missing_ops"].items())
+            print(f"  missing ops (not implemented by flowserve): {listed}")
+        else:
+            print("  missing ops: none")
+
+
+def cmd_inspect(args) -> int:
+    from engine.formats.tensorflow.saved_model import is_tf_saved_model
+    from engine.saving import bundle
+    from engine.saving.saved_model import (
+        SAVED_MODEL_FILENAME,
+        VARIABLES_DIRECTORY,
+        VARIABLES_FILENAME,
+        read_saved_model,
+    )
+
+    tf_format = is_tf_saved_model(args.export_dir) and not os.path.isfile(
+        os.path.join(args.export_dir, SAVED_MODEL_FILENAME)
+    )
+    if tf_format:
+        _inspect_tensorflow(args.export_dir)
+        metas = []
+    else:
+        metas = read_saved_model(args.export_dir)
+        print(f"SavedModel: {os.path.abspath(args.export_dir)}")
     for meta in metas:
         print(f"\nMeta graph with tags {meta.tags}:")
         for key in sorted(meta.signature_def):

@@ -227,7 +227,8 @@ def read_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
         r = _tf_reader(prefix)
         meta = {"format": "tensorflow", "metadata": {}}
         return meta, [
-            BundleEntry(n, r.dtype(n), tuple(r.shape(n)), None, None, None) for n in r.names()
+            BundleEntry(n, r.dtype(n), tuple(r.shape(n)), None, r.nbytes(n), None)
+            for n in r.names()
         ]
     try:
         size = os.path.getsize(path)

@@ -320,6 +320,10 @@ class BundleReader:
     def names(self) -> list[str]:
         return list(self._entries)
 
+    def nbytes(self, name: str) -> int:
+        """Bytes the tensor takes in its data file."""
+        return int(self._entries[name].size)
+
     def has_tensor(self, name: str) -> bool:
         return name in self._entries
 

@@ -125,3 +125,27 @@ def test_missing_ops_fail_at_load_naming_them_all(tmp_path):
     with tf.Graph().as_default(), tf.Session() as sess:
         with pytest.raises(errors.UnimplementedError, match="FancyMatMul.*FancySoftmax"):
             tf.saved_model.load(sess, ["serve"], str(d))
+
+
+def test_cli_inspect_shows_tf_saved_models(capsys):
+    from engine import cli
+
+    assert cli.main(["inspect", str(FIXTURES / "tf2_module")]) == 0
+    out = capsys.readouterr().out
+    assert "TensorFlow SavedModel" in out and "written by TensorFlow 2." in out
+    assert "'x'" in out and "serving_default_x:0" in out and "[None, 4]" in out
+    assert "StatefulPartitionedCall" in out and "missing ops: none" in out
+    assert "w/.ATTRIBUTES/VARIABLE_VALUE" in out
+    assert cli.main(["inspect", str(FIXTURES / "saved_model_vocab")]) == 0
+    out = capsys.readouterr().out
+    assert "missing ops" in out and "none" not in out.split("missing ops")[1].splitlines()[0]
+
+
+def test_cli_run_runs_a_tf_saved_model(capsys, tmp_path):
+    from engine import cli
+
+    io = np.load(FIXTURES / "tf2_module" / "io.npz")
+    np.save(tmp_path / "x.npy", io["x"])
+    args = ["run", str(FIXTURES / "tf2_module"), "--input", f"x={tmp_path / 'x.npy'}"]
+    assert cli.main([*args, "--output-dir", str(tmp_path / "out")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "out.npy"), io["out"], rtol=1e-5)
