@@ -12,7 +12,18 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, layers, losses, nn, saved_model, tensor_shape, test, train
+from engine import (
+    dtypes,
+    errors,
+    layers,
+    lookup,
+    losses,
+    nn,
+    saved_model,
+    tensor_shape,
+    test,
+    train,
+)
 from engine.config import (
     ConfigProto,
     GPUOptions,
@@ -92,6 +103,7 @@ from engine.ops.control_flow import (  # noqa: A004
 )
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.logging_ops import *  # noqa: F403
+from engine.ops.lookup import tables_initializer
 from engine.ops.math import (  # noqa: A004
     abs,
     add,

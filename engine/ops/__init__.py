@@ -7,6 +7,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     grad_util,
     linalg,
     logging_ops,
+    lookup,
     math,
     nn,
     random,

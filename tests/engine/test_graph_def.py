@@ -20,6 +20,7 @@ from tests.engine import (
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
 # Arg only exists inside function bodies (it is covered through If/While).
 NOT_ROUND_TRIPPED = {"PyFunc", "PyFuncStateless", "TestOpWithoutGradient"}
+_VOCAB = str(__import__("pathlib").Path(__file__).parent / "lookup_vocab.txt")
 
 
 def _as_list(x):
@@ -121,7 +122,24 @@ def _logging_and_misc():
     return [y, p + 1.0, tf.invert_permutation([2, 0, 1]), tf.rank(p)], {"p:0": [1.0, 2.0]}, []
 
 
+def _lookup_tables():
+    keys = tf.constant(np.array([b"a", b"b"], dtype=object))
+    t = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(keys, tf.constant(np.array([3, 4], np.int64))), -1
+    )
+    vocab = tf.lookup.StaticHashTable(
+        tf.lookup.TextFileInitializer(
+            tf.constant(_VOCAB), tf.string, -2, tf.int64, -1, delimiter=" "
+        ),
+        -7,
+    )
+    words = tf.constant(np.array([b"b", b"x", b"a"], dtype=object))
+    init = tf.tables_initializer()
+    return [t.lookup(words), vocab.lookup(words), t.size()], {}, [init.name]
+
+
 SPECIAL = {
+    "lookup_tables": _lookup_tables,
     "variables_and_training": _variables_and_training,
     "random": _random_ops,
     "control_flow": _control_flow,

@@ -211,12 +211,29 @@ def _init_op(mg) -> str | None:
     return None
 
 
+def _asset_file_defs(mg, where) -> list:
+    """TF2 keeps asset files in ``asset_file_def``; TF1's Builder in the ``saved_model_assets``
+    collection, as ``Any``-wrapped ``AssetFileDef``s."""
+    out = list(mg.asset_file_def)
+    col = mg.collection_def.get("saved_model_assets")
+    if col is not None and col.WhichOneof("kind") == "any_list":
+        for any_value in col.any_list.value:
+            if not any_value.type_url.endswith("AssetFileDef"):
+                continue
+            try:
+                out.append(meta_graph_pb2.AssetFileDef.FromString(any_value.value))
+            except pb_message.DecodeError:
+                raise TFFormatError(f"{where}: bad AssetFileDef in saved_model_assets") from None
+    return out
+
+
 def _bind_assets(nodes, mg, export_dir, where) -> list[tfg.Node]:
     """Asset tensors become constants holding the asset's path under ``export_dir``."""
-    if not mg.asset_file_def:
+    assets = _asset_file_defs(mg, where)
+    if not assets:
         return nodes
     paths = {}
-    for a in mg.asset_file_def:
+    for a in assets:
         name = os.path.basename(a.filename)
         if name != a.filename or name in ("", ".", ".."):
             raise TFFormatError(f"{where}: asset file name {a.filename!r} is not a plain name")
