@@ -91,6 +91,7 @@ from engine.init_ops import (
     variance_scaling_initializer,
     zeros_initializer,
 )
+from engine.ops.activations import erf
 from engine.ops.array import *  # noqa: F403
 from engine.ops.array_transform import *  # noqa: F403
 from engine.ops.control_flow import (  # noqa: A004

@@ -1,5 +1,6 @@
 """The ``engine.nn`` namespace (TF1's ``tf.nn``)."""
 
+from engine.ops.activations import gelu, selu  # noqa: F401
 from engine.ops.array import stop_gradient  # noqa: F401
 from engine.ops.math import sigmoid, tanh  # noqa: F401
 from engine.ops.nn import *  # noqa: F401,F403

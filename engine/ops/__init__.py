@@ -1,6 +1,7 @@
 """Op families. Importing this package registers every op type."""
 
 from engine.ops import (  # noqa: F401 - imported for their registrations
+    activations,
     array,
     array_transform,
     control_flow,
