@@ -223,8 +223,12 @@ class Builder:
                 n["device"] = ""
         self._meta_graphs.append(meta)
 
-    def save(self, as_text: bool = False) -> str:
-        """Writes the SavedModel; returns the export directory."""
+    def save(self, as_text: bool = False, format: str = "flowserve") -> str:  # noqa: A002
+        """Writes the SavedModel; returns the export directory. ``format="tensorflow"`` writes
+        TensorFlow's layout instead (``saved_model.pb`` and a V2 checkpoint), which
+        ``tf.compat.v1.saved_model.load`` and TF Serving load."""
+        if format not in ("flowserve", "tensorflow"):
+            raise ValueError(f"format must be 'flowserve' or 'tensorflow', got {format!r}")
         if self._saved:
             raise AssertionError("This SavedModel was already saved.")
         if not self._meta_graphs:
@@ -234,19 +238,23 @@ class Builder:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix="." + os.path.basename(export_dir) + ".tmp-", dir=parent)
         try:
-            bundle.write_bundle(
-                _variables_prefix(tmp),
-                sorted((self._variables or {}).items()),
-                metadata={"kind": "saved_model_variables"},
-            )
+            if format == "tensorflow":
+                self._write_tensorflow(tmp)
+            else:
+                bundle.write_bundle(
+                    _variables_prefix(tmp),
+                    sorted((self._variables or {}).items()),
+                    metadata={"kind": "saved_model_variables"},
+                )
             if self._assets:
                 os.makedirs(os.path.join(tmp, ASSETS_DIRECTORY))
                 for name, src in self._assets.items():
                     shutil.copyfile(src, os.path.join(tmp, ASSETS_DIRECTORY, name))
-            with open(os.path.join(tmp, SAVED_MODEL_FILENAME), "wb") as f:
-                f.write(meta_graph.encode(self._meta_graphs, "saved_model"))
-                f.flush()
-                os.fsync(f.fileno())
+            if format != "tensorflow":
+                with open(os.path.join(tmp, SAVED_MODEL_FILENAME), "wb") as f:
+                    f.write(meta_graph.encode(self._meta_graphs, "saved_model"))
+                    f.flush()
+                    os.fsync(f.fileno())
             _make_readable(tmp)
             if os.path.isdir(export_dir):
                 if os.listdir(export_dir):
@@ -263,6 +271,27 @@ class Builder:
             raise
         self._saved = True
         return self._export_dir
+
+    def _write_tensorflow(self, directory: str) -> None:
+        from engine.formats.tensorflow import checkpoint as tf_checkpoint
+        from engine.formats.tensorflow import writer as tf_writer
+        from engine.formats.tensorflow.tensors import TFFormatError
+
+        pairs = []
+        for meta in self._meta_graphs:
+            graph = ops.Graph()
+            with graph.as_default():
+                meta_graph.import_graph_def(meta.graph_def, name="")
+            pairs.append((meta, graph))
+        try:
+            sm = tf_writer.saved_model_to_tf(pairs)
+        except TFFormatError as e:
+            raise ValueError(f"Cannot write the SavedModel in TensorFlow's format: {e}") from None
+        tf_checkpoint.write_bundle(_variables_prefix(directory), self._variables or {})
+        with open(os.path.join(directory, tf_saved_model.SAVED_MODEL_PB), "wb") as f:
+            f.write(sm.SerializeToString())
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def _make_readable(root: str) -> None:
@@ -281,9 +310,16 @@ def _make_readable(root: str) -> None:
 SavedModelBuilder = Builder
 
 
-def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None) -> str:
+def simple_save(
+    session,
+    export_dir,
+    inputs,
+    outputs,
+    legacy_init_op=None,
+    format="flowserve",  # noqa: A002
+) -> str:
     """Saves the session's graph and variables with one ``serving_default`` Predict signature
-    (tag ``serve``)."""
+    (tag ``serve``); ``format="tensorflow"`` writes TensorFlow's layout."""
     b = Builder(export_dir)
     b.add_meta_graph_and_variables(
         session,
@@ -293,7 +329,7 @@ def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None) -> st
         },
         main_op=legacy_init_op,
     )
-    return b.save()
+    return b.save(format=format)
 
 
 # -----------------------------------------------------------------------------------------
