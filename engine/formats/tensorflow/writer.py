@@ -161,6 +161,9 @@ def graph_to_tf(graph) -> graph_pb2.GraphDef:
         for key, value in sorted(op._attrs.items()):
             if key.startswith("_"):
                 continue
+            declared = op._opdef.attr_by_name.get(key)
+            if value is None and declared is not None and declared.type.startswith("shape"):
+                value = TensorShape(None)  # TF writes an unknown shape, never leaves it out
             av = _attr_value(value, f"op {op.name!r} attr {key!r}")
             if av is not None:
                 n.attr[key].CopyFrom(av)
@@ -176,49 +179,62 @@ def _const(gd, name, value) -> str:
     return name
 
 
+def _free_scope(gd: graph_pb2.GraphDef, base: str) -> str:
+    taken = {n.name.split("/")[0] for n in gd.node}
+    scope, i = base, 0
+    while scope in taken:
+        i += 1
+        scope = f"{base}_{i}"
+    return scope
+
+
 def _add_saver(gd: graph_pb2.GraphDef, variables: list) -> saver_pb2.SaverDef:
-    """TF1's V2 Saver subgraph for ``variables`` (name, dtype) keyed by variable name."""
+    """TF1's V2 Saver subgraph for ``variables`` (name, dtype) keyed by variable name, under
+    the first free ``save``/``save_N`` scope."""
+    scope = _free_scope(gd, "save")
     names = [v[0] for v in variables]
     dtypes_list = [v[1].as_datatype_enum for v in variables]
-    default = gd.node.add(name="save/filename/input", op="Const")
+    default = gd.node.add(name=f"{scope}/filename/input", op="Const")
     default.attr["value"].tensor.CopyFrom(array_to_proto(np.array(b"model", dtype=object)))
     default.attr["dtype"].type = types_pb2.DT_STRING
-    fn = gd.node.add(name="save/filename", op="PlaceholderWithDefault", input=[default.name])
+    fn = gd.node.add(name=f"{scope}/filename", op="PlaceholderWithDefault", input=[default.name])
     fn.attr["dtype"].type = types_pb2.DT_STRING
     fn.attr["shape"].shape.SetInParent()
-    prefix = gd.node.add(name="save/Const", op="PlaceholderWithDefault", input=[fn.name])
+    prefix = gd.node.add(name=f"{scope}/Const", op="PlaceholderWithDefault", input=[fn.name])
     prefix.attr["dtype"].type = types_pb2.DT_STRING
     prefix.attr["shape"].shape.SetInParent()
-    tensor_names = _const(gd, "save/tensor_names", np.array([n.encode() for n in names], object))
-    slices = _const(gd, "save/shape_and_slices", np.array([b""] * len(names), object))
+    tensor_names = _const(
+        gd, f"{scope}/tensor_names", np.array([n.encode() for n in names], object)
+    )
+    slices = _const(gd, f"{scope}/shape_and_slices", np.array([b""] * len(names), object))
     save = gd.node.add(
-        name="save/SaveV2", op="SaveV2", input=[prefix.name, tensor_names, slices, *names]
+        name=f"{scope}/SaveV2", op="SaveV2", input=[prefix.name, tensor_names, slices, *names]
     )
     save.attr["dtypes"].list.type.extend(dtypes_list)
     ident = gd.node.add(
-        name="save/control_dependency", op="Identity", input=[prefix.name, "^save/SaveV2"]
+        name=f"{scope}/control_dependency", op="Identity", input=[prefix.name, f"^{scope}/SaveV2"]
     )
     ident.attr["T"].type = types_pb2.DT_STRING
     restore = gd.node.add(
-        name="save/RestoreV2", op="RestoreV2", input=[prefix.name, tensor_names, slices]
+        name=f"{scope}/RestoreV2", op="RestoreV2", input=[prefix.name, tensor_names, slices]
     )
     restore.attr["dtypes"].list.type.extend(dtypes_list)
     assigns = []
     for i, (name, dtype) in enumerate(variables):
         a = gd.node.add(
-            name=f"save/Assign_{i}",
+            name=f"{scope}/Assign_{i}",
             op="Assign",
-            input=[name, f"save/RestoreV2:{i}" if i else "save/RestoreV2"],
+            input=[name, f"{scope}/RestoreV2:{i}" if i else f"{scope}/RestoreV2"],
         )
         a.attr["T"].type = dtype.as_datatype_enum
         a.attr["validate_shape"].b = True
         a.attr["use_locking"].b = True
         assigns.append("^" + a.name)
-    gd.node.add(name="save/restore_all", op="NoOp", input=assigns)
+    gd.node.add(name=f"{scope}/restore_all", op="NoOp", input=assigns)
     return saver_pb2.SaverDef(
-        filename_tensor_name="save/Const:0",
-        save_tensor_name="save/control_dependency:0",
-        restore_op_name="save/restore_all",
+        filename_tensor_name=f"{scope}/Const:0",
+        save_tensor_name=f"{scope}/control_dependency:0",
+        restore_op_name=f"{scope}/restore_all",
         max_to_keep=5,
         keep_checkpoint_every_n_hours=10000.0,
         version=saver_pb2.SaverDef.V2,

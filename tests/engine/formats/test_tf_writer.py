@@ -88,3 +88,25 @@ def test_tf_saved_model_round_trips_through_the_engine(tmp_path):
 def test_unknown_format_is_refused(tmp_path):
     with pytest.raises(ValueError, match="format"):
         _mlp(str(tmp_path / "m"), fmt="onnx")
+
+
+def test_saver_tensorflow_format_checkpoint_and_meta(tmp_path):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.get_variable("w", initializer=np.arange(6, dtype=np.float32).reshape(3, 2))
+        tf.Variable(np.int64(3), name="step")
+        tf.matmul(x, w, name="y")
+        saver = tf.train.Saver(format="tensorflow")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            prefix = saver.save(sess, str(tmp_path / "model"), global_step=7)
+    assert ckpt.is_tf_bundle(prefix)
+    assert tf.train.list_variables(str(tmp_path)) == [("step", []), ("w", [3, 2])]
+    with tf.Graph().as_default():
+        restorer = tf.train.import_meta_graph(prefix + ".meta")
+        with tf.Session() as sess:
+            restorer.restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
+            assert sess.run("y:0", {"x:0": np.ones((1, 3), np.float32)}).tolist() == [[6.0, 9.0]]
+            assert sess.run("step:0") == 3
+    with pytest.raises(ValueError, match="format"):
+        tf.train.Saver(format="pickle")
