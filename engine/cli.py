@@ -1,6 +1,7 @@
 """``python -m engine``: inspect and run SavedModels from the command line.
 
     python -m engine inspect EXPORT_DIR [--tag serve]
+    python -m engine convert EXPORT_DIR OUTPUT_DIR --format tensorflow|flowserve [--tag serve]
     python -m engine run EXPORT_DIR [--signature serving_default] --input x=path.npy
                          [--input y='[[1, 2]]'] [--output-dir DIR] [--optimize]
 
@@ -161,6 +162,23 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_convert(args) -> int:
+    """Loads a SavedModel of either format and writes it in ``args.format``."""
+    import engine as tf
+
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as sess:
+        meta = tf.saved_model.load(sess, args.tag, args.export_dir)
+        builder = tf.saved_model.Builder(args.output_dir)
+        with graph.as_default():
+            builder.add_meta_graph_and_variables(
+                sess, args.tag, signature_def_map=dict(meta.signature_def)
+            )
+    builder.save(format=args.format)
+    print(f"wrote {args.output_dir} ({args.format} format)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m engine", description="Inspect and run flowserve SavedModels."
@@ -179,6 +197,14 @@ def main(argv=None) -> int:
     p.add_argument("--output-dir", help="write each output to DIR/<alias>.npy")
     p.add_argument("--optimize", action="store_true", help="optimize the graph when loading")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("convert", help="write a SavedModel in TensorFlow's or flowserve's format")
+    p.add_argument("export_dir")
+    p.add_argument("output_dir")
+    p.add_argument("--format", choices=("tensorflow", "flowserve"), required=True)
+    p.add_argument(
+        "--tag", action="append", default=None, help="meta graph tag (repeatable; default: serve)"
+    )
+    p.set_defaults(fn=cmd_convert)
     args = parser.parse_args(argv)
     if getattr(args, "tag", None) is None:
         args.tag = ["serve"]

@@ -47,6 +47,7 @@ __all__ = [
     "missing_ops",
     "op_defaults_from",
     "source_node",
+    "encode_array",
 ]
 
 DOC_FORMAT = "flowserve.graph"
@@ -246,7 +247,8 @@ def prune(nodes: list[Node], keep) -> list[Node]:
 # -----------------------------------------------------------------------------------------
 
 
-def _encode_array(arr: np.ndarray) -> dict:
+def encode_array(arr: np.ndarray) -> dict:
+    """An array as the engine document's tensor value."""
     if arr.dtype == object:
         data = msgpack.packb([bytes(v) for v in arr.reshape(-1)], use_bin_type=True)
         return {"dtype": "string", "shape": list(arr.shape), "data": data}
@@ -284,7 +286,7 @@ def attr_to_tagged(av: attr_value_pb2.AttrValue, where: str):
     if kind == "shape":
         return _shape_tag(av.shape, where)
     if kind == "tensor":
-        return ["tensor", _encode_array(array_from_proto(av.tensor, where))]
+        return ["tensor", encode_array(array_from_proto(av.tensor, where))]
     if kind == "list":
         lv = av.list
         total = sum(
@@ -366,7 +368,7 @@ def _special(node: Node, by_name: dict[str, Node], where: str) -> list[dict] | N
             "inputs": [i for i in node.inputs if i.startswith("^")],
             "device": "",
             "attrs": {
-                "value": ["tensor", _encode_array(np.array(0, np.int32))],
+                "value": ["tensor", encode_array(np.array(0, np.int32))],
                 "dtype": ["dtype", "int32"],
             },
         }

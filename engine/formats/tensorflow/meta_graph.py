@@ -301,4 +301,64 @@ def convert_meta_graph(
         }
     op_defaults = tfg.op_defaults_from(mg.meta_info_def.stripped_op_list, where)
     out.document = tfg.to_document(nodes, where, op_defaults)
+    _add_variable_records(out, nodes, where)
     return out
+
+
+def _add_variable_records(out: ConvertedMetaGraph, nodes, where: str) -> None:
+    """TF2 graphs have variables (``VarHandleOp``) but no ``VariableDef``s: give each one the
+    engine needs to treat it as a Variable (a zeros initializer and a read), so re-exporting
+    and ``tf.global_variables()`` see it. Its value still comes from the checkpoint."""
+    have = {r["name"] for r in out.variables}
+    by_name = {n.name: n for n in nodes}
+    names = {d["name"] for d in out.document["nodes"]}
+    extra = []
+    for var in out.restore_keys:
+        node = by_name.get(var)
+        if var in have or node is None or node.op not in ("VarHandleOp", "VariableV2"):
+            continue
+        dims = shape_from_proto(node.attrs["shape"].shape, where) if "shape" in node.attrs else None
+        if dims is None or any(d < 0 for d in dims):
+            continue
+        dtype = dtype_from_enum(node.attrs["dtype"].type, where)
+        base = f"{var}/flowserve"
+        if any(n.startswith(base) for n in names):
+            continue
+        shape_const = tfg.encode_array(np.array(dims, np.int64))
+        zero = tfg.encode_array(np.zeros((), dtype.np))
+        extra += [
+            _doc_node(
+                f"{base}/shape",
+                "Const",
+                [],
+                value=["tensor", shape_const],
+                dtype=["dtype", "int64"],
+            ),
+            _doc_node(
+                f"{base}/zero", "Const", [], value=["tensor", zero], dtype=["dtype", dtype.name]
+            ),
+            _doc_node(f"{base}/initial_value", "Fill", [f"{base}/shape:0", f"{base}/zero:0"]),
+            _doc_node(
+                f"{base}/Assign",
+                "Assign",
+                [f"{var}:0", f"{base}/initial_value:0"],
+                validate_shape=["b", True],
+                use_locking=["b", False],
+            ),
+            _doc_node(f"{base}/read", "Identity", [f"{var}:0"]),
+        ]
+        out.variables.append(
+            {
+                "name": var,
+                "initializer": f"{base}/Assign",
+                "snapshot": f"{base}/read:0",
+                "initial_value": f"{base}/initial_value:0",
+                "trainable": True,
+                "local": False,
+            }
+        )
+    out.document["nodes"].extend(extra)
+
+
+def _doc_node(name, op_type, inputs, **attrs) -> dict:
+    return {"name": name, "op": op_type, "inputs": inputs, "device": "", "attrs": attrs}
