@@ -10,7 +10,7 @@ from __future__ import annotations
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor, register_tensor_conversion_function
-from engine.framework.graph import GraphKeys, Tensor, name_scope
+from engine.framework.graph import GraphKeys, Tensor, name_scope, session_for
 from engine.ops import array as array_ops
 from engine.ops import state as state_ops
 from engine.ops.control_flow import group, no_op
@@ -55,16 +55,16 @@ class Variable:
         trainable=None,
         collections=None,
         validate_shape=True,
-        caching_device=None,
+        caching_device=None,  # noqa: ARG002 - TF API compatibility
         name=None,
         variable_def=None,
         dtype=None,
-        expected_shape=None,
-        import_scope=None,
+        expected_shape=None,  # noqa: ARG002 - TF API compatibility
+        import_scope=None,  # noqa: ARG002 - TF API compatibility
         constraint=None,
-        use_resource=None,
-        synchronization=None,
-        aggregation=None,
+        use_resource=None,  # noqa: ARG002 - TF API compatibility
+        synchronization=None,  # noqa: ARG002 - TF API compatibility
+        aggregation=None,  # noqa: ARG002 - TF API compatibility
         shape=None,
     ):
         if variable_def is not None:
@@ -251,9 +251,7 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Assigns ``value`` in ``session`` (default session) by feeding the initializer."""
-        from engine.session import _session_for
-
-        sess = _session_for(self._variable, session, "load")
+        sess = session_for(self._variable, session, "load")
         sess.run(self._initializer_op, {self._initial_value: value})
 
     def eval(self, session=None):
@@ -298,7 +296,7 @@ class Variable:
                 setattr(Variable, key, make(method))
 
 
-def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
+def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):  # noqa: ARG001 - a tensor conversion function's signature
     if as_ref:
         return v._ref()
     return v.value()

@@ -143,7 +143,7 @@ def _const_infer(op):
     differentiable=False,
     flags=registry.OpFlags(aliases=True, hoist=True),
 )
-def _const_kernel(xp, *, value, dtype):
+def _const_kernel(xp, *, value, dtype):  # noqa: ARG001 - attrs reach a kernel by keyword, used or not
     return value if xp is np else xp.asarray(value)
 
 

@@ -31,7 +31,7 @@ def _arg_infer(o):
     differentiable=False,
     flags=registry.OpFlags(stateful=True),
 )
-def _arg_kernel(xp, *, dtype, shape, index):
+def _arg_kernel(xp, *, dtype, shape, index):  # noqa: ARG001 - a kernel's signature; an Arg never runs
     raise RuntimeError("Function inputs are fed by the calling op; an Arg never runs")
 
 
@@ -113,7 +113,7 @@ class FuncGraph(Graph):
         self.external_captures.append(source)
         return inner
 
-    def _capture(self, tensor: Tensor, op_name: str) -> Tensor:
+    def _capture(self, tensor: Tensor, _op_name: str) -> Tensor:
         return self.capture(tensor)
 
     def _as_control_op(self, c):

@@ -184,9 +184,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Runs this tensor in ``session`` (default: the default session) and returns its value."""
-        from engine.session import _session_for
-
-        return _session_for(self, session, "eval").run(self, feed_dict)
+        return session_for(self, session, "eval").run(self, feed_dict)
 
     def _as_graph_element(self) -> Tensor:
         return self
@@ -322,9 +320,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None) -> None:
         """Runs this operation in ``session`` (default: the default session)."""
-        from engine.session import _session_for
-
-        _session_for(self, session, "run").run(self, feed_dict)
+        session_for(self, session, "run").run(self, feed_dict)
 
     def _as_graph_element(self) -> Operation:
         return self
@@ -618,7 +614,7 @@ class Graph:
         return dev
 
     @contextlib.contextmanager
-    def colocate_with(self, op, ignore_existing=False):
+    def colocate_with(self, op, ignore_existing=False):  # noqa: ARG002 - TF API compatibility
         """Places ops created inside on the device of ``op`` (TF's colocation, simplified)."""
         if op is None:
             yield
@@ -651,12 +647,12 @@ class Graph:
         op_type,
         inputs,
         dtypes=None,
-        input_types=None,
+        input_types=None,  # noqa: ARG002 - TF API compatibility
         name=None,
         attrs=None,
-        op_def=None,
-        compute_shapes=True,
-        compute_device=True,
+        op_def=None,  # noqa: ARG002 - TF API compatibility
+        compute_shapes=True,  # noqa: ARG002 - TF API compatibility
+        compute_device=True,  # noqa: ARG002 - TF API compatibility
     ) -> Operation:
         """Creates an op of a registered type (TF's ``Graph.create_op``).
 
@@ -861,17 +857,17 @@ class Graph:
             self._collections.pop(name, None)
 
     # -- serialization --------------------------------------------------------------------
-    def as_graph_def(self, from_version=None, add_shapes=False):
+    def as_graph_def(self, from_version=None, add_shapes=False):  # noqa: ARG002 - TF API compatibility
         """The graph as a serializable ``GraphDef`` (see ``engine/saving/graph_def.py``)."""
         from engine.saving.graph_def import graph_to_def
 
         return graph_to_def(self)
 
     # -- misc -------------------------------------------------------------------------------
-    def is_feedable(self, tensor) -> bool:
+    def is_feedable(self, tensor) -> bool:  # noqa: ARG002 - nothing is prevented from feeding
         return True
 
-    def is_fetchable(self, tensor_or_op) -> bool:
+    def is_fetchable(self, tensor_or_op) -> bool:  # noqa: ARG002 - or from fetching
         return True
 
     def __contains__(self, name: str) -> bool:
@@ -904,6 +900,34 @@ class _DefaultStack(threading.local):
                 self.stack.pop()
             elif obj in self.stack:
                 self.stack.remove(obj)
+
+
+_default_session_stack = _DefaultStack()
+
+
+def get_default_session():
+    """The innermost session entered with ``with sess:`` or ``sess.as_default()``, or None."""
+    return _default_session_stack.get_default()
+
+
+def session_for(elem, session, method: str):
+    """The session that ``Tensor.eval()`` / ``Operation.run()`` should use."""
+    kind = "evaluate tensor" if isinstance(elem, Tensor) else "execute operation"
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError(
+                f"Cannot {kind} using `{method}()`: No default session is "
+                "registered. Use `with sess.as_default()` or pass an explicit "
+                f"session to `{method}(session=sess)`"
+            )
+    if session.graph is not elem.graph:
+        what = "tensor" if isinstance(elem, Tensor) else "operation"
+        raise ValueError(
+            f"Cannot use the given session to {kind}: the {what}'s graph is "
+            "different from the session's graph."
+        )
+    return session
 
 
 class _DefaultGraphStack(_DefaultStack):

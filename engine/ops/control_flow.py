@@ -163,11 +163,10 @@ def _if_infer(o):
 
 
 def _if_bind(o, ctx):
-    session = ctx.session
     inner = ctx.input_devices[1:] if ctx.input_devices is not None else None
     return {
-        "then_fn": session._compile_function(o._attrs["then_branch"], ctx.device, inner),
-        "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device, inner),
+        "then_fn": ctx.compile_function(o._attrs["then_branch"], inner),
+        "else_fn": ctx.compile_function(o._attrs["else_branch"], inner),
         "n_out": len(o._outputs),
     }
 
@@ -348,11 +347,10 @@ def _while_infer(o):
 
 
 def _while_bind(o, ctx):
-    session = ctx.session
     inner = ctx.input_devices
     return {
-        "cond_fn": session._compile_function(o._attrs["cond"], ctx.device, inner),
-        "body_fn": session._compile_function(o._attrs["body"], ctx.device, inner),
+        "cond_fn": ctx.compile_function(o._attrs["cond"], inner),
+        "body_fn": ctx.compile_function(o._attrs["body"], inner),
         "record": bool(ctx.outputs_used[-1]),
     }
 
@@ -418,7 +416,7 @@ def _while_grad_infer(o):
 
 def _while_grad_bind(o, ctx):
     return {
-        "grad_fn": ctx.session._compile_function(o._attrs["grad_body"], ctx.device),
+        "grad_fn": ctx.compile_function(o._attrs["grad_body"]),
         "n_out": len(o._outputs),
     }
 

@@ -55,7 +55,7 @@ def _random_infer(o):
 
 
 def _rng_bind(o, ctx):
-    return {"rng": ctx.session._rng_for(o, (o._attrs["seed"], o._attrs["seed2"]))}
+    return {"rng": ctx.rng(o._attrs["seed"], o._attrs["seed2"])}
 
 
 def _dims(shape):

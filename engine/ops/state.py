@@ -22,7 +22,7 @@ def _variable_infer(o):
 
 
 def _slot_bind(o, ctx):
-    return {"slot": ctx.session._slot_for(o, ctx.device)}
+    return {"slot": ctx.variable_slot()}
 
 
 @op(

@@ -6,6 +6,7 @@ import engine as tf
 from engine.framework import registry
 from tests.engine import (
     test_array_grads,
+    test_conv_ops,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -51,6 +52,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_reduction_grads, "GRAD_CASES"),
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
+        (test_conv_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

@@ -12,7 +12,7 @@ from engine.ops._common import create, same_as_input
 
 # Registered once for this module (the registry is process-wide, like TF's).
 @tf.RegisterGradient("TestHalfMulGrad")
-def _half_mul_grad(op, grad):
+def _half_mul_grad(_op, grad):
     return [grad * 0.5, grad * 0.5]
 
 
@@ -25,7 +25,7 @@ def test_registering_a_gradient_for_a_builtin_op_type_raises_and_changes_nothing
     with pytest.raises(KeyError, match="Registering two gradient with name 'Mul'"):
 
         @tf.RegisterGradient("Mul")
-        def _zero(op, grad):
+        def _zero(_op, grad):
             return [grad * 0.0, grad * 0.0]
 
     with pytest.raises(KeyError, match="gradient_override_map"):

@@ -147,7 +147,7 @@ def test_cli_inspect_shows_tf_saved_models(capsys, tmp_path):
     assert "missing ops (not implemented by flowserve): FancyMatMul (1), FancySoftmax (1)" in out
 
 
-def test_cli_run_runs_a_tf_saved_model(capsys, tmp_path):
+def test_cli_run_runs_a_tf_saved_model(tmp_path):
     from engine import cli
 
     io = np.load(FIXTURES / "tf2_module" / "io.npz")
@@ -157,7 +157,7 @@ def test_cli_run_runs_a_tf_saved_model(capsys, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "out" / "out.npy"), io["out"], rtol=1e-5)
 
 
-def test_cli_convert_both_ways(tmp_path, capsys):
+def test_cli_convert_both_ways(tmp_path):
     """TF2 SavedModel -> flowserve format -> TensorFlow format, same outputs each time."""
     from engine import cli
 
