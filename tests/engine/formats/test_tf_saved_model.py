@@ -13,7 +13,13 @@ import engine as tf
 from engine import errors
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "tensorflow"
-KINDS = ["saved_model_ref", "saved_model_resource", "saved_model_vocab", "tf2_module"]
+KINDS = [
+    "saved_model_ref",
+    "saved_model_resource",
+    "saved_model_vocab",
+    "tf2_module",
+    "keras_cnn",
+]
 
 
 def _run_signature(export_dir, key="serving_default", loader=None):
