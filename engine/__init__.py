@@ -22,6 +22,7 @@ from engine import (
     metrics,
     nn,
     saved_model,
+    strings,
     summary,
     tensor_shape,
     test,
@@ -178,6 +179,7 @@ from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
+from engine.ops.string_ops import as_string, decode_base64, string_to_number, substr
 from engine.ops.tensor_array import TensorArray
 from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def

@@ -20,6 +20,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     script,
     slicing,
     state,
+    string_ops,
     summary_ops,
     tensor_array,
     training_ops,

@@ -148,8 +148,24 @@ def _lookup_tables():
     return [t.lookup(words), vocab.lookup(words), t.size()], {}, [init.name]
 
 
+def _string_ops():
+    s = tf.constant(np.array([b"12.5", b"-3"], dtype=object))
+    b64 = tf.constant(np.array([b"aGVsbG8", b"d29ybGQ_"], dtype=object))
+    return (
+        [
+            tf.string_to_number(s),
+            tf.as_string(tf.constant([1.5, 2.0]), precision=2),
+            tf.decode_base64(b64),
+            tf.substr(s, 1, 2),
+        ],
+        {},
+        [],
+    )
+
+
 SPECIAL = {
     "lookup_tables": _lookup_tables,
+    "string_ops": _string_ops,
     "variables_and_training": _variables_and_training,
     "random": _random_ops,
     "control_flow": _control_flow,
