@@ -16,6 +16,7 @@ from engine import (
     data,
     dtypes,
     errors,
+    image,
     layers,
     lookup,
     losses,

@@ -9,6 +9,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     dataset_ops,
     embedding,
     grad_util,
+    image_ops,
     linalg,
     logging_ops,
     lookup,

@@ -163,7 +163,20 @@ def _string_ops():
     )
 
 
+def _resizes():
+    images = tf.constant(np.arange(24, dtype=np.float32).reshape(1, 3, 4, 2))
+    return (
+        [
+            tf.image.resize_bilinear(images, (5, 3), half_pixel_centers=True),
+            tf.image.resize_nearest_neighbor(images, (2, 7), align_corners=True),
+        ],
+        {},
+        [],
+    )
+
+
 SPECIAL = {
+    "resizes": _resizes,
     "lookup_tables": _lookup_tables,
     "string_ops": _string_ops,
     "variables_and_training": _variables_and_training,
