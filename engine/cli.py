@@ -17,7 +17,18 @@ import sys
 
 import numpy as np
 
+import engine as tf
 from engine import errors
+from engine.formats.tensorflow.inspect import describe
+from engine.formats.tensorflow.saved_model import is_tf_saved_model
+from engine.saving import bundle
+from engine.saving.saved_model import (
+    SAVED_MODEL_FILENAME,
+    VARIABLES_DIRECTORY,
+    VARIABLES_FILENAME,
+    LoadOptions,
+    read_saved_model,
+)
 
 _MAX_NPY_BYTES = 1 << 30
 
@@ -27,8 +38,6 @@ def _fmt_shape(info) -> str:
 
 
 def _inspect_tensorflow(export_dir: str) -> None:
-    from engine.formats.tensorflow.inspect import describe
-
     print(f"TensorFlow SavedModel: {os.path.abspath(export_dir)}")
     for meta in describe(export_dir):
         version = meta["tensorflow_version"] or "unknown"
@@ -55,15 +64,6 @@ def _inspect_tensorflow(export_dir: str) -> None:
 
 
 def cmd_inspect(args) -> int:
-    from engine.formats.tensorflow.saved_model import is_tf_saved_model
-    from engine.saving import bundle
-    from engine.saving.saved_model import (
-        SAVED_MODEL_FILENAME,
-        VARIABLES_DIRECTORY,
-        VARIABLES_FILENAME,
-        read_saved_model,
-    )
-
     tf_format = is_tf_saved_model(args.export_dir) and not os.path.isfile(
         os.path.join(args.export_dir, SAVED_MODEL_FILENAME)
     )
@@ -123,9 +123,6 @@ def _parse_input(spec: str):
 
 
 def cmd_run(args) -> int:
-    import engine as tf
-    from engine.saving.saved_model import LoadOptions
-
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:
@@ -164,8 +161,6 @@ def cmd_run(args) -> int:
 
 def cmd_convert(args) -> int:
     """Loads a SavedModel of either format and writes it in ``args.format``."""
-    import engine as tf
-
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:
         meta = tf.saved_model.load(sess, args.tag, args.export_dir)

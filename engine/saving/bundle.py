@@ -70,6 +70,15 @@ def bundle_exists(prefix: str) -> bool:
     return os.path.isfile(index_path(prefix)) and os.path.isfile(data_path(prefix))
 
 
+def _read_tf_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
+    """``read_index`` of a TensorFlow bundle (entries carry no offset/crc of this format)."""
+    r = _tf_reader(prefix)
+    meta = {"format": "tensorflow", "metadata": {}}
+    return meta, [
+        BundleEntry(n, r.dtype(n), tuple(r.shape(n)), None, r.nbytes(n), None) for n in r.names()
+    ]
+
+
 def _tf_reader(prefix: str, verify: bool = True):
     """A reader for a bundle TensorFlow wrote (its index is a table, not msgpack)."""
     try:
@@ -224,12 +233,7 @@ def read_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
     V2 checkpoints are read too (entries then have no offset/crc of this format)."""
     path = index_path(prefix)
     if tf_checkpoint.is_tf_bundle(prefix):
-        r = _tf_reader(prefix)
-        meta = {"format": "tensorflow", "metadata": {}}
-        return meta, [
-            BundleEntry(n, r.dtype(n), tuple(r.shape(n)), None, r.nbytes(n), None)
-            for n in r.names()
-        ]
+        return _read_tf_index(prefix)
     try:
         size = os.path.getsize(path)
         if size > Limits.max_index_bytes:

@@ -21,6 +21,9 @@ from engine import errors
 from engine.formats.tensorflow import saved_model as tf_saved_model
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
+from engine.ops import array as array_ops
+from engine.ops import state as state_ops
+from engine.ops.control_flow import group
 from engine.saving import bundle, meta_graph
 from engine.saving.meta_graph import (
     CLASSIFY_METHOD_NAME,
@@ -31,6 +34,7 @@ from engine.saving.meta_graph import (
     TensorInfo,
     build_tensor_info,
 )
+from engine.saving.optimize import optimize
 
 __all__ = [
     "Builder",
@@ -405,8 +409,6 @@ def load(
     if not os.path.isfile(path):
         path = os.path.join(export_dir, tf_saved_model.SAVED_MODEL_PB)
     if options.optimize:
-        from engine.saving.optimize import optimize
-
         keep = [
             i.name
             for s in meta.signature_def.values()
@@ -498,10 +500,6 @@ def _saver_targets(graph, variables, keys: dict, prefix: str, path: str) -> list
 
 
 def _restore(sess, variables, export_dir, verify, scope_prefix="", keys=None) -> None:
-    from engine.ops import array as array_ops
-    from engine.ops import state as state_ops
-    from engine.ops.control_flow import group
-
     prefix = _variables_prefix(export_dir)
     _, entries = bundle.read_index(prefix)
     by_name = {e.name: e for e in entries}
