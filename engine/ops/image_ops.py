@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import dtypes
+from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import Attr, ShapeError, op
@@ -52,8 +52,6 @@ def _scale(in_size, out_size, align_corners):
 def _check(xp, size):
     hw = [int(v) for v in np.asarray(size.get() if hasattr(size, "get") else size).ravel()]
     if len(hw) != 2 or min(hw) <= 0:
-        from engine import errors
-
         raise errors.InvalidArgumentError(
             None, None, f"output size must be 2 positive ints, got {hw}"
         )

@@ -21,6 +21,7 @@ from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, get_default_graph, name_scope
 from engine.framework.registry import Attr, OpFlags, op
 from engine.ops._common import create
+from engine.ops.control_flow import group
 from engine.tensor_shape import TensorShape
 
 __all__ = [
@@ -356,7 +357,5 @@ class StaticHashTable:
 
 def tables_initializer(name="init_all_tables"):
     """One op running every table initializer of the default graph."""
-    from engine.ops.control_flow import group
-
     inits = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
     return group(*inits, name=name)

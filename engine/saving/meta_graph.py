@@ -474,15 +474,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         meta, path = meta_graph_or_file, "<MetaGraphDef>"
     else:
         path = meta_graph_or_file
-        raw = read_file(path)
-        if raw[:1] and not (0x80 <= raw[0] <= 0x8F or raw[0] in (0xDE, 0xDF)):
-            # Not a msgpack map: a MetaGraphDef TensorFlow's Saver wrote. Imported here, not
-            # at the top: the TF reader builds on this module's MetaGraphDef.
-            from engine.formats.tensorflow.saved_model import read_checkpoint_meta_graph
-
-            meta = read_checkpoint_meta_graph(path, raw)
-        else:
-            meta = decode(raw, path)[0]
+        meta = decode(read_file(path), path)[0]
     variables = import_into_default_graph(meta, path, import_scope)
     if clear_devices:
         for op in ops.get_default_graph().get_operations():

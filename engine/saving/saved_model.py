@@ -18,7 +18,10 @@ import shutil
 import tempfile
 
 from engine import errors
+from engine.formats.tensorflow import checkpoint as tf_checkpoint
 from engine.formats.tensorflow import saved_model as tf_saved_model
+from engine.formats.tensorflow import writer as tf_writer
+from engine.formats.tensorflow.tensors import TFFormatError
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 from engine.ops import array as array_ops
@@ -277,10 +280,6 @@ class Builder:
         return self._export_dir
 
     def _write_tensorflow(self, directory: str) -> None:
-        from engine.formats.tensorflow import checkpoint as tf_checkpoint
-        from engine.formats.tensorflow import writer as tf_writer
-        from engine.formats.tensorflow.tensors import TFFormatError
-
         pairs = []
         for meta in self._meta_graphs:
             graph = ops.Graph()

@@ -15,6 +15,8 @@ import time
 import numpy as np
 
 from engine import errors
+from engine.formats.tensorflow import checkpoint as tf_checkpoint
+from engine.formats.tensorflow import writer as tf_writer
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 from engine.ops import array as array_ops
@@ -266,9 +268,7 @@ class Saver:
 
     def _save_tensorflow(self, prefix, values, write_meta_graph, suffix) -> None:
         """A V2 checkpoint TF reads, and (optionally) a ``.meta`` TF's import_meta_graph reads."""
-        from engine.formats.tensorflow import checkpoint as tf_checkpoint
-        from engine.formats.tensorflow import writer as tf_writer
-        from engine.saving import meta_graph
+        from engine.saving import meta_graph  # as save() does: meta_graph imports this module
 
         tf_checkpoint.write_bundle(prefix, values)
         if write_meta_graph:

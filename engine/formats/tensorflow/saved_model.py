@@ -17,6 +17,7 @@ from engine.formats.tensorflow.graph_def import UnsupportedOpsError
 from engine.formats.tensorflow.meta_graph import convert_meta_graph
 from engine.formats.tensorflow.proto import meta_graph_pb2, saved_model_pb2
 from engine.formats.tensorflow.tensors import TFFormatError
+from engine.saving import meta_graph as engine_meta_graph
 from engine.saving.graph_def import GraphDef, GraphDefError
 from engine.saving.meta_graph import MetaGraphDef, SignatureDef, TensorInfo
 from engine.tensor_shape import TensorShape
@@ -28,6 +29,7 @@ __all__ = [
     "parse_saved_model",
     "read_meta_graphs",
     "read_checkpoint_meta_graph",
+    "import_meta_graph",
 ]
 
 SAVED_MODEL_PB = "saved_model.pb"
@@ -122,3 +124,16 @@ def read_checkpoint_meta_graph(path: str, data: bytes | None = None) -> MetaGrap
     except (pb_message.DecodeError, RecursionError, ValueError) as e:
         raise errors.DataLossError(None, None, f"{path}: not a valid MetaGraphDef ({e})") from None
     return _engine_meta(mg, path, None, prune=False)
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """``tf.train.import_meta_graph`` for both formats: a ``.meta`` file TensorFlow's Saver
+    wrote (a ``MetaGraphDef`` protobuf) or one this engine wrote (msgpack)."""
+    if isinstance(meta_graph_or_file, (str, os.PathLike)):
+        path = os.fspath(meta_graph_or_file)
+        raw = engine_meta_graph.read_file(path)
+        if raw[:1] and not (0x80 <= raw[0] <= 0x8F or raw[0] in (0xDE, 0xDF)):
+            meta_graph_or_file = read_checkpoint_meta_graph(path, raw)
+    return engine_meta_graph.import_meta_graph(
+        meta_graph_or_file, clear_devices=clear_devices, import_scope=import_scope, **kwargs
+    )
