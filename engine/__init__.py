@@ -199,3 +199,5 @@ Variable._overload_operators()
 __version__ = "0.1.0"
 sub = subtract
 mul = multiply
+
+from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above

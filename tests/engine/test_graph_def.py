@@ -13,6 +13,7 @@ from tests.engine import (
     test_math_elementwise,
     test_nn_grads,
     test_nn_ops,
+    test_onnx_ops,
     test_reduction_grads,
     test_reduction_ops,
 )
@@ -131,7 +132,13 @@ SPECIAL = {
 
 def _all_builders():
     out = {}
-    for mod in (test_math_elementwise, test_array_ops, test_reduction_ops, test_nn_ops):
+    for mod in (
+        test_math_elementwise,
+        test_array_ops,
+        test_reduction_ops,
+        test_nn_ops,
+        test_onnx_ops,
+    ):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
     for mod, attr in (

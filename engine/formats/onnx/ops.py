@@ -1,0 +1,377 @@
+"""Engine ops for ONNX operators whose meaning differs from every TF op.
+
+ONNX operators map onto the engine's TF ops wherever the two agree (``mapping.py``). The ops
+here exist because ONNX's semantics differ in ways a TF op cannot express: negative indices
+(Gather), run-time ``0`` dims (Reshape), ONNX's slice clamping, numpy ``matmul`` ranks,
+two-way broadcasting (Expand), edge/wrap and negative pads, ``erf``, ``einsum``, top-k on any
+axis, C-style integer division and ``fmod``, and LRN's window.
+
+They are served, never trained: every one is declared not differentiable. Kernels follow the
+engine's rule ``kernel(xp, *inputs, **attrs)`` with ``xp`` numpy or cupy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import dtypes, errors
+from engine.framework.registry import ShapeError, op
+from engine.ops._common import ALL, FLOATS, INDEX, INTS, NUMERIC, check_dtype, check_same_dtype
+from engine.tensor_shape import TensorShape, unknown_shape
+
+__all__ = ["ONNX_OP_TYPES"]
+
+ONNX_OP_TYPES: list[str] = []
+
+
+def _onnx_op(op_type: str, *, infer, inputs=(), aliases=False):
+    def deco(kernel):
+        ONNX_OP_TYPES.append(op_type)
+        return op(op_type, infer=infer, inputs=inputs, differentiable=False, aliases=aliases)(
+            kernel
+        )
+
+    return deco
+
+
+def _unknown_like(i: int = 0, allowed=ALL):
+    def infer(op):
+        return [(check_dtype(op, i, allowed), unknown_shape())]
+
+    return infer
+
+
+def _bad(msg: str):
+    return errors.InvalidArgumentError(None, None, msg)
+
+
+# -----------------------------------------------------------------------------------------
+# Elementwise
+# -----------------------------------------------------------------------------------------
+
+
+def _same(op):
+    return [(check_dtype(op, 0, FLOATS), op._inputs[0]._shape)]
+
+
+@_onnx_op("OnnxErf", infer=_same, inputs=("x",))
+def _erf(xp, x):
+    # Numerical Recipes' erfc (Chebyshev fit): fractional error below 1.2e-7 everywhere,
+    # within float32 rounding; computed in float64 so float64 inputs keep that accuracy.
+    z = xp.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -1.26551223 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t
+                    * (
+                        0.27886807
+                        + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
+                    )
+                )
+            )
+        )
+    )
+    erfc = t * xp.exp(-z * z + poly)
+    return (xp.sign(x.astype(np.float64)) * (1.0 - erfc)).astype(x.dtype)
+
+
+def _binary_same(allowed):
+    from engine.ops._common import broadcast_shape
+
+    def infer(op):
+        d = check_same_dtype(op, (0, 1))
+        check_dtype(op, 0, allowed)
+        return [(d, broadcast_shape(op._inputs[0]._shape, op._inputs[1]._shape))]
+
+    return infer
+
+
+@_onnx_op("OnnxTruncDiv", infer=_binary_same(INTS), inputs=("x", "y"))
+def _trunc_div(xp, x, y):
+    if bool((y == 0).any()):
+        raise _bad("Integer division by zero")
+    q = xp.abs(x) // xp.abs(y)
+    return xp.where((x < 0) != (y < 0), -q, q).astype(x.dtype)
+
+
+@_onnx_op("OnnxFmod", infer=_binary_same(NUMERIC), inputs=("x", "y"))
+def _fmod(xp, x, y):
+    if x.dtype.kind in "iu" and bool((y == 0).any()):
+        raise _bad("Integer division by zero")
+    return xp.fmod(x, y).astype(x.dtype)
+
+
+# -----------------------------------------------------------------------------------------
+# Linear algebra
+# -----------------------------------------------------------------------------------------
+
+
+def _matmul_infer(op):
+    d = check_same_dtype(op, (0, 1))
+    check_dtype(op, 0, NUMERIC)
+    a, b = op._inputs[0]._shape.as_tuple(), op._inputs[1]._shape.as_tuple()
+    if a is None or b is None:
+        return [(d, unknown_shape())]
+    if not a or not b:
+        raise ShapeError("MatMul inputs must have rank at least 1")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] is not None and b2[-2] is not None and a2[-1] != b2[-2]:
+        raise ShapeError(f"Matrix size-incompatible: {a[-1]} vs {b2[-2]}")
+    from engine.ops._common import broadcast_shape
+
+    batch = broadcast_shape(TensorShape._from_tuple(a2[:-2]), TensorShape._from_tuple(b2[:-2]))
+    out = batch.as_tuple() + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return [(d, TensorShape._from_tuple(out))]
+
+
+@_onnx_op("OnnxMatMul", infer=_matmul_infer, inputs=("a", "b"))
+def _matmul(xp, a, b):
+    return xp.matmul(a, b)
+
+
+def _einsum_infer(op):
+    check_same_dtype(op)
+    return [(check_dtype(op, 0, NUMERIC), unknown_shape())]
+
+
+@_onnx_op("OnnxEinsum", infer=_einsum_infer, inputs=("inputs*",))
+def _einsum(xp, *xs, equation):
+    try:
+        return xp.asarray(xp.einsum(equation, *xs))
+    except ValueError as e:
+        raise _bad(f"Einsum '{equation}': {e}") from None
+
+
+# -----------------------------------------------------------------------------------------
+# Shapes and indexing
+# -----------------------------------------------------------------------------------------
+
+
+def _host_ints(xp, t) -> list[int]:
+    a = t.get() if hasattr(t, "get") else t
+    return [int(v) for v in np.asarray(a).reshape(-1)]
+
+
+def _reshape_infer(op):
+    check_dtype(op, 1, INDEX)
+    return [(check_dtype(op, 0, ALL), unknown_shape())]
+
+
+@_onnx_op("OnnxReshape", infer=_reshape_infer, inputs=("data", "shape"), aliases=True)
+def _reshape(xp, x, shape, *, allowzero):
+    dims = _host_ints(xp, shape)
+    if not allowzero:
+        for i, d in enumerate(dims):
+            if d == 0:
+                if i >= x.ndim:
+                    raise _bad(f"Reshape: 0 at position {i} but the input has rank {x.ndim}")
+                dims[i] = x.shape[i]
+    try:
+        return x.reshape(dims)
+    except ValueError:
+        raise _bad(f"Reshape: cannot reshape an input of shape {list(x.shape)} to {dims}") from None
+
+
+def _slice_infer(op):
+    for i in range(1, len(op._inputs)):
+        check_dtype(op, i, INDEX)
+    x = op._inputs[0]._shape
+    return [(check_dtype(op, 0, ALL), unknown_shape(x.ndims) if x.ndims is not None else x)]
+
+
+def _clamp_slice(start: int, end: int, step: int, dim: int) -> slice:
+    """ONNX Slice's clamping, as a Python slice of a dimension of size ``dim``."""
+    if step == 0:
+        raise _bad("Slice: step cannot be 0")
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        start = min(max(start, 0), dim)
+        end = min(max(end, 0), dim)
+        return slice(start, end, step)
+    start = min(max(start, 0), dim - 1)
+    end = min(max(end, -1), dim - 1)
+    return slice(start, None if end < 0 else end, step)
+
+
+@_onnx_op(
+    "OnnxSlice",
+    infer=_slice_infer,
+    inputs=("data", "starts", "ends", "axes", "steps"),
+    aliases=True,
+)
+def _slice(xp, x, starts, ends, axes, steps):
+    starts, ends = _host_ints(xp, starts), _host_ints(xp, ends)
+    axes, steps = _host_ints(xp, axes), _host_ints(xp, steps)
+    if not axes:
+        axes = list(range(len(starts)))
+    if not steps:
+        steps = [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise _bad("Slice: starts, ends, axes and steps must have the same length")
+    index = [slice(None)] * x.ndim
+    seen = set()
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        if not -x.ndim <= a < x.ndim:
+            raise _bad(f"Slice: axis {a} is out of range for rank {x.ndim}")
+        a %= x.ndim
+        if a in seen:
+            raise _bad(f"Slice: axis {a} repeated")
+        seen.add(a)
+        index[a] = _clamp_slice(s, e, st, x.shape[a])
+    return x[tuple(index)]
+
+
+def _gather_infer(op):
+    check_dtype(op, 1, INDEX)
+    d = check_dtype(op, 0, ALL)
+    x, i = op._inputs[0]._shape.as_tuple(), op._inputs[1]._shape.as_tuple()
+    axis = op._attrs["axis"]
+    if x is None or i is None:
+        return [(d, unknown_shape())]
+    if not -len(x) <= axis < len(x):
+        raise ShapeError(f"axis {axis} is out of range for rank {len(x)}")
+    axis %= len(x)
+    return [(d, TensorShape._from_tuple(x[:axis] + i + x[axis + 1 :]))]
+
+
+def _normalized_indices(xp, idx, dim: int, what: str):
+    if idx.size and (bool((idx < -dim).any()) or bool((idx >= dim).any())):
+        bad = idx[(idx < -dim) | (idx >= dim)].reshape(-1)[:1]
+        raise _bad(f"{what}: index {int(bad[0])} is out of bounds for a dimension of {dim}")
+    return xp.where(idx < 0, idx + dim, idx)
+
+
+@_onnx_op("OnnxGather", infer=_gather_infer, inputs=("data", "indices"))
+def _gather(xp, x, idx, *, axis):
+    axis %= x.ndim
+    return xp.take(x, _normalized_indices(xp, idx, x.shape[axis], "Gather"), axis=axis)
+
+
+def _elements_infer(op):
+    check_dtype(op, 1, INDEX)
+    return [(check_dtype(op, 0, ALL), op._inputs[1]._shape)]
+
+
+@_onnx_op("OnnxGatherElements", infer=_elements_infer, inputs=("data", "indices"))
+def _gather_elements(xp, x, idx, *, axis):
+    if x.ndim != idx.ndim:
+        raise _bad("GatherElements: data and indices must have the same rank")
+    axis %= x.ndim
+    idx = _normalized_indices(xp, idx, x.shape[axis], "GatherElements")
+    return xp.take_along_axis(x, idx, axis=axis)
+
+
+def _expand_infer(op):
+    check_dtype(op, 1, INDEX)
+    return [(check_dtype(op, 0, ALL), unknown_shape())]
+
+
+@_onnx_op("OnnxExpand", infer=_expand_infer, inputs=("input", "shape"))
+def _expand(xp, x, shape):
+    dims = _host_ints(xp, shape)
+    try:
+        out_shape = np.broadcast_shapes(x.shape, tuple(dims))
+    except ValueError:
+        raise _bad(f"Expand: shape {dims} does not broadcast with {list(x.shape)}") from None
+    return xp.broadcast_to(x, out_shape).copy()
+
+
+def _pad_infer(op):
+    check_dtype(op, 1, INDEX)
+    x = op._inputs[0]._shape
+    return [(check_dtype(op, 0, ALL), unknown_shape(x.ndims) if x.ndims is not None else x)]
+
+
+@_onnx_op("OnnxPad", infer=_pad_infer, inputs=("data", "pads", "constant_value", "axes"))
+def _pad(xp, x, pads, value, axes, *, mode):
+    pads = _host_ints(xp, pads)
+    axes = _host_ints(xp, axes) or list(range(x.ndim))
+    if len(pads) != 2 * len(axes):
+        raise _bad(f"Pad: {len(pads)} pads for {len(axes)} axes (expected {2 * len(axes)})")
+    widths = [[0, 0] for _ in range(x.ndim)]
+    for k, a in enumerate(axes):
+        if not -x.ndim <= a < x.ndim:
+            raise _bad(f"Pad: axis {a} is out of range for rank {x.ndim}")
+        widths[a % x.ndim] = [pads[k], pads[k + len(axes)]]
+    # Negative pads crop first; the rest pads.
+    crop = tuple(slice(max(-b, 0), x.shape[i] - max(-e, 0)) for i, (b, e) in enumerate(widths))
+    x = x[crop]
+    pos = [(max(b, 0), max(e, 0)) for b, e in widths]
+    if mode == "constant":
+        fill = value.reshape(-1)[0] if value.size else x.dtype.type(0)
+        return xp.pad(x, pos, mode="constant", constant_values=fill)
+    if mode == "reflect":
+        for i, (b, e) in enumerate(pos):
+            if (b or e) and x.shape[i] < 2:
+                raise _bad("Pad: reflect needs at least 2 elements along padded axes")
+        return xp.pad(x, pos, mode="reflect")
+    if mode in ("edge", "wrap"):
+        return xp.pad(x, pos, mode=mode)
+    raise _bad(f"Pad: unknown mode {mode!r}")
+
+
+# -----------------------------------------------------------------------------------------
+# TopK and normalization
+# -----------------------------------------------------------------------------------------
+
+
+def _topk_infer(op):
+    check_dtype(op, 1, INDEX)
+    d = check_dtype(op, 0, NUMERIC)
+    return [(d, unknown_shape()), (dtypes.int64, unknown_shape())]
+
+
+@_onnx_op("OnnxTopK", infer=_topk_infer, inputs=("x", "k"))
+def _top_k(xp, x, k, *, axis, largest, sorted):  # noqa: A002 - ONNX's attribute name
+    k = _host_ints(xp, k)[0]
+    axis %= x.ndim
+    if not 0 <= k <= x.shape[axis]:
+        raise _bad(f"TopK: k={k} is out of range for a dimension of {x.shape[axis]}")
+    # A stable sort keeps the lower index first among equal values, as ONNX asks.
+    if largest:
+        if x.dtype.kind == "u":
+            key = -(x.astype(np.int64)) if x.dtype.itemsize < 8 else ~x
+        elif x.dtype.kind == "b":
+            key = ~x
+        else:
+            key = -x
+    else:
+        key = x
+    idx = xp.argsort(key, axis=axis, kind="stable")
+    idx = xp.take(idx, xp.arange(k), axis=axis)
+    return xp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
+
+
+def _lrn_infer(op):
+    return [(check_dtype(op, 0, FLOATS), op._inputs[0]._shape)]
+
+
+@_onnx_op("OnnxLRN", infer=_lrn_infer, inputs=("x",))
+def _lrn(xp, x, *, size, alpha, beta, bias):
+    sq = (x * x).astype(np.float64)
+    c = x.shape[1]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    width = [(0, 0)] * x.ndim
+    width[1] = (lo, hi)
+    padded = xp.pad(sq, width)
+    total = xp.zeros_like(sq)
+    for j in range(size):
+        total += padded[:, j : j + c]
+    return (x / (bias + alpha / size * total) ** beta).astype(x.dtype)
