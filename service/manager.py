@@ -22,7 +22,13 @@ import numpy as np
 from service.batching import Batcher, DirectScheduler
 from service.config import ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
-from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
+from service.repository import (
+    MODEL_FILES,
+    ModelSource,
+    parse_version,
+    scan_repository,
+    valid_model_name,
+)
 from service.servable import Servable, Signature, VersionState
 
 __all__ = ["ModelManager", "InferResult", "VersionStatus"]
@@ -63,10 +69,13 @@ class _Model:
 
 
 def _stamp(path) -> int:
-    try:
-        return os.stat(os.path.join(path, "saved_model.msgpack")).st_mtime_ns
-    except OSError:
-        return -1
+    stamps = []
+    for name in MODEL_FILES:
+        try:
+            stamps.append(os.stat(os.path.join(path, name)).st_mtime_ns)
+        except OSError:
+            pass
+    return max(stamps, default=-1)
 
 
 class ModelManager:

@@ -2,8 +2,8 @@
 
 A directory is a model when its name is valid and it holds at least one version directory
 (a positive integer) or a ``config.json``; anything else (scripts, data, hidden entries) is
-ignored. A version is ready once its ``saved_model.msgpack`` exists: exports are renamed into
-place whole, so a version never appears half-written.
+ignored. A version is ready once its ``saved_model.msgpack`` (or an ONNX ``model.onnx``)
+exists: exports are renamed into place whole, so a version never appears half-written.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["ModelSource", "scan_repository", "valid_model_name", "parse_version"
 log = logging.getLogger("flowserve.repository")
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_SAVED_MODEL = "saved_model.msgpack"
+MODEL_FILES = ("saved_model.msgpack", "model.onnx")  # what makes a version directory
 
 
 def valid_model_name(name: str) -> bool:
@@ -68,7 +68,7 @@ def scan_repository(root: str | Path) -> dict[str, ModelSource]:
             continue
         for child in children:
             v = parse_version(child.name)
-            if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
+            if v is not None and child.is_dir() and any((child / f).is_file() for f in MODEL_FILES):
                 versions[v] = child
         has_config = (entry / "config.json").is_file()
         if not versions and not has_config:

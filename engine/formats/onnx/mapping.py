@@ -106,8 +106,7 @@ def _mod(ctx, node):
     a, b = ctx.input(node, 0), ctx.input(node, 1)
     if ctx.attr(node, "fmod", 0):
         return [create("OnnxFmod", [a, b]).outputs[0]]
-    if a.dtype.base_dtype.is_floating:
-        raise UnsupportedModelError("Mod with fmod=0 on floating-point inputs is not defined")
+    # fmod=0 is Python's % (the sign of the divisor); opset 28 defines it for floats too.
     return [tf.floormod(a, b)]
 
 
@@ -346,9 +345,9 @@ def _instance_norm(ctx, node):
 
 def _layer_norm(ctx, node):
     x = ctx.input(node, 0)
-    rank = ctx.rank(x, node)
-    axis = ctx.attr(node, "axis", -1) % rank
-    axes = list(range(axis, rank))
+    axis = ctx.attr(node, "axis", -1)
+    # Negative axes need no rank (the usual -1); others do.
+    axes = list(range(axis, 0)) if axis < 0 else list(range(axis, ctx.rank(x, node)))
     eps = ctx.attr(node, "epsilon", 1e-5)
     stash = engine_dtype(ctx.attr(node, "stash_type", 1), "LayerNormalization stash_type")
     xs = tf.cast(x, stash) if stash != x.dtype.base_dtype else x
@@ -695,14 +694,14 @@ for _name, _fn, _versions in (
     ("Sigmoid", tf.sigmoid, (6, 13)),
     ("Tanh", tf.tanh, (6, 13)),
     ("Relu", tf.nn.relu, (6, 13, 14)),
-    ("Sin", tf.sin, (7,)),
-    ("Cos", tf.cos, (7,)),
-    ("Tan", tf.tan, (7,)),
+    ("Sin", tf.sin, (7, 22)),
+    ("Cos", tf.cos, (7, 22)),
+    ("Tan", tf.tan, (7, 22)),
     ("Sign", tf.sign, (9, 13)),
     ("IsNaN", tf.is_nan, (9, 13, 20)),
-    ("Round", tf.round, (11,)),
+    ("Round", tf.round, (11, 22)),
     ("Not", tf.logical_not, (1,)),
-    ("Softplus", tf.nn.softplus, (1,)),
+    ("Softplus", tf.nn.softplus, (1, 22)),
     ("Erf", _erf, (9, 13)),
 ):
     register(_name, _versions, _unary(_fn))
@@ -721,33 +720,33 @@ for _name, _fn, _versions in (
 ):
     register(_name, _versions, _binary(_fn))
 
-register("Max", (8, 12, 13), _variadic(tf.maximum))
-register("Min", (8, 12, 13), _variadic(tf.minimum))
-register("Sum", (8, 13), _variadic(tf.add))
-register("Mean", (8, 13), _mean)
+register("Max", (6, 8, 12, 13), _variadic(tf.maximum))
+register("Min", (6, 8, 12, 13), _variadic(tf.minimum))
+register("Sum", (6, 8, 13), _variadic(tf.add))
+register("Mean", (6, 8, 13), _mean)
 register("Div", (7, 13, 14), _div)
-register("Mod", (10, 13), _mod)
+register("Mod", (10, 13, 28), _mod)
 register("Pow", (7, 12, 13, 15), _pow)
 register("Xor", (7,), _xor)
 register("IsInf", (10, 20), _is_inf)
 register("LeakyRelu", (6, 16), _leaky_relu)
-register("Elu", (6,), _elu)
-register("Celu", (12,), _celu)
-register("Selu", (6,), _selu)
-register("HardSigmoid", (6,), _hard_sigmoid)
-register("HardSwish", (14,), _hard_swish)
-register("Softsign", (1,), _softsign)
-register("Mish", (18,), _mish)
-register("ThresholdedRelu", (10,), _thresholded_relu)
+register("Elu", (6, 22), _elu)
+register("Celu", (12, 28), _celu)
+register("Selu", (6, 22), _selu)
+register("HardSigmoid", (6, 22), _hard_sigmoid)
+register("HardSwish", (14, 22), _hard_swish)
+register("Softsign", (1, 22), _softsign)
+register("Mish", (18, 22), _mish)
+register("ThresholdedRelu", (10, 22), _thresholded_relu)
 register("PRelu", (7, 9, 16), _prelu)
 register("Gelu", (20,), _gelu)
 register("Clip", (6, 11, 12, 13), {6: _clip})
-register("Cast", (6, 9, 13, 19, 21, 23), _cast)
-register("CastLike", (15, 19, 21, 23), _cast_like)
-register("Identity", (1, 13, 14, 16, 19, 21, 23), _identity)
+register("Cast", (6, 9, 13, 19, 21, 23, 24, 25, 28), _cast)
+register("CastLike", (15, 19, 21, 23, 24, 25), _cast_like)
+register("Identity", (1, 13, 14, 16, 19, 21, 23, 24, 25), _identity)
 register("Dropout", (7, 10, 12, 13, 22), _dropout)
 register("Where", (9, 16), _where)
-register("MatMul", (9, 13), _matmul)
+register("MatMul", (1, 9, 13), _matmul)
 register("Gemm", (7, 9, 11, 13), _gemm)
 register("Softmax", (1, 11, 13), {1: _softmax_v1("softmax"), 13: _softmax_v13("softmax")})
 register(
@@ -759,12 +758,12 @@ register("BatchNormalization", (7, 9, 14, 15), _batch_norm)
 register("InstanceNormalization", (6, 22), _instance_norm)
 register("LayerNormalization", (17,), _layer_norm)
 register("LRN", (1, 13), _lrn)
-register("Einsum", (12,), _einsum)
-register("Flatten", (1, 9, 11, 13, 21, 23), _flatten)
-register("Reshape", (5, 13, 14, 19, 21, 23), _reshape)
-register("Squeeze", (1, 11, 13, 21, 23), _squeeze)
-register("Unsqueeze", (1, 11, 13, 21, 23), _unsqueeze)
-register("Transpose", (1, 13, 21, 23), _transpose)
+register("Einsum", (12, 28), _einsum)
+register("Flatten", (1, 9, 11, 13, 21, 23, 24, 25), _flatten)
+register("Reshape", (5, 13, 14, 19, 21, 23, 24, 25), _reshape)
+register("Squeeze", (1, 11, 13, 21, 23, 24, 25), _squeeze)
+register("Unsqueeze", (1, 11, 13, 21, 23, 24, 25), _unsqueeze)
+register("Transpose", (1, 13, 21, 23, 24, 25), _transpose)
 register("Concat", (4, 11, 13), _concat)
 register("Split", (2, 11, 13, 18), _split)
 register("Slice", (1, 10, 11, 13), _slice)
@@ -772,12 +771,12 @@ register("Gather", (1, 11, 13), _gather)
 register("GatherElements", (11, 13), _gather_elements)
 register("Expand", (8, 13), _expand)
 register("Tile", (6, 13), _tile)
-register("Pad", (2, 11, 13, 18, 19, 21, 23), _pad)
-register("Shape", (1, 13, 15, 19, 21, 23), _shape)
-register("Size", (1, 13, 19, 21, 23), _size)
-register("ConstantOfShape", (9, 20, 21, 23), _constant_of_shape)
-register("Range", (11,), _range)
-register("Constant", (1, 9, 11, 12, 13, 19, 21, 23), _constant)
+register("Pad", (2, 11, 13, 18, 19, 21, 23, 24, 25), _pad)
+register("Shape", (1, 13, 15, 19, 21, 23, 24, 25), _shape)
+register("Size", (1, 13, 19, 21, 23, 24, 25), _size)
+register("ConstantOfShape", (9, 20, 21, 23, 24, 25), _constant_of_shape)
+register("Range", (11, 27), _range)
+register("Constant", (1, 9, 11, 12, 13, 19, 21, 23, 24, 25), _constant)
 register("CumSum", (11, 14), _cumsum)
 register("ReduceSum", (1, 11, 13), {1: _reduce("sum", 13)})
 for _name, _kind in (
@@ -792,10 +791,11 @@ for _name, _kind in (
     ("ReduceLogSumExp", "log_sum_exp"),
 ):
     _v = (1, 11, 12, 13, 18, 20) if _kind in ("max", "min") else (1, 11, 13, 18)
+    _v += (28,) if _kind in ("log_sum", "log_sum_exp") else ()
     register(_name, _v, _reduce(_kind, 18))
 register("ArgMax", (1, 11, 12, 13), _arg("max"))
 register("ArgMin", (1, 11, 12, 13), _arg("min"))
-register("TopK", (1, 10, 11), _top_k)
+register("TopK", (1, 10, 11, 24), _top_k)
 register("GlobalAveragePool", (1, 22), _global_pool("avg"))
 register("GlobalMaxPool", (1, 22), _global_pool("max"))
 

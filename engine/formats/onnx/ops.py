@@ -145,7 +145,11 @@ def _matmul(xp, a, b):
 
 def _einsum_infer(op):
     check_same_dtype(op)
-    return [(check_dtype(op, 0, NUMERIC), unknown_shape())]
+    eq = op._attrs["equation"]
+    rank = None
+    if "->" in eq and "..." not in eq:
+        rank = len(eq.split("->")[1])
+    return [(check_dtype(op, 0, NUMERIC), unknown_shape(rank))]
 
 
 @_onnx_op("OnnxEinsum", infer=_einsum_infer, inputs=("inputs*",))
@@ -166,9 +170,31 @@ def _host_ints(xp, t) -> list[int]:
     return [int(v) for v in np.asarray(a).reshape(-1)]
 
 
+def _shape_operand(op, i: int, zero_from=None) -> TensorShape:
+    """The static shape a 1-D shape operand describes: its length gives the rank, its
+    constant entries (where known) the dims."""
+    from engine.framework.tensor_util import constant_value
+
+    n = op._inputs[i]._shape.as_tuple()
+    if n is None or len(n) != 1 or n[0] is None:
+        return unknown_shape()
+    value = constant_value(op._inputs[i])
+    if value is None:
+        return unknown_shape(n[0])
+    dims = []
+    src = zero_from.as_tuple() if zero_from is not None else None
+    for k, d in enumerate(np.asarray(value).reshape(-1).tolist()):
+        if d == 0 and zero_from is not None:
+            dims.append(src[k] if src is not None and k < len(src) else None)
+        else:
+            dims.append(d if d > 0 else None)
+    return TensorShape._from_tuple(tuple(dims))
+
+
 def _reshape_infer(op):
     check_dtype(op, 1, INDEX)
-    return [(check_dtype(op, 0, ALL), unknown_shape())]
+    x = op._inputs[0]._shape
+    return [(check_dtype(op, 0, ALL), _shape_operand(op, 1, None if op._attrs["allowzero"] else x))]
 
 
 @_onnx_op("OnnxReshape", infer=_reshape_infer, inputs=("data", "shape"), aliases=True)
@@ -280,7 +306,10 @@ def _gather_elements(xp, x, idx, *, axis):
 
 def _expand_infer(op):
     check_dtype(op, 1, INDEX)
-    return [(check_dtype(op, 0, ALL), unknown_shape())]
+    x, n = op._inputs[0]._shape, op._inputs[1]._shape.as_tuple()
+    if x.ndims is None or n is None or len(n) != 1 or n[0] is None:
+        return [(check_dtype(op, 0, ALL), unknown_shape())]
+    return [(check_dtype(op, 0, ALL), unknown_shape(max(x.ndims, n[0])))]
 
 
 @_onnx_op("OnnxExpand", infer=_expand_infer, inputs=("input", "shape"))
@@ -335,7 +364,8 @@ def _pad(xp, x, pads, value, axes, *, mode):
 def _topk_infer(op):
     check_dtype(op, 1, INDEX)
     d = check_dtype(op, 0, NUMERIC)
-    return [(d, unknown_shape()), (dtypes.int64, unknown_shape())]
+    out = unknown_shape(op._inputs[0]._shape.ndims)
+    return [(d, out), (dtypes.int64, out)]
 
 
 @_onnx_op("OnnxTopK", infer=_topk_infer, inputs=("x", "k"))
