@@ -22,7 +22,7 @@ from engine.ops import control_flow, linalg, nn
 from engine.ops import math as math_ops
 from engine.variable_scope import get_variable, variable_scope
 
-__all__ = ["dense", "flatten", "dropout"]
+__all__ = ["dense", "flatten", "dropout"]  # + the conv layers and classes imported below
 
 
 def _layer_scope(name, default_name: str, reuse=None):
@@ -209,3 +209,8 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
         if static is None:
             return control_flow.cond(training, dropped, identity)
         return dropped() if static else identity()
+
+
+# The convolution layers and the classes build on the helpers above.
+from engine.conv_layers import *  # noqa: E402,F403
+from engine.layer_classes import *  # noqa: E402,F403

@@ -7,6 +7,7 @@ from engine.framework import registry
 from engine.gradients import _gradient_registry
 from tests.engine import (
     test_array_grads,
+    test_conv_ops,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -56,6 +57,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_reduction_grads, "GRAD_CASES"),
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
+        (test_conv_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

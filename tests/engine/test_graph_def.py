@@ -9,6 +9,7 @@ from engine.saving.graph_def import GraphDef, GraphDefError
 from tests.engine import (
     test_array_grads,
     test_array_ops,
+    test_conv_ops,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -138,6 +139,7 @@ def _all_builders():
         test_reduction_ops,
         test_nn_ops,
         test_onnx_ops,
+        test_conv_ops,
     ):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
@@ -147,6 +149,7 @@ def _all_builders():
         (test_reduction_grads, "GRAD_CASES"),
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
+        (test_conv_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:
