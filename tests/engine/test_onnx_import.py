@@ -270,11 +270,24 @@ def test_unsupported_operators_are_all_named_at_load():
     assert "3 unsupported operator(s): AnotherOne, NoSuchOp (x2), com.example.Thing" in str(e.value)
 
 
-def test_old_opsets_are_refused_with_the_range():
+def test_old_opsets_use_the_old_operator_versions():
+    # Add-6 broadcasts only when asked, aligning B at ``axis`` of A.
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"], broadcast=1, axis=1)]
     data = model_bytes(
-        [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], opset=6
+        nodes, [vi("x", F, [2, 3, 4]), vi("b", F, [3])], [vi("y", F, [2, 3, 4])], opset=6
     )
-    with pytest.raises(tf.onnx.UnsupportedModelError, match="opset 6; opsets 7 and newer"):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(run_engine(data, {"x": x, "b": b})["y"], x + b[:, None])
+    # Gemm-6 (a different broadcast rule) has no row: reported, not misread.
+    nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["y"])]
+    data = model_bytes(
+        nodes,
+        [vi("x", F, [2, 3]), vi("w", F, [3, 2]), vi("c", F, [2])],
+        [vi("y", F, [2, 2])],
+        opset=6,
+    )
+    with pytest.raises(tf.onnx.UnsupportedModelError, match="unsupported operator.*: Gemm"):
         tf.onnx.import_model(data)
 
 

@@ -145,6 +145,37 @@ CASES = [
         lambda x, k: np.array([[1, 2, 3]], I64),
     ),
     Case(
+        "reduce_runtime_axes",
+        _op("OnnxReduce", {"kind": "log_sum_exp", "keepdims": 0, "noop_with_empty_axes": 0}),
+        [x4, np.array([-1, 1], I64)],
+        lambda x, a: np.log(np.exp(x).sum(axis=(1, 3))),
+        rtol=1e-5,
+    ),
+    Case(
+        "reduce_empty_axes_noop",
+        _op("OnnxReduce", {"kind": "sum", "keepdims": 1, "noop_with_empty_axes": 1}),
+        [a, np.zeros([0], I64)],
+        lambda x, _: x,
+    ),
+    Case(
+        "reduce_max_of_empty",
+        _op("OnnxReduce", {"kind": "max", "keepdims": 1, "noop_with_empty_axes": 0}),
+        [np.zeros((2, 0), F), np.array([1], I64)],
+        lambda x, _: np.full((2, 1), -np.inf, F),
+    ),
+    Case(
+        "trilu_lower",
+        _op("OnnxTrilu", {"upper": 0}),
+        [x4, np.array(-1, I64)],
+        lambda x, k: np.tril(x, -1),
+    ),
+    Case(
+        "bit_shift",
+        _op("OnnxBitShift", {"direction": "LEFT"}),
+        [np.array([1, 2, 255], np.uint8), np.array([1, 3, 1], np.uint8)],
+        lambda x, y: np.left_shift(x, y),
+    ),
+    Case(
         "lrn",
         _op("OnnxLRN", {"size": 3, "alpha": 1e-3, "beta": 0.75, "bias": 1.0}),
         [x4],

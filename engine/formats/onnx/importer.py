@@ -17,6 +17,7 @@ import numpy as np
 
 import engine as tf
 from engine import dtypes
+from engine.formats.onnx import mapping_vision as _vision  # noqa: F401 - registers table rows
 from engine.formats.onnx import ops as _onnx_ops  # noqa: F401 - registers the ONNX op family
 from engine.formats.onnx.mapping import UnsupportedModelError, converter_for
 from engine.formats.onnx.proto import ATTR_GRAPH, ATTR_GRAPHS, ProtoError, decode
@@ -36,7 +37,9 @@ __all__ = [
     "summarize",
 ]
 
-MIN_OPSET = 7
+# Operators of older opsets import when the table has their version (rows start at each
+# operator's real first since_version); the rest are reported as unsupported.
+MIN_OPSET = 1
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit for one message
 MAX_NODES = 1_000_000
 _DEFAULT_DOMAINS = ("", "ai.onnx")

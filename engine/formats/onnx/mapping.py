@@ -76,6 +76,23 @@ def _binary(fn):
     return lambda ctx, node: [fn(ctx.input(node, 0), ctx.input(node, 1))]
 
 
+def _legacy_binary(fn):
+    """Opsets 1-6: broadcasting only with ``broadcast=1``, ``axis`` aligning B inside A."""
+
+    def convert(ctx, node):
+        a, b = ctx.input(node, 0), ctx.input(node, 1)
+        axis = ctx.attr(node, "axis", None)
+        if ctx.attr(node, "broadcast", 0) and axis is not None:
+            ra, rb = ctx.rank(a, node), ctx.rank(b, node)
+            axis %= max(ra, 1)
+            trailing = ra - axis - rb
+            if trailing > 0:
+                b = tf.reshape(b, tf.concat([tf.shape(b), _const([1] * trailing, tf.int32)], 0))
+        return [fn(a, b)]
+
+    return convert
+
+
 def _variadic(fn):
     def convert(ctx, node):
         xs = [ctx.input(node, i) for i in range(len(node["input"]))]
@@ -95,11 +112,14 @@ def _mean(ctx, node):
     return [tf.realdiv(out, _const(len(xs), out.dtype.base_dtype))]
 
 
-def _div(ctx, node):
-    a, b = ctx.input(node, 0), ctx.input(node, 1)
+def _div_fn(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype.base_dtype.is_integer:
-        return [create("OnnxTruncDiv", [a, b]).outputs[0]]
-    return [tf.realdiv(a, b)]
+        return create("OnnxTruncDiv", [a, b]).outputs[0]
+    return tf.realdiv(a, b)
+
+
+def _div(ctx, node):
+    return [_div_fn(ctx.input(node, 0), ctx.input(node, 1))]
 
 
 def _mod(ctx, node):
@@ -575,7 +595,8 @@ def _constant(ctx, node):
 
 
 def _cumsum(ctx, node):
-    axis = ctx.ints(node, 1, "axis")[0]
+    v = ctx.const(node, 1)
+    axis = ctx.input(node, 1) if v is None else int(np.asarray(v).reshape(-1)[0])
     return [
         tf.cumsum(
             ctx.input(node, 0),
@@ -586,6 +607,45 @@ def _cumsum(ctx, node):
     ]
 
 
+def _cumprod(ctx, node):
+    v = ctx.const(node, 1)
+    axis = ctx.input(node, 1) if v is None else int(np.asarray(v).reshape(-1)[0])
+    return [
+        tf.cumprod(
+            ctx.input(node, 0),
+            axis=axis,
+            exclusive=bool(ctx.attr(node, "exclusive", 0)),
+            reverse=bool(ctx.attr(node, "reverse", 0)),
+        )
+    ]
+
+
+def _trilu(ctx, node):
+    k = ctx.optional(node, 1)
+    k = _const(0, tf.int64) if k is None else k
+    attrs = {"upper": int(ctx.attr(node, "upper", 1))}
+    return [create("OnnxTrilu", [ctx.input(node, 0), k], attrs).outputs[0]]
+
+
+def _rms_norm(ctx, node):
+    x = ctx.input(node, 0)
+    axis = ctx.attr(node, "axis", -1)
+    axes = list(range(axis, 0)) if axis < 0 else list(range(axis, ctx.rank(x, node)))
+    stash = engine_dtype(ctx.attr(node, "stash_type", 1), "RMSNormalization stash_type")
+    xs = tf.cast(x, stash) if stash != x.dtype.base_dtype else x
+    ms = tf.reduce_mean(tf.square(xs), axis=axes, keepdims=True)
+    y = tf.multiply(xs, tf.rsqrt(tf.add(ms, _const(ctx.attr(node, "epsilon", 1e-5), stash))))
+    if stash != x.dtype.base_dtype:
+        y = tf.cast(y, x.dtype.base_dtype)
+    return [tf.multiply(y, ctx.input(node, 1))]
+
+
+def _bit_shift(ctx, node):
+    direction = ctx.attr(node, "direction")
+    attrs = {"direction": direction if isinstance(direction, str) else direction.decode()}
+    return [create("OnnxBitShift", [ctx.input(node, 0), ctx.input(node, 1)], attrs).outputs[0]]
+
+
 # -----------------------------------------------------------------------------------------
 # Reductions, arg max/min, top-k
 # -----------------------------------------------------------------------------------------
@@ -594,8 +654,13 @@ def _cumsum(ctx, node):
 def _reduce(kind: str, axes_input_since: int):
     def convert(ctx, node):
         x = ctx.input(node, 0)
-        axes = _axes(ctx, node, axes_input_since)
         keep = bool(ctx.attr(node, "keepdims", 1))
+        noop = int(ctx.attr(node, "noop_with_empty_axes", 0))
+        if ctx.opset_of(node) >= axes_input_since and ctx.optional(node, 1) is not None:
+            if ctx.const(node, 1) is None:
+                attrs = {"kind": kind, "keepdims": int(keep), "noop_with_empty_axes": noop}
+                return [create("OnnxReduce", [x, ctx.input(node, 1)], attrs).outputs[0]]
+        axes = _axes(ctx, node, axes_input_since)
         if axes is not None and not axes or axes is None:
             if ctx.attr(node, "noop_with_empty_axes", 0):
                 return [tf.identity(x)]
@@ -706,10 +771,10 @@ for _name, _fn, _versions in (
 ):
     register(_name, _versions, _unary(_fn))
 
+for _name, _fn in (("Add", tf.add), ("Sub", tf.subtract), ("Mul", tf.multiply)):
+    register(_name, (1, 6, 7, 13, 14), {1: _legacy_binary(_fn), 7: _binary(_fn)})
+
 for _name, _fn, _versions in (
-    ("Add", tf.add, (7, 13, 14)),
-    ("Sub", tf.subtract, (7, 13, 14)),
-    ("Mul", tf.multiply, (7, 13, 14)),
     ("Equal", tf.equal, (7, 11, 13, 19)),
     ("Greater", tf.greater, (7, 9, 13)),
     ("Less", tf.less, (7, 9, 13)),
@@ -724,7 +789,7 @@ register("Max", (6, 8, 12, 13), _variadic(tf.maximum))
 register("Min", (6, 8, 12, 13), _variadic(tf.minimum))
 register("Sum", (6, 8, 13), _variadic(tf.add))
 register("Mean", (6, 8, 13), _mean)
-register("Div", (7, 13, 14), _div)
+register("Div", (1, 6, 7, 13, 14), {1: _legacy_binary(_div_fn), 7: _div})
 register("Mod", (10, 13, 28), _mod)
 register("Pow", (7, 12, 13, 15), _pow)
 register("Xor", (7,), _xor)
@@ -778,6 +843,10 @@ register("ConstantOfShape", (9, 20, 21, 23, 24, 25), _constant_of_shape)
 register("Range", (11, 27), _range)
 register("Constant", (1, 9, 11, 12, 13, 19, 21, 23, 24, 25), _constant)
 register("CumSum", (11, 14), _cumsum)
+register("CumProd", (26,), _cumprod)
+register("Trilu", (14,), _trilu)
+register("RMSNormalization", (23,), _rms_norm)
+register("BitShift", (11, 28), _bit_shift)
 register("ReduceSum", (1, 11, 13), {1: _reduce("sum", 13)})
 for _name, _kind in (
     ("ReduceMean", "mean"),

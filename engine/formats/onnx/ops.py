@@ -16,7 +16,15 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.registry import ShapeError, op
-from engine.ops._common import ALL, FLOATS, INDEX, INTS, NUMERIC, check_dtype, check_same_dtype
+from engine.ops._common import (
+    ALL,
+    FLOATS,
+    INDEX,
+    INTS,
+    NUMERIC,
+    check_dtype,
+    check_same_dtype,
+)
 from engine.tensor_shape import TensorShape, unknown_shape
 
 __all__ = ["ONNX_OP_TYPES"]
@@ -405,3 +413,86 @@ def _lrn(xp, x, *, size, alpha, beta, bias):
     for j in range(size):
         total += padded[:, j : j + c]
     return (x / (bias + alpha / size * total) ** beta).astype(x.dtype)
+
+
+# -----------------------------------------------------------------------------------------
+# Reductions over run-time axes, triangles, shifts
+# -----------------------------------------------------------------------------------------
+
+
+def _reduce_infer(op):
+    check_dtype(op, 1, INDEX)
+    return [(check_dtype(op, 0, NUMERIC), unknown_shape())]
+
+
+_EMPTY_IDENTITY = {"max": -np.inf, "min": np.inf}
+
+
+@_onnx_op("OnnxReduce", infer=_reduce_infer, inputs=("data", "axes"))
+def _reduce(xp, x, axes, *, kind, keepdims, noop_with_empty_axes):
+    axes = _host_ints(xp, axes)
+    if not axes:
+        if noop_with_empty_axes:
+            return x.copy()
+        axes = list(range(x.ndim))
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise _bad(f"Reduce: axis {a} is out of range for rank {x.ndim}")
+    ax = tuple(sorted({a % x.ndim for a in axes}))
+    keep = bool(keepdims)
+    if x.size == 0 and kind in _EMPTY_IDENTITY:
+        shape = [1 if i in ax else d for i, d in enumerate(x.shape) if keep or i not in ax]
+        fill = _EMPTY_IDENTITY[kind]
+        if x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            fill = info.min if kind == "max" else info.max
+        return xp.full(shape, fill, dtype=x.dtype)
+    if kind == "sum":
+        out = xp.sum(x, axis=ax, keepdims=keep)
+    elif kind == "mean":
+        out = xp.mean(x, axis=ax, keepdims=keep)
+    elif kind == "max":
+        out = xp.max(x, axis=ax, keepdims=keep)
+    elif kind == "min":
+        out = xp.min(x, axis=ax, keepdims=keep)
+    elif kind == "prod":
+        out = xp.prod(x, axis=ax, keepdims=keep)
+    elif kind == "l1":
+        out = xp.sum(xp.abs(x), axis=ax, keepdims=keep)
+    elif kind == "l2":
+        out = xp.sqrt(xp.sum(x.astype(np.float64) ** 2, axis=ax, keepdims=keep))
+    elif kind == "sum_square":
+        out = xp.sum(x * x, axis=ax, keepdims=keep)
+    elif kind == "log_sum":
+        out = xp.log(xp.sum(x, axis=ax, keepdims=keep))
+    elif kind == "log_sum_exp":
+        m = xp.max(x, axis=ax, keepdims=True) if x.size else xp.zeros([1] * x.ndim, x.dtype)
+        m = xp.where(xp.isfinite(m), m, 0)
+        out = xp.log(xp.sum(xp.exp(x - m), axis=ax, keepdims=True)) + m
+        if not keep:
+            out = out.reshape([d for i, d in enumerate(out.shape) if i not in ax])
+    else:
+        raise _bad(f"Reduce: unknown kind {kind!r}")
+    return xp.asarray(out).astype(x.dtype)
+
+
+def _trilu_infer(op):
+    check_dtype(op, 1, INDEX)
+    return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
+
+
+@_onnx_op("OnnxTrilu", infer=_trilu_infer, inputs=("input", "k"))
+def _trilu(xp, x, k, *, upper):
+    if x.ndim < 2:
+        raise _bad("Trilu: input must have rank at least 2")
+    k = _host_ints(xp, k)[0]
+    return xp.triu(x, k) if upper else xp.tril(x, k)
+
+
+@_onnx_op("OnnxBitShift", infer=_binary_same(INTS), inputs=("x", "y"))
+def _bit_shift(xp, x, y, *, direction):
+    if direction == "LEFT":
+        return xp.left_shift(x, y).astype(x.dtype)
+    if direction == "RIGHT":
+        return xp.right_shift(x, y).astype(x.dtype)
+    raise _bad(f"BitShift: direction must be LEFT or RIGHT, got {direction!r}")

@@ -196,8 +196,8 @@ def decode(data, message: str = "ModelProto", _depth: int = 0) -> dict:
         value = _convert(kind, wire, value if raw is None else raw, message, name, _depth)
         if repeated:
             lst = out.setdefault(name, [])
-            if isinstance(value, list):
-                lst.extend(value)
+            if isinstance(value, (list, np.ndarray)):
+                lst.extend(value.tolist() if isinstance(value, np.ndarray) else value)
             else:
                 lst.append(value)
         else:
