@@ -8,6 +8,7 @@ the protobuf ourselves.
 
 from __future__ import annotations
 
+from engine.formats.onnx.export import EXPORT_OPSET, ExportError, export
 from engine.formats.onnx.importer import (
     MIN_OPSET,
     ModelSummary,
@@ -20,6 +21,9 @@ from engine.formats.onnx.mapping import TABLE, VERSIONS, UnsupportedModelError
 from engine.formats.onnx.tensors import OnnxFormatError
 
 __all__ = [
+    "EXPORT_OPSET",
+    "ExportError",
+    "export",
     "MIN_OPSET",
     "MODEL_FILENAME",
     "ModelSummary",
