@@ -223,6 +223,55 @@ CASES = {
             init("var", rng.random(3).astype(np.float32) + 0.5),
         ],
     ),
+    "resize_cubic_then_conv_pool": (
+        [
+            helper.make_node("Resize", ["a", "", "scales"], ["r"], mode="cubic", exclude_outside=1),
+            helper.make_node(
+                "Conv",
+                ["r", "w"],
+                ["c"],
+                kernel_shape=[3, 3],
+                pads=[1, 0, 1, 2],
+                group=2,
+                dilations=[2, 1],
+                strides=[1, 2],
+            ),
+            helper.make_node(
+                "AveragePool",
+                ["c"],
+                ["p"],
+                kernel_shape=[3, 3],
+                pads=[1, 1, 1, 1],
+                ceil_mode=1,
+                strides=[2, 2],
+            ),
+            helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_UPPER"),
+        ],
+        {"a": (2, 4, 5, 6)},
+        [
+            init("scales", np.array([1, 1, 1.5, 2], np.float32)),
+            init("w", rng.standard_normal((6, 2, 3, 3)).astype(np.float32)),
+        ],
+    ),
+    "conv_transpose_depthwise": (
+        [
+            helper.make_node(
+                "ConvTranspose",
+                ["a", "wt"],
+                ["t"],
+                strides=[2, 2],
+                pads=[1, 0, 0, 1],
+                output_padding=[1, 1],
+            ),
+            helper.make_node("Conv", ["t", "dw", "b"], ["y"], kernel_shape=[3, 3], group=3),
+        ],
+        {"a": (1, 2, 4, 4)},
+        [
+            init("wt", rng.standard_normal((2, 3, 3, 3)).astype(np.float32)),
+            init("dw", rng.standard_normal((6, 1, 3, 3)).astype(np.float32)),
+            init("b", rng.standard_normal(6).astype(np.float32)),
+        ],
+    ),
     "squeeze_unsqueeze_constant_of_shape": (
         [
             helper.make_node("Unsqueeze", ["a", "ax"], ["u"]),

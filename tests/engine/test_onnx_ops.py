@@ -35,6 +35,16 @@ def _lrn_ref(x, size, alpha, beta, bias):
 
 
 _erf = np.vectorize(math.erf)
+_RESIZE = {
+    "mode": "nearest",
+    "coordinate_transformation_mode": "half_pixel",
+    "nearest_mode": "floor",
+    "cubic_coeff_a": -0.75,
+    "exclude_outside": 0,
+    "extrapolation_value": 0.0,
+    "axes": [],
+    "keep_aspect_ratio_policy": "stretch",
+}
 
 CASES = [
     Case("erf", _op("OnnxErf"), [a * 2], lambda x: _erf(x).astype(F), rtol=2e-6, atol=2e-7),
@@ -174,6 +184,21 @@ CASES = [
         _op("OnnxBitShift", {"direction": "LEFT"}),
         [np.array([1, 2, 255], np.uint8), np.array([1, 3, 1], np.uint8)],
         lambda x, y: np.left_shift(x, y),
+    ),
+    Case(
+        "resize_nearest_asymmetric",
+        _op("OnnxResize", dict(_RESIZE, coordinate_transformation_mode="asymmetric")),
+        [x4[:1, :1], np.zeros([0], F), np.array([1, 1, 2, 2], F), np.zeros([0], I64)],
+        lambda x, *_: x.repeat(2, axis=2).repeat(2, axis=3),
+    ),
+    Case(
+        "resize_linear_align_corners_sizes",
+        _op(
+            "OnnxResize",
+            dict(_RESIZE, mode="linear", coordinate_transformation_mode="align_corners"),
+        ),
+        [np.array([[0.0, 3.0]], F), np.zeros([0], F), np.zeros([0], F), np.array([1, 4], I64)],
+        lambda *_: np.array([[0.0, 1.0, 2.0, 3.0]], F),
     ),
     Case(
         "lrn",

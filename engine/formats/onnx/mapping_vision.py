@@ -225,6 +225,15 @@ def _pool(kind: str):
         dilations = _node_ints(ctx, node, "dilations", n, 1)
         if any(d != 1 for d in dilations):
             raise UnsupportedModelError(f"{node['op_type']} with dilations")
+        count_pad = kind == "avg" and bool(ctx.attr(node, "count_include_pad", 0))
+        same_upper = ctx.attr(node, "auto_pad", "NOTSET") == "SAME_UPPER"
+        if same_upper and not count_pad and not ctx.attr(node, "ceil_mode", 0):
+            # TF's SAME is ONNX's SAME_UPPER, and its windows ignore the padding.
+            ks, st = [1, 1] + ([1] if rank == 3 else []) + kernel, [1, 1]
+            st += ([1] if rank == 3 else []) + strides
+            fn = tf.nn.max_pool if kind == "max" else tf.nn.avg_pool
+            y = fn(_to_2d(x, rank), ks, st, "SAME", data_format="NCHW")
+            return [_from_2d(y, rank)]
         pads = _auto_pads(ctx, node, x, kernel, strides, dilations)
         if ctx.attr(node, "ceil_mode", 0):
             sizes = _spatial(x)
@@ -241,7 +250,6 @@ def _pool(kind: str):
             kernel, strides = [1] + kernel, [1] + strides
             pads = [0, pads[0], 0, pads[1]]
         x2 = _to_2d(x, rank)
-        count_pad = kind == "avg" and bool(ctx.attr(node, "count_include_pad", 0))
         ksize, stride = [1, 1] + kernel, [1, 1] + strides
         if any(pads):
             width = _const([0, 0] + list(pads[:2]) + [0, 0] + list(pads[2:]), tf.int64)
@@ -283,3 +291,88 @@ register("Conv", (1, 11, 22), _conv)
 register("ConvTranspose", (1, 11, 22), _conv_transpose)
 register("MaxPool", (1, 8, 10, 11, 12, 22), _pool("max"))
 register("AveragePool", (7, 10, 11, 19, 22), _pool("avg"))
+
+
+def _resize_static_shape(ctx, node, x, attrs, version):
+    """The output shape when the sizes (or scales and input dims) are constants."""
+    dims = x.shape.as_tuple()
+    if dims is None or attrs["axes"] or attrs["keep_aspect_ratio_policy"] != "stretch":
+        return None
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        return None
+    sizes = ctx.const(node, 3) if version >= 11 else None
+    if sizes is not None and np.asarray(sizes).size == len(dims):
+        return [int(v) for v in np.asarray(sizes).ravel()]
+    scales = ctx.const(node, 2 if version >= 11 else 1)
+    if scales is not None and np.asarray(scales).size == len(dims):
+        return [
+            None if d is None else int(np.floor(d * float(s)))
+            for d, s in zip(dims, np.asarray(scales).ravel())
+        ]
+    return None
+
+
+def _resize(version: int):
+    def convert(ctx, node):
+        x = ctx.input(node, 0)
+        empty_f = _const(np.zeros([0]), tf.float32)
+        if version < 11:
+            roi, scales, sizes = empty_f, ctx.input(node, 1 if version >= 9 else -1), None
+        else:
+            roi, scales, sizes = ctx.optional(node, 1), ctx.optional(node, 2), ctx.optional(node, 3)
+        if ctx.attr(node, "antialias", 0):
+            raise UnsupportedModelError("Resize with antialias=1")
+        mode = ctx.attr(node, "mode", "nearest")
+        default_ct = "half_pixel" if version >= 11 else "asymmetric"
+        attrs = {
+            "mode": mode,
+            "coordinate_transformation_mode": ctx.attr(
+                node, "coordinate_transformation_mode", default_ct
+            ),
+            "nearest_mode": ctx.attr(
+                node, "nearest_mode", "round_prefer_floor" if version >= 11 else "floor"
+            ),
+            "cubic_coeff_a": float(ctx.attr(node, "cubic_coeff_a", -0.75)),
+            "exclude_outside": int(ctx.attr(node, "exclude_outside", 0)),
+            "extrapolation_value": float(ctx.attr(node, "extrapolation_value", 0.0)),
+            "axes": [int(a) for a in ctx.attr(node, "axes", [])],
+            "keep_aspect_ratio_policy": ctx.attr(node, "keep_aspect_ratio_policy", "stretch"),
+        }
+        if mode == "linear" and version < 11:
+            attrs["coordinate_transformation_mode"] = "asymmetric"
+        static = _resize_static_shape(ctx, node, x, attrs, version)
+        roi = empty_f if roi is None else tf.cast(roi, tf.float32)
+        scales = empty_f if scales is None else tf.cast(scales, tf.float32)
+        sizes = _const(np.zeros([0]), tf.int64) if sizes is None else sizes
+        y = create("OnnxResize", [x, roi, scales, sizes], attrs).outputs[0]
+        if static is not None:
+            y.set_shape(static)
+        return [y]
+
+    return convert
+
+
+def _upsample(ctx, node):
+    x = ctx.input(node, 0)
+    if ctx.opset_of(node) >= 9:
+        scales = tf.cast(ctx.input(node, 1), tf.float32)
+    else:
+        scales = _const(ctx.attr(node, "scales"), tf.float32)
+    mode = ctx.attr(node, "mode", "nearest")
+    attrs = {
+        "mode": "linear" if mode in ("linear", "bilinear") else mode,
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": "floor",
+        "cubic_coeff_a": -0.75,
+        "exclude_outside": 0,
+        "extrapolation_value": 0.0,
+        "axes": [],
+        "keep_aspect_ratio_policy": "stretch",
+    }
+    empty_f = _const(np.zeros([0]), tf.float32)
+    sizes = _const(np.zeros([0]), tf.int64)
+    return [create("OnnxResize", [x, empty_f, scales, sizes], attrs).outputs[0]]
+
+
+register("Resize", (10, 11, 13, 18, 19), {10: _resize(10), 11: _resize(11)})
+register("Upsample", (7, 9, 10), _upsample)

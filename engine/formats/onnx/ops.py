@@ -331,9 +331,25 @@ def _expand(xp, x, shape):
 
 
 def _pad_infer(op):
+    from engine.framework.tensor_util import constant_value
+
     check_dtype(op, 1, INDEX)
-    x = op._inputs[0]._shape
-    return [(check_dtype(op, 0, ALL), unknown_shape(x.ndims) if x.ndims is not None else x)]
+    d = check_dtype(op, 0, ALL)
+    x = op._inputs[0]._shape.as_tuple()
+    if x is None:
+        return [(d, unknown_shape())]
+    pads, axes = constant_value(op._inputs[1]), constant_value(op._inputs[3])
+    if pads is None or axes is None:
+        return [(d, unknown_shape(len(x)))]
+    axes = [int(a) % max(len(x), 1) for a in np.asarray(axes).ravel()] or list(range(len(x)))
+    pads = [int(p) for p in np.asarray(pads).ravel()]
+    if len(pads) != 2 * len(axes):
+        raise ShapeError(f"{len(pads)} pads for {len(axes)} axes")
+    out = list(x)
+    for k, a in enumerate(axes):
+        if out[a] is not None:
+            out[a] = max(out[a] + pads[k] + pads[k + len(axes)], 0)
+    return [(d, TensorShape._from_tuple(tuple(out)))]
 
 
 @_onnx_op("OnnxPad", infer=_pad_infer, inputs=("data", "pads", "constant_value", "axes"))
@@ -496,3 +512,140 @@ def _bit_shift(xp, x, y, *, direction):
     if direction == "RIGHT":
         return xp.right_shift(x, y).astype(x.dtype)
     raise _bad(f"BitShift: direction must be LEFT or RIGHT, got {direction!r}")
+
+
+# -----------------------------------------------------------------------------------------
+# Resize: separable nearest / n-linear / cubic interpolation, one axis at a time
+# -----------------------------------------------------------------------------------------
+
+
+def _resize_infer(op):
+    for i in (1, 2):
+        check_dtype(op, i, FLOATS)
+    check_dtype(op, 3, INDEX)
+    x = op._inputs[0]._shape
+    return [(check_dtype(op, 0, ALL), unknown_shape(x.ndims))]
+
+
+def _original_coords(xp, out: int, size: int, scale: float, mode: str, roi):
+    x = xp.arange(out, dtype=np.float64)
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        adjustment = out / (scale * size)
+        return size / 2 * (1 - adjustment) + (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if out > 1 else xp.zeros(out)
+    if mode == "align_corners":
+        # The reference divides by the unrounded output length (size * scale).
+        length = size * scale
+        return x * (size - 1) / (length - 1) if out > 1 else xp.zeros(out)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_crop_and_resize":
+        start, end = roi
+        if out > 1:
+            return start * (size - 1) + x * (end - start) * (size - 1) / (out - 1)
+        return xp.full(out, 0.5 * (start + end) * (size - 1))
+    raise _bad(f"Resize: unknown coordinate_transformation_mode {mode!r}")
+
+
+def _nearest(xp, c, rule: str):
+    if rule == "round_prefer_floor":
+        return xp.ceil(c - 0.5)
+    if rule == "round_prefer_ceil":
+        return xp.floor(c + 0.5)
+    if rule == "floor":
+        return xp.floor(c)
+    if rule == "ceil":
+        return xp.ceil(c)
+    raise _bad(f"Resize: unknown nearest_mode {rule!r}")
+
+
+def _cubic_weights(xp, t, a: float):
+    t1, t2, t3 = t + 1, 1 - t, 2 - t
+    return [
+        ((a * t1 - 5 * a) * t1 + 8 * a) * t1 - 4 * a,
+        ((a + 2) * t - (a + 3)) * t * t + 1,
+        ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1,
+        ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a,
+    ]
+
+
+def _resize_axis(xp, x, axis: int, out: int, scale: float, roi, attrs):
+    size = x.shape[axis]
+    c = _original_coords(xp, out, size, scale, attrs["coordinate_transformation_mode"], roi)
+    mode = attrs["mode"]
+    if mode == "nearest":
+        idx = xp.clip(_nearest(xp, c, attrs["nearest_mode"]), 0, size - 1).astype(np.int64)
+        y = xp.take(x, idx, axis=axis)
+    else:
+        base = xp.floor(c)
+        t = c - base
+        base = base.astype(np.int64)
+        if mode == "linear":
+            offsets, weights = (0, 1), [1 - t, t]
+        elif mode == "cubic":
+            offsets, weights = (-1, 0, 1, 2), _cubic_weights(xp, t, attrs["cubic_coeff_a"])
+        else:
+            raise _bad(f"Resize: unknown mode {mode!r}")
+        if attrs["exclude_outside"]:
+            inside = [((base + o) >= 0) & ((base + o) < size) for o in offsets]
+            weights = [w * m for w, m in zip(weights, inside)]
+            total = sum(weights)
+            weights = [w / xp.where(total == 0, 1, total) for w in weights]
+        shape = [1] * x.ndim
+        shape[axis] = out
+        xf = x.astype(np.float64)
+        y = 0
+        for o, w in zip(offsets, weights):
+            taps = xp.take(xf, xp.clip(base + o, 0, size - 1), axis=axis)
+            y = y + taps * w.reshape(shape)
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        shape = [1] * x.ndim
+        shape[axis] = out
+        outside = ((c < 0) | (c > size - 1)).reshape(shape)
+        y = xp.where(outside, attrs["extrapolation_value"], y)
+    return y
+
+
+@_onnx_op("OnnxResize", infer=_resize_infer, inputs=("X", "roi", "scales", "sizes"))
+def _resize(xp, x, roi, scales, sizes, **attrs):
+    n = x.ndim
+    axes = [a % n for a in attrs["axes"]] if attrs["axes"] else list(range(n))
+    roi_h = [float(v) for v in np.asarray(roi.get() if hasattr(roi, "get") else roi).ravel()]
+    scales_h = [
+        float(v) for v in np.asarray(scales.get() if hasattr(scales, "get") else scales).ravel()
+    ]
+    sizes_h = _host_ints(xp, sizes)
+    if sizes_h:
+        if len(sizes_h) != len(axes):
+            raise _bad(f"Resize: {len(sizes_h)} sizes for {len(axes)} axes")
+        ratios = [s / x.shape[a] for s, a in zip(sizes_h, axes)]
+        policy = attrs["keep_aspect_ratio_policy"]
+        if policy != "stretch":
+            r = min(ratios) if policy == "not_larger" else max(ratios)
+            ratios = [r] * len(axes)
+            sizes_h = [int(np.floor(x.shape[a] * r + 0.5)) for a in axes]
+        outs = sizes_h
+    elif scales_h:
+        if len(scales_h) != len(axes):
+            raise _bad(f"Resize: {len(scales_h)} scales for {len(axes)} axes")
+        ratios = scales_h
+        outs = []
+        for k, a in enumerate(axes):
+            span = 1.0
+            if roi_h and attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+                span = roi_h[k + len(axes)] - roi_h[k]
+            outs.append(int(np.floor(x.shape[a] * span * scales_h[k])))
+    else:
+        raise _bad("Resize: one of scales and sizes is required")
+    if any(r <= 0 for r in ratios) or any(o < 0 for o in outs):
+        raise _bad(f"Resize: scales must be positive, got {ratios}")
+    y = x
+    for k, a in enumerate(axes):
+        if outs[k] == x.shape[a] and ratios[k] == 1.0 and not roi_h:
+            continue
+        roi_a = (roi_h[k], roi_h[k + len(axes)]) if roi_h else (0.0, 1.0)
+        y = _resize_axis(xp, y, a, outs[k], ratios[k], roi_a, attrs)
+    return xp.asarray(y).astype(x.dtype) if y is not x else x.copy()
