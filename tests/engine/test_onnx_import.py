@@ -499,3 +499,23 @@ def test_cli_inspect_shows_onnx_models(tmp_path, capsys):
     assert "unsupported operators: Foo (x1)" in capsys.readouterr().out
     assert main(["run", str(tmp_path / "model.onnx"), "--input", "x=[[[0,0,0,0,0,0,0,1]]]"]) == 0
     assert "y (dtype float32, shape [1, 1, 8])" in capsys.readouterr().out
+
+
+def test_batch_norm_after_conv_is_folded_into_the_conv():
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "sc", "bi", "mu", "var"], ["y"], epsilon=1e-3),
+    ]
+    inits = [
+        init("w", rng.standard_normal((4, 3, 3, 3)).astype(np.float32)),
+        init("b", rng.standard_normal(4).astype(np.float32)),
+        init("sc", rng.standard_normal(4).astype(np.float32)),
+        init("bi", rng.standard_normal(4).astype(np.float32)),
+        init("mu", rng.standard_normal(4).astype(np.float32)),
+        init("var", rng.random(4).astype(np.float32) + 0.5),
+    ]
+    data = model_bytes(nodes, [vi("x", F, ["n", 3, 6, 6])], [vi("y", F, ["n", 4, 6, 6])], inits)
+    m = tf.onnx.import_model(data)
+    types = {op.type for op in m.graph.get_operations()}
+    assert "Conv2D" in types and "Rsqrt" not in types
+    assert_same_as_ort(data, {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)})

@@ -21,7 +21,12 @@ from engine.formats.onnx import mapping_vision as _vision  # noqa: F401 - regist
 from engine.formats.onnx import ops as _onnx_ops  # noqa: F401 - registers the ONNX op family
 from engine.formats.onnx.mapping import UnsupportedModelError, converter_for
 from engine.formats.onnx.proto import ATTR_GRAPH, ATTR_GRAPHS, ProtoError, decode
-from engine.formats.onnx.tensors import OnnxFormatError, engine_dtype, tensor_to_array
+from engine.formats.onnx.tensors import (
+    OnnxFormatError,
+    array_to_tensor,
+    engine_dtype,
+    tensor_to_array,
+)
 from engine.framework.graph import Graph, Tensor
 from engine.framework.tensor_util import constant_value
 from engine.saving.meta_graph import SignatureDef, TensorInfo
@@ -346,8 +351,59 @@ def import_model(
         return _build(model, model_dir, opset, graph, initializers_as_variables)
 
 
+def _fold_batch_norms(g: dict, model_dir) -> None:
+    """Folds inference BatchNormalization into the Conv feeding it (constant weights, the
+    Conv's output used by nothing else): one op instead of five per layer, as onnxruntime
+    does. Values change only by float rounding."""
+    inits = {t.get("name"): t for t in g.get("initializer", [])}
+    uses: Counter = Counter(i for n in g.get("node", []) for i in n.get("input", []) if i)
+    uses.update(o.get("name") for o in g.get("output", []))
+    producers = {o: n for n in g.get("node", []) for o in n.get("output", [])}
+    dropped = set()
+    for bn in g.get("node", []):
+        if bn.get("op_type") != "BatchNormalization" or bn.get("domain", "") not in ("", "ai.onnx"):
+            continue
+        ins, outs = bn.get("input", []), bn.get("output", [])
+        conv = producers.get(ins[0]) if ins else None
+        if (
+            conv is None
+            or conv.get("op_type") != "Conv"
+            or len(ins) != 5
+            or not all(i in inits for i in ins[1:])
+            or len([o for o in outs if o]) != 1
+            or uses[ins[0]] != 1
+            or len(conv.get("input", [])) < 2
+            or conv["input"][1] not in inits
+            or any(a.get("name") == "training_mode" and a.get("i") for a in bn.get("attribute", []))
+        ):
+            continue
+        eps = next(
+            (a.get("f", 1e-5) for a in bn.get("attribute", []) if a.get("name") == "epsilon"), 1e-5
+        )
+        w = tensor_to_array(inits[conv["input"][1]], model_dir)
+        scale, beta, mean, var = (tensor_to_array(inits[i], model_dir) for i in ins[1:])
+        if w.dtype.kind != "f" or w.shape[:1] != scale.shape:
+            continue
+        factor = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
+        bias = np.zeros(w.shape[0]) if len(conv["input"]) < 3 or not conv["input"][2] else None
+        if bias is None:
+            if conv["input"][2] not in inits:
+                continue
+            bias = tensor_to_array(inits[conv["input"][2]], model_dir).astype(np.float64)
+        new_w = (w * factor.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        new_b = ((bias - mean) * factor + beta).astype(w.dtype)
+        wname, bname = f"{outs[0]}__folded_w", f"{outs[0]}__folded_b"
+        g["initializer"] += [array_to_tensor(new_w, wname), array_to_tensor(new_b, bname)]
+        conv["input"] = [conv["input"][0], wname, bname]
+        conv["output"] = [outs[0]]
+        dropped.add(id(bn))
+    if dropped:
+        g["node"] = [n for n in g["node"] if id(n) not in dropped]
+
+
 def _build(model, model_dir, opset, graph, as_variables) -> OnnxModel:
     g = model["graph"]
+    _fold_batch_norms(g, model_dir)
     ctx = _Context(opset, model_dir)
     variables = []
     for t in g.get("initializer", []):

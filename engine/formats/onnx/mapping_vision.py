@@ -137,11 +137,18 @@ def _conv(ctx, node):
         xs = tf.split(x2, group, axis=1)
         ws = tf.split(w_all, group, axis=3)
         y = tf.concat([tf.nn.conv2d(a, b, **common) for a, b in zip(xs, ws)], axis=1)
-    y = _from_2d(y, rank)
+    return [_add_bias(ctx, node, _from_2d(y, rank), rank)]
+
+
+def _add_bias(ctx, node, y: Tensor, rank: int) -> Tensor:
     b = ctx.optional(node, 2)
-    if b is not None:
-        y = tf.add(y, tf.reshape(b, [-1] + [1] * (rank - 2)))
-    return [y]
+    if b is None:
+        return y
+    shape = [-1] + [1] * (rank - 2)
+    known = ctx.const(node, 2)
+    if known is not None:  # shaped once at import rather than on every run
+        return tf.add(y, tf.constant(np.asarray(known).reshape(shape)))
+    return tf.add(y, tf.reshape(b, shape))
 
 
 def _conv_transpose(ctx, node):
