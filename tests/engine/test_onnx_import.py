@@ -519,3 +519,54 @@ def test_batch_norm_after_conv_is_folded_into_the_conv():
     types = {op.type for op in m.graph.get_operations()}
     assert "Conv2D" in types and "Rsqrt" not in types
     assert_same_as_ort(data, {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)})
+
+
+def test_if_and_loop_match_onnxruntime():
+    then_g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["t"])], "then", [], [vi("t", F, [3])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", F, [3])]
+    )
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["acc_in", "branch"], ["acc_out"]),
+            helper.make_node("Cast", ["i"], ["fi"], to=F),
+            helper.make_node("Mul", ["acc_out", "fi"], ["scan"]),
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+        ],
+        "body",
+        [vi("i", I64, []), vi("c_in", TensorProto.BOOL, []), vi("acc_in", F, [3])],
+        [vi("c_out", TensorProto.BOOL, []), vi("acc_out", F, [3]), vi("scan", F, [3])],
+    )
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["p"]),
+        helper.make_node("If", ["p"], ["branch"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Loop", ["trips", "", "x"], ["acc", "y"], body=body),
+    ]
+    inits = [
+        init("two", np.array(2, np.float32)),
+        init("zero", np.array(0, np.float32)),
+        init("trips", np.array(4, np.int64)),
+    ]
+    data = model_bytes(nodes, [vi("x", F, [3])], [vi("acc", F, [3]), vi("y", F, [4, 3])], inits)
+    for x in (np.array([1, 2, 3], np.float32), np.array([-1, -2, 0.5], np.float32)):
+        assert_same_as_ort(data, {"x": x})
+
+
+def test_unsupported_operators_inside_subgraphs_are_reported():
+    then_g = helper.make_graph(
+        [helper.make_node("Mystery", ["x"], ["t"])], "then", [], [vi("t", F, [3])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", F, [3])]
+    )
+    nodes = [
+        helper.make_node("Cast", ["x"], ["p"], to=TensorProto.BOOL),
+        helper.make_node("ReduceMin", ["p"], ["q"], keepdims=0),
+        helper.make_node("If", ["q"], ["y"], then_branch=then_g, else_branch=else_g),
+    ]
+    data = model_bytes(nodes, [vi("x", F, [3])], [vi("y", F, [3])], opset=17)
+    with pytest.raises(tf.onnx.UnsupportedModelError, match=r"\): Mystery"):
+        tf.onnx.import_model(data)

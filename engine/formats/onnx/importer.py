@@ -132,8 +132,8 @@ def _unsupported(graph: dict, opset: int, found: Counter) -> None:
         elif converter_for(op_type, opset) is None:
             found[op_type] += 1
         for attr in node.get("attribute", []):
-            if attr.get("type") in (ATTR_GRAPH, ATTR_GRAPHS) or "g" in attr:
-                found[op_type] += 0  # listed above already when unsupported
+            if "g" in attr:
+                _unsupported(attr["g"], opset, found)
 
 
 def unsupported_ops(model: dict) -> dict[str, int]:
@@ -200,11 +200,13 @@ def summarize(path_or_bytes) -> ModelSummary:
 class _Context:
     """What converters see: the values built so far and the node's attributes."""
 
-    def __init__(self, opset: int, model_dir: str | None):
+    def __init__(self, opset: int, model_dir: str | None, parent: _Context | None = None):
         self.opset = opset
         self.model_dir = model_dir
+        self.parent = parent
         self.values: dict[str, Tensor] = {}
         self.known: dict[str, np.ndarray] = {}
+        self.depth = 0 if parent is None else parent.depth + 1
 
     # -- inputs ---------------------------------------------------------------------------
     def input(self, node: dict, i: int) -> Tensor:
@@ -222,9 +224,12 @@ class _Context:
         return self.value(names[i])
 
     def value(self, name: str) -> Tensor:
-        try:
-            return self.values[name]
-        except KeyError:
+        scope = self
+        while scope is not None:
+            if name in scope.values:
+                return scope.values[name]
+            scope = scope.parent
+        if True:
             raise OnnxFormatError(
                 f"value {name!r} is used before it is produced (the graph is not in "
                 "topological order, or the name is undefined)"
@@ -235,8 +240,13 @@ class _Context:
         if i >= len(names) or not names[i]:
             return None
         name = names[i]
-        if name in self.known:
-            return self.known[name]
+        scope = self
+        while scope is not None:
+            if name in scope.values:
+                if name in scope.known:
+                    return scope.known[name]
+                break
+            scope = scope.parent
         v = constant_value(self.value(name))
         return None if v is None else np.asarray(v)
 
@@ -306,9 +316,34 @@ class _Context:
             return [bytes(s).decode("utf-8", "replace") for s in a.get("strings", [])]
         if kind == 9:
             return [tensor_to_array(t, self.model_dir) for t in a.get("tensors", [])]
-        if kind in (ATTR_GRAPH, ATTR_GRAPHS):
-            raise UnsupportedModelError("subgraph attributes are not supported")
+        if kind == ATTR_GRAPH:
+            return a.get("g", {})
+        if kind == ATTR_GRAPHS:
+            raise UnsupportedModelError("graph-list attributes are not supported")
         return None
+
+    # -- subgraphs (If, Loop) ---------------------------------------------------------------
+    def subgraph(self, g: dict, inputs: list[Tensor]) -> list[Tensor]:
+        """Builds subgraph ``g`` in the current (function) graph: its inputs bound to
+        ``inputs``, names it does not define looked up in the enclosing graphs."""
+        if self.depth >= 16:
+            raise UnsupportedModelError("subgraphs nested deeper than 16")
+        child = _Context(self.opset, self.model_dir, parent=self)
+        declared = g.get("input", [])
+        if len(declared) != len(inputs):
+            raise OnnxFormatError(
+                f"subgraph {g.get('name', '')!r} declares {len(declared)} inputs, "
+                f"gets {len(inputs)}"
+            )
+        for vi, t in zip(declared, inputs):
+            child.values[vi.get("name", "")] = t
+        for t in g.get("initializer", []):
+            child.values[t.get("name", "")] = child.constant(
+                tensor_to_array(t, self.model_dir), t.get("name", "")
+            )
+        for node in g.get("node", []):
+            _convert_node(child, node)
+        return [child.value(o.get("name", "")) for o in g.get("output", [])]
 
 
 def _op_name(name: str) -> str:

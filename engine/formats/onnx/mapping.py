@@ -744,6 +744,65 @@ def _global_pool(kind: str):
 
 
 # -----------------------------------------------------------------------------------------
+# Control flow: If and Loop on the engine's cond and while_loop
+# -----------------------------------------------------------------------------------------
+
+
+def _if(ctx, node):
+    pred = tf.reshape(ctx.input(node, 0), [])
+    then_g, else_g = ctx.attr(node, "then_branch"), ctx.attr(node, "else_branch")
+    n = len(node["output"])
+    if len(then_g.get("output", [])) != n or len(else_g.get("output", [])) != n:
+        raise OnnxFormatError("If: branches must produce one value per output")
+    outs = tf.cond(
+        pred, lambda: list(ctx.subgraph(then_g, [])), lambda: list(ctx.subgraph(else_g, []))
+    )
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+def _loop(ctx, node):
+    trips, cond = ctx.optional(node, 0), ctx.optional(node, 1)
+    carried = [ctx.input(node, i) for i in range(2, len(node["input"]))]
+    body = ctx.attr(node, "body")
+    n_scan = len(body.get("output", [])) - 1 - len(carried)
+    if n_scan < 0:
+        raise OnnxFormatError("Loop: the body has fewer outputs than loop-carried values")
+    scan_types = []
+    for vi in body["output"][1 + len(carried) :]:
+        elem = vi.get("type", {}).get("tensor_type", {}).get("elem_type")
+        if elem is None:
+            raise UnsupportedModelError("Loop scan output without a tensor type")
+        scan_types.append(engine_dtype(elem, "Loop scan output"))
+    arrays = [tf.TensorArray(dt, size=0, dynamic_size=True, infer_shape=False) for dt in scan_types]
+    i0 = _const(0, tf.int64)
+    c0 = tf.constant(True) if cond is None else tf.reshape(cond, [])
+    limit = None if trips is None else tf.reshape(tf.cast(trips, tf.int64), [])
+
+    n_vars = len(carried)
+
+    def keep_going(i, c, *rest):
+        return c if limit is None else tf.logical_and(c, tf.less(i, limit))
+
+    def step(i, c, *rest):
+        vs, tas = list(rest[:n_vars]), list(rest[n_vars:])
+        outs = ctx.subgraph(body, [i, c, *vs])
+        index = tf.cast(i, tf.int32)
+        tas = [ta.write(index, v) for ta, v in zip(tas, outs[1 + n_vars :])]
+        next_i = tf.add(i, _const(1, tf.int64))
+        return [next_i, tf.reshape(outs[0], []), *outs[1 : 1 + n_vars], *tas]
+
+    invariants = [i0.shape, c0.shape] + [tf.TensorShape(None) for _ in carried]
+    res = tf.while_loop(
+        keep_going,
+        step,
+        [i0, c0, *carried, *arrays],
+        shape_invariants=invariants + [None] * len(arrays) if arrays else invariants,
+    )
+    final = list(res[2 : 2 + n_vars])
+    return final + [ta.stack() for ta in res[2 + n_vars :]]
+
+
+# -----------------------------------------------------------------------------------------
 # The table
 # -----------------------------------------------------------------------------------------
 
@@ -866,6 +925,8 @@ register("ArgMax", (1, 11, 12, 13), _arg("max"))
 register("ArgMin", (1, 11, 12, 13), _arg("min"))
 register("TopK", (1, 10, 11, 24), _top_k)
 register("GlobalAveragePool", (1, 22), _global_pool("avg"))
+register("If", (1, 11, 13, 16, 19, 21, 23, 24, 25), _if)
+register("Loop", (1, 11, 13, 16, 19, 21, 23, 24, 25), _loop)
 register("GlobalMaxPool", (1, 22), _global_pool("max"))
 
 del _name, _fn, _versions, _kind, _v
