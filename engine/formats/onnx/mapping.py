@@ -218,6 +218,15 @@ def _prelu(ctx, node):
     return [tf.where_v2(tf.less(x, _scalar(ctx, x, 0)), tf.multiply(x, slope), x)]
 
 
+def _prelu_v6(ctx, node):
+    # Before opset 7 a 1-D slope is per channel (axis 1), not numpy-broadcast.
+    x, slope = ctx.input(node, 0), ctx.input(node, 1)
+    rank = ctx.rank(x, node)
+    if slope.shape.ndims == 1 and rank > 2:
+        slope = tf.reshape(slope, [-1] + [1] * (rank - 2))
+    return [tf.where_v2(tf.less(x, _scalar(ctx, x, 0)), tf.multiply(x, slope), x)]
+
+
 def _erf(x: Tensor) -> Tensor:
     return create("OnnxErf", [x]).outputs[0]
 
@@ -342,6 +351,8 @@ def _batch_norm(ctx, node):
         ctx.opset_of(node) < 7 and ctx.attr(node, "is_test", 0) == 0
     ):
         raise UnsupportedModelError("BatchNormalization in training mode is not supported")
+    if ctx.opset_of(node) < 9 and ctx.attr(node, "spatial", 1) == 0:
+        raise UnsupportedModelError("BatchNormalization with spatial=0")
     eps = _scalar(ctx, x, ctx.attr(node, "epsilon", 1e-5))
     rank = ctx.rank(x, node)
     shape = [-1] + [1] * (rank - 2)
@@ -744,6 +755,144 @@ def _global_pool(kind: str):
 
 
 # -----------------------------------------------------------------------------------------
+# Further operators on the ONNX op family
+# -----------------------------------------------------------------------------------------
+
+
+def _unary_math(fn_name):
+    return lambda ctx, node: [
+        create("OnnxUnaryMath", [ctx.input(node, 0)], {"fn": fn_name}).outputs[0]
+    ]
+
+
+def _swish(ctx, node):
+    x = ctx.input(node, 0)
+    alpha = ctx.attr(node, "alpha", 1.0)
+    return [tf.multiply(x, tf.sigmoid(tf.multiply(x, _scalar(ctx, x, alpha))))]
+
+
+def _hardmax(ctx, node):
+    x = ctx.input(node, 0)
+    if ctx.opset_of(node) >= 13:
+        return [create("OnnxHardmax", [x], {"axis": int(ctx.attr(node, "axis", -1))}).outputs[0]]
+    rank = ctx.rank(x, node)
+    axis = ctx.attr(node, "axis", 1) % max(rank, 1)
+    shape = tf.shape(x, out_type=tf.int64)
+    flat = create("OnnxReshape", [x, _flatten_shape(ctx, x, axis)], {"allowzero": 0}).outputs[0]
+    y = create("OnnxHardmax", [flat], {"axis": -1}).outputs[0]
+    return [create("OnnxReshape", [y, shape], {"allowzero": 0}).outputs[0]]
+
+
+def _one_hot(ctx, node):
+    ins = [ctx.input(node, i) for i in range(3)]
+    return [create("OnnxOneHot", ins, {"axis": int(ctx.attr(node, "axis", -1))}).outputs[0]]
+
+
+def _scatter_nd(ctx, node):
+    ins = [ctx.input(node, i) for i in range(3)]
+    attrs = {"reduction": ctx.attr(node, "reduction", "none")}
+    return [create("OnnxScatterND", ins, attrs).outputs[0]]
+
+
+def _scatter_elements(ctx, node):
+    ins = [ctx.input(node, i) for i in range(3)]
+    attrs = {
+        "axis": int(ctx.attr(node, "axis", 0)),
+        "reduction": ctx.attr(node, "reduction", "none"),
+    }
+    return [create("OnnxScatterElements", ins, attrs).outputs[0]]
+
+
+def _gather_nd(ctx, node):
+    ins = [ctx.input(node, 0), ctx.input(node, 1)]
+    attrs = {"batch_dims": int(ctx.attr(node, "batch_dims", 0))}
+    return [create("OnnxGatherND", ins, attrs).outputs[0]]
+
+
+def _depth_to_space(inverse: bool):
+    def convert(ctx, node):
+        attrs = {
+            "blocksize": int(ctx.attr(node, "blocksize")),
+            "mode": ctx.attr(node, "mode", "DCR"),
+            "inverse": int(inverse),
+        }
+        return [create("OnnxDepthToSpace", [ctx.input(node, 0)], attrs).outputs[0]]
+
+    return convert
+
+
+def _lp_norm(ctx, node):
+    x = ctx.input(node, 0)
+    axis, p = ctx.attr(node, "axis", -1), ctx.attr(node, "p", 2)
+    if p == 1:
+        norm = tf.reduce_sum(tf.abs(x), axis=[axis], keepdims=True)
+    elif p == 2:
+        norm = tf.sqrt(tf.reduce_sum(tf.multiply(x, x), axis=[axis], keepdims=True))
+    else:
+        raise UnsupportedModelError(f"LpNormalization with p={p}")
+    zero = _scalar(ctx, x, 0)
+    safe = tf.where_v2(tf.equal(norm, zero), _scalar(ctx, x, 1), norm)
+    return [tf.where_v2(tf.equal(norm, zero), tf.multiply(x, zero), tf.realdiv(x, safe))]
+
+
+def _eye_like(ctx, node):
+    x = ctx.input(node, 0)
+    dt = ctx.attr(node, "dtype", None)
+    dtype = x.dtype.base_dtype if dt is None else engine_dtype(dt, "EyeLike dtype")
+    attrs = {"dtype": dtype, "k": int(ctx.attr(node, "k", 0))}
+    return [create("OnnxEyeLike", [x], attrs).outputs[0]]
+
+
+def _shrink(ctx, node):
+    x = ctx.input(node, 0)
+    lambd, bias = ctx.attr(node, "lambd", 0.5), ctx.attr(node, "bias", 0.0)
+    lo = tf.less(x, _scalar(ctx, x, -lambd))
+    hi = tf.greater(x, _scalar(ctx, x, lambd))
+    return [
+        tf.where_v2(
+            lo,
+            tf.add(x, _scalar(ctx, x, bias)),
+            tf.where_v2(
+                hi, tf.subtract(x, _scalar(ctx, x, bias)), tf.multiply(x, _scalar(ctx, x, 0))
+            ),
+        )
+    ]
+
+
+def _nonzero(ctx, node):
+    return [create("OnnxNonZero", [ctx.input(node, 0)]).outputs[0]]
+
+
+def _compress(ctx, node):
+    axis = ctx.attr(node, "axis", None)
+    attrs = {"axis": None if axis is None else int(axis)}
+    return [create("OnnxCompress", [ctx.input(node, 0), ctx.input(node, 1)], attrs).outputs[0]]
+
+
+def _mvn(ctx, node):
+    x = ctx.input(node, 0)
+    axes = [int(a) for a in ctx.attr(node, "axes", [0, 2, 3])]
+    mean = tf.reduce_mean(x, axis=axes, keepdims=True)
+    centered = tf.subtract(x, mean)
+    var = tf.reduce_mean(tf.square(centered), axis=axes, keepdims=True)
+    return [tf.realdiv(centered, tf.add(tf.sqrt(var), _scalar(ctx, x, 1e-9)))]
+
+
+def _reverse_sequence(ctx, node):
+    attrs = {
+        "batch_axis": int(ctx.attr(node, "batch_axis", 1)),
+        "time_axis": int(ctx.attr(node, "time_axis", 0)),
+    }
+    return [
+        create("OnnxReverseSequence", [ctx.input(node, 0), ctx.input(node, 1)], attrs).outputs[0]
+    ]
+
+
+def _det(ctx, node):
+    return [create("OnnxDet", [ctx.input(node, 0)]).outputs[0]]
+
+
+# -----------------------------------------------------------------------------------------
 # Control flow: If and Loop on the engine's cond and while_loop
 # -----------------------------------------------------------------------------------------
 
@@ -850,7 +999,7 @@ register("Sum", (6, 8, 13), _variadic(tf.add))
 register("Mean", (6, 8, 13), _mean)
 register("Div", (1, 6, 7, 13, 14), {1: _legacy_binary(_div_fn), 7: _div})
 register("Mod", (10, 13, 28), _mod)
-register("Pow", (7, 12, 13, 15), _pow)
+register("Pow", (1, 7, 12, 13, 15), {1: _legacy_binary(tf.pow), 7: _pow})
 register("Xor", (7,), _xor)
 register("IsInf", (10, 20), _is_inf)
 register("LeakyRelu", (6, 16), _leaky_relu)
@@ -862,7 +1011,7 @@ register("HardSwish", (14, 22), _hard_swish)
 register("Softsign", (1, 22), _softsign)
 register("Mish", (18, 22), _mish)
 register("ThresholdedRelu", (10, 22), _thresholded_relu)
-register("PRelu", (7, 9, 16), _prelu)
+register("PRelu", (6, 7, 9, 16), {6: _prelu_v6, 7: _prelu})
 register("Gelu", (20,), _gelu)
 register("Clip", (6, 11, 12, 13), {6: _clip})
 register("Cast", (6, 9, 13, 19, 21, 23, 24, 25, 28), _cast)
@@ -871,14 +1020,14 @@ register("Identity", (1, 13, 14, 16, 19, 21, 23, 24, 25), _identity)
 register("Dropout", (7, 10, 12, 13, 22), _dropout)
 register("Where", (9, 16), _where)
 register("MatMul", (1, 9, 13), _matmul)
-register("Gemm", (7, 9, 11, 13), _gemm)
+register("Gemm", (1, 6, 7, 9, 11, 13), _gemm)
 register("Softmax", (1, 11, 13), {1: _softmax_v1("softmax"), 13: _softmax_v13("softmax")})
 register(
     "LogSoftmax",
     (1, 11, 13),
     {1: _softmax_v1("log_softmax"), 13: _softmax_v13("log_softmax")},
 )
-register("BatchNormalization", (7, 9, 14, 15), _batch_norm)
+register("BatchNormalization", (6, 7, 9, 14, 15), _batch_norm)
 register("InstanceNormalization", (6, 22), _instance_norm)
 register("LayerNormalization", (17,), _layer_norm)
 register("LRN", (1, 13), _lrn)
@@ -926,6 +1075,41 @@ register("ArgMin", (1, 11, 12, 13), _arg("min"))
 register("TopK", (1, 10, 11, 24), _top_k)
 register("GlobalAveragePool", (1, 22), _global_pool("avg"))
 register("If", (1, 11, 13, 16, 19, 21, 23, 24, 25), _if)
+for _name, _np_name in (
+    ("Sinh", "sinh"),
+    ("Cosh", "cosh"),
+    ("Asin", "arcsin"),
+    ("Acos", "arccos"),
+    ("Atan", "arctan"),
+    ("Asinh", "arcsinh"),
+    ("Acosh", "arccosh"),
+    ("Atanh", "arctanh"),
+):
+    register(
+        _name,
+        (7, 9, 22) if _name in ("Sinh", "Cosh", "Asinh", "Acosh", "Atanh") else (7, 22),
+        _unary_math(_np_name),
+    )
+register("BitwiseAnd", (18,), _binary(tf.bitwise_and))
+register("BitwiseOr", (18,), _binary(tf.bitwise_or))
+register("BitwiseXor", (18,), _binary(tf.bitwise_xor))
+register("BitwiseNot", (18,), _unary(tf.invert))
+register("Swish", (24,), _swish)
+register("Hardmax", (1, 11, 13), {1: _hardmax})
+register("OneHot", (9, 11, 28), _one_hot)
+register("ScatterND", (11, 13, 16, 18), _scatter_nd)
+register("ScatterElements", (11, 13, 16, 18), _scatter_elements)
+register("GatherND", (11, 12, 13), _gather_nd)
+register("DepthToSpace", (1, 11, 13, 28), _depth_to_space(False))
+register("SpaceToDepth", (1, 13, 28), _depth_to_space(True))
+register("LpNormalization", (1, 22), _lp_norm)
+register("EyeLike", (9, 22), _eye_like)
+register("Shrink", (9,), _shrink)
+register("NonZero", (9, 13), _nonzero)
+register("Compress", (9, 11, 28), _compress)
+register("MeanVarianceNormalization", (9, 13), _mvn)
+register("ReverseSequence", (10, 28), _reverse_sequence)
+register("Det", (11, 22), _det)
 register("Loop", (1, 11, 13, 16, 19, 21, 23, 24, 25), _loop)
 register("GlobalMaxPool", (1, 22), _global_pool("max"))
 

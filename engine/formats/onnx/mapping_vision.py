@@ -297,7 +297,7 @@ def _pool(kind: str):
 register("Conv", (1, 11, 22), _conv)
 register("ConvTranspose", (1, 11, 22), _conv_transpose)
 register("MaxPool", (1, 8, 10, 11, 12, 22), _pool("max"))
-register("AveragePool", (7, 10, 11, 19, 22), _pool("avg"))
+register("AveragePool", (1, 7, 10, 11, 19, 22), _pool("avg"))
 
 
 def _resize_static_shape(ctx, node, x, attrs, version):
