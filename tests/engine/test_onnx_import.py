@@ -328,15 +328,12 @@ def test_old_opsets_use_the_old_operator_versions():
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     b = np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(run_engine(data, {"x": x, "b": b})["y"], x + b[:, None])
-    # Gemm-6 (a different broadcast rule) has no row: reported, not misread.
-    nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["y"])]
+    # Concat-1 (axis optional, defaulting to 1) has no row: reported, not misread.
+    nodes = [helper.make_node("Concat", ["x", "w"], ["y"])]
     data = model_bytes(
-        nodes,
-        [vi("x", F, [2, 3]), vi("w", F, [3, 2]), vi("c", F, [2])],
-        [vi("y", F, [2, 2])],
-        opset=6,
+        nodes, [vi("x", F, [2, 3]), vi("w", F, [2, 2])], [vi("y", F, [2, 5])], opset=3
     )
-    with pytest.raises(tf.onnx.UnsupportedModelError, match="unsupported operator.*: Gemm"):
+    with pytest.raises(tf.onnx.UnsupportedModelError, match="unsupported operator.*: Concat"):
         tf.onnx.import_model(data)
 
 
