@@ -1,6 +1,7 @@
 """engine.onnx.import_model: models built with onnx.helper, compared with onnxruntime."""
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -567,3 +568,19 @@ def test_unsupported_operators_inside_subgraphs_are_reported():
     data = model_bytes(nodes, [vi("x", F, [3])], [vi("y", F, [3])], opset=17)
     with pytest.raises(tf.onnx.UnsupportedModelError, match=r"\): Mystery"):
         tf.onnx.import_model(data)
+
+
+@pytest.mark.parametrize("name", ["light_inception_v1", "light_resnet50"])
+def test_real_architectures_from_the_onnx_wheel_match_onnxruntime(name):
+    """The wheel's 'light' models: real ImageNet architectures with constant-filled weights."""
+    path = Path(onnx.__file__).parent / "backend/test/data/light" / f"{name}.onnx"
+    if not path.is_file():
+        pytest.skip(f"{path.name} is not in this onnx wheel")
+    m = tf.onnx.import_model(path)
+    (name_in,) = m.signature.inputs
+    x = rng.random(m.signature.inputs[name_in].shape.as_list()).astype(np.float32)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {name_in: x})))
+    got = run_engine(str(path), {name_in: x})
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-6, err_msg=k)
