@@ -32,12 +32,19 @@ __all__ = ["ONNX_OP_TYPES"]
 ONNX_OP_TYPES: list[str] = []
 
 
-def _onnx_op(op_type: str, *, infer, inputs=(), aliases=False):
+def _onnx_op(op_type: str, *, infer, inputs=(), aliases=False, cpu_only=False):
+    # ``cpu_only``: the kernel uses numpy features cupy lacks (ufunc.at, put_along_axis,
+    # sparse indices); sessions place those ops on the CPU with copies around them.
     def deco(kernel):
         ONNX_OP_TYPES.append(op_type)
-        return op(op_type, infer=infer, inputs=inputs, differentiable=False, aliases=aliases)(
-            kernel
-        )
+        return op(
+            op_type,
+            infer=infer,
+            inputs=inputs,
+            differentiable=False,
+            aliases=aliases,
+            device_types=("CPU",) if cpu_only else ("CPU", "GPU"),
+        )(kernel)
 
     return deco
 
@@ -669,7 +676,7 @@ def _like_input(op):
     return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
 
 
-@_onnx_op("OnnxHardmax", infer=_like_input, inputs=("x",))
+@_onnx_op("OnnxHardmax", infer=_like_input, inputs=("x",), cpu_only=True)
 def _hardmax(xp, x, *, axis):
     axis %= x.ndim
     idx = xp.expand_dims(xp.argmax(x, axis=axis), axis)
@@ -716,7 +723,9 @@ def _reduce_into(xp, out, index, updates, reduction: str):
         raise _bad(f"unknown reduction {reduction!r}")
 
 
-@_onnx_op("OnnxScatterND", infer=_scatter_infer, inputs=("data", "indices", "updates"))
+@_onnx_op(
+    "OnnxScatterND", infer=_scatter_infer, inputs=("data", "indices", "updates"), cpu_only=True
+)
 def _scatter_nd(xp, x, indices, updates, *, reduction):
     out = x.copy()
     k = indices.shape[-1]
@@ -736,7 +745,12 @@ def _scatter_nd(xp, x, indices, updates, *, reduction):
     return out
 
 
-@_onnx_op("OnnxScatterElements", infer=_scatter_infer, inputs=("data", "indices", "updates"))
+@_onnx_op(
+    "OnnxScatterElements",
+    infer=_scatter_infer,
+    inputs=("data", "indices", "updates"),
+    cpu_only=True,
+)
 def _scatter_elements(xp, x, indices, updates, *, axis, reduction):
     axis %= x.ndim
     idx = _normalized_indices(xp, indices.astype(np.int64), x.shape[axis], "ScatterElements")
