@@ -119,3 +119,28 @@ async def test_a_damaged_model_fails_with_the_reason(onnx_client):
     assert "damaged ONNX model" in status["status"]["error_message"]
     r = await onnx_client.post("/v1/models/damaged:predict", json={"instances": [[1, 2, 3, 4]]})
     assert r.status == 503
+
+
+async def test_onnx_models_batch_on_their_symbolic_batch_dim(aiohttp_client, tmp_path):
+    import asyncio
+    import re
+
+    (tmp_path / "mlp" / "1").mkdir(parents=True)
+    (tmp_path / "mlp" / "1" / "model.onnx").write_bytes(_mlp())
+    cfg = ServerConfig(
+        model_repository=str(tmp_path), poll_interval=0.0, port=0, enable_batching=True
+    ).validate()
+    client = await aiohttp_client(create_app(cfg))
+    xs = [rng.standard_normal((i % 3 + 1, 4)).astype(np.float32) for i in range(24)]
+
+    async def call(x):
+        r = await client.post("/v1/models/mlp:predict", json={"inputs": {"input.1": x.tolist()}})
+        assert r.status == 200, await r.text()
+        return (await r.json())["outputs"]
+
+    outs = await asyncio.gather(*(call(x) for x in xs))
+    for x, out in zip(xs, outs):
+        np.testing.assert_allclose(out["probs"], _expected(x)[1], rtol=1e-5, atol=1e-6)
+    metrics = await (await client.get("/metrics")).text()
+    rows = re.search(r'flowserve_batch_size_rows_sum\{model="mlp",version="1"\} (\S+)', metrics)
+    assert rows and float(rows.group(1)) == sum(len(x) for x in xs)
