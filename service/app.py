@@ -15,17 +15,15 @@ from aiohttp import web
 
 from service.config import ServerConfig
 from service.errors import ServingError
+from service.keys import CONFIG, MANAGER, METRICS, MODEL, PROTOCOL, VERSION
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
-from service.protocols.common import MODEL, PROTOCOL, VERSION, json_response
+from service.protocols import kserve_v2, tfserving
+from service.protocols.common import json_response
 
-__all__ = ["create_app", "MANAGER", "CONFIG", "METRICS"]
+__all__ = ["create_app"]
 
 log = logging.getLogger("flowserve.app")
-
-MANAGER = web.AppKey("manager", ModelManager)
-CONFIG = web.AppKey("config", ServerConfig)
-METRICS = web.AppKey("metrics", ServingMetrics)
 
 _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 
@@ -111,8 +109,6 @@ async def _manager_ctx(app: web.Application):
 
 def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web.Application:
     """The server application for ``config`` (validated by the caller or here)."""
-    from service.protocols import kserve_v2, tfserving
-
     metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
     # Outermost first: metrics see the final status of every response, errors included.
     middlewares = [_observe, _errors]

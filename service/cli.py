@@ -15,11 +15,13 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from service.config import SERVER_SETTINGS, ConfigError, ServerConfig, default_model_repository
+from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
+from service.keys import MODEL, VERSION
 
 __all__ = ["main", "build_parser", "resolve_config"]
 
@@ -40,7 +42,7 @@ def _parse_bool(text: str, what: str) -> bool:
     raise ConfigError(f"{what} must be true or false, got {text!r}")
 
 
-def _convert(name, typ, raw, what):
+def _convert(typ, raw, what):
     if raw is None:
         return None
     if typ is bool:
@@ -66,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="JSON file of settings (keys as the flags, with underscores) [env FLOWSERVE_CONFIG]",
     )
-    for name, typ, default, help_text in SERVER_SETTINGS:
+    defaults = ServerConfig()  # unvalidated: only to show each default
+    for name, typ, _, help_text in SERVER_SETTINGS:
         flag = "--" + name.replace("_", "-")
-        shown = default if name != "model_repository" else default_model_repository()
+        shown = getattr(defaults, name)
         env = f"[env {_env_name(name)}]"
         if typ is bool:
             parser.add_argument(
@@ -92,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig:
+def resolve_config(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> ServerConfig:
     """Flags over environment over config file over defaults; validated."""
     values: dict = {}
     config_path = args.config or environ.get(_env_name("config"))
@@ -111,15 +116,15 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
                     f"config file {config_path}: unknown setting {key!r} (known: "
                     f"{', '.join(sorted(known))})"
                 )
-            values[key] = _convert(key, known[key], raw, f"{key} in {config_path}")
+            values[key] = _convert(known[key], raw, f"{key} in {config_path}")
     for name, typ in known.items():
         raw = environ.get(_env_name(name))
         if raw is not None:
-            values[name] = _convert(name, typ, raw, _env_name(name))
+            values[name] = _convert(typ, raw, _env_name(name))
     for name, typ in known.items():
         raw = getattr(args, name, None)
         if raw is not None:
-            values[name] = _convert(name, typ, raw, "--" + name.replace("_", "-"))
+            values[name] = _convert(typ, raw, "--" + name.replace("_", "-"))
     values = {k: v for k, v in values.items() if v is not None}
     return ServerConfig(**values).validate()
 
@@ -160,9 +165,7 @@ def setup_logging(fmt: str, level: str) -> None:
 class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
-    def log(self, request, response, time: float) -> None:
-        from service.protocols.common import MODEL, VERSION
-
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         fields = {
@@ -197,6 +200,7 @@ class AccessLogger(AbstractAccessLogger):
 
 async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
     """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
+    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
     from service.app import create_app
 
     app = create_app(config)
@@ -213,8 +217,8 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
     await site.start()
-    for sock in getattr(site._server, "sockets", None) or []:
-        host, port = sock.getsockname()[:2]
+    for address in runner.addresses:  # the bound port, also when config.port is 0
+        host, port = address[:2]
         log.info(
             "flowserve listening on http://%s:%d (model repository %s)",
             host,
@@ -259,7 +263,7 @@ def limit_blas_threads(n: int) -> None:
         os.environ.setdefault(var, str(n))
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

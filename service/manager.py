@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from service.batching import Batcher, DirectScheduler
-from service.config import ModelConfig, ServerConfig
+from service.config import BatchingConfig, ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
+from service.metrics import ServingMetrics
 from service.repository import (
     MODEL_FILES,
     ModelSource,
@@ -81,7 +82,7 @@ def _stamp(path) -> int:
 class ModelManager:
     """Loads, serves and retires model versions; the one API every protocol calls."""
 
-    def __init__(self, config: ServerConfig, metrics=None):
+    def __init__(self, config: ServerConfig, metrics: ServingMetrics | None = None):
         self.config = config
         self.metrics = metrics
         self._models: dict[str, _Model] = {}
@@ -228,7 +229,7 @@ class ModelManager:
                 self.metrics.model_load_failed(s.model, str(s.version))
         self._set_state(s)
 
-    def batching_for(self, s: Servable):
+    def batching_for(self, s: Servable) -> BatchingConfig:
         """The batching parameters of a version: the server's, with its model's overrides."""
         batching = self.config.batching
         if s.config.batching is not None:
@@ -291,7 +292,9 @@ class ModelManager:
             )
         return model
 
-    def resolve(self, name: str, version=None, label: str | None = None) -> Servable:
+    def resolve(
+        self, name: str, version: int | str | None = None, label: str | None = None
+    ) -> Servable:
         """The servable for model ``name`` at ``version``/``label`` (default: latest)."""
         model = self._model(name)
         if label is not None:
@@ -336,20 +339,31 @@ class ModelManager:
         name: str,
         inputs: dict[str, np.ndarray],
         *,
-        version=None,
+        version: int | str | None = None,
         label: str | None = None,
         signature: str | None = None,
         outputs: list[str] | None = None,
         timeout: float | None = None,
+        servable: Servable | None = None,
     ) -> InferResult:
-        """Runs one request; raises ``service.errors`` types for every failure."""
+        """Runs one request; raises ``service.errors`` types for every failure.
+
+        ``servable`` is the version a caller already resolved with ``resolve(name, version,
+        label)`` (to parse the request against its signatures): the request runs on it, with
+        no second lookup that a version swap could fall between. If it is retired before the
+        request starts, a request for the latest version runs on its successor, as when the
+        version is resolved here.
+        """
         loop = asyncio.get_running_loop()
         timeout = self.config.request_timeout if timeout is None else timeout
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
         for attempt in range(2):
-            s = self.resolve(name, version, label)
+            if servable is not None and not attempt:
+                s = servable
+            else:
+                s = self.resolve(name, version, label)
             try:
                 s.acquire()
             except Unavailable:
@@ -369,7 +383,11 @@ class ModelManager:
         raise Unavailable(f"Model '{name}' has no available version")
 
     def signature_info(
-        self, name: str, version=None, label=None, signature: str | None = None
+        self,
+        name: str,
+        version: int | str | None = None,
+        label: str | None = None,
+        signature: str | None = None,
     ) -> tuple[Servable, Signature]:
         s = self.resolve(name, version, label)
         return s, s.signature(signature)
@@ -378,7 +396,9 @@ class ModelManager:
     def model_names(self) -> list[str]:
         return sorted(self._models)
 
-    def status(self, name: str, version=None, label=None) -> list[VersionStatus]:
+    def status(
+        self, name: str, version: int | str | None = None, label: str | None = None
+    ) -> list[VersionStatus]:
         model = self._model(name)
         if label is not None:
             if label not in model.labels:

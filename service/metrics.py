@@ -152,10 +152,10 @@ class ServingMetrics:
             else:
                 self.version_state.labels(model, version, s).set(1.0 if s == state else 0.0)
 
-    def model_loaded(self, model: str, version: str, seconds: float) -> None:
+    def model_loaded(self, model: str, version: str, seconds: float) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_seconds.labels(model).observe(seconds)
 
-    def model_load_failed(self, model: str, version: str) -> None:
+    def model_load_failed(self, model: str, version: str) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_failures.labels(model).inc()
 
     # -- scheduling -------------------------------------------------------------------------

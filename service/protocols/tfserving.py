@@ -47,8 +47,8 @@ import binascii
 import numpy as np
 from aiohttp import web
 
-from service.app import MANAGER
 from service.errors import InvalidInput, NotFound
+from service.keys import MANAGER
 from service.protocols.common import (
     MSGPACK,
     is_msgpack,
@@ -165,7 +165,13 @@ async def _predict(request: web.Request) -> web.Response:
         inputs = _columnar_inputs(body["inputs"], signature)
 
     result = await manager.infer(
-        model, inputs, version=version, label=label, signature=signature.key, timeout=timeout
+        model,
+        inputs,
+        version=version,
+        label=label,
+        signature=signature.key,
+        timeout=timeout,
+        servable=servable,
     )
     note(request, version=result.version)
     if packed or wants_msgpack(request):

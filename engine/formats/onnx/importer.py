@@ -17,8 +17,10 @@ import numpy as np
 
 import engine as tf
 from engine import dtypes
+from engine.formats.onnx import mapping_more as _more  # noqa: F401 - registers table rows
 from engine.formats.onnx import mapping_vision as _vision  # noqa: F401 - registers table rows
 from engine.formats.onnx import ops as _onnx_ops  # noqa: F401 - registers the ONNX op family
+from engine.formats.onnx import ops_more as _onnx_ops_more  # noqa: F401 - and the rest of it
 from engine.formats.onnx.mapping import UnsupportedModelError, converter_for
 from engine.formats.onnx.proto import ATTR_GRAPH, ATTR_GRAPHS, ProtoError, decode
 from engine.formats.onnx.tensors import (

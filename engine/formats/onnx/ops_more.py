@@ -1,0 +1,221 @@
+"""ONNX-only engine ops, continued: scatter/gather forms, one-hot, hardmax, depth/space
+layout, inverse trigonometry, eye, non-zero, compress, reverse-sequence, determinant.
+Declared like those of ``ops.py`` (not differentiable, ``kernel(xp, *inputs, **attrs)``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import dtypes
+from engine.formats.onnx.ops import (
+    _bad,
+    _host_ints,
+    _normalized_indices,
+    _onnx_op,
+    _same,
+    _unknown_like,
+)
+from engine.ops._common import ALL, FLOATS, check_dtype
+from engine.tensor_shape import unknown_shape
+
+__all__: list[str] = []
+
+# -----------------------------------------------------------------------------------------
+# Further ONNX-only operators: scatter/gather forms, one-hot, hardmax, layout, misc math
+# -----------------------------------------------------------------------------------------
+
+_UNARY_MATH = ("sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh")
+
+
+@_onnx_op("OnnxUnaryMath", infer=_same, inputs=("x",))
+def _unary_math(xp, x, *, fn):
+    if fn not in _UNARY_MATH:
+        raise _bad(f"unknown function {fn!r}")
+    return getattr(xp, fn)(x).astype(x.dtype)
+
+
+def _like_input(op):
+    return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
+
+
+@_onnx_op("OnnxHardmax", infer=_like_input, inputs=("x",), cpu_only=True)
+def _hardmax(xp, x, *, axis):
+    axis %= x.ndim
+    idx = xp.expand_dims(xp.argmax(x, axis=axis), axis)
+    out = xp.zeros_like(x)
+    xp.put_along_axis(out, idx, 1, axis=axis)
+    return out
+
+
+def _one_hot_infer(op):
+    return [(check_dtype(op, 2, ALL), unknown_shape())]
+
+
+@_onnx_op("OnnxOneHot", infer=_one_hot_infer, inputs=("indices", "depth", "values"))
+def _one_hot(xp, indices, depth, values, *, axis):
+    d = int(np.asarray(depth.get() if hasattr(depth, "get") else depth).reshape(-1)[0])
+    if d < 1:
+        raise _bad(f"OneHot: depth must be positive, got {d}")
+    idx = indices.astype(np.int64)
+    idx = xp.where(idx < 0, idx + d, idx)
+    rank = idx.ndim + 1
+    axis %= rank
+    classes = xp.arange(d).reshape([d if i == axis else 1 for i in range(rank)])
+    hot = xp.expand_dims(idx, axis) == classes
+    off, on = values.reshape(-1)[0], values.reshape(-1)[1]
+    return xp.where(hot, on, off).astype(values.dtype)
+
+
+def _scatter_infer(op):
+    return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
+
+
+def _reduce_into(xp, out, index, updates, reduction: str):
+    if reduction == "none":
+        out[index] = updates
+    elif reduction == "add":
+        xp.add.at(out, index, updates)
+    elif reduction == "mul":
+        xp.multiply.at(out, index, updates)
+    elif reduction == "max":
+        xp.maximum.at(out, index, updates)
+    elif reduction == "min":
+        xp.minimum.at(out, index, updates)
+    else:
+        raise _bad(f"unknown reduction {reduction!r}")
+
+
+@_onnx_op(
+    "OnnxScatterND", infer=_scatter_infer, inputs=("data", "indices", "updates"), cpu_only=True
+)
+def _scatter_nd(xp, x, indices, updates, *, reduction):
+    out = x.copy()
+    k = indices.shape[-1]
+    if k > x.ndim:
+        raise _bad(f"ScatterND: index depth {k} exceeds the data rank {x.ndim}")
+    flat = indices.reshape(-1, k).astype(np.int64)
+    dims = xp.asarray(x.shape[:k])
+    flat = xp.where(flat < 0, flat + dims, flat)
+    if bool(((flat < 0) | (flat >= dims)).any()):
+        raise _bad("ScatterND: index out of bounds")
+    upd = updates.reshape((-1,) + x.shape[k:])
+    if reduction == "none":
+        for n in range(flat.shape[0]):
+            out[tuple(int(v) for v in flat[n])] = upd[n]
+    else:
+        _reduce_into(xp, out, tuple(flat[:, j] for j in range(k)), upd, reduction)
+    return out
+
+
+@_onnx_op(
+    "OnnxScatterElements",
+    infer=_scatter_infer,
+    inputs=("data", "indices", "updates"),
+    cpu_only=True,
+)
+def _scatter_elements(xp, x, indices, updates, *, axis, reduction):
+    axis %= x.ndim
+    idx = _normalized_indices(xp, indices.astype(np.int64), x.shape[axis], "ScatterElements")
+    out = x.copy()
+    grid = list(xp.indices(idx.shape, sparse=True))
+    grid[axis] = idx
+    _reduce_into(xp, out, tuple(grid), updates, reduction)
+    return out
+
+
+def _gather_nd_infer(op):
+    return [(check_dtype(op, 0, ALL), unknown_shape())]
+
+
+@_onnx_op("OnnxGatherND", infer=_gather_nd_infer, inputs=("data", "indices"))
+def _gather_nd(xp, x, indices, *, batch_dims):
+    b = batch_dims
+    k = indices.shape[-1]
+    batch_shape = x.shape[:b]
+    nb = int(np.prod(batch_shape, dtype=np.int64)) if b else 1
+    xs = x.reshape((nb,) + x.shape[b:])
+    ids = indices.reshape((nb, -1, k)).astype(np.int64)
+    dims = xp.asarray(xs.shape[1 : 1 + k])
+    ids = xp.where(ids < 0, ids + dims, ids)
+    if bool(((ids < 0) | (ids >= dims)).any()):
+        raise _bad("GatherND: index out of bounds")
+    rows = xp.arange(nb).reshape(nb, 1)
+    picked = xs[(rows,) + tuple(ids[..., j] for j in range(k))]
+    return picked.reshape(indices.shape[:-1] + x.shape[b + k :])
+
+
+@_onnx_op("OnnxDepthToSpace", infer=_unknown_like(), inputs=("input",))
+def _depth_to_space(xp, x, *, blocksize, mode, inverse):
+    n, c, h, w = x.shape
+    b = blocksize
+    if inverse:  # SpaceToDepth
+        if h % b or w % b:
+            raise _bad(f"SpaceToDepth: spatial dims {h}x{w} not divisible by {b}")
+        y = x.reshape(n, c, h // b, b, w // b, b)
+        y = y.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else y.transpose(0, 1, 3, 5, 2, 4)
+        return y.reshape(n, c * b * b, h // b, w // b)
+    if c % (b * b):
+        raise _bad(f"DepthToSpace: {c} channels not divisible by {b * b}")
+    if mode == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+def _eye_infer(op):
+    return [(op._attrs["dtype"], op._inputs[0]._shape)]
+
+
+@_onnx_op("OnnxEyeLike", infer=_eye_infer, inputs=("input",))
+def _eye_like(xp, x, *, dtype, k):
+    if x.ndim != 2:
+        raise _bad("EyeLike: input must be 2-D")
+    return xp.eye(x.shape[0], x.shape[1], k=k, dtype=dtype.as_numpy_dtype)
+
+
+def _nonzero_infer(op):
+    check_dtype(op, 0, ALL)
+    return [(dtypes.int64, unknown_shape(2))]
+
+
+@_onnx_op("OnnxNonZero", infer=_nonzero_infer, inputs=("x",))
+def _nonzero(xp, x):
+    return (
+        xp.stack(xp.nonzero(x.reshape(x.shape or (1,)) if x.ndim == 0 else x))
+        .astype(np.int64)
+        .reshape(max(x.ndim, 1), -1)
+    )
+
+
+@_onnx_op("OnnxCompress", infer=_unknown_like(), inputs=("input", "condition"))
+def _compress(xp, x, cond, *, axis):
+    c = cond.astype(bool).reshape(-1)
+    if axis is None:
+        flat = x.reshape(-1)
+        return flat[: c.shape[0]][c[: flat.shape[0]]]
+    axis %= x.ndim
+    n = min(c.shape[0], x.shape[axis])
+    return xp.compress(c[:n], xp.take(x, xp.arange(n), axis=axis), axis=axis)
+
+
+@_onnx_op("OnnxReverseSequence", infer=_like_input, inputs=("input", "sequence_lens"))
+def _reverse_sequence(xp, x, lens, *, batch_axis, time_axis):
+    out = x.copy()
+    lens_h = _host_ints(xp, lens)
+    for b, n in enumerate(lens_h):
+        src = [slice(None)] * x.ndim
+        src[batch_axis], src[time_axis] = b, slice(n - 1, None, -1) if n else slice(0, 0)
+        dst = [slice(None)] * x.ndim
+        dst[batch_axis], dst[time_axis] = b, slice(0, n)
+        out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def _det_infer(op):
+    return [(check_dtype(op, 0, FLOATS), unknown_shape())]
+
+
+@_onnx_op("OnnxDet", infer=_det_infer, inputs=("x",))
+def _det(xp, x):
+    return xp.asarray(xp.linalg.det(x)).astype(x.dtype)
