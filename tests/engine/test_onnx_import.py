@@ -584,3 +584,37 @@ def test_real_architectures_from_the_onnx_wheel_match_onnxruntime(name):
     got = run_engine(str(path), {name_in: x})
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_scan_matches_onnxruntime():
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+            helper.make_node("Mul", ["sum_out", "row"], ["prod"]),
+        ],
+        "body",
+        [vi("sum_in", F, [3]), vi("row", F, [3])],
+        [vi("sum_out", F, [3]), vi("prod", F, [3])],
+    )
+    nodes = [
+        helper.make_node(
+            "Scan",
+            ["init", "xs"],
+            ["final", "ys"],
+            body=body,
+            num_scan_inputs=1,
+            scan_input_axes=[1],
+            scan_input_directions=[1],
+            scan_output_axes=[1],
+        )
+    ]
+    data = model_bytes(
+        nodes,
+        [vi("init", F, [3]), vi("xs", F, [3, 5])],
+        [vi("final", F, [3]), vi("ys", F, [3, 5])],
+    )
+    feeds = {
+        "init": rng.standard_normal(3).astype(np.float32),
+        "xs": rng.standard_normal((3, 5)).astype(np.float32),
+    }
+    assert_same_as_ort(data, feeds)

@@ -256,6 +256,71 @@ def _det(ctx, node):
     return [create("OnnxDet", [ctx.input(node, 0)]).outputs[0]]
 
 
+def _move_axis(x, src: int, dst: int, rank: int):
+    if src == dst:
+        return x
+    perm = list(range(rank))
+    perm.insert(dst, perm.pop(src))
+    return tf.transpose(x, perm)
+
+
+def _scan(ctx, node):
+    """Scan (opset 9+): a while_loop over the scan axis, states carried, outputs stacked."""
+    ins = [ctx.input(node, i) for i in range(len(node["input"]))]
+    body = ctx.attr(node, "body")
+    m = int(ctx.attr(node, "num_scan_inputs"))
+    n = len(ins) - m
+    k = len(body.get("output", [])) - n
+    if n < 0 or k < 0 or len(body.get("input", [])) != n + m:
+        raise OnnxFormatError("Scan: the body does not match the states and scan inputs")
+    in_axes = ctx.attr(node, "scan_input_axes", [0] * m)
+    in_dirs = ctx.attr(node, "scan_input_directions", [0] * m)
+    out_axes = ctx.attr(node, "scan_output_axes", [0] * k)
+    out_dirs = ctx.attr(node, "scan_output_directions", [0] * k)
+    seqs = []
+    for j, x in enumerate(ins[n:]):
+        rank = ctx.rank(x, node)
+        x = _move_axis(x, in_axes[j] % rank, 0, rank)
+        seqs.append(tf.reverse(x, [0]) if in_dirs[j] else x)
+    if not seqs:
+        raise UnsupportedModelError("Scan without scan inputs")
+    length = tf.shape(seqs[0], out_type=tf.int32)[0]
+    types, ranks = [], []
+    for vi in body["output"][n:]:
+        ttype = vi.get("type", {}).get("tensor_type", {})
+        if "elem_type" not in ttype:
+            raise UnsupportedModelError("Scan output without a tensor type")
+        types.append(engine_dtype(ttype["elem_type"], "Scan output"))
+        dims = ttype.get("shape", {}).get("dim")
+        ranks.append(None if dims is None else len(dims) + 1)
+    arrays = [tf.TensorArray(dt, size=length, infer_shape=False) for dt in types]
+
+    def keep_going(i, *rest):
+        return tf.less(i, length)
+
+    def step(i, *rest):
+        states, tas = list(rest[:n]), list(rest[n:])
+        outs = ctx.subgraph(body, states + [tf.gather(s, i) for s in seqs])
+        tas = [ta.write(i, v) for ta, v in zip(tas, outs[n:])]
+        return [tf.add(i, _const(1, tf.int32)), *outs[:n], *tas]
+
+    invariants = [tf.TensorShape([])] + [tf.TensorShape(None)] * n + [None] * k
+    res = tf.while_loop(
+        keep_going, step, [_const(0, tf.int32), *ins[:n], *arrays], shape_invariants=invariants
+    )
+    outputs = list(res[1 : 1 + n])
+    for j, ta in enumerate(res[1 + n :]):
+        y = ta.stack()
+        if out_dirs[j]:
+            y = tf.reverse(y, [0])
+        if out_axes[j]:
+            if ranks[j] is None:
+                raise UnsupportedModelError("Scan output axis needs the output's rank")
+            y = _move_axis(y, 0, out_axes[j] % ranks[j], ranks[j])
+        outputs.append(y)
+    return outputs
+
+
 # -----------------------------------------------------------------------------------------
 # Control flow: If and Loop on the engine's cond and while_loop
 # -----------------------------------------------------------------------------------------
@@ -352,6 +417,7 @@ register("MeanVarianceNormalization", (9, 13), _mvn)
 register("ReverseSequence", (10, 28), _reverse_sequence)
 register("Det", (11, 22), _det)
 register("Loop", (1, 11, 13, 16, 19, 21, 23, 24, 25), _loop)
+register("Scan", (9, 11, 16, 19, 21, 23, 24, 25), _scan)
 
 register("ReduceSum", (1, 11, 13), {1: _reduce("sum", 13)})
 for _name, _kind in (
