@@ -618,3 +618,18 @@ def test_scan_matches_onnxruntime():
         "xs": rng.standard_normal((3, 5)).astype(np.float32),
     }
     assert_same_as_ort(data, feeds)
+
+
+def test_mutated_models_fail_with_format_errors_only():
+    """Random byte changes to a valid model: every failure is an OnnxFormatError (or its
+    UnsupportedModelError), never another exception, a hang or a huge allocation."""
+    data = _transformer_block()
+    fuzz = np.random.default_rng(0)
+    for _ in range(100):
+        d = bytearray(data)
+        for _ in range(int(fuzz.integers(1, 4))):
+            d[int(fuzz.integers(0, len(d)))] = int(fuzz.integers(0, 256))
+        try:
+            tf.onnx.import_model(bytes(d))
+        except tf.onnx.OnnxFormatError:
+            pass

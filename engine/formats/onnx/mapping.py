@@ -374,11 +374,19 @@ def _instance_norm(ctx, node):
     return [tf.add(tf.multiply(y, tf.reshape(scale, shape)), tf.reshape(bias, shape))]
 
 
+def _trailing_axes(ctx, node, x: Tensor, axis: int) -> list[int]:
+    """The axes from ``axis`` to the last; negative axes need no rank (the usual -1)."""
+    rank = x.shape.ndims
+    limit = rank if rank is not None else 64  # no engine tensor has more dims
+    if not -limit <= axis < max(limit, 1):
+        raise OnnxFormatError(f"{node.get('op_type')}: axis {axis} is out of range")
+    return list(range(axis, 0)) if axis < 0 else list(range(axis, ctx.rank(x, node)))
+
+
 def _layer_norm(ctx, node):
     x = ctx.input(node, 0)
     axis = ctx.attr(node, "axis", -1)
-    # Negative axes need no rank (the usual -1); others do.
-    axes = list(range(axis, 0)) if axis < 0 else list(range(axis, ctx.rank(x, node)))
+    axes = _trailing_axes(ctx, node, x, axis)
     eps = ctx.attr(node, "epsilon", 1e-5)
     stash = engine_dtype(ctx.attr(node, "stash_type", 1), "LayerNormalization stash_type")
     xs = tf.cast(x, stash) if stash != x.dtype.base_dtype else x
@@ -641,7 +649,7 @@ def _trilu(ctx, node):
 def _rms_norm(ctx, node):
     x = ctx.input(node, 0)
     axis = ctx.attr(node, "axis", -1)
-    axes = list(range(axis, 0)) if axis < 0 else list(range(axis, ctx.rank(x, node)))
+    axes = _trailing_axes(ctx, node, x, axis)
     stash = engine_dtype(ctx.attr(node, "stash_type", 1), "RMSNormalization stash_type")
     xs = tf.cast(x, stash) if stash != x.dtype.base_dtype else x
     ms = tf.reduce_mean(tf.square(xs), axis=axes, keepdims=True)
