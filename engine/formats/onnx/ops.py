@@ -16,6 +16,12 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.registry import ShapeError, op
+
+try:  # declared op attributes (refactor-engine); older registries take no declarations
+    from engine.framework.registry import Attr as _Attr
+    from engine.framework.registry import OpFlags as _OpFlags
+except ImportError:  # pragma: no cover - depends on the registry in use
+    _Attr = _OpFlags = None
 from engine.ops._common import (
     ALL,
     FLOATS,
@@ -32,19 +38,22 @@ __all__ = ["ONNX_OP_TYPES"]
 ONNX_OP_TYPES: list[str] = []
 
 
-def _onnx_op(op_type: str, *, infer, inputs=(), aliases=False, cpu_only=False):
-    # ``cpu_only``: the kernel uses numpy features cupy lacks (ufunc.at, put_along_axis,
-    # sparse indices); sessions place those ops on the CPU with copies around them.
+def _onnx_op(op_type: str, *, infer, inputs=(), attrs=(), aliases=False, cpu_only=False):
+    """Registers an ONNX op, not differentiable. ``attrs``: ``(name, type)`` pairs declared
+    to the registry where it takes declarations (``registry.Attr``; types as TF's: ``int``,
+    ``float``, ``string``, ``type``, ``list(int)``, ``int?``). ``cpu_only``: the kernel uses
+    numpy features cupy lacks (ufunc.at, put_along_axis); sessions place those ops on the
+    CPU with copies around them."""
+    devices = ("CPU",) if cpu_only else ("CPU", "GPU")
+
     def deco(kernel):
         ONNX_OP_TYPES.append(op_type)
-        return op(
-            op_type,
-            infer=infer,
-            inputs=inputs,
-            differentiable=False,
-            aliases=aliases,
-            device_types=("CPU",) if cpu_only else ("CPU", "GPU"),
-        )(kernel)
+        common = {"infer": infer, "inputs": inputs, "differentiable": False}
+        if _Attr is not None:
+            declared = tuple(_Attr(name, kind) for name, kind in attrs)
+            flags = _OpFlags(aliases=aliases, device_types=devices)
+            return op(op_type, attrs=declared, flags=flags, **common)(kernel)
+        return op(op_type, aliases=aliases, device_types=devices, **common)(kernel)
 
     return deco
 
@@ -167,7 +176,7 @@ def _einsum_infer(op):
     return [(check_dtype(op, 0, NUMERIC), unknown_shape(rank))]
 
 
-@_onnx_op("OnnxEinsum", infer=_einsum_infer, inputs=("inputs*",))
+@_onnx_op("OnnxEinsum", infer=_einsum_infer, inputs=("inputs*",), attrs=[("equation", "string")])
 def _einsum(xp, *xs, equation):
     try:
         return xp.asarray(xp.einsum(equation, *xs))
@@ -212,7 +221,13 @@ def _reshape_infer(op):
     return [(check_dtype(op, 0, ALL), _shape_operand(op, 1, None if op._attrs["allowzero"] else x))]
 
 
-@_onnx_op("OnnxReshape", infer=_reshape_infer, inputs=("data", "shape"), aliases=True)
+@_onnx_op(
+    "OnnxReshape",
+    infer=_reshape_infer,
+    inputs=("data", "shape"),
+    aliases=True,
+    attrs=[("allowzero", "int")],
+)
 def _reshape(xp, x, shape, *, allowzero):
     dims = _host_ints(xp, shape)
     if not allowzero:
@@ -299,7 +314,7 @@ def _normalized_indices(xp, idx, dim: int, what: str):
     return xp.where(idx < 0, idx + dim, idx)
 
 
-@_onnx_op("OnnxGather", infer=_gather_infer, inputs=("data", "indices"))
+@_onnx_op("OnnxGather", infer=_gather_infer, inputs=("data", "indices"), attrs=[("axis", "int")])
 def _gather(xp, x, idx, *, axis):
     axis %= x.ndim
     return xp.take(x, _normalized_indices(xp, idx, x.shape[axis], "Gather"), axis=axis)
@@ -310,7 +325,9 @@ def _elements_infer(op):
     return [(check_dtype(op, 0, ALL), op._inputs[1]._shape)]
 
 
-@_onnx_op("OnnxGatherElements", infer=_elements_infer, inputs=("data", "indices"))
+@_onnx_op(
+    "OnnxGatherElements", infer=_elements_infer, inputs=("data", "indices"), attrs=[("axis", "int")]
+)
 def _gather_elements(xp, x, idx, *, axis):
     if x.ndim != idx.ndim:
         raise _bad("GatherElements: data and indices must have the same rank")
@@ -359,7 +376,12 @@ def _pad_infer(op):
     return [(d, TensorShape._from_tuple(tuple(out)))]
 
 
-@_onnx_op("OnnxPad", infer=_pad_infer, inputs=("data", "pads", "constant_value", "axes"))
+@_onnx_op(
+    "OnnxPad",
+    infer=_pad_infer,
+    inputs=("data", "pads", "constant_value", "axes"),
+    attrs=[("mode", "string")],
+)
 def _pad(xp, x, pads, value, axes, *, mode):
     pads = _host_ints(xp, pads)
     axes = _host_ints(xp, axes) or list(range(x.ndim))
@@ -399,7 +421,12 @@ def _topk_infer(op):
     return [(d, out), (dtypes.int64, out)]
 
 
-@_onnx_op("OnnxTopK", infer=_topk_infer, inputs=("x", "k"))
+@_onnx_op(
+    "OnnxTopK",
+    infer=_topk_infer,
+    inputs=("x", "k"),
+    attrs=[("axis", "int"), ("largest", "int"), ("sorted", "int")],
+)
 def _top_k(xp, x, k, *, axis, largest, sorted):  # noqa: A002 - ONNX's attribute name
     k = _host_ints(xp, k)[0]
     axis %= x.ndim
@@ -424,7 +451,12 @@ def _lrn_infer(op):
     return [(check_dtype(op, 0, FLOATS), op._inputs[0]._shape)]
 
 
-@_onnx_op("OnnxLRN", infer=_lrn_infer, inputs=("x",))
+@_onnx_op(
+    "OnnxLRN",
+    infer=_lrn_infer,
+    inputs=("x",),
+    attrs=[("size", "int"), ("alpha", "float"), ("beta", "float"), ("bias", "float")],
+)
 def _lrn(xp, x, *, size, alpha, beta, bias):
     sq = (x * x).astype(np.float64)
     c = x.shape[1]
@@ -451,7 +483,12 @@ def _reduce_infer(op):
 _EMPTY_IDENTITY = {"max": -np.inf, "min": np.inf}
 
 
-@_onnx_op("OnnxReduce", infer=_reduce_infer, inputs=("data", "axes"))
+@_onnx_op(
+    "OnnxReduce",
+    infer=_reduce_infer,
+    inputs=("data", "axes"),
+    attrs=[("kind", "string"), ("keepdims", "int"), ("noop_with_empty_axes", "int")],
+)
 def _reduce(xp, x, axes, *, kind, keepdims, noop_with_empty_axes):
     axes = _host_ints(xp, axes)
     if not axes:
@@ -504,7 +541,7 @@ def _trilu_infer(op):
     return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
 
 
-@_onnx_op("OnnxTrilu", infer=_trilu_infer, inputs=("input", "k"))
+@_onnx_op("OnnxTrilu", infer=_trilu_infer, inputs=("input", "k"), attrs=[("upper", "int")])
 def _trilu(xp, x, k, *, upper):
     if x.ndim < 2:
         raise _bad("Trilu: input must have rank at least 2")
@@ -512,7 +549,9 @@ def _trilu(xp, x, k, *, upper):
     return xp.triu(x, k) if upper else xp.tril(x, k)
 
 
-@_onnx_op("OnnxBitShift", infer=_binary_same(INTS), inputs=("x", "y"))
+@_onnx_op(
+    "OnnxBitShift", infer=_binary_same(INTS), inputs=("x", "y"), attrs=[("direction", "string")]
+)
 def _bit_shift(xp, x, y, *, direction):
     if direction == "LEFT":
         return xp.left_shift(x, y).astype(x.dtype)
@@ -524,6 +563,18 @@ def _bit_shift(xp, x, y, *, direction):
 # -----------------------------------------------------------------------------------------
 # Resize: separable nearest / n-linear / cubic interpolation, one axis at a time
 # -----------------------------------------------------------------------------------------
+
+
+_RESIZE_ATTRS = [
+    ("mode", "string"),
+    ("coordinate_transformation_mode", "string"),
+    ("nearest_mode", "string"),
+    ("cubic_coeff_a", "float"),
+    ("exclude_outside", "int"),
+    ("extrapolation_value", "float"),
+    ("axes", "list(int)"),
+    ("keep_aspect_ratio_policy", "string"),
+]
 
 
 def _resize_infer(op):
@@ -616,8 +667,35 @@ def _resize_axis(xp, x, axis: int, out: int, scale: float, roi, attrs):
     return y
 
 
-@_onnx_op("OnnxResize", infer=_resize_infer, inputs=("X", "roi", "scales", "sizes"))
-def _resize(xp, x, roi, scales, sizes, **attrs):
+@_onnx_op(
+    "OnnxResize", infer=_resize_infer, inputs=("X", "roi", "scales", "sizes"), attrs=_RESIZE_ATTRS
+)
+def _resize(
+    xp,
+    x,
+    roi,
+    scales,
+    sizes,
+    *,
+    mode,
+    coordinate_transformation_mode,
+    nearest_mode,
+    cubic_coeff_a,
+    exclude_outside,
+    extrapolation_value,
+    axes,
+    keep_aspect_ratio_policy,
+):
+    attrs = {
+        "mode": mode,
+        "coordinate_transformation_mode": coordinate_transformation_mode,
+        "nearest_mode": nearest_mode,
+        "cubic_coeff_a": cubic_coeff_a,
+        "exclude_outside": exclude_outside,
+        "extrapolation_value": extrapolation_value,
+        "axes": axes,
+        "keep_aspect_ratio_policy": keep_aspect_ratio_policy,
+    }
     n = x.ndim
     axes = [a % n for a in attrs["axes"]] if attrs["axes"] else list(range(n))
     roi_h = [float(v) for v in np.asarray(roi.get() if hasattr(roi, "get") else roi).ravel()]

@@ -27,7 +27,7 @@ __all__: list[str] = []
 _UNARY_MATH = ("sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh")
 
 
-@_onnx_op("OnnxUnaryMath", infer=_same, inputs=("x",))
+@_onnx_op("OnnxUnaryMath", infer=_same, inputs=("x",), attrs=[("fn", "string")])
 def _unary_math(xp, x, *, fn):
     if fn not in _UNARY_MATH:
         raise _bad(f"unknown function {fn!r}")
@@ -38,7 +38,7 @@ def _like_input(op):
     return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
 
 
-@_onnx_op("OnnxHardmax", infer=_like_input, inputs=("x",), cpu_only=True)
+@_onnx_op("OnnxHardmax", infer=_like_input, inputs=("x",), cpu_only=True, attrs=[("axis", "int")])
 def _hardmax(xp, x, *, axis):
     axis %= x.ndim
     idx = xp.expand_dims(xp.argmax(x, axis=axis), axis)
@@ -51,7 +51,12 @@ def _one_hot_infer(op):
     return [(check_dtype(op, 2, ALL), unknown_shape())]
 
 
-@_onnx_op("OnnxOneHot", infer=_one_hot_infer, inputs=("indices", "depth", "values"))
+@_onnx_op(
+    "OnnxOneHot",
+    infer=_one_hot_infer,
+    inputs=("indices", "depth", "values"),
+    attrs=[("axis", "int")],
+)
 def _one_hot(xp, indices, depth, values, *, axis):
     d = int(np.asarray(depth.get() if hasattr(depth, "get") else depth).reshape(-1)[0])
     if d < 1:
@@ -86,7 +91,11 @@ def _reduce_into(xp, out, index, updates, reduction: str):
 
 
 @_onnx_op(
-    "OnnxScatterND", infer=_scatter_infer, inputs=("data", "indices", "updates"), cpu_only=True
+    "OnnxScatterND",
+    attrs=[("reduction", "string")],
+    infer=_scatter_infer,
+    inputs=("data", "indices", "updates"),
+    cpu_only=True,
 )
 def _scatter_nd(xp, x, indices, updates, *, reduction):
     out = x.copy()
@@ -109,6 +118,7 @@ def _scatter_nd(xp, x, indices, updates, *, reduction):
 
 @_onnx_op(
     "OnnxScatterElements",
+    attrs=[("axis", "int"), ("reduction", "string")],
     infer=_scatter_infer,
     inputs=("data", "indices", "updates"),
     cpu_only=True,
@@ -127,7 +137,12 @@ def _gather_nd_infer(op):
     return [(check_dtype(op, 0, ALL), unknown_shape())]
 
 
-@_onnx_op("OnnxGatherND", infer=_gather_nd_infer, inputs=("data", "indices"))
+@_onnx_op(
+    "OnnxGatherND",
+    infer=_gather_nd_infer,
+    inputs=("data", "indices"),
+    attrs=[("batch_dims", "int")],
+)
 def _gather_nd(xp, x, indices, *, batch_dims):
     b = batch_dims
     k = indices.shape[-1]
@@ -144,7 +159,12 @@ def _gather_nd(xp, x, indices, *, batch_dims):
     return picked.reshape(indices.shape[:-1] + x.shape[b + k :])
 
 
-@_onnx_op("OnnxDepthToSpace", infer=_unknown_like(), inputs=("input",))
+@_onnx_op(
+    "OnnxDepthToSpace",
+    infer=_unknown_like(),
+    inputs=("input",),
+    attrs=[("blocksize", "int"), ("mode", "string"), ("inverse", "int")],
+)
 def _depth_to_space(xp, x, *, blocksize, mode, inverse):
     n, c, h, w = x.shape
     b = blocksize
@@ -167,7 +187,9 @@ def _eye_infer(op):
     return [(op._attrs["dtype"], op._inputs[0]._shape)]
 
 
-@_onnx_op("OnnxEyeLike", infer=_eye_infer, inputs=("input",))
+@_onnx_op(
+    "OnnxEyeLike", infer=_eye_infer, inputs=("input",), attrs=[("dtype", "type"), ("k", "int")]
+)
 def _eye_like(xp, x, *, dtype, k):
     if x.ndim != 2:
         raise _bad("EyeLike: input must be 2-D")
@@ -188,7 +210,9 @@ def _nonzero(xp, x):
     )
 
 
-@_onnx_op("OnnxCompress", infer=_unknown_like(), inputs=("input", "condition"))
+@_onnx_op(
+    "OnnxCompress", infer=_unknown_like(), inputs=("input", "condition"), attrs=[("axis", "int?")]
+)
 def _compress(xp, x, cond, *, axis):
     c = cond.astype(bool).reshape(-1)
     if axis is None:
@@ -199,7 +223,12 @@ def _compress(xp, x, cond, *, axis):
     return xp.compress(c[:n], xp.take(x, xp.arange(n), axis=axis), axis=axis)
 
 
-@_onnx_op("OnnxReverseSequence", infer=_like_input, inputs=("input", "sequence_lens"))
+@_onnx_op(
+    "OnnxReverseSequence",
+    infer=_like_input,
+    inputs=("input", "sequence_lens"),
+    attrs=[("batch_axis", "int"), ("time_axis", "int")],
+)
 def _reverse_sequence(xp, x, lens, *, batch_axis, time_axis):
     out = x.copy()
     lens_h = _host_ints(xp, lens)
