@@ -35,6 +35,18 @@ def _lrn_ref(x, size, alpha, beta, bias):
 
 
 _erf = np.vectorize(math.erf)
+_Q = rng.standard_normal((1, 4, 3, 2)).astype(F)
+_KV = rng.standard_normal((1, 2, 3, 2)).astype(F)
+
+
+def _attention_ref(q, k, v):
+    k, v = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    scores = np.where(np.tril(np.ones((3, 3), bool)), scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    return ((p / p.sum(-1, keepdims=True)) @ v).astype(F)
+
+
 _RESIZE = {
     "mode": "nearest",
     "coordinate_transformation_mode": "half_pixel",
@@ -272,6 +284,27 @@ CASES = [
         _op("OnnxDet"),
         [np.array([[[2, 1], [1, 3]], [[1, 2], [3, 4]]], F)],
         lambda x: np.array([5, -2], F),
+        rtol=1e-5,
+    ),
+    Case(
+        "attention_causal_gqa",
+        _op(
+            "OnnxAttention",
+            {
+                "present": [0, 0, 0, 0],
+                "scale": None,
+                "is_causal": 1,
+                "q_num_heads": None,
+                "kv_num_heads": None,
+                "softcap": None,
+                "qk_matmul_output_mode": 0,
+                "left_window_size": -1,
+                "right_window_size": -1,
+                "softmax_dtype": None,
+            },
+        ),
+        [_Q, _KV, _KV * 2, *[np.zeros([0], F)] * 4],
+        lambda q, k, v, *_: _attention_ref(q, k, v),
         rtol=1e-5,
     ),
     Case(

@@ -321,6 +321,32 @@ def _scan(ctx, node):
     return outputs
 
 
+def _attention(ctx, node):
+    q, k, v = (ctx.input(node, i) for i in range(3))
+    optional = [ctx.optional(node, i) for i in range(3, 7)]
+    precision = ctx.attr(node, "softmax_precision", None)
+    dummy = _const([], q.dtype.base_dtype)
+    ins = [q, k, v] + [dummy if t is None else t for t in optional]
+    scale, softcap = ctx.attr(node, "scale", None), ctx.attr(node, "softcap", None)
+    attrs = {
+        "present": [int(t is not None) for t in optional],
+        "scale": None if scale is None else float(scale),
+        "is_causal": int(ctx.attr(node, "is_causal", 0)),
+        "q_num_heads": ctx.attr(node, "q_num_heads", None),
+        "kv_num_heads": ctx.attr(node, "kv_num_heads", None),
+        "softcap": None if softcap is None else float(softcap),
+        "qk_matmul_output_mode": int(ctx.attr(node, "qk_matmul_output_mode", 0)),
+        "left_window_size": int(ctx.attr(node, "left_window_size", -1)),
+        "right_window_size": int(ctx.attr(node, "right_window_size", -1)),
+        "softmax_dtype": None
+        if precision is None
+        else engine_dtype(precision, "Attention softmax_precision"),
+    }
+    if (optional[1] is None) != (optional[2] is None):
+        raise OnnxFormatError("Attention: past_key and past_value come together")
+    return list(create("OnnxAttention", ins, attrs).outputs)
+
+
 # -----------------------------------------------------------------------------------------
 # Control flow: If and Loop on the engine's cond and while_loop
 # -----------------------------------------------------------------------------------------
@@ -417,7 +443,8 @@ register("MeanVarianceNormalization", (9, 13), _mvn)
 register("ReverseSequence", (10, 28), _reverse_sequence)
 register("Det", (11, 22), _det)
 register("Loop", (1, 11, 13, 16, 19, 21, 23, 24, 25), _loop)
-register("Scan", (9, 11, 16, 19, 21, 23, 24, 25), _scan)
+register("Attention", (23, 24, 25), _attention)
+register("Scan", (8, 9, 11, 16, 19, 21, 23, 24, 25), {9: _scan})  # Scan-8 (batched) is not read
 
 register("ReduceSum", (1, 11, 13), {1: _reduce("sum", 13)})
 for _name, _kind in (

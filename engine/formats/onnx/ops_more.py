@@ -248,3 +248,137 @@ def _det_infer(op):
 @_onnx_op("OnnxDet", infer=_det_infer, inputs=("x",))
 def _det(xp, x):
     return xp.asarray(xp.linalg.det(x)).astype(x.dtype)
+
+
+# -----------------------------------------------------------------------------------------
+# Attention (opset 23+): the reference algorithm, one op with its four outputs
+# -----------------------------------------------------------------------------------------
+
+
+def _attention_infer(op):
+    d = check_dtype(op, 0, FLOATS)
+    return [(d, unknown_shape())] * 4
+
+
+def _window_allowed(xp, q: int, kv: int, offset, left: int, right: int, causal: bool):
+    """[q, kv] (or [batch, 1, q, kv] for per-batch offsets) of allowed key positions."""
+    i = xp.arange(q).reshape(q, 1)
+    j = xp.arange(kv).reshape(1, kv)
+    if getattr(offset, "ndim", 0):
+        diff = (i + offset.reshape(-1, 1, 1)) - j
+        diff = diff.reshape(diff.shape[0], 1, q, kv)
+    else:
+        diff = i + int(offset) - j
+    allowed = xp.ones(diff.shape, dtype=bool)
+    if causal:
+        allowed &= diff >= 0
+    if left >= 0:
+        allowed &= diff <= left
+    if right >= 0:
+        allowed &= -diff <= right
+    return allowed
+
+
+def _to_heads(x, heads: int):
+    b, s, h = x.shape
+    return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+
+
+@_onnx_op(
+    "OnnxAttention",
+    infer=_attention_infer,
+    inputs=("Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen"),
+    attrs=[
+        ("present", "list(int)"),
+        ("scale", "float?"),
+        ("is_causal", "int"),
+        ("q_num_heads", "int?"),
+        ("kv_num_heads", "int?"),
+        ("softcap", "float?"),
+        ("qk_matmul_output_mode", "int"),
+        ("left_window_size", "int"),
+        ("right_window_size", "int"),
+        ("softmax_dtype", "type?"),
+    ],
+)
+def _attention(
+    xp,
+    q,
+    k,
+    v,
+    mask,
+    past_key,
+    past_value,
+    nonpad,
+    *,
+    present,
+    scale,
+    is_causal,
+    q_num_heads,
+    kv_num_heads,
+    softcap,
+    qk_matmul_output_mode,
+    left_window_size,
+    right_window_size,
+    softmax_dtype,
+):
+    """``present``: which optional inputs were given (mask, past_key, past_value, nonpad)."""
+    has_mask, has_past, _, has_nonpad = (bool(p) for p in present)
+    rank = q.ndim
+    if rank == 3:
+        if q_num_heads is None or kv_num_heads is None:
+            raise _bad("Attention: 3-D inputs need q_num_heads and kv_num_heads")
+        q, k, v = _to_heads(q, q_num_heads), _to_heads(k, kv_num_heads), _to_heads(v, kv_num_heads)
+    dt = q.dtype
+    s = dt.type(np.sqrt(scale if scale is not None else 1 / np.sqrt(q.shape[3])))
+    if has_past:
+        k = xp.concatenate([past_key, k], axis=2)
+        v = xp.concatenate([past_value, v], axis=2)
+    present_k, present_v = (k, v) if has_past else (k.copy(), v.copy())
+    nq, nkv = q.shape[2], k.shape[2]
+    bias = xp.zeros((nq, nkv), dtype=dt)
+    if has_mask:
+        m = mask
+        if m.shape[-1] < nkv:
+            width = [(0, 0)] * (m.ndim - 1) + [(0, nkv - m.shape[-1])]
+            m = xp.pad(m, width, constant_values=False if m.dtype == bool else -np.inf)
+        if m.dtype == bool:
+            m = xp.where(m, dt.type(0), dt.type(-np.inf))
+        bias = bias + m.astype(dt)
+    if has_nonpad and not has_past:
+        offset = nonpad.reshape(-1) - nq
+    else:
+        offset = past_key.shape[2] if has_past else 0
+    if is_causal or left_window_size >= 0 or right_window_size >= 0:
+        allowed = _window_allowed(
+            xp, nq, nkv, offset, left_window_size, right_window_size, bool(is_causal)
+        )
+        bias = bias + xp.where(allowed, dt.type(0), dt.type(-np.inf))
+    if has_nonpad:
+        keep = xp.arange(nkv) < nonpad.reshape(-1, 1)
+        bias = bias + xp.where(keep, 0, -np.inf).astype(dt).reshape(-1, 1, 1, nkv)
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk and hq % hk == 0:
+        k, v = xp.repeat(k, hq // hk, axis=1), xp.repeat(v, hq // hk, axis=1)
+    qk = xp.matmul(q * s, k.transpose(0, 1, 3, 2) * s)
+    if softcap is not None and softcap > 0:
+        qk = (xp.tanh(qk / softcap) * softcap).astype(dt)
+    with_bias = qk + bias
+    exposed = with_bias if qk_matmul_output_mode == 2 else qk
+    if softmax_dtype is not None:
+        with_bias = with_bias.astype(softmax_dtype.as_numpy_dtype)
+    sd = with_bias.dtype
+    top = xp.max(with_bias, axis=-1, keepdims=True)
+    masked_row = xp.isneginf(top)
+    e = xp.exp(with_bias - xp.where(masked_row, sd.type(0), top))
+    total = e.sum(axis=-1, keepdims=True)
+    probs = e / xp.where(total == 0, sd.type(1), total)
+    all_masked = xp.isneginf(xp.max(bias, axis=-1, keepdims=True))
+    probs = xp.where(all_masked, sd.type(0), probs)
+    if qk_matmul_output_mode == 3:
+        exposed = probs
+    probs = probs.astype(dt)
+    y = xp.matmul(probs, v)
+    if rank == 3:
+        y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+    return y, present_k, present_v, xp.asarray(exposed).astype(dt)
