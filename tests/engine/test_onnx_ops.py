@@ -308,6 +308,23 @@ CASES = [
         rtol=1e-5,
     ),
     Case(
+        "nll_loss_weighted_ignore",
+        _op("OnnxNLLLoss", {"reduction": "mean", "ignore_index": 1, "has_weight": 1}),
+        [a, np.array([0, 1], I64), np.array([2, 1, 3], F)],
+        lambda x, t, w: np.array(-x[0, 0] * 2 / 2, F),
+    ),
+    Case(
+        "softmax_cross_entropy_log_prob",
+        _op(
+            "OnnxSoftmaxCrossEntropyLoss",
+            {"reduction": "none", "ignore_index": None, "has_weight": 0},
+            n=1,
+        ),
+        [a, np.array([2, 0], I64), np.zeros([0], F)],
+        lambda x, *_: (x - np.log(np.exp(x).sum(axis=1, keepdims=True))).astype(F),
+        rtol=1e-5,
+    ),
+    Case(
         "lrn",
         _op("OnnxLRN", {"size": 3, "alpha": 1e-3, "beta": 0.75, "bias": 1.0}),
         [x4],

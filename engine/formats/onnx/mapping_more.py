@@ -347,6 +347,21 @@ def _attention(ctx, node):
     return list(create("OnnxAttention", ins, attrs).outputs)
 
 
+def _loss(op_type: str):
+    def convert(ctx, node):
+        x, target, weight = ctx.input(node, 0), ctx.input(node, 1), ctx.optional(node, 2)
+        ignore = ctx.attr(node, "ignore_index", None)
+        attrs = {
+            "reduction": ctx.attr(node, "reduction", "mean"),
+            "ignore_index": None if ignore is None else int(ignore),
+            "has_weight": int(weight is not None),
+        }
+        w = _const([], x.dtype.base_dtype) if weight is None else weight
+        return list(create(op_type, [x, target, w], attrs).outputs)
+
+    return convert
+
+
 # -----------------------------------------------------------------------------------------
 # Control flow: If and Loop on the engine's cond and while_loop
 # -----------------------------------------------------------------------------------------
@@ -444,6 +459,8 @@ register("ReverseSequence", (10, 28), _reverse_sequence)
 register("Det", (11, 22), _det)
 register("Loop", (1, 11, 13, 16, 19, 21, 23, 24, 25), _loop)
 register("Attention", (23, 24, 25), _attention)
+register("NegativeLogLikelihoodLoss", (12, 13, 22), _loss("OnnxNLLLoss"))
+register("SoftmaxCrossEntropyLoss", (12, 13), _loss("OnnxSoftmaxCrossEntropyLoss"))
 register("Scan", (8, 9, 11, 16, 19, 21, 23, 24, 25), {9: _scan})  # Scan-8 (batched) is not read
 
 register("ReduceSum", (1, 11, 13), {1: _reduce("sum", 13)})

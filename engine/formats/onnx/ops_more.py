@@ -382,3 +382,69 @@ def _attention(
     if rank == 3:
         y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
     return y, present_k, present_v, xp.asarray(exposed).astype(dt)
+
+
+# -----------------------------------------------------------------------------------------
+# Loss operators (evaluation of a model's loss output): NLL and softmax cross-entropy
+# -----------------------------------------------------------------------------------------
+
+
+def _loss_infer(op):
+    check_dtype(op, 1, frozenset([dtypes.int32, dtypes.int64]))
+    return [(check_dtype(op, 0, FLOATS), unknown_shape())]
+
+
+def _nll(xp, x, target, weight, has_weight: bool, ignore_index, reduction: str):
+    """ONNX NegativeLogLikelihoodLoss on log-probabilities ``x`` [N, C, d...]."""
+    if x.ndim < 2:
+        raise _bad("NegativeLogLikelihoodLoss: input must have rank at least 2")
+    c = x.shape[1]
+    t = target.astype(np.int64)
+    ignored = (t == ignore_index) if ignore_index is not None else xp.zeros(t.shape, bool)
+    safe = xp.where(ignored, 0, t)
+    if bool(((safe < 0) | (safe >= c)).any()):
+        raise _bad(f"NegativeLogLikelihoodLoss: target out of range [0, {c})")
+    picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
+    loss = xp.where(ignored, x.dtype.type(0), -picked)
+    if has_weight:
+        w = xp.where(ignored, x.dtype.type(0), weight[safe]).astype(x.dtype)
+        loss = loss * w
+        if reduction == "mean":
+            return (loss.sum() / w.sum()).astype(x.dtype)
+    elif ignore_index is not None and reduction == "mean":
+        kept = (~ignored).sum()
+        return (loss.sum() / xp.maximum(kept, 1) if kept else loss.sum() * 0).astype(x.dtype)
+    if reduction == "mean":
+        return loss.mean().astype(x.dtype)
+    if reduction == "sum":
+        return loss.sum().astype(x.dtype)
+    return loss.astype(x.dtype)
+
+
+@_onnx_op(
+    "OnnxNLLLoss",
+    infer=_loss_infer,
+    inputs=("input", "target", "weight"),
+    attrs=[("reduction", "string"), ("ignore_index", "int?"), ("has_weight", "int")],
+)
+def _nll_loss(xp, x, target, weight, *, reduction, ignore_index, has_weight):
+    return _nll(xp, x, target, weight, bool(has_weight), ignore_index, reduction)
+
+
+def _sce_infer(op):
+    d = _loss_infer(op)[0][0]
+    return [(d, unknown_shape()), (d, op._inputs[0]._shape)]
+
+
+@_onnx_op(
+    "OnnxSoftmaxCrossEntropyLoss",
+    infer=_sce_infer,
+    inputs=("scores", "labels", "weights"),
+    attrs=[("reduction", "string"), ("ignore_index", "int?"), ("has_weight", "int")],
+)
+def _sce_loss(xp, x, labels, weight, *, reduction, ignore_index, has_weight):
+    top = x.max(axis=1, keepdims=True)
+    log_prob = (x - top) - xp.log(xp.exp(x - top).sum(axis=1, keepdims=True))
+    log_prob = log_prob.astype(x.dtype)
+    loss = _nll(xp, log_prob, labels, weight, bool(has_weight), ignore_index, reduction)
+    return loss, log_prob
