@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from engine.formats.onnx.export import EXPORT_OPSET, ExportError, export
 from engine.formats.onnx.importer import (
-    MIN_OPSET,
     ModelSummary,
     OnnxModel,
     import_model,
@@ -24,7 +23,6 @@ __all__ = [
     "EXPORT_OPSET",
     "ExportError",
     "export",
-    "MIN_OPSET",
     "MODEL_FILENAME",
     "ModelSummary",
     "OnnxFormatError",

@@ -35,7 +35,6 @@ from engine.saving.meta_graph import SignatureDef, TensorInfo
 from engine.tensor_shape import TensorShape, unknown_shape
 
 __all__ = [
-    "MIN_OPSET",
     "MAX_MODEL_BYTES",
     "OnnxModel",
     "ModelSummary",
@@ -44,9 +43,8 @@ __all__ = [
     "summarize",
 ]
 
-# Operators of older opsets import when the table has their version (rows start at each
-# operator's real first since_version); the rest are reported as unsupported.
-MIN_OPSET = 1
+# Any opset reads: operators of older opsets import when the table has their version (rows
+# start at each operator's real first since_version); the rest are reported as unsupported.
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit for one message
 MAX_NODES = 1_000_000
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -122,7 +120,9 @@ def _opset(model: dict) -> int:
         return int(default[0])
     if not versions and model.get("ir_version", 0) < 3:
         return 1
-    raise OnnxFormatError("model imports no version of the default ONNX operator set")
+    # Only other domains (e.g. ai.onnx.ml): any default-domain node is unsupported, and the
+    # report names the other domains' operators.
+    return 0
 
 
 def _unsupported(graph: dict, opset: int, found: Counter) -> None:
@@ -374,10 +374,6 @@ def import_model(
     """
     model, model_dir = read_model(path_or_bytes)
     opset = _opset(model)
-    if opset < MIN_OPSET:
-        raise UnsupportedModelError(
-            f"model uses opset {opset}; opsets {MIN_OPSET} and newer are supported"
-        )
     found: Counter = Counter()
     _unsupported(model["graph"], opset, found)
     if found:
