@@ -12,7 +12,21 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, layers, losses, nn, saved_model, tensor_shape, test, train
+from engine import (
+    data,
+    dtypes,
+    errors,
+    layers,
+    losses,
+    metrics,
+    nn,
+    saved_model,
+    summary,
+    tensor_shape,
+    test,
+    train,
+)
+from engine import tf_logging as logging
 from engine.config import (
     ConfigProto,
     GPUOptions,
@@ -21,6 +35,7 @@ from engine.config import (
     RunMetadata,
     RunOptions,
 )
+from engine.contrib import contrib
 from engine.dtypes import (
     DType,
     as_dtype,
@@ -161,6 +176,7 @@ from engine.ops.script import *  # noqa: F403
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
 from engine.ops.tensor_array import TensorArray
+from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
@@ -199,5 +215,7 @@ Variable._overload_operators()
 __version__ = "0.1.0"
 sub = subtract
 mul = multiply
+arg_max = argmax  # noqa: F405 - from engine.ops.reduction
+arg_min = argmin  # noqa: F405
 
 from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above

@@ -541,47 +541,18 @@ def batch_normalization(
 
     4-D inputs normalized over the channel axis use one ``FusedBatchNormV3`` op.
     """
+    del renorm_clipping, renorm_momentum  # meaningful only with renorm, refused below
     if renorm or virtual_batch_size is not None or adjustment is not None:
         raise NotImplementedError(
             "batch_normalization: renorm, virtual_batch_size and adjustment are not supported"
         )
     static = _static_training(training)
-    with _layer_scope(name, "batch_normalization", reuse) as scope:
+    with _layer_scope(name, "batch_normalization", reuse):
         x = convert_to_tensor(inputs)
-        rank = x.shape.rank
-        if rank is None:
-            raise ValueError(f"Input has undefined rank: {x.shape}")
-        if not isinstance(axis, numbers.Integral):
-            raise NotImplementedError("batch_normalization supports a single int axis")
-        if not -rank <= axis < rank:
-            raise ValueError(f"Invalid axis: {axis}")
-        axis = axis % rank
-        c = x.shape.as_tuple()[axis]
-        if c is None:
-            raise ValueError(
-                f"Axis {axis} of input tensor should have a defined dimension but the layer "
-                f"received an input with shape {x.shape}."
-            )
-        dtype = x.dtype.base_dtype
-        if not dtype.is_floating:
-            raise TypeError(f"Unable to build `BatchNormalization` with dtype {dtype}")
-        pdtype = dtypes.float32 if dtype is dtypes.float16 else dtype
-        fmt = None
-        if rank == 4 and axis in (1, 3) and fused is not False:
-            fmt = "NHWC" if axis == 3 else "NCHW"
-        elif fused:
-            raise ValueError("fused=True needs a 4-D input normalized over axis 1 or 3")
+        axis, c, pdtype, fmt = _bn_layout(x, axis, fused)
 
-        def param(pname, init, reg, constraint, train_it):
-            return get_variable(
-                pname,
-                shape=[c],
-                dtype=pdtype,
-                initializer=init,
-                regularizer=reg,
-                constraint=constraint,
-                trainable=train_it,
-            )
+        def param(pname, init, reg=None, constraint=None, train_it=False):
+            return get_variable(pname, [c], pdtype, init, reg, train_it, constraint=constraint)
 
         gamma = (
             param("gamma", gamma_initializer, gamma_regularizer, gamma_constraint, trainable)
@@ -593,29 +564,58 @@ def batch_normalization(
             if center
             else constant(0.0, dtype=pdtype, shape=[c])
         )
-        moving_mean = param("moving_mean", moving_mean_initializer, None, None, False)
-        moving_variance = param("moving_variance", moving_variance_initializer, None, None, False)
-        del scope
+        moving = (
+            param("moving_mean", moving_mean_initializer),
+            param("moving_variance", moving_variance_initializer),
+        )
         y, mean, variance = _bn_statistics(
-            x,
-            axis,
-            fmt,
-            gamma,
-            beta,
-            (moving_mean, moving_variance),
-            epsilon,
-            training,
-            static,
+            x, axis, fmt, gamma, beta, moving, epsilon, training, static
         )
         if static is not False:
-            if static is None:
-                m = control_flow.cond(
-                    training,
-                    lambda: constant(momentum, dtype=pdtype),
-                    lambda: constant(1.0, dtype=pdtype),
-                )
-            else:
-                m = constant(momentum, dtype=pdtype)
-            for var, value in ((moving_mean, mean), (moving_variance, variance)):
-                add_to_collection(GraphKeys.UPDATE_OPS, _assign_moving_average(var, value, m))
+            _add_moving_average_updates(
+                moving, (mean, variance), momentum, training, static, pdtype
+            )
         return y
+
+
+def _bn_layout(x: Tensor, axis, fused):
+    """(axis, channels, parameter dtype, fused data format or None) for ``x``."""
+    rank = x.shape.rank
+    if rank is None:
+        raise ValueError(f"Input has undefined rank: {x.shape}")
+    if not isinstance(axis, numbers.Integral):
+        raise NotImplementedError("batch_normalization supports a single int axis")
+    if not -rank <= axis < rank:
+        raise ValueError(f"Invalid axis: {axis}")
+    axis = axis % rank
+    c = x.shape.as_tuple()[axis]
+    if c is None:
+        raise ValueError(
+            f"Axis {axis} of input tensor should have a defined dimension but the layer "
+            f"received an input with shape {x.shape}."
+        )
+    dtype = x.dtype.base_dtype
+    if not dtype.is_floating:
+        raise TypeError(f"Unable to build `BatchNormalization` with dtype {dtype}")
+    pdtype = dtypes.float32 if dtype is dtypes.float16 else dtype
+    fmt = None
+    if rank == 4 and axis in (1, 3) and fused is not False:
+        fmt = "NHWC" if axis == 3 else "NCHW"
+    elif fused:
+        raise ValueError("fused=True needs a 4-D input normalized over axis 1 or 3")
+    return axis, c, pdtype, fmt
+
+
+def _add_moving_average_updates(moving, batch, momentum, training, static, pdtype):
+    """``AssignMovingAvg`` ops in UPDATE_OPS; with a tensor ``training`` the momentum is 1
+    (no change) when not training, as TF1 does."""
+    if static is None:
+        m = control_flow.cond(
+            training,
+            lambda: constant(momentum, dtype=pdtype),
+            lambda: constant(1.0, dtype=pdtype),
+        )
+    else:
+        m = constant(momentum, dtype=pdtype)
+    for var, value in zip(moving, batch):
+        add_to_collection(GraphKeys.UPDATE_OPS, _assign_moving_average(var, value, m))

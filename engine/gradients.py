@@ -1,7 +1,9 @@
 """Reverse-mode differentiation: ``gradients(ys, xs)`` builds gradient ops in the graph.
 
 The gradient of each op is built by the function registered next to the op's definition
-(``@op(..., grad=fn)`` or ``@RegisterGradient("Type")``), called as
+(``@op(..., grad=fn)``), or under another name with ``@RegisterGradient("name")`` and chosen
+per op with ``Graph.gradient_override_map``; one registry holds both
+(``engine.framework.registry``). It is called as
 ``fn(op, *output_grads) -> [input_grad or None, ...]``. Only ops on a path from ``xs`` to
 ``ys`` are visited; gradients reaching a tensor along several paths are summed; an ``x`` that
 does not influence ``ys`` gets None. Because gradients are ordinary ops they serialize and run
@@ -25,8 +27,6 @@ __all__ = [
     "hessians",
 ]
 
-_gradient_registry: dict[str, object] = {}
-
 
 class AggregationMethod:
     ADD_N = 0
@@ -38,7 +38,16 @@ class AggregationMethod:
 class RegisterGradient:
     """Decorator registering a gradient function under ``op_type``.
 
-    The name may be an op type or any name used with ``Graph.gradient_override_map``.
+    As in TensorFlow a name is registered once: registering a gradient for an op type that
+    already has one (every built-in differentiable op) raises KeyError. Register under a new
+    name and map op types to it with ``Graph.gradient_override_map``::
+
+        @tf.RegisterGradient("ClippedIdentity")
+        def _clipped(op, grad):
+            return [tf.clip_by_value(grad, -1.0, 1.0)]
+
+        with g.gradient_override_map({"Identity": "ClippedIdentity"}):
+            y = tf.identity(x)
     """
 
     def __init__(self, op_type: str):
@@ -47,39 +56,22 @@ class RegisterGradient:
         self._op_type = op_type
 
     def __call__(self, fn):
-        if self._op_type in _gradient_registry:
-            raise KeyError(f"Registering two gradient with name '{self._op_type}'!")
-        _gradient_registry[self._op_type] = fn
+        registry.add_gradient(self._op_type, fn)
         return fn
 
 
 def get_gradient_function(op: Operation):
     """The gradient function for ``op``, or None when the op is not differentiable.
 
-    Raises LookupError when the op type has neither a gradient nor a declaration that it has
-    none.
+    An op created inside ``Graph.gradient_override_map`` uses the gradient registered under
+    the mapped name. Raises LookupError when nothing is registered for the op.
     """
     override = op._attrs.get("_gradient_op_type")
-    if override is not None:
-        fn = _gradient_registry.get(override)
-        if fn is None:
-            d = registry.lookup(override)
-            fn = d.grad if d is not None else None
-        if fn is None:
-            raise LookupError(
-                f"No gradient defined for operation '{op.name}' (op type: "
-                f"{op.type}, overridden as {override})"
-            )
-        return fn
-    fn = _gradient_registry.get(op.type)
-    if fn is not None:
-        return fn
-    d = op._opdef
-    if d.grad is not None:
-        return d.grad
-    if not d.differentiable:
-        return None
-    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
+    name = op.type if override is None else override
+    if registry.has_gradient(name):
+        return registry.gradient(name)
+    how = "" if override is None else f", overridden as {override}"
+    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type}{how})")
 
 
 def _is_trainable(t: Tensor) -> bool:

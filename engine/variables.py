@@ -10,7 +10,7 @@ from __future__ import annotations
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor, register_tensor_conversion_function
-from engine.framework.graph import GraphKeys, Tensor, name_scope
+from engine.framework.graph import GraphKeys, Tensor, name_scope, session_for
 from engine.ops import array as array_ops
 from engine.ops import state as state_ops
 from engine.ops.control_flow import group, no_op
@@ -251,9 +251,7 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Assigns ``value`` in ``session`` (default session) by feeding the initializer."""
-        from engine.session import _session_for
-
-        sess = _session_for(self._variable, session, "load")
+        sess = session_for(self._variable, session, "load")
         sess.run(self._initializer_op, {self._initial_value: value})
 
     def eval(self, session=None):

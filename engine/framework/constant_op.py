@@ -133,7 +133,16 @@ def _const_infer(op):
     return [(op._attrs["dtype"], TensorShape(v.shape))]
 
 
-@registry.op("Const", infer=_const_infer, differentiable=False, aliases=True, hoist=True)
+@registry.op(
+    "Const",
+    infer=_const_infer,
+    attrs=(
+        registry.Attr("value", "tensor"),
+        registry.Attr("dtype", "type"),
+    ),
+    differentiable=False,
+    flags=registry.OpFlags(aliases=True, hoist=True),
+)
 def _const_kernel(xp, *, value, dtype):  # noqa: ARG001 - attrs reach a kernel by keyword, used or not
     return value if xp is np else xp.asarray(value)
 

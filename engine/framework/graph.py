@@ -184,9 +184,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Runs this tensor in ``session`` (default: the default session) and returns its value."""
-        from engine.session import _session_for
-
-        return _session_for(self, session, "eval").run(self, feed_dict)
+        return session_for(self, session, "eval").run(self, feed_dict)
 
     def _as_graph_element(self) -> Tensor:
         return self
@@ -322,9 +320,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None) -> None:
         """Runs this operation in ``session`` (default: the default session)."""
-        from engine.session import _session_for
-
-        _session_for(self, session, "run").run(self, feed_dict)
+        session_for(self, session, "run").run(self, feed_dict)
 
     def _as_graph_element(self) -> Operation:
         return self
@@ -632,7 +628,12 @@ class Graph:
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict):
-        """Uses the gradient registered for another op type for ops created inside."""
+        """Ops of the mapped types created inside use the gradient registered under the mapped
+        name (``tf.RegisterGradient`` or another op type) instead of their own."""
+        if not isinstance(op_type_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()
+        ):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
         saved = dict(self._gradient_override_map)
         self._gradient_override_map.update(op_type_map)
         try:
@@ -693,6 +694,7 @@ class Graph:
             if t._op._graph is not self:
                 inputs[i] = self._capture(t, name)
         checked = {k: _check_attr(name, k, v) for k, v in attrs.items()}
+        opdef.check_attrs(name, checked)
         control_inputs = self._control_inputs_for([t._op for t in inputs])
         op = Operation(self, name, op_type, opdef, inputs, control_inputs, checked, "")
         op._device = self._device_for(op) if self._thread.device_stack else ""
@@ -898,6 +900,34 @@ class _DefaultStack(threading.local):
                 self.stack.pop()
             elif obj in self.stack:
                 self.stack.remove(obj)
+
+
+_default_session_stack = _DefaultStack()
+
+
+def get_default_session():
+    """The innermost session entered with ``with sess:`` or ``sess.as_default()``, or None."""
+    return _default_session_stack.get_default()
+
+
+def session_for(elem, session, method: str):
+    """The session that ``Tensor.eval()`` / ``Operation.run()`` should use."""
+    kind = "evaluate tensor" if isinstance(elem, Tensor) else "execute operation"
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError(
+                f"Cannot {kind} using `{method}()`: No default session is "
+                "registered. Use `with sess.as_default()` or pass an explicit "
+                f"session to `{method}(session=sess)`"
+            )
+    if session.graph is not elem.graph:
+        what = "tensor" if isinstance(elem, Tensor) else "operation"
+        raise ValueError(
+            f"Cannot use the given session to {kind}: the {what}'s graph is "
+            "different from the session's graph."
+        )
+    return session
 
 
 class _DefaultGraphStack(_DefaultStack):

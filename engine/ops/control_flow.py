@@ -12,7 +12,7 @@ from engine.framework.graph import (
     get_default_graph,
     name_scope,
 )
-from engine.framework.registry import op
+from engine.framework.registry import Attr, OpFlags, op
 from engine.ops._common import create
 
 
@@ -163,11 +163,10 @@ def _if_infer(o):
 
 
 def _if_bind(o, ctx):
-    session = ctx.session
     inner = ctx.input_devices[1:] if ctx.input_devices is not None else None
     return {
-        "then_fn": session._compile_function(o._attrs["then_branch"], ctx.device, inner),
-        "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device, inner),
+        "then_fn": ctx.compile_function(o._attrs["then_branch"], inner),
+        "else_fn": ctx.compile_function(o._attrs["else_branch"], inner),
         "n_out": len(o._outputs),
     }
 
@@ -222,12 +221,14 @@ def _if_grad(o, *grads):
 @op(
     "If",
     infer=_if_infer,
-    stateful=True,
-    aliases=True,
     bind=_if_bind,
-    ref_inputs="all",
     grad=_if_grad,
     inputs=("cond", "input*"),
+    attrs=(
+        Attr("then_branch", "func"),
+        Attr("else_branch", "func"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, ref_inputs="all"),
 )
 def _if_kernel(xp, pred, *args, then_branch, else_branch, then_fn, else_fn, n_out):
     outs = (then_fn if pred else else_fn)(*args)
@@ -346,11 +347,10 @@ def _while_infer(o):
 
 
 def _while_bind(o, ctx):
-    session = ctx.session
     inner = ctx.input_devices
     return {
-        "cond_fn": session._compile_function(o._attrs["cond"], ctx.device, inner),
-        "body_fn": session._compile_function(o._attrs["body"], ctx.device, inner),
+        "cond_fn": ctx.compile_function(o._attrs["cond"], inner),
+        "body_fn": ctx.compile_function(o._attrs["body"], inner),
         "record": bool(ctx.outputs_used[-1]),
     }
 
@@ -416,7 +416,7 @@ def _while_grad_infer(o):
 
 def _while_grad_bind(o, ctx):
     return {
-        "grad_fn": ctx.session._compile_function(o._attrs["grad_body"], ctx.device),
+        "grad_fn": ctx.compile_function(o._attrs["grad_body"]),
         "n_out": len(o._outputs),
     }
 
@@ -424,12 +424,15 @@ def _while_grad_bind(o, ctx):
 @op(
     "WhileGrad",
     infer=_while_grad_infer,
-    stateful=True,
-    aliases=True,
     bind=_while_grad_bind,
-    ref_inputs="all",
     differentiable=False,
     inputs=("record", "input*"),
+    attrs=(
+        Attr("grad_body", "func"),
+        Attr("num_dv", "int"),
+        Attr("num_acc", "int"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, ref_inputs="all"),
 )
 def _while_grad_kernel(xp, record, *args, grad_body, num_dv, num_acc, grad_fn, n_out):
     if record is None:
@@ -447,12 +450,16 @@ def _while_grad_kernel(xp, record, *args, grad_body, num_dv, num_acc, grad_fn, n
 @op(
     "While",
     infer=_while_infer,
-    stateful=True,
-    aliases=True,
     bind=_while_bind,
-    ref_inputs="all",
     grad=_while_grad,
     inputs=("input*",),
+    attrs=(
+        Attr("cond", "func"),
+        Attr("body", "func"),
+        Attr("num_loop_vars", "int"),
+        Attr("parallel_iterations", "int"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, ref_inputs="all"),
 )
 def _while_kernel(
     xp, *args, cond, body, num_loop_vars, parallel_iterations, cond_fn, body_fn, record

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import constant
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
@@ -345,6 +345,28 @@ def _avg_pool_grad_infer(o):
 
 CONV_INPUTS = ("input", "filter")
 
+_PADDING_ATTRS = (
+    Attr("strides", "list(int)"),
+    Attr("padding", "string"),
+    Attr("explicit_paddings", "list(int)", default=()),
+    Attr("data_format", "string", default="NHWC"),
+    Attr("dilations", "list(int)", default=(1, 1, 1, 1)),
+)
+CONV_ATTRS = _PADDING_ATTRS + (Attr("use_cudnn_on_gpu", "bool", default=True),)
+DEPTHWISE_ATTRS = _PADDING_ATTRS
+POOL_ATTRS = (
+    Attr("ksize", "list(int)"),
+    Attr("strides", "list(int)"),
+    Attr("padding", "string"),
+    Attr("data_format", "string", default="NHWC"),
+)
+BN_GRAD_ATTRS = (
+    Attr("epsilon", "float", default=0.0001),
+    Attr("data_format", "string", default="NHWC"),
+    Attr("is_training", "bool", default=True),
+)
+BN_ATTRS = BN_GRAD_ATTRS + (Attr("exponential_avg_factor", "float", default=1.0),)
+
 
 def _conv_attrs(o) -> dict:
     keys = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
@@ -435,8 +457,26 @@ def _sizes(v, op_type: str, what: str):
     return v
 
 
-@op("Conv2D", infer=_conv_infer(False), inputs=CONV_INPUTS, grad=_conv_grad)
-def conv2d_kernel(xp, x, f, **attrs):
+@op("Conv2D", infer=_conv_infer(False), inputs=CONV_INPUTS, grad=_conv_grad, attrs=CONV_ATTRS)
+def conv2d_kernel(
+    xp,
+    x,
+    f,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    use_cudnn_on_gpu=True,
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     _check_input(x, "Conv2D")
     xn = _to_nhwc(x, fmt)
@@ -455,8 +495,28 @@ def conv2d_kernel(xp, x, f, **attrs):
     infer=_backprop_input_infer,
     inputs=("input_sizes", "filter", "out_backprop"),
     grad=_conv_input_grad,
+    attrs=CONV_ATTRS,
 )
-def conv2d_backprop_input_kernel(xp, sizes, f, dy, **attrs):
+def conv2d_backprop_input_kernel(
+    xp,
+    sizes,
+    f,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    use_cudnn_on_gpu=True,
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "Conv2DBackpropInput"
     shape = _nhwc_shape(_sizes(sizes, op_type, "input_sizes"), fmt)
@@ -479,8 +539,28 @@ def conv2d_backprop_input_kernel(xp, sizes, f, dy, **attrs):
     infer=_backprop_filter_infer,
     inputs=("input", "filter_sizes", "out_backprop"),
     grad=_conv_filter_grad,
+    attrs=CONV_ATTRS,
 )
-def conv2d_backprop_filter_kernel(xp, x, sizes, dy, **attrs):
+def conv2d_backprop_filter_kernel(
+    xp,
+    x,
+    sizes,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    use_cudnn_on_gpu=True,
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "Conv2DBackpropFilter"
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))
@@ -542,8 +622,18 @@ def _depthwise_filter_grad(o, g):
     infer=_conv_infer(True),
     inputs=CONV_INPUTS,
     grad=_depthwise_grad,
+    attrs=DEPTHWISE_ATTRS,
 )
-def depthwise_conv2d_kernel(xp, x, f, **attrs):
+def depthwise_conv2d_kernel(
+    xp, x, f, *, strides, padding, explicit_paddings=(), data_format="NHWC", dilations=(1, 1, 1, 1)
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNative"
     _check_input(x, op_type)
@@ -565,8 +655,27 @@ def depthwise_conv2d_kernel(xp, x, f, **attrs):
     infer=_backprop_input_infer,
     inputs=("input_sizes", "filter", "out_backprop"),
     grad=_depthwise_input_grad,
+    attrs=DEPTHWISE_ATTRS,
 )
-def depthwise_backprop_input_kernel(xp, sizes, f, dy, **attrs):
+def depthwise_backprop_input_kernel(
+    xp,
+    sizes,
+    f,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNativeBackpropInput"
     shape = _nhwc_shape(_sizes(sizes, op_type, "input_sizes"), fmt)
@@ -591,8 +700,27 @@ def depthwise_backprop_input_kernel(xp, sizes, f, dy, **attrs):
     infer=_backprop_filter_infer,
     inputs=("input", "filter_sizes", "out_backprop"),
     grad=_depthwise_filter_grad,
+    attrs=DEPTHWISE_ATTRS,
 )
-def depthwise_backprop_filter_kernel(xp, x, sizes, dy, **attrs):
+def depthwise_backprop_filter_kernel(
+    xp,
+    x,
+    sizes,
+    dy,
+    *,
+    strides,
+    padding,
+    explicit_paddings=(),
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+):
+    attrs = dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNativeBackpropFilter"
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))
@@ -612,343 +740,3 @@ def depthwise_backprop_filter_kernel(xp, x, sizes, dy, **attrs):
     cols = _patches(xp, _pad(xp, xn, g), g).reshape(p, k, g.c).transpose(2, 1, 0)  # [c, k, p]
     df = _matmul(xp, cols, dyn.reshape(p, g.c, m).transpose(1, 0, 2), x.dtype)  # [c, k, m]
     return xp.ascontiguousarray(df.transpose(1, 0, 2)).reshape(fshape)
-
-
-# -----------------------------------------------------------------------------------------
-# Pooling
-# -----------------------------------------------------------------------------------------
-
-
-def _pool_attrs(o) -> dict:
-    return {k: o._attrs[k] for k in ("ksize", "strides", "padding", "data_format")}
-
-
-def _pool_window(nhwc_shape, attrs):
-    kh, kw = _hw(attrs["ksize"], attrs["data_format"])
-    return _window(
-        nhwc_shape,
-        kh,
-        kw,
-        strides=attrs["strides"],
-        dilations=(1, 1, 1, 1),
-        padding=attrs["padding"],
-        explicit_paddings=(),
-        data_format=attrs["data_format"],
-    )
-
-
-def _lowest(dtype):
-    dtype = np.dtype(dtype)
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-
-
-def _max_pool_grad(o, g):
-    return [create("MaxPoolGrad", [o.inputs[0], o.outputs[0], g], _pool_attrs(o), None).outputs[0]]
-
-
-@op("MaxPool", infer=_pool_infer(NUMERIC), inputs=("input",), grad=_max_pool_grad)
-def max_pool_kernel(xp, x, **attrs):
-    fmt = attrs["data_format"]
-    _check_input(x, "MaxPool")
-    xn = _to_nhwc(x, fmt)
-    g = _pool_window(xn.shape, attrs)
-    if g.n * g.oh * g.ow * g.c == 0:
-        return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c), dtype=x.dtype), fmt)
-    patches = _patches(xp, _pad(xp, xn, g, _lowest(x.dtype)), g)
-    return _from_nhwc(xp, patches.max(axis=3), fmt)
-
-
-def _argmax_taps(xp, xn, g: _Window):
-    """For each output, the tap (row-major in the window) holding the first maximum, as TF's
-    CPU kernels pick it."""
-    patches = _patches(xp, _pad(xp, xn, g, _lowest(xn.dtype)), g)
-    return patches.argmax(axis=3)
-
-
-@op(
-    "MaxPoolGrad",
-    infer=_max_pool_grad_infer,
-    inputs=("orig_input", "orig_output", "grad"),
-    grad=lambda o, g: [
-        array_ops.zeros_like(o.inputs[0]),
-        array_ops.zeros_like(o.inputs[1]),
-        create("MaxPoolGradGrad", list(o.inputs[:2]) + [g], _pool_attrs(o), None).outputs[0],
-    ],
-)
-def max_pool_grad_kernel(xp, x, y, dy, **attrs):
-    fmt = attrs["data_format"]
-    _check_input(x, "MaxPoolGrad")
-    xn, dyn = _to_nhwc(x, fmt), _to_nhwc(dy, fmt)
-    g = _pool_window(xn.shape, attrs)
-    _check_out_backprop(dyn, g, g.c, "MaxPoolGrad")
-    if dyn.size == 0:
-        return xp.zeros(x.shape, dtype=dy.dtype)
-    arg = _argmax_taps(xp, xn, g)
-    zero = dy.dtype.type(0)
-    taps = xp.stack([xp.where(arg == k, dyn, zero) for k in range(g.kh * g.kw)], axis=3)
-    dx = _scatter_taps(xp, taps, g, _acc_dtype(dy.dtype)).astype(dy.dtype, copy=False)
-    return _from_nhwc(xp, xp.ascontiguousarray(dx), fmt)
-
-
-@op(
-    "MaxPoolGradGrad",
-    infer=_max_pool_grad_infer,
-    inputs=("orig_input", "orig_output", "grad"),
-    grad=lambda o, g: [
-        array_ops.zeros_like(o.inputs[0]),
-        array_ops.zeros_like(o.inputs[1]),
-        create("MaxPoolGrad", list(o.inputs[:2]) + [g], _pool_attrs(o), None).outputs[0],
-    ],
-)
-def max_pool_grad_grad_kernel(xp, x, y, gx, **attrs):
-    """The gradient ``gx`` (shaped like the input) read at each window's maximum."""
-    fmt = attrs["data_format"]
-    _check_input(x, "MaxPoolGradGrad")
-    xn, gn = _to_nhwc(x, fmt), _to_nhwc(gx, fmt)
-    if gn.shape != xn.shape:
-        raise _invalid(
-            f"MaxPoolGradGrad: grad must have the shape of orig_input: {_dims(gx.shape)} vs "
-            f"{_dims(x.shape)}"
-        )
-    g = _pool_window(xn.shape, attrs)
-    if g.n * g.oh * g.ow * g.c == 0:
-        return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c), dtype=gx.dtype), fmt)
-    arg = _argmax_taps(xp, xn, g)
-    values = _patches(xp, _pad(xp, gn, g), g)
-    out = xp.take_along_axis(values, arg[:, :, :, None, :], axis=3)[:, :, :, 0, :]
-    return _from_nhwc(xp, out, fmt)
-
-
-def _window_counts(xp, g: _Window):
-    """``[1, oh, ow, 1]``: how many input (not padding) positions each window covers."""
-
-    def per_dim(size, k, stride, before, out):
-        start = np.arange(out) * stride - before
-        return np.clip(start + k, 0, size) - np.clip(start, 0, size)
-
-    rows = per_dim(g.h, g.kh, g.sh, g.pt, g.oh)
-    cols = per_dim(g.w, g.kw, g.sw, g.pl, g.ow)
-    return xp.asarray((rows[:, None] * cols[None, :])[None, :, :, None])
-
-
-@op(
-    "AvgPool",
-    infer=_pool_infer(FLOATS),
-    inputs=("value",),
-    grad=lambda o, g: [
-        create("AvgPoolGrad", [_shape_of(o.inputs[0]), g], _pool_attrs(o), None).outputs[0]
-    ],
-)
-def avg_pool_kernel(xp, x, **attrs):
-    fmt = attrs["data_format"]
-    _check_input(x, "AvgPool")
-    xn = _to_nhwc(x, fmt)
-    g = _pool_window(xn.shape, attrs)
-    if g.n * g.oh * g.ow * g.c == 0:
-        return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c), dtype=x.dtype), fmt)
-    acc = _acc_dtype(x.dtype)
-    sums = _patches(xp, _pad(xp, xn, g), g).sum(axis=3, dtype=acc)
-    return _from_nhwc(xp, (sums / _window_counts(xp, g).astype(acc)).astype(x.dtype), fmt)
-
-
-@op(
-    "AvgPoolGrad",
-    infer=_avg_pool_grad_infer,
-    inputs=("orig_input_shape", "grad"),
-    grad=lambda o, g: [
-        None,
-        create("AvgPool", [g], _pool_attrs(o), None).outputs[0],
-    ],
-)
-def avg_pool_grad_kernel(xp, sizes, dy, **attrs):
-    fmt = attrs["data_format"]
-    shape = _nhwc_shape(_sizes(sizes, "AvgPoolGrad", "orig_input_shape"), fmt)
-    _check_input(dy, "AvgPoolGrad")
-    dyn = _to_nhwc(dy, fmt)
-    g = _pool_window(shape, attrs)
-    _check_out_backprop(dyn, g, g.c, "AvgPoolGrad")
-    if dyn.size == 0:
-        return _from_nhwc(xp, xp.zeros(shape, dtype=dy.dtype), fmt)
-    acc = _acc_dtype(dy.dtype)
-    share = dyn.astype(acc) / _window_counts(xp, g).astype(acc)
-    taps = xp.broadcast_to(share[:, :, :, None, :], (g.n, g.oh, g.ow, g.kh * g.kw, g.c))
-    dx = _scatter_taps(xp, taps, g, acc).astype(dy.dtype, copy=False)
-    return _from_nhwc(xp, xp.ascontiguousarray(dx), fmt)
-
-
-# -----------------------------------------------------------------------------------------
-# Fused batch normalization
-# -----------------------------------------------------------------------------------------
-
-_BN_INPUTS = ("x", "scale", "offset", "mean", "variance")
-
-
-def _bn_infer(o):
-    x = o._inputs[0]
-    d = check_dtype(o, 0, FLOATS)
-    for i in range(1, 5):
-        check_dtype(o, i, frozenset([dtypes.float32, dtypes.float64]) | {d}, "U")
-    check_same_dtype(o, (1, 2, 3, 4))
-    u = o._inputs[1]._dtype.base_dtype
-    fmt = o._attrs["data_format"]
-    if fmt not in FORMATS:
-        raise ShapeError(f"Invalid data format: {fmt} (expected NHWC or NCHW)")
-    dims = _rank4(x, "x")
-    c = dims[channel_axis(fmt)]
-    training = o._attrs["is_training"]
-    for i, name in enumerate(_BN_INPUTS[1:], 1):
-        s = o._inputs[i]._shape
-        if s.rank is not None and s.rank != 1:
-            raise ShapeError(f"Shape must be rank 1 but is rank {s.rank} for {name}")
-        n = s.as_tuple()[0] if s.rank else None
-        if training and i >= 3 and n == 0:
-            continue
-        if n is not None and c is not None and n != c:
-            raise ShapeError(f"Dimensions must be equal, but are {c} and {n} for {name}")
-        if c is None:
-            c = n
-    vec = TensorShape([c])
-    outs = [(d, x._shape if x._shape.rank is not None else unknown_shape(4))]
-    outs += [(u, vec)] * 4
-    if o._type == "FusedBatchNormV3":
-        outs.append((u, unknown_shape(1)))
-    return outs
-
-
-def _bn_grad(o, g, *_):
-    x, scale = o.inputs[0], o.inputs[1]
-    attrs = {k: o._attrs[k] for k in ("epsilon", "data_format", "is_training")}
-    v3 = o.type == "FusedBatchNormV3"
-    ins = [g, x, scale, o.outputs[3], o.outputs[4]] + ([o.outputs[5]] if v3 else [])
-    grad_type = "FusedBatchNormGradV3" if v3 else "FusedBatchNormGrad"
-    dx, dscale, doffset = create(grad_type, ins, attrs, None).outputs[:3]
-    return [dx, dscale, doffset, None, None]
-
-
-def _bn_layout(xp, x, fmt):
-    """``x`` as ``[rows, channels]`` in the accumulation dtype."""
-    xn = _to_nhwc(x, fmt)
-    return xn.reshape(-1, xn.shape[3]).astype(_acc_dtype(x.dtype)), xn.shape
-
-
-def _bn_check(x, vectors, training):
-    _check_input(x, "FusedBatchNorm")
-    c = x.shape[3]
-    for name, v in vectors:
-        if training and name in ("mean", "variance") and v.size == 0:
-            continue
-        if v.ndim != 1 or v.shape[0] != c:
-            raise _invalid(
-                f"{name} must have the same number of elements as the channels of x, got "
-                f"{v.size} and {c}"
-            )
-
-
-def _fused_batch_norm(xp, x, scale, offset, mean, variance, attrs, v3):
-    fmt, eps = attrs["data_format"], float(attrs["epsilon"])
-    training = bool(attrs["is_training"])
-    factor = float(attrs.get("exponential_avg_factor", 1.0))
-    _bn_check(
-        _to_nhwc(x, fmt),
-        zip(_BN_INPUTS[1:], (scale, offset, mean, variance)),
-        training,
-    )
-    rows, nhwc = _bn_layout(xp, x, fmt)
-    u = scale.dtype
-    if training:
-        n = rows.shape[0]
-        batch_mean = rows.mean(axis=0)
-        batch_var = ((rows - batch_mean) ** 2).mean(axis=0)
-        unbiased = batch_var * (n / max(n - 1, 1))
-        if factor != 1.0 and mean.size:
-            out_mean = (1 - factor) * mean + factor * batch_mean
-            out_var = (1 - factor) * variance + factor * unbiased
-        else:
-            out_mean, out_var = batch_mean, unbiased
-        use_mean, use_var = batch_mean, batch_var
-    else:
-        use_mean, use_var = mean, variance
-        out_mean, out_var = mean.copy(), variance.copy()
-    inv = 1.0 / xp.sqrt(use_var.astype(rows.dtype) + eps)
-    y = (rows - use_mean.astype(rows.dtype)) * (inv * scale) + offset.astype(rows.dtype)
-    y = _from_nhwc(xp, y.reshape(nhwc).astype(x.dtype), fmt)
-    outs = [
-        y,
-        out_mean.astype(u),
-        out_var.astype(u),
-        xp.array(use_mean, dtype=u),
-        xp.array(use_var, dtype=u),
-    ]
-    if v3:
-        outs.append(xp.zeros((0,), dtype=u))
-    return tuple(outs)
-
-
-_BN_OUTPUTS = ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2")
-
-
-@op("FusedBatchNorm", infer=_bn_infer, inputs=_BN_INPUTS, grad=_bn_grad)
-def fused_batch_norm_kernel(xp, x, scale, offset, mean, variance, **attrs):
-    return _fused_batch_norm(xp, x, scale, offset, mean, variance, attrs, v3=False)
-
-
-@op("FusedBatchNormV3", infer=_bn_infer, inputs=_BN_INPUTS, grad=_bn_grad)
-def fused_batch_norm_v3_kernel(xp, x, scale, offset, mean, variance, **attrs):
-    return _fused_batch_norm(xp, x, scale, offset, mean, variance, attrs, v3=True)
-
-
-def _bn_grad_infer(o):
-    d = check_same_dtype(o, (0, 1))
-    check_dtype(o, 0, FLOATS)
-    u = o._inputs[2]._dtype.base_dtype
-    _rank4(o._inputs[1], "x")
-    fmt = o._attrs["data_format"]
-    c = o._inputs[1]._shape.as_list()[channel_axis(fmt)] if o._inputs[1]._shape.rank else None
-    outs = [(d, o._inputs[1]._shape), (u, TensorShape([c])), (u, TensorShape([c]))]
-    outs += [(u, TensorShape([0]))] * 2
-    return outs
-
-
-def _fused_batch_norm_grad(xp, dy, x, scale, saved_mean, saved_var, attrs):
-    fmt, eps = attrs["data_format"], float(attrs["epsilon"])
-    _check_input(x, "FusedBatchNormGrad")
-    if dy.shape != x.shape:
-        raise _invalid(
-            f"x and y_backprop must have same shape, but x has shape {_dims(x.shape)} and "
-            f"y_backprop has shape {_dims(dy.shape)}"
-        )
-    rows, nhwc = _bn_layout(xp, x, fmt)
-    drows, _ = _bn_layout(xp, dy, fmt)
-    u = scale.dtype
-    inv = 1.0 / xp.sqrt(saved_var.astype(rows.dtype) + eps)
-    x_hat = (rows - saved_mean.astype(rows.dtype)) * inv
-    doffset = drows.sum(axis=0)
-    dscale = (drows * x_hat).sum(axis=0)
-    if attrs["is_training"]:
-        n = rows.shape[0]
-        dx = (scale * inv / n) * (n * drows - doffset - x_hat * dscale)
-    else:
-        dx = drows * (scale * inv)
-    dx = _from_nhwc(xp, dx.reshape(nhwc).astype(x.dtype), fmt)
-    empty = xp.zeros((0,), dtype=u)
-    return dx, dscale.astype(u), doffset.astype(u), empty, empty.copy()
-
-
-@op(
-    "FusedBatchNormGrad",
-    infer=_bn_grad_infer,
-    inputs=("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2"),
-    differentiable=False,
-)
-def fused_batch_norm_grad_kernel(xp, dy, x, scale, m, v, **attrs):
-    return _fused_batch_norm_grad(xp, dy, x, scale, m, v, attrs)
-
-
-@op(
-    "FusedBatchNormGradV3",
-    infer=_bn_grad_infer,
-    inputs=("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"),
-    differentiable=False,
-)
-def fused_batch_norm_grad_v3_kernel(xp, dy, x, scale, m, v, _reserve, **attrs):
-    return _fused_batch_norm_grad(xp, dy, x, scale, m, v, attrs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from engine import dtypes
 from engine.framework.constant_op import constant
 from engine.framework.graph import Tensor
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops._common import INDEX, NUMERIC, check_dtype, create
 
@@ -43,9 +43,9 @@ def _sum_to_shape_grad(o, dy):
 @op(
     "SumToShape",
     infer=_sum_to_shape_infer,
-    aliases=True,
     grad=_sum_to_shape_grad,
     inputs=("grad", "shape"),
+    flags=OpFlags(aliases=True),
 )
 def _sum_to_shape_kernel(xp, g, shape):
     target = tuple(shape.tolist())  # one copy to the host, not one per element

@@ -9,7 +9,7 @@ import numpy as np
 from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import (
     ALL,
     BOOL,
@@ -520,7 +520,17 @@ def _cast_grad(o, g):
     return [None]
 
 
-@op("Cast", infer=_cast_infer, aliases=True, grad=_cast_grad, inputs=("x",))
+@op(
+    "Cast",
+    infer=_cast_infer,
+    grad=_cast_grad,
+    inputs=("x",),
+    attrs=(
+        Attr("DstT", "type"),
+        Attr("Truncate", "bool", default=False),
+    ),
+    flags=OpFlags(aliases=True),
+)
 def _cast_kernel(xp, x, *, DstT, Truncate=False):  # noqa: N803 - TF's attr names
     if x.dtype == DstT.np:
         return x
@@ -774,7 +784,16 @@ def _matmul_grad(o, g):
     ]
 
 
-@op("MatMul", infer=_matmul_infer, grad=_matmul_grad, inputs=("a", "b"))
+@op(
+    "MatMul",
+    infer=_matmul_infer,
+    grad=_matmul_grad,
+    inputs=("a", "b"),
+    attrs=(
+        Attr("transpose_a", "bool"),
+        Attr("transpose_b", "bool"),
+    ),
+)
 def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
     if a.ndim != 2 or b.ndim != 2:
         from engine import errors
@@ -830,7 +849,16 @@ def _batch_matmul_grad(o, g):
     return [_ub(gx, x), _ub(gy, y)]
 
 
-@op("BatchMatMulV2", infer=_batch_matmul_infer, grad=_batch_matmul_grad, inputs=("x", "y"))
+@op(
+    "BatchMatMulV2",
+    infer=_batch_matmul_infer,
+    grad=_batch_matmul_grad,
+    inputs=("x", "y"),
+    attrs=(
+        Attr("adj_x", "bool"),
+        Attr("adj_y", "bool"),
+    ),
+)
 def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
     if adj_x:
         a = xp.swapaxes(a, -1, -2)

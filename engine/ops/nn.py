@@ -12,7 +12,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, control_dependencies, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
@@ -131,7 +131,13 @@ def _leaky_relu_grad(o, g):
     return [_grad_op("LeakyReluGrad", g, o.inputs[0], {"alpha": o.get_attr("alpha")})]
 
 
-@op("LeakyRelu", infer=unary(FLOATS), inputs=("features",), grad=_leaky_relu_grad)
+@op(
+    "LeakyRelu",
+    infer=unary(FLOATS),
+    inputs=("features",),
+    attrs=(Attr("alpha", "float"),),
+    grad=_leaky_relu_grad,
+)
 def _leaky_relu(xp, x, *, alpha):
     return xp.where(x > 0, x, x * x.dtype.type(alpha))
 
@@ -140,6 +146,7 @@ def _leaky_relu(xp, x, *, alpha):
     "LeakyReluGrad",
     infer=binary(FLOATS),
     inputs=("gradients", "features"),
+    attrs=(Attr("alpha", "float"),),
     grad=lambda o, g: [
         _grad_op("LeakyReluGrad", g, o.inputs[1], {"alpha": o.get_attr("alpha")}),
         _zeros(o.inputs[1]),
@@ -814,7 +821,13 @@ def _bias_add_grad(o, g):
     return [g, create("BiasAddGrad", [g], {"data_format": fmt}, None).outputs[0]]
 
 
-@op("BiasAdd", infer=_bias_add_infer, inputs=("value", "bias"), grad=_float_only(_bias_add_grad))
+@op(
+    "BiasAdd",
+    infer=_bias_add_infer,
+    inputs=("value", "bias"),
+    attrs=(Attr("data_format", "string"),),
+    grad=_float_only(_bias_add_grad),
+)
 def _bias_add_kernel(xp, x, b, *, data_format):
     if x.ndim < 2:
         raise errors.InvalidArgumentError(
@@ -856,7 +869,13 @@ def _bias_add_grad_grad(o, g):
     ]
 
 
-@op("BiasAddGrad", infer=_bias_add_grad_infer, inputs=("out_backprop",), grad=_bias_add_grad_grad)
+@op(
+    "BiasAddGrad",
+    infer=_bias_add_grad_infer,
+    inputs=("out_backprop",),
+    attrs=(Attr("data_format", "string"),),
+    grad=_bias_add_grad_grad,
+)
 def _bias_add_grad_kernel(xp, dy, *, data_format):
     """The sum of ``dy`` over every axis but the channel axis."""
     channel = _channel_axis(data_format, dy.ndim)
@@ -921,7 +940,13 @@ def _top_k_grad(o, g, _):
     return [create("TopKV2Grad", [g, o.outputs[1], shape], {}, None).outputs[0], None]
 
 
-@op("TopKV2", infer=_top_k_infer, inputs=("input", "k"), grad=_float_only(_top_k_grad))
+@op(
+    "TopKV2",
+    infer=_top_k_infer,
+    inputs=("input", "k"),
+    attrs=(Attr("sorted", "bool"),),
+    grad=_float_only(_top_k_grad),
+)
 def _top_k_kernel(xp, x, k, *, sorted):  # noqa: A002 - TF's attr name
     k = int(k)
     if x.ndim < 1:

@@ -12,7 +12,7 @@ import numpy as np
 from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import get_default_graph, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops._common import FLOATS, INDEX, create
 
@@ -55,7 +55,7 @@ def _random_infer(o):
 
 
 def _rng_bind(o, ctx):
-    return {"rng": ctx.session._rng_for(o, (o._attrs["seed"], o._attrs["seed2"]))}
+    return {"rng": ctx.rng(o._attrs["seed"], o._attrs["seed2"])}
 
 
 def _dims(shape):
@@ -72,10 +72,15 @@ def _draw(xp, values, dtype):
 @op(
     "RandomStandardNormal",
     infer=_random_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.standard_normal(_dims(shape)), dtype)
@@ -84,10 +89,15 @@ def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
 @op(
     "RandomUniform",
     infer=_random_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _uniform(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.random(_dims(shape)), dtype)
@@ -96,10 +106,15 @@ def _uniform(xp, shape, *, dtype, seed, seed2, rng):
 @op(
     "TruncatedNormal",
     infer=_random_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _truncated_normal(xp, shape, *, dtype, seed, seed2, rng):
     dims = _dims(shape)
@@ -122,10 +137,14 @@ def _uniform_int_infer(o):
 @op(
     "RandomUniformInt",
     infer=_uniform_int_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape", "minval", "maxval"),
+    attrs=(
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _uniform_int(xp, shape, lo, hi, *, seed, seed2, rng):
     if not lo < hi:

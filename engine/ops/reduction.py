@@ -12,7 +12,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
@@ -352,6 +352,7 @@ for _name, _allowed, _kernel, _grad in _REDUCTIONS:
         grad=_grad,
         differentiable=_grad is not None,
         inputs=("input", "reduction_indices"),
+        attrs=(Attr("keep_dims", "bool"),),
     )(_kernel)
 
 
@@ -548,12 +549,20 @@ def _arg_kernel(fn_name, nan_fill):
     return kernel
 
 
-op("ArgMax", infer=_arg_infer, differentiable=False, inputs=("input", "dimension"))(
-    _arg_kernel("argmax", -np.inf)
-)
-op("ArgMin", infer=_arg_infer, differentiable=False, inputs=("input", "dimension"))(
-    _arg_kernel("argmin", np.inf)
-)
+op(
+    "ArgMax",
+    infer=_arg_infer,
+    differentiable=False,
+    inputs=("input", "dimension"),
+    attrs=(Attr("output_type", "type"),),
+)(_arg_kernel("argmax", -np.inf))
+op(
+    "ArgMin",
+    infer=_arg_infer,
+    differentiable=False,
+    inputs=("input", "dimension"),
+    attrs=(Attr("output_type", "type"),),
+)(_arg_kernel("argmin", np.inf))
 
 
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
@@ -654,10 +663,26 @@ def _cumprod_grad(o, dy):
     ]
 
 
-op("Cumsum", infer=_scan_infer, grad=_cumsum_grad, inputs=("x", "axis"))(_scan_kernel("cumsum", 0))
-op("Cumprod", infer=_scan_infer, grad=_cumprod_grad, inputs=("x", "axis"))(
-    _scan_kernel("cumprod", 1)
-)
+op(
+    "Cumsum",
+    infer=_scan_infer,
+    grad=_cumsum_grad,
+    inputs=("x", "axis"),
+    attrs=(
+        Attr("exclusive", "bool"),
+        Attr("reverse", "bool"),
+    ),
+)(_scan_kernel("cumsum", 0))
+op(
+    "Cumprod",
+    infer=_scan_infer,
+    grad=_cumprod_grad,
+    inputs=("x", "axis"),
+    attrs=(
+        Attr("exclusive", "bool"),
+        Attr("reverse", "bool"),
+    ),
+)(_scan_kernel("cumprod", 1))
 
 
 def _scan(op_type, x, axis, exclusive, reverse, name):

@@ -11,7 +11,7 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.graph import Tensor, get_default_graph, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import create
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
@@ -22,16 +22,21 @@ def _variable_infer(o):
 
 
 def _slot_bind(o, ctx):
-    return {"slot": ctx.session._slot_for(o, ctx.device)}
+    return {"slot": ctx.variable_slot()}
 
 
 @op(
     "VariableV2",
     infer=_variable_infer,
-    stateful=True,
-    hoist=True,
+    attrs=(
+        Attr("shape", "shape"),
+        Attr("dtype", "type"),
+        Attr("container", "string"),
+        Attr("shared_name", "string"),
+    ),
     bind=_slot_bind,
     differentiable=False,
+    flags=OpFlags(stateful=True, hoist=True),
 )
 def _variable_kernel(xp, *, shape, dtype, container, shared_name, slot):
     return slot
@@ -97,12 +102,14 @@ def _check_declared(slot, value, op_name):
 @op(
     "Assign",
     infer=_assign_infer,
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     bind=_assign_bind,
     differentiable=False,
     inputs=("ref", "value"),
+    attrs=(
+        Attr("validate_shape", "bool"),
+        Attr("use_locking", "bool"),
+    ),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )
 def _assign_kernel(xp, ref, value, *, validate_shape, use_locking, copy):
     if validate_shape:
@@ -149,20 +156,18 @@ def _update_kernel(fn):
 op(
     "AssignAdd",
     infer=_update_infer("AssignAdd"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("ref", "value"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )(_update_kernel(lambda a, b: a + b))
 op(
     "AssignSub",
     infer=_update_infer("AssignSub"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("ref", "value"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )(_update_kernel(lambda a, b: a - b))
 
 
@@ -222,10 +227,10 @@ def _is_init_infer(o):
 @op(
     "IsVariableInitialized",
     infer=_is_init_infer,
-    stateful=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("ref",),
+    attrs=(Attr("dtype", "type"),),
+    flags=OpFlags(stateful=True, ref_inputs=(0,)),
 )
 def _is_initialized_kernel(xp, ref, *, dtype):
     return xp.asarray(ref.value is not None)
@@ -248,10 +253,10 @@ def _report_infer(o):
 @op(
     "ReportUninitializedVariables",
     infer=_report_infer,
-    stateful=True,
-    ref_inputs="all",
     differentiable=False,
     inputs=("refs*",),
+    attrs=(Attr("names", "list(string)"),),
+    flags=OpFlags(stateful=True, ref_inputs="all"),
 )
 def _report_kernel(xp, *refs, names):
     out = [n.encode() for n, r in zip(names, refs) if r.value is None]

@@ -10,6 +10,8 @@ from tests.engine import (
     test_array_grads,
     test_array_ops,
     test_conv_ops,
+    test_data,
+    test_embedding,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -17,11 +19,18 @@ from tests.engine import (
     test_onnx_ops,
     test_reduction_grads,
     test_reduction_ops,
+    test_summary,
 )
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
-# Arg only exists inside function bodies (it is covered through If/While).
-NOT_ROUND_TRIPPED = {"PyFunc", "PyFuncStateless", "TestOpWithoutGradient"}
+# Arg only exists inside function bodies (it is covered through If/While); the Test* ops are
+# registered by tests.
+NOT_ROUND_TRIPPED = {
+    "PyFunc",
+    "PyFuncStateless",
+    "TestOpWithoutGradient",
+    "TestOpDeclaredNotDifferentiable",
+}
 
 
 def _as_list(x):
@@ -128,6 +137,9 @@ SPECIAL = {
     "random": _random_ops,
     "control_flow": _control_flow,
     "logging_misc": _logging_and_misc,
+    "summaries": test_summary.round_trip_builder,
+    "candidate_samplers": test_embedding.round_trip_builder,
+    "datasets": test_data.round_trip_builder,
 }
 
 

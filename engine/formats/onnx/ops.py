@@ -15,13 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine import dtypes, errors
-from engine.framework.registry import ShapeError, op
-
-try:  # declared op attributes (refactor-engine); older registries take no declarations
-    from engine.framework.registry import Attr as _Attr
-    from engine.framework.registry import OpFlags as _OpFlags
-except ImportError:  # pragma: no cover - depends on the registry in use
-    _Attr = _OpFlags = None
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import (
     ALL,
     FLOATS,
@@ -39,21 +33,23 @@ ONNX_OP_TYPES: list[str] = []
 
 
 def _onnx_op(op_type: str, *, infer, inputs=(), attrs=(), aliases=False, cpu_only=False):
-    """Registers an ONNX op, not differentiable. ``attrs``: ``(name, type)`` pairs declared
-    to the registry where it takes declarations (``registry.Attr``; types as TF's: ``int``,
-    ``float``, ``string``, ``type``, ``list(int)``, ``int?``). ``cpu_only``: the kernel uses
-    numpy features cupy lacks (ufunc.at, put_along_axis); sessions place those ops on the
-    CPU with copies around them."""
-    devices = ("CPU",) if cpu_only else ("CPU", "GPU")
+    """Registers an ONNX op, not differentiable, declaring ``attrs`` (``(name, type)``
+    pairs, types as the registry's: ``int``, ``float``, ``string``, ``type``, ``list(int)``,
+    ``int?``). ``cpu_only``: the kernel uses numpy features cupy lacks (ufunc.at,
+    put_along_axis); sessions place those ops on the CPU with copies around them."""
+    flags = OpFlags(aliases=aliases, device_types=("CPU",) if cpu_only else ("CPU", "GPU"))
+    declared = tuple(Attr(name, kind) for name, kind in attrs)
 
     def deco(kernel):
         ONNX_OP_TYPES.append(op_type)
-        common = {"infer": infer, "inputs": inputs, "differentiable": False}
-        if _Attr is not None:
-            declared = tuple(_Attr(name, kind) for name, kind in attrs)
-            flags = _OpFlags(aliases=aliases, device_types=devices)
-            return op(op_type, attrs=declared, flags=flags, **common)(kernel)
-        return op(op_type, aliases=aliases, device_types=devices, **common)(kernel)
+        return op(
+            op_type,
+            infer=infer,
+            inputs=inputs,
+            attrs=declared,
+            differentiable=False,
+            flags=flags,
+        )(kernel)
 
     return deco
 

@@ -284,6 +284,35 @@ def _to_heads(x, heads: int):
     return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
 
 
+def _attention_bias(
+    xp, q, k, mask, past_key, nonpad, has_mask, has_past, has_nonpad, causal, left, right
+):
+    """The additive [.., q, kv] bias: the mask (bool or float, padded to the keys), the
+    causal and sliding-window frontiers (offset by the cache), and the padded-key mask."""
+    dt = q.dtype
+    nq, nkv = q.shape[2], k.shape[2]
+    bias = xp.zeros((nq, nkv), dtype=dt)
+    if has_mask:
+        m = mask
+        if m.shape[-1] < nkv:
+            width = [(0, 0)] * (m.ndim - 1) + [(0, nkv - m.shape[-1])]
+            m = xp.pad(m, width, constant_values=False if m.dtype == bool else -np.inf)
+        if m.dtype == bool:
+            m = xp.where(m, dt.type(0), dt.type(-np.inf))
+        bias = bias + m.astype(dt)
+    if has_nonpad and not has_past:
+        offset = nonpad.reshape(-1) - nq
+    else:
+        offset = past_key.shape[2] if has_past else 0
+    if causal or left >= 0 or right >= 0:
+        allowed = _window_allowed(xp, nq, nkv, offset, left, right, causal)
+        bias = bias + xp.where(allowed, dt.type(0), dt.type(-np.inf))
+    if has_nonpad:
+        keep = xp.arange(nkv) < nonpad.reshape(-1, 1)
+        bias = bias + xp.where(keep, 0, -np.inf).astype(dt).reshape(-1, 1, 1, nkv)
+    return bias
+
+
 @_onnx_op(
     "OnnxAttention",
     infer=_attention_infer,
@@ -335,28 +364,20 @@ def _attention(
         k = xp.concatenate([past_key, k], axis=2)
         v = xp.concatenate([past_value, v], axis=2)
     present_k, present_v = (k, v) if has_past else (k.copy(), v.copy())
-    nq, nkv = q.shape[2], k.shape[2]
-    bias = xp.zeros((nq, nkv), dtype=dt)
-    if has_mask:
-        m = mask
-        if m.shape[-1] < nkv:
-            width = [(0, 0)] * (m.ndim - 1) + [(0, nkv - m.shape[-1])]
-            m = xp.pad(m, width, constant_values=False if m.dtype == bool else -np.inf)
-        if m.dtype == bool:
-            m = xp.where(m, dt.type(0), dt.type(-np.inf))
-        bias = bias + m.astype(dt)
-    if has_nonpad and not has_past:
-        offset = nonpad.reshape(-1) - nq
-    else:
-        offset = past_key.shape[2] if has_past else 0
-    if is_causal or left_window_size >= 0 or right_window_size >= 0:
-        allowed = _window_allowed(
-            xp, nq, nkv, offset, left_window_size, right_window_size, bool(is_causal)
-        )
-        bias = bias + xp.where(allowed, dt.type(0), dt.type(-np.inf))
-    if has_nonpad:
-        keep = xp.arange(nkv) < nonpad.reshape(-1, 1)
-        bias = bias + xp.where(keep, 0, -np.inf).astype(dt).reshape(-1, 1, 1, nkv)
+    bias = _attention_bias(
+        xp,
+        q,
+        k,
+        mask,
+        past_key,
+        nonpad,
+        has_mask,
+        has_past,
+        has_nonpad,
+        bool(is_causal),
+        left_window_size,
+        right_window_size,
+    )
     hq, hk = q.shape[1], k.shape[1]
     if hq != hk and hq % hk == 0:
         k, v = xp.repeat(k, hq // hk, axis=1), xp.repeat(v, hq // hk, axis=1)
