@@ -180,6 +180,7 @@ from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
+from engine.summary.proto import Summary
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (
     AUTO_REUSE,
@@ -209,10 +210,11 @@ from engine.variables import (
     trainable_variables,
     variables_initializer,
 )
+from engine.version import __version__
 
 Variable._overload_operators()
 
-__version__ = "0.1.0"
+
 sub = subtract
 mul = multiply
 arg_max = argmax  # noqa: F405 - from engine.ops.reduction

@@ -16,7 +16,15 @@ import sys
 
 import numpy as np
 
+import engine as tf
 from engine import errors
+from engine.saving import bundle
+from engine.saving.saved_model import (
+    VARIABLES_DIRECTORY,
+    VARIABLES_FILENAME,
+    LoadOptions,
+    read_saved_model,
+)
 
 _MAX_NPY_BYTES = 1 << 30
 
@@ -45,9 +53,7 @@ def _fmt_dims(dims) -> str:
 
 
 def inspect_onnx(path: str) -> int:
-    from engine.formats.onnx import summarize
-
-    s = summarize(path)
+    s = tf.onnx.summarize(path)
     print(f"ONNX model: {os.path.abspath(path)}")
     print(f"  ir_version {s.ir_version}, opset {s.opset}, producer {s.producer or '-'}")
     for kind, infos in (("input", s.inputs), ("output", s.outputs)):
@@ -69,9 +75,6 @@ def cmd_inspect(args) -> int:
     onnx_path = _onnx_path(args.export_dir)
     if onnx_path is not None:
         return inspect_onnx(onnx_path)
-    from engine.saving import bundle
-    from engine.saving.saved_model import VARIABLES_DIRECTORY, VARIABLES_FILENAME, read_saved_model
-
     metas = read_saved_model(args.export_dir)
     print(f"SavedModel: {os.path.abspath(args.export_dir)}")
     for meta in metas:
@@ -124,9 +127,6 @@ def _parse_input(spec: str):
 
 
 def cmd_run(args) -> int:
-    import engine as tf
-    from engine.saving.saved_model import LoadOptions
-
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:

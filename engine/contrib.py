@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import types
 
-from engine import conv_layers, init_ops, layers, rnn
+from engine import conv_layers, core_layers, init_ops, rnn
 from engine.ops import math as math_ops
 from engine.ops import nn as nn_ops
 from engine.ops import reduction
@@ -70,7 +70,7 @@ def _fully_connected(inputs, num_outputs, activation_fn=nn_ops.relu, scope=None,
             args[allowed[k]] = v
         elif v is None:
             args["use_bias"] = False
-    return layers.dense(
+    return core_layers.dense(
         inputs, num_outputs, activation=activation_fn, name=scope or "fully_connected", **args
     )
 
@@ -91,7 +91,7 @@ rnn_namespace = _namespace(
 
 layers_namespace = _namespace(
     "tf.contrib.layers",
-    flatten=layers.flatten,
+    flatten=core_layers.flatten,
     fully_connected=_fully_connected,
     xavier_initializer=_xavier_initializer,
     xavier_initializer_conv2d=_xavier_initializer,

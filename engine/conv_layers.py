@@ -11,12 +11,18 @@ from __future__ import annotations
 import numbers
 
 from engine import dtypes
+from engine.core_layers import (
+    _check_min_ndim,
+    _dim,
+    _layer_scope,
+    _short_name,
+    _static_training,
+)
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, add_to_collection, name_scope
 from engine.init_ops import ones_initializer, zeros_initializer
-from engine.layers import _check_min_ndim, _dim, _layer_scope, _short_name, _static_training
 from engine.ops import array as array_ops
-from engine.ops import control_flow, nn, nn_conv, state
+from engine.ops import array_transform, control_flow, nn, nn_conv, state
 from engine.ops import math as math_ops
 from engine.variable_scope import get_variable
 
@@ -301,7 +307,7 @@ def conv2d_transpose(
         if all(isinstance(p, int) for p in parts):
             out_shape = constant(parts, dtype=dtypes.int32)
         else:
-            out_shape = array_ops.stack(parts)
+            out_shape = array_transform.stack(parts)
         strides4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
         y = nn_conv.conv2d_transpose(x, kernel, out_shape, strides4, pad, data_format=fmt)
         static = [dims[0]] + ([oh, ow, int(filters)] if fmt == "NHWC" else [int(filters), oh, ow])

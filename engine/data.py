@@ -15,6 +15,7 @@ from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.func_graph import FuncGraph
 from engine.framework.graph import Tensor, get_default_graph, name_scope
+from engine.framework.tensor_util import constant_value
 from engine.ops import dataset_ops  # noqa: F401 - registers the ops
 from engine.ops._common import create
 from engine.ops.control_flow import _as_output
@@ -181,8 +182,6 @@ class Dataset:
         """Consecutive elements stacked into batches of ``batch_size``."""
         size = convert_to_tensor(batch_size, dtype=dtypes.int64, name="batch_size")
         drop = convert_to_tensor(bool(drop_remainder), name="drop_remainder")
-        from engine.framework.tensor_util import constant_value  # noqa: PLC0415
-
         static = constant_value(size)
         lead = int(static) if drop_remainder and static is not None else None
         shapes = [TensorShape([lead]).concatenate(s) for s in self._shapes]

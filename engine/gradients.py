@@ -18,6 +18,9 @@ from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Operation, Tensor, name_scope
+from engine.ops import array as array_ops
+from engine.ops import array_transform
+from engine.ops import math as math_ops
 
 __all__ = [
     "gradients",
@@ -127,14 +130,11 @@ def _aggregate(grad_list):
         return None
     if len(grads) == 1:
         return grads[0]
-    from engine.ops import math as math_ops
 
     return math_ops.add_n(grads)
 
 
 def _default_grad_y(y: Tensor, i: int) -> Tensor:
-    from engine.ops import array as array_ops
-
     with name_scope(f"grad_ys_{i}"):
         if y.shape.is_fully_defined():
             return array_ops.ones(
@@ -218,8 +218,6 @@ def gradients(
                     with name_scope(op.name + "_grad"):
                         for i, g in enumerate(out_grads):
                             if g is None and _is_trainable(op._outputs[i]):
-                                from engine.ops import array as array_ops
-
                                 out_grads[i] = array_ops.zeros_like(op._outputs[i])
                         result = grad_fn(op, *out_grads)
                     result = _as_list(result) if result is not None else [None]
@@ -257,8 +255,6 @@ def gradients(
         for x in xs:
             g = _aggregate(grads.get(x, ()))
             if g is None and unconnected_gradients == "zero":
-                from engine.ops import array as array_ops
-
                 g = array_ops.zeros_like(x if not x.dtype._is_ref else array_ops.identity(x))
             if g is not None and g.dtype.base_dtype is not x.dtype.base_dtype:
                 raise TypeError(
@@ -271,7 +267,6 @@ def gradients(
 
 def hessians(ys, xs, name="hessians", **kwargs):
     """Second derivatives of ``sum(ys)`` for each x (x flattened to a vector)."""
-    from engine.ops import array as array_ops
 
     xs = _as_list(xs)
     out = []
@@ -287,6 +282,8 @@ def hessians(ys, xs, name="hessians", **kwargs):
             rows = [gradients(flat[i], x)[0] for i in range(n)]
             rows = [array_ops.zeros_like(x) if r is None else r for r in rows]
             out.append(
-                array_ops.reshape(array_ops.stack(rows), x.shape.as_list() + x.shape.as_list())
+                array_ops.reshape(
+                    array_transform.stack(rows), x.shape.as_list() + x.shape.as_list()
+                )
             )
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from engine import conv_layers, layers
+from engine import conv_layers, core_layers
 from engine.framework.graph import GraphKeys, get_collection, get_default_graph
 from engine.variable_scope import _unique_scope_name, get_variable_scope
 
@@ -148,7 +148,7 @@ class Layer:
 
 
 class Dense(Layer):
-    _fn = staticmethod(layers.dense)
+    _fn = staticmethod(core_layers.dense)
 
 
 class Conv1D(Layer):
@@ -197,11 +197,11 @@ class AveragePooling2D(_NoVariables):
 
 
 class Flatten(_NoVariables):
-    _fn = staticmethod(layers.flatten)
+    _fn = staticmethod(core_layers.flatten)
 
 
 class Dropout(_NoVariables):
-    _fn = staticmethod(layers.dropout)
+    _fn = staticmethod(core_layers.dropout)
 
 
 class BatchNormalization(Layer):

@@ -20,7 +20,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.init_ops import constant_initializer, zeros_initializer
 from engine.ops import array as array_ops
-from engine.ops import array_transform, control_flow, nn, slicing
+from engine.ops import array_transform, control_flow, nn, reduction, slicing
 from engine.ops import math as math_ops
 from engine.util import nest
 from engine.variable_scope import get_variable, variable_scope
@@ -82,7 +82,7 @@ class RNNCell:
         with name_scope(type(self).__name__ + "ZeroState", values=[batch_size]):
             return nest.map_structure(
                 lambda n: (
-                    array_ops.zeros(array_ops.stack([batch_size, n]), dtype=dtype)
+                    array_ops.zeros(array_transform.stack([batch_size, n]), dtype=dtype)
                     if isinstance(batch_size, Tensor)
                     else array_ops.zeros([batch_size, n], dtype=dtype)
                 ),
@@ -461,8 +461,6 @@ def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None) -> Tensor:
     with name_scope(name, "SequenceMask", [lengths, maxlen]):
         lengths = convert_to_tensor(lengths)
         if maxlen is None:
-            from engine.ops import reduction  # noqa: PLC0415 - reduction imports nn
-
             maxlen = reduction.reduce_max(lengths)
         maxlen = math_ops.cast(convert_to_tensor(maxlen), lengths.dtype.base_dtype)
         row = array_ops.range(0, maxlen, 1, dtype=lengths.dtype.base_dtype)
@@ -636,7 +634,7 @@ def dynamic_rnn(
                     f"{lengths.shape}"
                 )
         out_size = cell.output_size
-        acc0 = array_ops.zeros(array_ops.stack([steps, batch, out_size]), dtype=dtype_x)
+        acc0 = array_ops.zeros(array_transform.stack([steps, batch, out_size]), dtype=dtype_x)
         flat_state = nest.flatten(state)
 
         def cond(t, *_):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging as _logging
 
 DEBUG = _logging.DEBUG
@@ -55,8 +56,6 @@ def fatal(msg, *args, **kwargs) -> None:
 
 def log_every_n(level, msg, n, *args) -> None:
     """Logs ``msg`` on the first call from a call site and every ``n``-th after."""
-    import inspect  # noqa: PLC0415
-
     frame = inspect.currentframe().f_back
     key = (frame.f_code.co_filename, frame.f_lineno)
     count = _counts.get(key, 0)
@@ -66,8 +65,6 @@ def log_every_n(level, msg, n, *args) -> None:
 
 
 def log_first_n(level, msg, n, *args) -> None:
-    import inspect  # noqa: PLC0415
-
     frame = inspect.currentframe().f_back
     key = (frame.f_code.co_filename, frame.f_lineno, "first")
     count = _counts.get(key, 0)

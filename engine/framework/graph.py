@@ -14,6 +14,8 @@ import sys
 import threading
 from collections.abc import Iterable
 
+import numpy as np
+
 from engine import dtypes as _dtypes
 from engine.framework import registry
 from engine.framework.device_spec import DeviceSpec, merge_device
@@ -367,7 +369,6 @@ _ATTR_SCALARS = (bool, int, float, str, bytes, _dtypes.DType, TensorShape)
 
 def _check_attr(op_name: str, key: str, value):
     """Attributes are restricted to plain, serializable kinds so every graph can be saved."""
-    import numpy as np
 
     if value is None or isinstance(value, _ATTR_SCALARS) or isinstance(value, np.ndarray):
         return value
@@ -859,9 +860,9 @@ class Graph:
     # -- serialization --------------------------------------------------------------------
     def as_graph_def(self, from_version=None, add_shapes=False):  # noqa: ARG002 - TF API compatibility
         """The graph as a serializable ``GraphDef`` (see ``engine/saving/graph_def.py``)."""
-        from engine.saving.graph_def import graph_to_def
-
-        return graph_to_def(self)
+        if _graph_def_writer is None:
+            raise RuntimeError("engine.saving.graph_def is not imported")
+        return _graph_def_writer(self)
 
     # -- misc -------------------------------------------------------------------------------
     def is_feedable(self, tensor) -> bool:  # noqa: ARG002 - nothing is prevented from feeding
@@ -903,6 +904,16 @@ class _DefaultStack(threading.local):
 
 
 _default_session_stack = _DefaultStack()
+
+# The serializer sits above the graph (engine.saving.graph_def) and installs its writer here
+# when imported, so that this module does not import upward.
+_graph_def_writer = None
+
+
+def set_graph_def_writer(writer) -> None:
+    """Installs ``writer(graph) -> GraphDef`` used by ``Graph.as_graph_def``."""
+    global _graph_def_writer
+    _graph_def_writer = writer
 
 
 def get_default_session():

@@ -105,7 +105,16 @@ ATTR_TYPES = frozenset(
     + [f"{t}?" for t in (*_SCALAR_TYPES, *(f"list({t})" for t in _LISTABLE))]
 )
 _LIST_TYPE = re.compile(r"list\((\w+)\)")
-_REQUIRED = object()
+
+
+class _Required:
+    """The default of an attr that has none (it must be given)."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+_REQUIRED = _Required()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Core array ops: placeholders, identity, shapes, reshaping, transposing, filling, one_hot.
 
-The other array families live next door and are re-exported here, so
-``from engine.ops import array as array_ops; array_ops.gather(...)`` keeps working:
-``array_transform.py`` (stack/unstack, concat/split, tile, pad, reverse, broadcast_to) and
-``slicing.py`` (slice, strided_slice and ``Tensor.__getitem__``, gather, where_indices,
-boolean_mask). Each op's registration, kernel and gradient sit side by side.
+The other array families live next door and build on this one (they are re-exported by the
+``engine`` namespace, not here): ``array_transform.py`` (stack/unstack, concat/split, tile,
+pad, reverse, broadcast_to) and ``slicing.py`` (slice, strided_slice and
+``Tensor.__getitem__``, gather, where_indices, boolean_mask). Each op's registration, kernel
+and gradient sit side by side.
 """
 
 from __future__ import annotations
@@ -820,26 +820,6 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 newaxis = None
 
-# The families split out of this module, re-exported under their old home. Imported last:
-# they build on the helpers and ops above.
-from engine.ops.array_transform import (  # noqa: E402
-    broadcast_to,
-    concat,
-    pad,
-    reverse,
-    split,
-    stack,
-    tile,
-    unstack,
-)
-from engine.ops.slicing import (  # noqa: E402
-    boolean_mask,
-    gather,
-    slice,  # noqa: A004 - TF's name
-    strided_slice,
-    where_indices,
-)
-
 __all__ = [
     "placeholder",
     "placeholder_with_default",
@@ -849,7 +829,6 @@ __all__ = [
     "size",
     "rank",
     "reshape",
-    "stack",
     "fill",
     "zeros",
     "ones",
@@ -859,19 +838,7 @@ __all__ = [
     "squeeze",
     "expand_dims",
     "transpose",
-    "concat",
-    "unstack",
-    "split",
-    "tile",
-    "slice",
-    "strided_slice",
-    "gather",
     "one_hot",
-    "pad",
-    "where_indices",
-    "boolean_mask",
-    "reverse",
-    "broadcast_to",
     "newaxis",
     "invert_permutation",
 ]

@@ -16,6 +16,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
+from engine.ops import math as math_ops
 from engine.ops._common import INDEX, base, check_dtype, check_same_dtype, create
 from engine.ops.array import (
     _const_ints,
@@ -166,8 +167,6 @@ def _concat_grad(o, g):
         sizes = [shape(t)[axis_t] for t in values]
         split_dim = axis_t
         if base(axis_t) is not dtypes.int32:
-            from engine.ops import math as math_ops
-
             split_dim = math_ops.cast(axis_t, dtypes.int32)
     if all(isinstance(s, int) for s in sizes):
         sizes = np.array(sizes, dtype=np.int32)

@@ -271,7 +271,7 @@ _dataset_op(
 
 
 def _map_bind(o, ctx):
-    return {"map_fn": ctx.session._compile_function(o._attrs["f"], ctx.device)}
+    return {"map_fn": ctx.compile_function(o._attrs["f"])}
 
 
 _dataset_op(

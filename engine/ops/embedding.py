@@ -192,7 +192,7 @@ def _sample(kind, rng, true_classes, num_true, num_sampled, unique, range_max):
 
 
 def _sampler_bind(o, ctx):
-    return {"rng": ctx.session._rng_for(o, (o._attrs["seed"], o._attrs["seed2"]))}
+    return {"rng": ctx.rng(o._attrs["seed"], o._attrs["seed2"])}
 
 
 def _sampler_kernel(kind):
@@ -319,7 +319,7 @@ def _compute_sampled_logits(
         true_b = array_ops.reshape(all_b[:n_true], [-1, num_true])
         sampled_b = all_b[n_true:]
         dim = array_ops.shape(true_w)[1]
-        true_w = array_ops.reshape(true_w, array_ops.stack([-1, num_true, dim]))
+        true_w = array_ops.reshape(true_w, array_transform.stack([-1, num_true, dim]))
         true_logits = reduction.reduce_sum(array_ops.expand_dims(inputs, 1) * true_w, axis=2)
         true_logits = true_logits + math_ops.cast(true_b, true_logits.dtype.base_dtype)
         sampled_logits = sampled_logits + sampled_b

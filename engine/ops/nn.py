@@ -15,9 +15,9 @@ from engine.framework.graph import Tensor, control_dependencies, name_scope
 from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops import array as array_ops
+from engine.ops import array_transform, logging_ops, reduction, slicing
 from engine.ops import math as math_ops
 from engine.ops import random as random_ops
-from engine.ops import reduction
 from engine.ops._common import (
     FLOATS,
     INDEX,
@@ -595,7 +595,7 @@ def _flatten_outer_dims(t: Tensor) -> Tensor:
     else:
         last = array_ops.shape(t)[-1]
     out = array_ops.reshape(
-        t, array_ops.stack([-1, last]) if isinstance(last, Tensor) else [-1, last]
+        t, array_transform.stack([-1, last]) if isinstance(last, Tensor) else [-1, last]
     )
     if s.rank is not None:
         rows = s[:-1].num_elements()
@@ -607,7 +607,9 @@ def _move_axis_to_end(t: Tensor, axis: int, rank) -> Tensor:
     if isinstance(rank, int):
         perm = [i for i in range(rank) if i != axis] + [axis]
         return array_ops.transpose(t, perm)
-    perm = array_ops.concat([array_ops.range(0, axis), array_ops.range(axis + 1, rank), [axis]], 0)
+    perm = array_transform.concat(
+        [array_ops.range(0, axis), array_ops.range(axis + 1, rank), [axis]], 0
+    )
     return array_ops.transpose(t, perm)
 
 
@@ -739,8 +741,6 @@ def sparse_softmax_cross_entropy_with_logits(
             return _half_back(cost, half)
         checks = []
         if not static:
-            from engine.ops import logging_ops
-
             checks.append(
                 logging_ops.assert_equal(array_ops.shape(labels), array_ops.shape(logits)[:-1])
             )
@@ -980,10 +980,10 @@ def _gather_last_axis(params: Tensor, indices: Tensor) -> Tensor:
     from a flat gather as TF's TopK gradient composes its scatter."""
     shape_p = array_ops.shape(params)
     n = shape_p[-1]
-    flat_ind = array_ops.reshape(indices, array_ops.stack([-1, array_ops.shape(indices)[-1]]))
+    flat_ind = array_ops.reshape(indices, array_transform.stack([-1, array_ops.shape(indices)[-1]]))
     rows = array_ops.shape(flat_ind)[0]
     offsets = array_ops.reshape(array_ops.range(0, rows * n, n), [-1, 1])
-    taken = array_ops.gather(
+    taken = slicing.gather(
         array_ops.reshape(params, [-1]), array_ops.reshape(flat_ind + offsets, [-1])
     )
     return array_ops.reshape(taken, array_ops.shape(indices))

@@ -14,6 +14,7 @@ from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import get_default_graph, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
+from engine.ops import math as math_ops
 from engine.ops._common import FLOATS, INDEX, create
 
 DEFAULT_GRAPH_SEED = 87654321
@@ -172,7 +173,6 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
         rnd = create(
             "RandomStandardNormal", [s], {"dtype": dtype, **_seed_attrs(seed)}, None
         ).outputs[0]
-        from engine.ops import math as math_ops
 
         return math_ops.add(math_ops.multiply(rnd, sd, name="mul"), m, name=scope)
 
@@ -185,7 +185,6 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
         m = convert_to_tensor(mean, dtype=dtype, name="mean")
         sd = convert_to_tensor(stddev, dtype=dtype, name="stddev")
         rnd = create("TruncatedNormal", [s], {"dtype": dtype, **_seed_attrs(seed)}, None).outputs[0]
-        from engine.ops import math as math_ops
 
         return math_ops.add(math_ops.multiply(rnd, sd, name="mul"), m, name=scope)
 
@@ -204,7 +203,6 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         lo = convert_to_tensor(minval, dtype=dtype, name="min")
         hi = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
         rnd = create("RandomUniform", [s], {"dtype": dtype, **_seed_attrs(seed)}, None).outputs[0]
-        from engine.ops import math as math_ops
 
         rng = math_ops.subtract(hi, lo, name="sub")
         return math_ops.add(math_ops.multiply(rnd, rng, name="mul"), lo, name=scope)

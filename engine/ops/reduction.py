@@ -15,6 +15,7 @@ from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
+from engine.ops import array_transform, slicing
 from engine.ops import math as math_ops
 from engine.ops._common import BOOL, INDEX, NUMERIC, check_dtype, create
 from engine.tensor_shape import TensorShape, unknown_shape
@@ -246,7 +247,7 @@ def _broadcast_back(o, dy: Tensor) -> Tensor:
     target = _input_shape(x)
     if isinstance(target, list) and dy.shape.is_fully_defined() and dy.shape.as_list() == target:
         return dy
-    return array_ops.broadcast_to(dy, target)
+    return array_transform.broadcast_to(dy, target)
 
 
 def _sum_grad(o, dy):
@@ -304,10 +305,10 @@ def _prod_grad(o, dy):
     else:
         idx = array_ops.range(0, array_ops.rank(x))
         mask = _reduced_mask(o)
-        perm = array_ops.concat(
+        perm = array_transform.concat(
             [
-                array_ops.boolean_mask(idx, mask),
-                array_ops.boolean_mask(idx, math_ops.logical_not(mask)),
+                slicing.boolean_mask(idx, mask),
+                slicing.boolean_mask(idx, math_ops.logical_not(mask)),
             ],
             0,
         )
@@ -318,7 +319,7 @@ def _prod_grad(o, dy):
         flat_shape = [reduced_num, x.shape.num_elements() // max(reduced_num, 1)]
     else:
         mask, shape_x = _reduced_mask(o), array_ops.shape(x)
-        flat_shape = array_ops.stack(
+        flat_shape = array_transform.stack(
             [
                 reduce_prod(math_ops.where_v2(mask, shape_x, 1)),
                 reduce_prod(math_ops.where_v2(mask, 1, shape_x)),

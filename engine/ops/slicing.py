@@ -14,6 +14,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
+from engine.ops import math as math_ops
 from engine.ops._common import (
     BOOL,
     INDEX,
@@ -504,8 +505,6 @@ def _pack_indices(values, name):
         big = any(not -(2**31) <= v < 2**31 for v in values)
         return constant(np.array(values, dtype=np.int64 if big else np.int32), name=name)
     if any(isinstance(v, Tensor) and v.dtype.base_dtype is dtypes.int64 for v in values):
-        from engine.ops import math as math_ops
-
         values = [math_ops.cast(v, dtypes.int64) if isinstance(v, Tensor) else v for v in values]
     return stack(values, name=name)
 
@@ -555,8 +554,6 @@ def _slice_helper(tensor, slice_spec):
         if begin:
             packed = [_pack_indices(v, "stack") for v in (begin, end, strides)]
             if any(t.dtype.base_dtype is dtypes.int64 for t in packed):
-                from engine.ops import math as math_ops
-
                 packed = [math_ops.cast(t, dtypes.int64) for t in packed]
         else:
             packed = [constant([], dtype=dtypes.int32)] * 3

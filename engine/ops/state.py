@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine import dtypes, errors
+from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, get_default_graph, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import create
@@ -183,7 +184,6 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """Assigns ``value`` to the variable ``ref``; returns the variable's reference tensor."""
     if hasattr(ref, "assign") and not isinstance(ref, Tensor):
         return ref.assign(value, use_locking=use_locking, name=name, validate_shape=validate_shape)
-    from engine.framework.constant_op import convert_to_tensor
 
     r = _ref_of(ref)
     with name_scope(name, "Assign", [r, value]) as scope:
@@ -200,8 +200,6 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
 
 
 def _update(op_type, ref, value, use_locking, name):
-    from engine.framework.constant_op import convert_to_tensor
-
     r = _ref_of(ref)
     with name_scope(name, op_type, [r, value]) as scope:
         v = convert_to_tensor(value, dtype=r.dtype.base_dtype, name="value")
@@ -265,18 +263,13 @@ def _report_kernel(xp, *refs, names):
     return arr
 
 
-def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
-    """A 1-D string tensor of the names of the variables not yet initialized."""
-    from engine import variables
-
-    if var_list is None:
-        var_list = variables.global_variables() + variables.local_variables()
+def report_uninitialized_variables(var_list, name="report_uninitialized_variables"):
+    """A 1-D string tensor of the names of the variables of ``var_list`` not yet initialized
+    (``tf.report_uninitialized_variables`` in ``engine.variables`` defaults the list)."""
     refs = [_ref_of(v) for v in var_list]
     g = refs[0].graph if refs else get_default_graph()
     with g.as_default(), name_scope(name) as scope:
         if not refs:
-            from engine.framework.constant_op import constant
-
             return constant(np.array([], dtype=object), dtype=dtypes.string, name=scope)
         return create(
             "ReportUninitializedVariables", refs, {"names": [r.op.name for r in refs]}, scope

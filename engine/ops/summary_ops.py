@@ -9,8 +9,8 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import ALL, NUMERIC, check_dtype
-from engine.summary import records
 from engine.tensor_shape import TensorShape
+from engine.util import summary_records as records
 
 STRING = frozenset([dtypes.string])
 REAL = NUMERIC - frozenset([dtypes.uint64])

@@ -13,8 +13,9 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import name_scope
-from engine.framework.registry import Attr, OpFlags, ShapeError, op
+from engine.framework.registry import Attr, OpFlags, op
 from engine.framework.tensor_util import constant_value
+from engine.ops import array as array_ops
 from engine.ops._common import create
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
@@ -464,8 +465,6 @@ class TensorArray:
         return self._with_flow(flow)
 
     def unstack(self, value, name=None) -> TensorArray:
-        from engine.ops import array as array_ops
-
         with name_scope(name, "TensorArrayUnstack", [self._flow, value]):
             v = self._check_value(value, "unstack")
             n = v.shape.as_tuple()[0] if v.shape.rank else None
@@ -492,8 +491,6 @@ class TensorArray:
             return create("TensorArraySizeV3", [self._flow], {}, scope).outputs[0]
 
     def identity(self) -> TensorArray:
-        from engine.ops import array as array_ops
-
         return self._with_flow(array_ops.identity(self._flow))
 
     def close(self, name=None):
@@ -506,6 +503,3 @@ class TensorArray:
 
     def __repr__(self) -> str:
         return f"<TensorArray dtype={self._dtype.name} element_shape={self.element_shape}>"
-
-
-_ = ShapeError

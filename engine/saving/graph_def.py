@@ -15,12 +15,16 @@ dtypes and shapes are re-inferred and checked rather than trusted from the file.
 
 from __future__ import annotations
 
+import os
+
 import msgpack
 import numpy as np
 
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework import registry
+from engine.framework.constant_op import convert_to_tensor
+from engine.framework.func_graph import FuncGraph
 from engine.framework.graph import Graph, NodeDef, Operation, Tensor
 from engine.tensor_shape import TensorShape
 
@@ -261,8 +265,6 @@ def _function_to_dict(fg) -> dict:
 
 
 def _function_from_dict(d: dict, outer: Graph, where: str, depth: int):
-    from engine.framework.func_graph import FuncGraph
-
     name = d.get("name")
     if not isinstance(name, str):
         raise GraphDefError(f"{where}: function without a name")
@@ -296,6 +298,9 @@ def _names(v, where):
 
 def graph_to_def(graph: Graph) -> GraphDef:
     return GraphDef({"format": FORMAT_NAME, "version": FORMAT_VERSION, "nodes": _nodes_of(graph)})
+
+
+ops.set_graph_def_writer(graph_to_def)  # Graph.as_graph_def writes through this module
 
 
 class GraphDef:
@@ -616,7 +621,6 @@ def import_graph_def(
             normalized[k] = v
             continue
         key = k if ":" in k else k + ":0"
-        from engine.framework.constant_op import convert_to_tensor
 
         normalized[key] = convert_to_tensor(v)
     graph = ops.get_default_graph()
@@ -655,7 +659,6 @@ def import_graph_def(
 
 def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True) -> str:
     """Writes a graph to ``logdir/name``: msgpack bytes, or a readable listing with as_text."""
-    import os
 
     gd = (
         graph_or_graph_def

@@ -13,8 +13,8 @@ from engine import dtypes
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, add_to_collection, get_collection, name_scope
 from engine.ops._common import create
-from engine.summary import records
 from engine.summary.writer import FileWriter, FileWriterCache
+from engine.util import summary_records as records
 
 __all__ = [
     "scalar",

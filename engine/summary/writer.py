@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from engine.framework.graph import Graph
-from engine.summary import records
+from engine.util import summary_records as records
 
 
 def _as_bytes(summary) -> bytes:

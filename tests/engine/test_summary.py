@@ -172,3 +172,15 @@ def round_trip_builder():
     t = tf.summary.text("t", tf.constant("x"))
     m = tf.summary.merge([s, h, i, t])
     return [m], {"img:0": np.ones((2, 2, 2, 1), np.float32)}, []
+
+
+def test_python_built_summary_is_written_and_read_back(tmp_path):
+    summary = tf.Summary(value=[tf.Summary.Value(tag="accuracy", simple_value=0.75)])
+    with tf.summary.FileWriter(str(tmp_path)) as writer:
+        writer.add_summary(summary, 3)
+    acc = event_accumulator.EventAccumulator(str(tmp_path))
+    acc.Reload()
+    events = acc.Scalars("accuracy")
+    assert [(e.step, e.value) for e in events] == [(3, 0.75)]
+    with pytest.raises(TypeError, match="real number"):
+        tf.Summary.Value(tag="a", simple_value="high")

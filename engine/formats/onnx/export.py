@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+import engine as tf
 from engine import dtypes
 from engine.formats.onnx.proto import encode
 from engine.formats.onnx.tensors import NUMPY_TO_ONNX, array_to_tensor
@@ -396,8 +397,6 @@ def export(
     Returns the model's bytes and writes them to ``path`` when given. Raises ``ExportError``
     naming every op without an ONNX equivalent.
     """
-    import engine as tf
-
     if isinstance(graph_or_saved_model, (str, os.PathLike)):
         graph = tf.Graph()
         with tf.Session(graph=graph) as sess:

@@ -16,12 +16,14 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
+from engine.framework.tensor_util import constant_value
 from engine.ops._common import (
     ALL,
     FLOATS,
     INDEX,
     INTS,
     NUMERIC,
+    broadcast_shape,
     check_dtype,
     check_same_dtype,
 )
@@ -105,8 +107,6 @@ def _erf(xp, x):
 
 
 def _binary_same(allowed):
-    from engine.ops._common import broadcast_shape
-
     def infer(op):
         d = check_same_dtype(op, (0, 1))
         check_dtype(op, 0, allowed)
@@ -147,8 +147,6 @@ def _matmul_infer(op):
     b2 = b + (1,) if len(b) == 1 else b
     if a2[-1] is not None and b2[-2] is not None and a2[-1] != b2[-2]:
         raise ShapeError(f"Matrix size-incompatible: {a[-1]} vs {b2[-2]}")
-    from engine.ops._common import broadcast_shape
-
     batch = broadcast_shape(TensorShape._from_tuple(a2[:-2]), TensorShape._from_tuple(b2[:-2]))
     out = batch.as_tuple() + (a2[-2], b2[-1])
     if len(a) == 1:
@@ -193,8 +191,6 @@ def _host_ints(xp, t) -> list[int]:
 def _shape_operand(op, i: int, zero_from=None) -> TensorShape:
     """The static shape a 1-D shape operand describes: its length gives the rank, its
     constant entries (where known) the dims."""
-    from engine.framework.tensor_util import constant_value
-
     n = op._inputs[i]._shape.as_tuple()
     if n is None or len(n) != 1 or n[0] is None:
         return unknown_shape()
@@ -351,8 +347,6 @@ def _expand(xp, x, shape):
 
 
 def _pad_infer(op):
-    from engine.framework.tensor_util import constant_value
-
     check_dtype(op, 1, INDEX)
     d = check_dtype(op, 0, ALL)
     x = op._inputs[0]._shape.as_tuple()
