@@ -12,8 +12,8 @@ import os
 
 import numpy as np
 
-import engine as tf
 from engine import dtypes
+from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.proto import encode
 from engine.formats.onnx.tensors import NUMPY_TO_ONNX, array_to_tensor
 from engine.framework.tensor_util import constant_value

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import engine as tf
 from engine import dtypes
+from engine.formats.onnx import _tf as tf
 from engine.formats.onnx import mapping_more as _more  # noqa: F401 - registers table rows
 from engine.formats.onnx import mapping_vision as _vision  # noqa: F401 - registers table rows
 from engine.formats.onnx import ops as _onnx_ops  # noqa: F401 - registers the ONNX op family

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import engine as tf
 from engine import dtypes
+from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.tensors import OnnxFormatError, engine_dtype
 from engine.framework.graph import Tensor
 from engine.ops._common import create

@@ -5,7 +5,7 @@ trigonometry, bitwise ops and a few normalizations. See ``mapping.py`` for the t
 
 from __future__ import annotations
 
-import engine as tf
+from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.mapping import (
     UnsupportedModelError,
     _axes,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import engine as tf
+from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.mapping import UnsupportedModelError, _const, register
 from engine.framework.graph import Tensor
 from engine.ops._common import create
