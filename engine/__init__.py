@@ -225,3 +225,5 @@ sub = subtract
 mul = multiply
 arg_max = argmax  # noqa: F405 - from engine.ops.reduction
 arg_min = argmin  # noqa: F405
+
+from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above

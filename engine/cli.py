@@ -1,6 +1,6 @@
-"""``python -m engine``: inspect and run SavedModels from the command line.
+"""``python -m engine``: inspect and run SavedModels (and ONNX models) from the command line.
 
-    python -m engine inspect EXPORT_DIR [--tag serve]
+    python -m engine inspect EXPORT_DIR|model.onnx [--tag serve]
     python -m engine convert EXPORT_DIR OUTPUT_DIR --format tensorflow|flowserve [--tag serve]
     python -m engine run EXPORT_DIR [--signature serving_default] --input x=path.npy
                          [--input y='[[1, 2]]'] [--output-dir DIR] [--optimize]
@@ -63,7 +63,48 @@ def _inspect_tensorflow(export_dir: str) -> None:
             print("  missing ops: none")
 
 
+def _onnx_path(path: str) -> str | None:
+    """The model.onnx to use for ``path`` (a .onnx file or a dir holding only one), or None."""
+    if os.path.isfile(path) and path.endswith(".onnx"):
+        return path
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "saved_model.msgpack")):
+        candidate = os.path.join(path, "model.onnx")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _fmt_dims(dims) -> str:
+    return (
+        "<unknown rank>"
+        if dims is None
+        else "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    )
+
+
+def inspect_onnx(path: str) -> int:
+    s = tf.onnx.summarize(path)
+    print(f"ONNX model: {os.path.abspath(path)}")
+    print(f"  ir_version {s.ir_version}, opset {s.opset}, producer {s.producer or '-'}")
+    for kind, infos in (("input", s.inputs), ("output", s.outputs)):
+        for name, dtype, dims in infos:
+            print(f"    {kind:6} {name!r:30} {dtype:8} {_fmt_dims(dims)}")
+    print(f"  initializers: {s.initializer_bytes} bytes ({s.initializer_bytes / 2**20:.2f} MiB)")
+    print(f"  operators: {sum(s.op_histogram.values())} in total")
+    for op_type, n in s.op_histogram.items():
+        print(f"    {op_type:28} {n:>6}")
+    if s.unsupported:
+        listed = ", ".join(f"{k} (x{v})" for k, v in s.unsupported.items())
+        print(f"  unsupported operators: {listed}")
+    else:
+        print("  unsupported operators: none")
+    return 0
+
+
 def cmd_inspect(args) -> int:
+    onnx_path = _onnx_path(args.export_dir)
+    if onnx_path is not None:
+        return inspect_onnx(onnx_path)
     tf_format = is_tf_saved_model(args.export_dir) and not os.path.isfile(
         os.path.join(args.export_dir, SAVED_MODEL_FILENAME)
     )
@@ -126,9 +167,13 @@ def cmd_run(args) -> int:
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:
-        meta = tf.saved_model.load(
-            sess, args.tag, args.export_dir, options=LoadOptions(optimize=args.optimize)
-        )
+        onnx_path = _onnx_path(args.export_dir)
+        if onnx_path is not None:
+            meta = tf.onnx.load(sess, onnx_path)
+        else:
+            meta = tf.saved_model.load(
+                sess, args.tag, args.export_dir, options=LoadOptions(optimize=args.optimize)
+            )
         sig = meta.signature_def.get(args.signature)
         if sig is None:
             raise ValueError(

@@ -16,6 +16,7 @@ from tests.engine import (
     test_math_elementwise,
     test_nn_grads,
     test_nn_ops,
+    test_onnx_ops,
     test_reduction_grads,
     test_reduction_ops,
     test_summary,
@@ -196,6 +197,7 @@ def _all_builders():
         test_array_ops,
         test_reduction_ops,
         test_nn_ops,
+        test_onnx_ops,
         test_conv_ops,
     ):
         for case in mod.CASES:
