@@ -12,6 +12,7 @@ from tests.engine import (
     test_conv_ops,
     test_data,
     test_embedding,
+    test_image_ops,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -176,7 +177,16 @@ def _resizes():
     )
 
 
+def _non_max_suppressions():
+    boxes = tf.constant(test_image_ops._BOXES)
+    scores = tf.constant(test_image_ops._SCORES)
+    padded = tf.image.non_max_suppression_padded(boxes, scores, 4, 0.5, 0.7, True)
+    soft = tf.image.non_max_suppression_with_scores(boxes, scores, 5, 0.9, soft_nms_sigma=0.5)
+    return [tf.image.non_max_suppression(boxes, scores, 3), *padded, *soft], {}, []
+
+
 SPECIAL = {
+    "non_max_suppressions": _non_max_suppressions,
     "resizes": _resizes,
     "lookup_tables": _lookup_tables,
     "string_ops": _string_ops,

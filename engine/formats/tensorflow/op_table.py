@@ -48,6 +48,7 @@ DERIVED_ATTRS = frozenset(
     [
         "T",
         "Tidx",
+        "T_threshold",
         "Tshape",
         "Tpaddings",
         "Tperm",
