@@ -21,6 +21,7 @@ from tests.engine import (
     test_reduction_grads,
     test_reduction_ops,
     test_summary,
+    test_tensor_list,
 )
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
@@ -197,6 +198,7 @@ SPECIAL = {
     "summaries": test_summary.round_trip_builder,
     "candidate_samplers": test_embedding.round_trip_builder,
     "datasets": test_data.round_trip_builder,
+    "tensor_lists": test_tensor_list.round_trip_builder,
 }
 
 

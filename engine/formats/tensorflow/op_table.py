@@ -49,6 +49,7 @@ DERIVED_ATTRS = frozenset(
         "T",
         "Tidx",
         "T_threshold",
+        "shape_type",
         "Tshape",
         "Tpaddings",
         "Tperm",

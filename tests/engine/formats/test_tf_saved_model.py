@@ -19,6 +19,7 @@ KINDS = [
     "saved_model_vocab",
     "tf2_module",
     "keras_cnn",
+    "keras_lstm",
 ]
 
 
