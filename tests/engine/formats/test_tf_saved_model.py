@@ -188,11 +188,28 @@ def test_cli_convert_both_ways(tmp_path):
 CONTROL_FLOW = FIXTURES / "tf2_control_flow"
 
 
+def _stateless(tmp_path):
+    """The fixture with its If/While recorded as StatelessIf/StatelessWhile (what TF writes
+    for branches and bodies without stateful ops)."""
+    from engine.formats.tensorflow.proto import saved_model_pb2
+
+    d = _copy(tmp_path, "tf2_control_flow")
+    sm = saved_model_pb2.SavedModel.FromString((d / "saved_model.pb").read_bytes())
+    for f in sm.meta_graphs[0].graph_def.library.function:
+        for n in f.node_def:
+            if n.op in ("If", "While"):
+                n.op = "Stateless" + n.op
+    (d / "saved_model.pb").write_bytes(sm.SerializeToString())
+    return d
+
+
+@pytest.mark.parametrize("stateless", [False, True])
 @pytest.mark.parametrize("case", ["pos", "neg"])
-def test_tf2_if_and_while_match_tensorflow(case):
+def test_tf2_if_and_while_match_tensorflow(case, stateless, tmp_path):
     io = np.load(CONTROL_FLOW / "io.npz")
+    export_dir = _stateless(tmp_path) if stateless else CONTROL_FLOW
     with tf.Graph().as_default() as g, tf.Session() as sess:
-        meta = tf.saved_model.load(sess, ["serve"], str(CONTROL_FLOW))
+        meta = tf.saved_model.load(sess, ["serve"], str(export_dir))
         sig = meta.signature_def["serving_default"]
         feeds = {sig.inputs["x"].name: io[f"x_{case}"], sig.inputs["n"].name: io[f"n_{case}"]}
         got = sess.run({a: i.name for a, i in sig.outputs.items()}, feeds)
