@@ -131,7 +131,7 @@ def _output_offset(op_type: str, arg: str, where: str) -> int:
     return args.index(arg)
 
 
-def _inline_call(node: Node, functions, depth: int, where: str, out: list) -> None:
+def _inline_call(node: Node, functions, depth: int, where: str, out: list, budget=None) -> None:
     """Appends ``node``'s function body (renamed under ``node.name/``) and the IdentityN
     standing for the call to ``out``."""
     if depth > GraphLimits.max_call_depth:
@@ -189,7 +189,7 @@ def _inline_call(node: Node, functions, depth: int, where: str, out: list) -> No
         for av in body.attrs.values():
             if av.WhichOneof("value") == "placeholder":
                 raise TFFormatError(f"{where}: function {fname!r} is generic (attr placeholders)")
-        _expand(body, functions, depth + 1, where, out)
+        _expand(body, functions, depth + 1, where, out, budget)
     rets = [resolve(fdef.ret[a.name]) for a in sig.output_arg]
     ctrl = ["^" + prefix + fdef.control_ret[k] for k in sorted(fdef.control_ret)]
     if rets:
@@ -221,7 +221,7 @@ class FunctionBody:
     control_outputs: list[str]
 
 
-def _function_body(fname: str, functions, depth: int, where: str) -> FunctionBody:
+def _function_body(fname: str, functions, depth: int, where: str, budget) -> FunctionBody:
     fdef = functions.get(fname)
     if fdef is None:
         raise TFFormatError(f"{where}: control flow calls unknown function {fname!r}")
@@ -244,15 +244,19 @@ def _function_body(fname: str, functions, depth: int, where: str) -> FunctionBod
         {"f": attr_value_pb2.AttrValue(func=attr_value_pb2.NameAttrList(name=fname))},
     )
     nodes: list[Node] = []
-    _inline_call(call, functions, depth + 1, where, nodes)
+    _inline_call(call, functions, depth + 1, where, nodes, budget)
     n_out = len(fdef.signature.output_arg)
     outputs = [f"body:{k}" for k in range(n_out)]
     return FunctionBody(fname, args, nodes, outputs, [] if n_out else ["body"])
 
 
-def _expand(node: Node, functions, depth: int, where: str, out: list) -> None:
+def _expand(node: Node, functions, depth: int, where: str, out: list, budget=None) -> None:
+    """Appends ``node`` to ``out``: calls inlined, control flow with its function bodies.
+    ``budget`` counts the nodes of the whole conversion, function bodies included, so that
+    functions referenced many times over cannot multiply past ``GraphLimits.max_nodes``."""
+    budget = budget if budget is not None else [0]
     if node.op in op_table.CALL_OPS or node.op in functions:
-        _inline_call(node, functions, depth, where, out)
+        _inline_call(node, functions, depth, where, out, budget)
     elif node.op in CONTROL_FLOW:
         if depth > GraphLimits.max_call_depth:
             raise TFFormatError(f"{where}: control flow nested over {GraphLimits.max_call_depth}")
@@ -261,11 +265,12 @@ def _expand(node: Node, functions, depth: int, where: str, out: list) -> None:
             av = attrs.get(key)
             if av is None or av.WhichOneof("value") != "func":
                 raise TFFormatError(f"{where}: node {node.name!r} ({node.op}) lacks {key!r}")
-            attrs[key] = _function_body(av.func.name, functions, depth, where)
+            attrs[key] = _function_body(av.func.name, functions, depth, where, budget)
         out.append(Node(node.name, node.op, node.inputs, attrs))
     else:
         out.append(node)
-    if len(out) > GraphLimits.max_nodes:
+    budget[0] += 1
+    if len(out) > GraphLimits.max_nodes or budget[0] > GraphLimits.max_nodes:
         raise TFFormatError(f"{where}: more than {GraphLimits.max_nodes} nodes after inlining")
 
 
@@ -275,8 +280,9 @@ def inline_functions(gd: graph_pb2.GraphDef, where: str = "graph") -> list[Node]
         raise TFFormatError(f"{where}: more than {GraphLimits.max_nodes} nodes")
     functions = {f.signature.name: f for f in gd.library.function}
     out: list[Node] = []
+    budget = [0]
     for n in gd.node:
-        _expand(Node(n.name, n.op, list(n.input), dict(n.attr)), functions, 0, where, out)
+        _expand(Node(n.name, n.op, list(n.input), dict(n.attr)), functions, 0, where, out, budget)
     return out
 
 

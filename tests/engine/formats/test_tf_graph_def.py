@@ -291,3 +291,38 @@ def test_unused_function_library_entries_are_ignored():
     extra.signature.name = "unused"
     extra.node_def.add(name="z", op="NotAnOp")
     tf.GraphDef.FromString(gd.SerializeToString())
+
+
+def _doubling_if_chain(levels: int) -> graph_pb2.GraphDef:
+    """f0 .. f{levels}: each f_k holds an If whose two branches both call f_{k+1}."""
+    gd = graph_pb2.GraphDef()
+    for k in range(levels + 1):
+        f = gd.library.function.add()
+        f.signature.name = f"f{k}"
+        f.signature.input_arg.add(name="x", type=types_pb2.DT_FLOAT)
+        f.signature.output_arg.add(name="y", type=types_pb2.DT_FLOAT)
+        if k == levels:
+            f.ret["y"] = "x"
+            continue
+        p = f.node_def.add(name="p", op="Const")
+        p.attr["dtype"].type = types_pb2.DT_BOOL
+        p.attr["value"].tensor.CopyFrom(array_to_proto(np.array(True)))
+        n = f.node_def.add(name="cond", op="StatelessIf", input=["p:output:0", "x"])
+        n.attr["then_branch"].func.name = f"f{k + 1}"
+        n.attr["else_branch"].func.name = f"f{k + 1}"
+        f.ret["y"] = "cond:output:0"
+    x = gd.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = types_pb2.DT_FLOAT
+    x.attr["shape"].shape.unknown_rank = True
+    call = gd.node.add(name="call", op="PartitionedCall", input=["x"])
+    call.attr["f"].func.name = "f0"
+    return gd
+
+
+def test_functional_control_flow_nests_and_its_size_is_bounded(monkeypatch):
+    got, _ = _run(_doubling_if_chain(3), {"import/x:0": np.float32(2.5)}, ["call:0"])
+    assert got[0] == np.float32(2.5)
+    # functions referenced over and over count every time: the budget covers them all
+    monkeypatch.setattr(tfg.GraphLimits, "max_nodes", 200)
+    with pytest.raises(ValueError, match="more than 200 nodes"):
+        tfg.inline_functions(_doubling_if_chain(8))
