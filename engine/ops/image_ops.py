@@ -201,27 +201,33 @@ def _nms_infer(n_inputs: int, outputs: str):
     return infer
 
 
-def _iou_matrix(boxes: np.ndarray) -> np.ndarray:
-    """Pairwise IoU as TF computes it: corners in any order, empty boxes overlap nothing."""
+def _corners(boxes: np.ndarray):
+    """(y1, x1, y2, x2, area) with the corners ordered: TF accepts either diagonal."""
     y1 = np.minimum(boxes[:, 0], boxes[:, 2])
     y2 = np.maximum(boxes[:, 0], boxes[:, 2])
     x1 = np.minimum(boxes[:, 1], boxes[:, 3])
     x2 = np.maximum(boxes[:, 1], boxes[:, 3])
-    area = (y2 - y1) * (x2 - x1)
-    ih = np.maximum(np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None]), 0)
-    iw = np.maximum(np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None]), 0)
+    return y1, x1, y2, x2, (y2 - y1) * (x2 - x1)
+
+
+def _iou_row(c, i: int, others: np.ndarray) -> np.ndarray:
+    """IoU of box ``i`` with the boxes ``others``, as TF computes it (empty boxes: 0)."""
+    y1, x1, y2, x2, area = c
+    ih = np.maximum(np.minimum(y2[i], y2[others]) - np.maximum(y1[i], y1[others]), 0)
+    iw = np.maximum(np.minimum(x2[i], x2[others]) - np.maximum(x1[i], x1[others]), 0)
     inter = ih * iw
-    union = area[:, None] + area[None] - inter
+    union = area[i] + area[others] - inter
+    ok = (area[i] > 0) & (area[others] > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        iou = np.where((area[:, None] > 0) & (area[None] > 0), inter / union, 0.0)
-    return iou
+        return np.where(ok, inter / np.where(ok, union, 1), 0.0)
 
 
 def non_max_suppression_indices(
     boxes, scores, max_output_size, iou_threshold, score_threshold, sigma
 ):
     """``(indices, scores)`` TF's greedy NMS selects (its priority queue, ties to the lower
-    index, soft-NMS re-queueing decayed candidates when ``sigma`` > 0)."""
+    index, soft-NMS re-queueing decayed candidates when ``sigma`` > 0). Memory is linear in
+    the number of boxes: each candidate is compared with the boxes selected so far only."""
     boxes = np.asarray(boxes, np.float64)
     scores = np.asarray(scores, np.float64)
     if boxes.ndim != 2 or boxes.shape[1] != 4:
@@ -240,7 +246,7 @@ def non_max_suppression_indices(
         raise errors.InvalidArgumentError(None, None, "iou_threshold must be in [0, 1]")
     if sigma < 0:
         raise errors.InvalidArgumentError(None, None, "soft_nms_sigma must be non-negative")
-    iou = _iou_matrix(boxes)
+    c = _corners(boxes)
     scale = -0.5 / sigma if sigma > 0 else 0.0
     heap = [(-s, i, 0) for i, s in enumerate(scores.tolist()) if s > score_threshold]
     heapq.heapify(heap)
@@ -249,15 +255,19 @@ def non_max_suppression_indices(
     while len(selected) < max_output_size and heap:
         neg, i, begin = heapq.heappop(heap)
         score = original = -neg
-        hard = False
-        for j in range(len(selected) - 1, begin - 1, -1):
-            sim = iou[i, selected[j]]
-            score *= np.exp(scale * sim * sim) if sim <= iou_threshold else 0.0
-            if sim >= iou_threshold:
-                hard = True
-                break
-            if score <= score_threshold:
-                break
+        # the boxes selected since this candidate was last compared, newest first
+        sims = _iou_row(c, i, np.asarray(selected[begin:][::-1], np.int64))
+        if scale == 0.0:
+            hard = bool((sims >= iou_threshold).any())
+        else:
+            hard = False
+            for sim in sims.tolist():
+                score *= np.exp(scale * sim * sim) if sim <= iou_threshold else 0.0
+                if sim >= iou_threshold:
+                    hard = True
+                    break
+                if score <= score_threshold:
+                    break
         if hard:
             continue
         if score == original:
