@@ -200,6 +200,8 @@ class ModelConfig:
     allow_soft_placement: bool = False
     warmup: object = True  # True (synthetic inputs), False, or a list of example requests
     optimize: bool = False
+    # Bytes of live intermediates one run may hold (0: no limit); over it: 429.
+    max_intermediate_bytes: int = 0
 
 
 _MODEL_KEYS = {
@@ -212,7 +214,10 @@ _MODEL_KEYS = {
     "allow_soft_placement",
     "warmup",
     "optimize",
+    "max_intermediate_bytes",
 }
+
+_MAX_INTERMEDIATE_BYTES = 1 << 50  # 1 PiB: any larger is a typo, not a limit
 
 
 _MAX_VERSION = 10**18 - 1  # version directories have at most 18 digits
@@ -303,6 +308,18 @@ def parse_model_config(doc: object, where: str) -> ModelConfig:
             if not isinstance(doc[key], bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
             values[key] = doc[key]
+    if "max_intermediate_bytes" in doc:
+        limit = doc["max_intermediate_bytes"]
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 0 <= limit <= _MAX_INTERMEDIATE_BYTES
+        ):
+            raise ConfigError(
+                f"{where}: max_intermediate_bytes must be an integer from 0 (no limit) to "
+                f"{_MAX_INTERMEDIATE_BYTES}, got {_short(limit)}"
+            )
+        values["max_intermediate_bytes"] = limit
     if "warmup" in doc:
         warmup = doc["warmup"]
         if not isinstance(warmup, (bool, list)):
