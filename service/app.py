@@ -308,9 +308,9 @@ def create_app(
         client_max_size=config.max_request_bytes,
         middlewares=middlewares,
         handler_args={
-            # A connection without a complete request (idle, or headers sent byte by byte)
-            # closes after idle_timeout; an unread refused body is drained for at most a
-            # second (so the client can read the answer), not aiohttp's default ten.
+            # An idle connection closes after idle_timeout (headers in progress have
+            # header_timeout instead: service.http); an unread refused body is drained for
+            # at most a second (so the client can read the answer), not aiohttp's ten.
             "keepalive_timeout": config.idle_timeout,
             "lingering_time": 1.0,
             # Bodies are decompressed by read_body (bounded, every error a 4xx).

@@ -457,8 +457,13 @@ class ServerConfig:
     max_connections: int = _setting(1024, doc="open client connections; more are refused with 503")
     idle_timeout: float = _setting(
         60.0,
-        doc="seconds a connection may sit without a complete request (idle keep-alive or "
-        "half-sent headers) before it is closed",
+        doc="seconds a connection may sit idle (before its first request, or between "
+        "requests) before it is closed",
+    )
+    header_timeout: float = _setting(
+        20.0,
+        doc="seconds a request's headers may take to arrive once its first byte has; then "
+        "408 and the connection is closed",
     )
     body_timeout: float = _setting(60.0, doc="seconds a request body may take to arrive; then 408")
     load_timeout: float = _setting(
@@ -552,7 +557,7 @@ class ServerConfig:
         _bounded("max_inflight_requests", self.max_inflight_requests, 0, 1 << 20)
         _bounded("max_inflight_bytes", self.max_inflight_bytes, 0, 1 << 50)
         _bounded("max_connections", self.max_connections, 1, 1 << 20)
-        for name in ("idle_timeout", "body_timeout", "load_timeout"):
+        for name in ("idle_timeout", "header_timeout", "body_timeout", "load_timeout"):
             _bounded(name, getattr(self, name), 0.001, 7 * 24 * 3600.0)
         _bounded("request_timeout", self.request_timeout, 0.001, 7 * 24 * 3600.0)
         _bounded("shutdown_grace_period", self.shutdown_grace_period, 0, 24 * 3600.0)
