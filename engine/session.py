@@ -357,9 +357,11 @@ class BaseSession:
                 vals[slot] = spec.convert(value)
             trace = options is not None and options.trace_level > 0 and run_metadata is not None
             token = cancellation if cancellation is not None else _cancellation(options)
-            budget = _memory_budget(options, default_limit)
-            if budget is not None and token is None:
-                token = Cancellation()
+            budget = None
+            if default_limit or options is not None:  # no call at all on the plain path
+                budget = _memory_budget(options, default_limit)
+                if budget is not None and token is None:
+                    token = Cancellation()
             execute_plan(plan, vals, trace, run_metadata, token, budget)
             return build(collect(plan, vals))
 
