@@ -14,6 +14,7 @@ from service.errors import ResourceExhausted
 from service.protocols.grpc_common import status_code
 from service.servable import Servable
 from tests.service.models import half_plus_two
+from tests.service.serving import ServerThread
 
 LIMIT = 1 << 20  # y = a*x + b holds a*x and the sum at once: 8 bytes per float32 element
 TOO_MANY = 200_000  # 1.6 MB of intermediates
@@ -79,8 +80,26 @@ async def test_batched_requests_get_429_too(aiohttp_client, tmp_path):
     assert r.status == 200
 
 
-def test_grpc_maps_it_to_resource_exhausted():
+def test_grpc_answers_resource_exhausted(limited_repo):
     assert status_code(ResourceExhausted("x")) is grpc.StatusCode.RESOURCE_EXHAUSTED
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    errors = pytest.importorskip("tritonclient.utils")
+    with ServerThread(config_for(limited_repo)) as server:
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+        try:
+
+            def infer(n):
+                inp = grpcclient.InferInput("x", [n], "FP32")
+                inp.set_data_from_numpy(np.ones(n, np.float32))
+                return client.infer("limited", [inp])
+
+            with pytest.raises(errors.InferenceServerException) as info:
+                infer(TOO_MANY)
+            assert info.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
+            assert "max_intermediate_bytes" in info.value.message()
+            assert infer(FITS).as_numpy("y")[:2].tolist() == [2.5, 2.5]
+        finally:
+            client.close()
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, "1MB", True, 2**60, None])
