@@ -1,6 +1,6 @@
 """``python -m engine``: inspect and run SavedModels from the command line.
 
-    python -m engine inspect EXPORT_DIR [--tag serve]
+    python -m engine inspect EXPORT_DIR [--tag serve] [--html OUT.html]
     python -m engine run EXPORT_DIR [--signature serving_default] --input x=path.npy
                          [--input y='[[1, 2]]'] [--output-dir DIR] [--optimize]
 
@@ -29,6 +29,8 @@ def cmd_inspect(args) -> int:
     from engine.saving import bundle
     from engine.saving.saved_model import VARIABLES_DIRECTORY, VARIABLES_FILENAME, read_saved_model
 
+    if args.html:
+        return _write_html(args)
     metas = read_saved_model(args.export_dir)
     print(f"SavedModel: {os.path.abspath(args.export_dir)}")
     for meta in metas:
@@ -56,6 +58,39 @@ def cmd_inspect(args) -> int:
             print(f"    {e.name:40} {e.dtype.name:8} {list(e.shape)} {e.size} bytes")
     else:
         print("\nVariables: none")
+    return 0
+
+
+def _write_html(args) -> int:
+    """Writes the interactive graph view of the meta graph tagged ``args.tag``, as loaded
+    for serving, to one self-contained HTML file."""
+    import engine as tf
+    from engine import graph_inspection, graph_view
+
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as sess:
+        meta = tf.saved_model.load(sess, args.tag, args.export_dir)
+    description = graph_inspection.describe_graph(graph)
+    description["signatures"] = {
+        key: {
+            kind: {
+                alias: {"name": i.name, "dtype": i.engine_dtype.name, "shape": str(i.shape)}
+                for alias, i in sorted(infos.items())
+            }
+            for kind, infos in (("inputs", sig.inputs), ("outputs", sig.outputs))
+        }
+        for key, sig in sorted(meta.signature_def.items())
+    }
+    export_dir = os.path.abspath(args.export_dir)
+    page = graph_view.render_html(
+        description,
+        title=f"Graph of {export_dir}",
+        subtitle=f"{description['op_count']} ops; signatures: "
+        + ", ".join(sorted(meta.signature_def)),
+    )
+    with open(args.html, "w", encoding="utf-8") as f:
+        f.write(page)
+    print(f"wrote {args.html} ({description['op_count']} ops, {len(page)} bytes)")
     return 0
 
 
@@ -127,6 +162,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="print signatures, op counts and variables")
     p.add_argument("export_dir")
+    p.add_argument(
+        "--tag", action="append", default=None, help="meta graph tag (repeatable; default: serve)"
+    )
+    p.add_argument(
+        "--html", metavar="OUT.html", help="write the interactive graph view to one HTML file"
+    )
     p.set_defaults(fn=cmd_inspect)
     p = sub.add_parser("run", help="run a signature on inputs and print or save the outputs")
     p.add_argument("export_dir")

@@ -13,6 +13,7 @@ import time
 
 from aiohttp import web
 
+from service import console
 from service.config import ServerConfig
 from service.errors import ServingError
 from service.keys import CONFIG, MANAGER, METRICS, MODEL, PROTOCOL, VERSION
@@ -57,9 +58,12 @@ def _auth(token: str):
 
     @web.middleware
     async def auth(request: web.Request, handler):
-        if request.path not in _OPEN_PATHS:
+        if request.path not in _OPEN_PATHS and request.path != console.LOGIN_PATH:
             given = request.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            if not (
+                hmac.compare_digest(given, expected) or console.authorized_by_cookie(request, token)
+            ):
+                console.login_redirect(request)
                 return json_response(
                     {
                         "error": "Missing or invalid bearer token (send "
@@ -122,4 +126,6 @@ def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web
     app.router.add_get("/metrics", _metrics_handler)
     tfserving.add_routes(app)
     kserve_v2.add_routes(app)
+    if config.console:
+        console.add_routes(app)
     return app

@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
             )
+            parser.add_argument(
+                "--no-" + flag[2:], dest=name, action="store_const", const=False, help="no " + flag
+            )
         else:
             parser.add_argument(
                 flag,

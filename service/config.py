@@ -348,6 +348,9 @@ class ServerConfig:
         doc="threads one computation may use inside numpy's BLAS "
         "(requests already run in parallel on num_threads)",
     )
+    console: bool = _setting(
+        True, doc="serve the web console at /console (--no-console turns it off)"
+    )
     # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
