@@ -77,8 +77,14 @@ def login_redirect(request: web.Request) -> None:
 _LOGIN_PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>flowserve console: sign in</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="/console/static/console.css"></head>
-<body class="login"><form method="post" action="/console/login">
+<style>
+body { font: 14px system-ui, sans-serif; background: #f5f6f9; display: flex;
+  justify-content: center; padding-top: 12vh; }
+form { background: #fff; border: 1px solid #d8dbe2; border-radius: 8px; padding: 24px 28px;
+  display: flex; flex-direction: column; gap: 12px; min-width: 320px; }
+.error { color: #a4231d; }
+</style></head>
+<body><form method="post" action="/console/login">
 <h1>flowserve console</h1><p>This server requires a bearer token.</p>
 <label>Token <input type="password" name="token" autocomplete="current-password" autofocus>
 </label><button type="submit">Sign in</button><p class="error">{error}</p></form></body></html>
@@ -88,7 +94,7 @@ _LOGIN_PAGE = """<!DOCTYPE html>
 async def _login_form(request: web.Request) -> web.Response:
     if not request.app[CONFIG].auth_token:
         raise web.HTTPSeeOther("/console/")
-    return web.Response(text=_LOGIN_PAGE.format(error=""), content_type="text/html")
+    return web.Response(text=_LOGIN_PAGE.replace("{error}", ""), content_type="text/html")
 
 
 async def _login(request: web.Request) -> web.Response:
@@ -98,7 +104,7 @@ async def _login(request: web.Request) -> web.Response:
     form = await request.post()
     given = form.get("token")
     if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
-        page = _LOGIN_PAGE.format(error=html.escape("That token is not the server's."))
+        page = _LOGIN_PAGE.replace("{error}", html.escape("That token is not the server's."))
         return web.Response(text=page, status=401, content_type="text/html")
     response = web.HTTPSeeOther("/console/")
     response.set_cookie(

@@ -188,8 +188,8 @@
         const life = m.latency.quantiles[String(x)];
         return `${fmtSeconds(w)} (${fmtSeconds(life)})`;
       };
-      return h("tr", { "data-model": m.model },
-        h("td", {}, `${m.model} v${m.version}`),
+      return h("tr", { "data-model": m.model, "data-version": m.version },
+        h("td", {}, m.version ? `${m.model} v${m.version}` : `${m.model} (no version: status requests)`),
         h("td", { class: "num" }, rate === null ? "–" : rate.toFixed(2)),
         h("td", { class: "num" }, errRate === null ? "–" : errRate.toFixed(2)),
         h("td", { class: "num" }, String(m.requests), " / ", String(m.errors)),

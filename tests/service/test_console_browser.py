@@ -1,0 +1,185 @@
+"""The console in a real headless browser: Debian's chromium driven by chromium-driver.
+
+A flowserve process serves the bundled models with a bearer token; the browser signs in
+through the login form, then checks each view: the models list, the digits graph (node
+counts computed here from the graph endpoint, before and after expanding a name scope, and
+an op's details on hover), a prediction from the try-it form, and the traffic view.
+Screenshots go to the test's tmp dir. Skipped where chromium or its driver is missing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from service.config import default_model_repository
+from tests.service.test_e2e_process import _flowserve_command, _free_port
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="needs Debian's chromium and chromium-driver (apt-get install chromium "
+    "chromium-driver; .ci/run installs them)",
+)
+
+TOKEN = "console-test-token"
+# A zero from the digits test set (README's example); the model answers class 0.
+ZERO = [0, 0, 5, 13, 9, 1, 0, 0, 0, 0, 13, 15, 10, 15, 5, 0, 0, 3, 15, 2, 0, 11, 8, 0, 0, 4]
+ZERO += [12, 0, 0, 8, 8, 0, 0, 5, 8, 0, 0, 9, 8, 0, 0, 4, 11, 0, 1, 12, 7, 0, 0, 2, 14, 5]
+ZERO += [10, 12, 0, 0, 0, 0, 6, 13, 10, 0, 0, 0]
+
+
+def _get(base: str, path: str):
+    req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status, json.loads(resp.read())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    log = open(tmp_path_factory.mktemp("console") / "server.log", "w+")
+    proc = subprocess.Popen(
+        _flowserve_command()
+        + ["--model-repository", default_model_repository(), "--host", "127.0.0.1"]
+        + ["--port", str(port), "--poll-interval", "0", "--auth-token", TOKEN]
+        + ["--enable-batching"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise AssertionError(f"flowserve exited with {proc.returncode}: {log.read()}")
+        try:
+            if _get(base, "/v1/models/digits")[0] == 200:
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("flowserve did not start")
+        time.sleep(0.2)
+    yield base
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1400,900")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver, condition, what, timeout=30):
+    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=what)
+
+
+def _severe(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _top_level_count(ops: list[dict]) -> int:
+    """Nodes drawn with every scope collapsed: one per first name component."""
+    return len({op["name"].split("/")[0] for op in ops})
+
+
+def _expanded_count(ops: list[dict], scope: str) -> int:
+    """Nodes drawn after expanding top-level ``scope``: the others, and one per second
+    name component inside it (an op named like the scope is drawn inside it)."""
+    inside = {
+        op["name"].split("/")[1] if "/" in op["name"] else op["name"]
+        for op in ops
+        if op["name"] == scope or op["name"].startswith(scope + "/")
+    }
+    return _top_level_count(ops) - 1 + len(inside)
+
+
+def test_console_in_a_browser(server, browser, tmp_path):
+    d = browser
+    d.get(server + "/console")
+    _wait(d, lambda d: d.current_url.endswith("/console/login"), "the login form")
+    d.find_element(By.NAME, "token").send_keys(TOKEN)
+    d.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+
+    # Models: the bundled models, available, with their signatures.
+    cards = _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".card.model"), "model cards")
+    assert {c.get_attribute("data-model") for c in cards} == {"digits", "half_plus_two"}
+    states = d.find_elements(By.CSS_SELECTOR, "tr[data-model=digits] .state")
+    assert [s.text for s in states] == ["AVAILABLE"]
+    assert "serving_default (default)" in d.page_source
+    d.save_screenshot(str(tmp_path / "models.png"))
+
+    # Graph: the digits graph with every scope collapsed, then "hidden" expanded.
+    _, graph = _get(server, "/v1/models/digits/versions/1/graph")
+    d.get(server + "/console/#graph/digits/1")
+    nodes = "#graph svg g.node"
+    want = _top_level_count(graph["ops"])
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, nodes)) == want, f"{want} nodes")
+    assert d.find_element(By.ID, "graph").get_attribute("data-node-count") == str(want)
+    d.find_element(By.CSS_SELECTOR, 'g.node.scope[data-name="hidden"]').click()
+    want = _expanded_count(graph["ops"], "hidden")
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, nodes)) == want, f"{want} nodes")
+    assert d.find_elements(By.CSS_SELECTOR, 'g.cluster[data-scope="hidden"]')
+    matmul = d.find_element(By.CSS_SELECTOR, 'g.node.op[data-name="hidden/MatMul"]')
+    ActionChains(d).move_to_element(matmul).perform()
+    tip = _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, ".fg-tooltip"), "tooltip")
+    _wait(d, lambda d: "MatMul" in tip.text, "the op's details on hover")
+    assert "float32 [?, 64]" in tip.text and "transpose_a" in tip.text
+    d.save_screenshot(str(tmp_path / "graph.png"))
+
+    # Try it: a form from the signature; a zero is classified as 0.
+    d.get(server + "/console/#try/digits/1")
+    area = _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, "textarea[name=images]"), "form")
+    d.execute_script("arguments[0].value = arguments[1];", area, json.dumps([ZERO]))
+    d.find_element(By.ID, "try-submit").click()
+    out = _wait(d, lambda d: d.find_element(By.ID, "try-response"), "the prediction")
+    response = json.loads(out.text)
+    assert response["outputs"]["classes"] == [0]
+    assert len(response["outputs"]["probabilities"][0]) == 10
+    latency = d.find_element(By.ID, "try-latency").text
+    assert latency.startswith("HTTP 200 in ") and " ms" in latency
+    d.save_screenshot(str(tmp_path / "try.png"))
+
+    # Traffic: the prediction shows up per model version, with a batch-size histogram.
+    d.get(server + "/console/#traffic")
+    row = _wait(
+        d,
+        lambda d: d.find_element(
+            By.CSS_SELECTOR, "#traffic tr[data-model=digits][data-version='1']"
+        ),
+        "the digits v1 row",
+    )
+    assert "digits v1" in row.text
+    assert row.find_elements(By.CSS_SELECTOR, ".bars div")
+    # From the second poll on, the rate columns hold numbers (requests per second).
+    rate = "#traffic tr[data-model=digits][data-version='1'] td:nth-child(2)"
+    _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, rate).text == "0.00", "a live rate")
+    d.save_screenshot(str(tmp_path / "traffic.png"))
+
+    assert _severe(d) == []
+    print("screenshots in", tmp_path, file=sys.stderr)
