@@ -238,7 +238,7 @@
           rx: 6, ry: 6,
         }, grp);
         const label = el("text", { x: n.x - n.width / 2 + 8, y: n.y - n.height / 2 + 15 }, grp);
-        label.textContent = "\u2212 " + c;
+        label.textContent = "\u2212 " + c.slice(c.lastIndexOf("/") + 1);
         label.addEventListener("click", (ev) => { ev.stopPropagation(); this.collapse(c); });
         grp.addEventListener("mousemove", (ev) => this._showScope(ev, c, true));
         grp.addEventListener("mouseleave", () => this._hideTip());

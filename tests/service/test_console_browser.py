@@ -183,3 +183,38 @@ def test_console_in_a_browser(server, browser, tmp_path):
 
     assert _severe(d) == []
     print("screenshots in", tmp_path, file=sys.stderr)
+
+
+def test_offline_html_of_a_graph_with_thousands_of_ops(browser, tmp_path):
+    """``render_html`` (what ``python -m engine inspect --html`` writes) in the browser: a
+    graph of 3,000+ ops in nested name scopes draws one box per top-level scope, and
+    expanding one draws its units inside it."""
+    import engine as tf
+    from engine import graph_inspection, graph_view
+
+    g = tf.Graph()
+    with g.as_default():
+        h = tf.placeholder(tf.float32, [None, 8], name="x")
+        for block in range(30):
+            with tf.name_scope(f"block{block}"):
+                for unit in range(25):
+                    with tf.name_scope(f"unit{unit}"):
+                        h = tf.nn.relu(h * 1.01 + 0.5)
+    doc = graph_inspection.describe_graph(g)
+    assert doc["op_count"] > 3000
+    page = tmp_path / "large.html"
+    page.write_text(graph_view.render_html(doc, "large"), encoding="utf-8")
+    d = browser
+    d.get(page.as_uri())
+    nodes = "#graph svg g.node"
+    want = _top_level_count(doc["ops"])
+    assert want == 31
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, nodes)) == want, f"{want} nodes")
+    d.find_element(By.CSS_SELECTOR, 'g.node.scope[data-name="block3"]').click()
+    want = _expanded_count(doc["ops"], "block3")
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, nodes)) == want, f"{want} nodes")
+    # Its title collapses it again.
+    d.find_element(By.CSS_SELECTOR, 'g.cluster[data-scope="block3"] text').click()
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, nodes)) == 31, "collapsed again")
+    d.save_screenshot(str(tmp_path / "large.png"))
+    assert _severe(d) == []
