@@ -62,35 +62,10 @@ def cmd_inspect(args) -> int:
 
 
 def _write_html(args) -> int:
-    """Writes the interactive graph view of the meta graph tagged ``args.tag``, as loaded
-    for serving, to one self-contained HTML file."""
-    import engine as tf
-    from engine import graph_inspection, graph_view
+    from engine import graph_view
 
-    graph = tf.Graph()
-    with tf.Session(graph=graph) as sess:
-        meta = tf.saved_model.load(sess, args.tag, args.export_dir)
-    description = graph_inspection.describe_graph(graph)
-    description["signatures"] = {
-        key: {
-            kind: {
-                alias: {"name": i.name, "dtype": i.engine_dtype.name, "shape": str(i.shape)}
-                for alias, i in sorted(infos.items())
-            }
-            for kind, infos in (("inputs", sig.inputs), ("outputs", sig.outputs))
-        }
-        for key, sig in sorted(meta.signature_def.items())
-    }
-    export_dir = os.path.abspath(args.export_dir)
-    page = graph_view.render_html(
-        description,
-        title=f"Graph of {export_dir}",
-        subtitle=f"{description['op_count']} ops; signatures: "
-        + ", ".join(sorted(meta.signature_def)),
-    )
-    with open(args.html, "w", encoding="utf-8") as f:
-        f.write(page)
-    print(f"wrote {args.html} ({description['op_count']} ops, {len(page)} bytes)")
+    op_count, size = graph_view.write_saved_model_page(args.export_dir, args.tag, args.html)
+    print(f"wrote {args.html} ({op_count} ops, {size} bytes)")
     return 0
 
 
