@@ -134,6 +134,21 @@ def test_console_in_a_browser(server, browser, tmp_path):
     assert "serving_default (default)" in d.page_source
     d.save_screenshot(str(tmp_path / "models.png"))
 
+    # Unload and load again with the buttons (the repository API).
+    def hpt_states(d):
+        rows = d.find_elements(By.CSS_SELECTOR, "tr[data-model=half_plus_two] .state")
+        return [r.text for r in rows]
+
+    def click(label):
+        card = d.find_element(By.CSS_SELECTOR, ".card.model[data-model=half_plus_two]")
+        (button,) = [b for b in card.find_elements(By.TAG_NAME, "button") if b.text == label]
+        button.click()
+
+    click("Unload")
+    _wait(d, lambda d: hpt_states(d) == ["UNLOADED"], "half_plus_two unloaded")
+    click("Load")
+    _wait(d, lambda d: hpt_states(d) == ["AVAILABLE"], "half_plus_two loaded again")
+
     # Graph: the digits graph with every scope collapsed, then "hidden" expanded.
     _, graph = _get(server, "/v1/models/digits/versions/1/graph")
     d.get(server + "/console/#graph/digits/1")
