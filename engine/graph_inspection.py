@@ -89,7 +89,8 @@ def describe_graph(graph: Graph) -> dict:
     ``python -m engine inspect --html``): every op in creation order with its type, requested
     device, data inputs (tensor names), control inputs (op names), outputs (dtype and static
     shape, ``None`` for unknown dimensions or rank) and attributes summarized as plain
-    values (large arrays and long strings abbreviated; a function graph as its op count).
+    values (large arrays and long strings abbreviated; a function graph as its op count);
+    and the name scopes with their op counts.
 
     >>> import engine as tf
     >>> from engine import graph_inspection
@@ -114,7 +115,22 @@ def describe_graph(graph: Graph) -> dict:
                 "attrs": {k: _summarize(v) for k, v in sorted(op.attrs.items())},
             }
         )
-    return {"op_count": len(ops), "ops": ops}
+    return {"op_count": len(ops), "ops": ops, "scopes": _scopes([op["name"] for op in ops])}
+
+
+def _scopes(names: list[str]) -> list[dict]:
+    """The name scopes (every name prefix other ops live under) with how many ops each holds
+    (an op named like a scope belongs to it), outermost first."""
+    counts: dict[str, int] = {}
+    for name in names:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            prefix = "/".join(parts[:i])
+            counts[prefix] = counts.get(prefix, 0) + 1
+    for name in names:
+        if name in counts:
+            counts[name] += 1
+    return [{"name": k, "ops": counts[k]} for k in sorted(counts, key=lambda k: (k.count("/"), k))]
 
 
 def _shape_of(t: Tensor) -> list | None:

@@ -49,6 +49,7 @@ def test_describe_graph_lists_ops_with_types_inputs_shapes_and_attrs():
     assert text["array"].endswith("array of shape []")
     functions = [v for op in doc["ops"] for v in op["attrs"].values() if "function graph" in str(v)]
     assert functions and all(re.fullmatch(r"function graph \(\d+ ops\)", f) for f in functions)
+    assert doc["scopes"] == [{"name": "layer", "ops": 3}]
     json.dumps(doc, allow_nan=False)  # plain JSON, nothing a browser cannot parse
 
 

@@ -89,6 +89,9 @@ async def test_graph_endpoint_describes_the_loaded_graph(bundled):
     assert ops["images"]["attrs"]["shape"] == [None, 64]
     assert ops["classes"]["outputs"][0]["dtype"] == "int64"
     assert set(doc["signatures"]) == {"serving_default", "logits"}
+    scopes = {s["name"]: s["ops"] for s in doc["scopes"]}
+    # "normalized" is an op and the scope of its constant "normalized/y".
+    assert scopes["normalized"] == 2 and scopes["hidden"] == 17 and scopes["hidden/kernel"] == 10
     # Every input names an op of the description, so the drawing has no dangling edge.
     for op in doc["ops"]:
         for t in op["inputs"]:
