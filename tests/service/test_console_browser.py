@@ -10,6 +10,7 @@ Screenshots go to the test's tmp dir. Skipped where chromium or its driver is mi
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -18,9 +19,12 @@ import urllib.request
 import pytest
 
 from service.config import default_model_repository
-from tests.service.test_e2e_process import _flowserve_command, _free_port
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -40,6 +44,17 @@ ZERO += [12, 0, 0, 8, 8, 0, 0, 5, 8, 0, 0, 9, 8, 0, 0, 4, 11, 0, 1, 12, 7, 0, 0,
 ZERO += [10, 12, 0, 0, 0, 0, 6, 13, 10, 0, 0, 0]
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _flowserve_command() -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), "flowserve")
+    return [script] if os.path.exists(script) else [sys.executable, "-m", "service"]
+
+
 def _get(base: str, path: str):
     req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(req, timeout=10) as resp:
@@ -57,7 +72,6 @@ def server(tmp_path_factory):
         + ["--enable-batching"],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -96,7 +110,10 @@ def browser():
 
 
 def _wait(driver, condition, what, timeout=30):
-    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=what)
+    # The console re-renders views as data arrives: an element found may go stale.
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    wait = WebDriverWait(driver, timeout, ignored_exceptions=ignored)
+    return wait.until(lambda d: condition(d), message=what)
 
 
 def _severe(driver) -> list[str]:
@@ -140,9 +157,13 @@ def test_console_in_a_browser(server, browser, tmp_path):
         return [r.text for r in rows]
 
     def click(label):
-        card = d.find_element(By.CSS_SELECTOR, ".card.model[data-model=half_plus_two]")
-        (button,) = [b for b in card.find_elements(By.TAG_NAME, "button") if b.text == label]
-        button.click()
+        def find_and_click(d):
+            card = d.find_element(By.CSS_SELECTOR, ".card.model[data-model=half_plus_two]")
+            (button,) = [b for b in card.find_elements(By.TAG_NAME, "button") if b.text == label]
+            button.click()
+            return True
+
+        _wait(d, find_and_click, f"the {label} button")
 
     click("Unload")
     _wait(d, lambda d: hpt_states(d) == ["UNLOADED"], "half_plus_two unloaded")
