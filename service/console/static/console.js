@@ -70,12 +70,14 @@
 
   function renderModels() {
     const root = $("#models");
+    const open = new Set(Array.from(root.querySelectorAll("details[open]")).map((e) => e.dataset.key));
     root.innerHTML = "";
     if (!state.models.length) root.appendChild(h("p", {}, "The model repository holds no models."));
     for (const m of state.models) {
       const rows = m.versions.map((v) => {
         const sigs = Object.keys(v.signatures).map((k) =>
-          h("details", {}, h("summary", {}, k + (k === v.default_signature ? " (default)" : "")), sigTable(v.signatures[k])));
+          h("details", { "data-key": `${m.name}/${v.version}/${k}`, open: open.has(`${m.name}/${v.version}/${k}`) ? "" : null },
+            h("summary", {}, k + (k === v.default_signature ? " (default)" : "")), sigTable(v.signatures[k])));
         const devices = v.devices.map((d) => `${d.device} ×${d.instances}`).join(", ");
         const links = v.state === "AVAILABLE" ? [
           h("a", { href: `#graph/${m.name}/${v.version}` }, "graph"), " ",
@@ -289,6 +291,13 @@
     }
     if (name === "models") loadModels();
   }
+
+  // While a version is changing state (loading, unloading), keep the models view current.
+  const TRANSIENT = new Set(["START", "LOADING", "UNLOADING"]);
+  setInterval(() => {
+    const changing = state.models.some((m) => m.versions.some((v) => TRANSIENT.has(v.state)));
+    if (changing && $("#view-models").classList.contains("active")) loadModels();
+  }, 2000);
 
   $("#graph-target").addEventListener("change", (e) => { location.hash = "graph/" + e.target.value; });
   $("#try-target").addEventListener("change", (e) => { location.hash = "try/" + e.target.value; });
