@@ -16,7 +16,15 @@ import sys
 
 import numpy as np
 
-from engine import errors
+import engine as tf
+from engine import errors, graph_inspection, graph_view
+from engine.saving import bundle
+from engine.saving.saved_model import (
+    VARIABLES_DIRECTORY,
+    VARIABLES_FILENAME,
+    LoadOptions,
+    read_saved_model,
+)
 
 _MAX_NPY_BYTES = 1 << 30
 
@@ -26,9 +34,6 @@ def _fmt_shape(info) -> str:
 
 
 def cmd_inspect(args) -> int:
-    from engine.saving import bundle
-    from engine.saving.saved_model import VARIABLES_DIRECTORY, VARIABLES_FILENAME, read_saved_model
-
     if args.html:
         return _write_html(args)
     metas = read_saved_model(args.export_dir)
@@ -62,10 +67,31 @@ def cmd_inspect(args) -> int:
 
 
 def _write_html(args) -> int:
-    from engine import graph_view
-
-    op_count, size = graph_view.write_saved_model_page(args.export_dir, args.tag, args.html)
-    print(f"wrote {args.html} ({op_count} ops, {size} bytes)")
+    """Writes the interactive graph view of the meta graph tagged ``args.tag``, as loaded
+    for serving (signatures included), to one self-contained HTML file."""
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as sess:
+        meta = tf.saved_model.load(sess, args.tag, args.export_dir)
+    description = graph_inspection.describe_graph(graph)
+    description["signatures"] = {
+        key: {
+            kind: {
+                alias: {"name": i.name, "dtype": i.engine_dtype.name, "shape": str(i.shape)}
+                for alias, i in sorted(infos.items())
+            }
+            for kind, infos in (("inputs", sig.inputs), ("outputs", sig.outputs))
+        }
+        for key, sig in sorted(meta.signature_def.items())
+    }
+    page = graph_view.render_html(
+        description,
+        title=f"Graph of {os.path.abspath(args.export_dir)}",
+        subtitle=f"{description['op_count']} ops; signatures: "
+        + ", ".join(sorted(meta.signature_def)),
+    ).encode("utf-8")
+    with open(args.html, "wb") as f:
+        f.write(page)
+    print(f"wrote {args.html} ({description['op_count']} ops, {len(page)} bytes)")
     return 0
 
 
@@ -91,9 +117,6 @@ def _parse_input(spec: str):
 
 
 def cmd_run(args) -> int:
-    import engine as tf
-    from engine.saving.saved_model import LoadOptions
-
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:

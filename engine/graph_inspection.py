@@ -22,8 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
+from engine.dtypes import DType
 from engine.framework import registry
 from engine.framework.graph import Graph, Operation, Tensor
+from engine.tensor_shape import TensorShape
 
 __all__ = ["computation_ops", "describe_graph", "op_types", "variable_writes"]
 
@@ -75,7 +79,7 @@ def _function_ops(op: Operation, seen: set[Operation]) -> Iterator[Operation]:
 
 def _writes_variables(op: Operation) -> bool:
     opdef = registry.lookup(op.type)
-    return opdef is not None and opdef.writes_variables
+    return opdef is not None and opdef.flags.writes_variables
 
 
 # -- describing a graph (for drawing it) ---------------------------------------------------
@@ -141,11 +145,6 @@ def _shape_of(t: Tensor) -> list | None:
 def _summarize(value: object) -> object:
     """An attribute value as JSON: scalars as themselves, dtypes by name, shapes as lists,
     small arrays as nested lists, everything large abbreviated."""
-    import numpy as np
-
-    from engine.dtypes import DType
-    from engine.tensor_shape import TensorShape
-
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):

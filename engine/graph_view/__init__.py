@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from importlib import resources
 
-__all__ = ["ASSETS", "asset", "render_html", "write_saved_model_page"]
+__all__ = ["ASSETS", "asset", "render_html"]
 
 # name -> content type; the only files ``asset`` serves.
 ASSETS = {
@@ -100,36 +99,3 @@ def _license_line() -> str:
     text = asset("dagre.LICENSE").decode()
     first = next((line for line in text.splitlines() if line.strip()), "")
     return first.replace("*/", "* /")
-
-
-def write_saved_model_page(export_dir: str, tags: list[str], path: str) -> tuple[int, int]:
-    """Writes the graph view of the SavedModel at ``export_dir`` (its meta graph tagged
-    ``tags``, as loaded for serving, signatures included) to the HTML file ``path``;
-    returns (op count, bytes written)."""
-    import engine as tf
-    from engine import graph_inspection
-
-    graph = tf.Graph()
-    with tf.Session(graph=graph) as sess:
-        meta = tf.saved_model.load(sess, tags, export_dir)
-    description = graph_inspection.describe_graph(graph)
-    description["signatures"] = {
-        key: {
-            kind: {
-                alias: {"name": i.name, "dtype": i.engine_dtype.name, "shape": str(i.shape)}
-                for alias, i in sorted(infos.items())
-            }
-            for kind, infos in (("inputs", sig.inputs), ("outputs", sig.outputs))
-        }
-        for key, sig in sorted(meta.signature_def.items())
-    }
-    page = render_html(
-        description,
-        title=f"Graph of {os.path.abspath(export_dir)}",
-        subtitle=f"{description['op_count']} ops; signatures: "
-        + ", ".join(sorted(meta.signature_def)),
-    )
-    data = page.encode("utf-8")
-    with open(path, "wb") as f:
-        f.write(data)
-    return description["op_count"], len(data)

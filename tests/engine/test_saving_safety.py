@@ -20,7 +20,6 @@ import io
 import os
 import re
 import shutil
-import time
 import tokenize
 import tracemalloc
 import zlib
@@ -363,17 +362,18 @@ def test_fuzzed_checkpoint_state_file_gives_a_path_none_or_a_typed_error(tmp_pat
 
 
 @contextlib.contextmanager
-def _cheap(seconds=1.0, mib=64):
-    """Asserts the block takes under ``seconds`` and allocates under ``mib`` MiB at peak."""
+def _cheap(mib=64):
+    """Asserts the block allocates under ``mib`` MiB at peak (a claimed size is never trusted).
+
+    Memory, not time, is what a hostile size could exhaust; timing bounds would only make the
+    test depend on how busy the machine is.
+    """
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         yield
     finally:
-        elapsed = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert elapsed < seconds, f"took {elapsed:.2f}s"
     assert peak < mib << 20, f"allocated {peak >> 20} MiB"
 
 
@@ -398,10 +398,10 @@ def _edit_index(d, fn):
     _write_doc(d, INDEX, doc)
 
 
-def _load_fails(d, etype, *patterns, file=None, options=None, seconds=1.0, mib=64):
+def _load_fails(d, etype, *patterns, file=None, options=None, mib=64):
     """Loads ``d`` expecting ``etype`` whose message names ``file`` (default: the directory)
-    and matches every regex of ``patterns``; fast and small."""
-    with _cheap(seconds, mib), tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+    and matches every regex of ``patterns``, allocating little."""
+    with _cheap(mib), tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
         with pytest.raises(etype) as info:
             tf.saved_model.load(sess, ["serve"], d, options=options)
     msg = str(info.value)
@@ -510,7 +510,7 @@ def test_huge_claimed_shape_fails_fast_without_allocating(model, tmp_path):
     _edit_index(
         d, lambda doc, t: (_set(t["w1"], "shape", [2**40, 2**40]), _set(t["w1"], "size", 2**64 - 1))
     )
-    _load_fails(d, errors.DataLossError, r"size of 'w1'", file=INDEX, seconds=0.5, mib=16)
+    _load_fails(d, errors.DataLossError, r"size of 'w1'", file=INDEX, mib=16)
 
 
 def test_data_file_shorter_than_the_index_claims(model, tmp_path):
@@ -723,12 +723,12 @@ META_CASES = [
     (
         "string_where_a_dtype_is_expected",
         lambda doc, mg, n: _set(n["x"]["attrs"], "dtype", ["s", "float32"]),
-        r"node 'x' \(Placeholder\): attr 'dtype' must be a dtype or none attr, got 's'",
+        r"node 'x' \(Placeholder\): attr 'dtype' must be a type attr, got 's'",
     ),
     (
         "int_where_a_dtype_is_expected",
         lambda doc, mg, n: _set(n["w1"]["attrs"], "dtype", ["i", 1]),
-        r"node 'w1' \(VariableV2\): attr 'dtype' must be a dtype or none attr, got 'i'",
+        r"node 'w1' \(VariableV2\): attr 'dtype' must be a type attr, got 'i'",
     ),
     (
         "string_where_a_function_is_expected",
@@ -743,17 +743,17 @@ META_CASES = [
     (
         "string_where_an_output_dtype_is_expected",
         lambda doc, mg, n: _set(n["Cast"]["attrs"], "DstT", ["s", "float32"]),
-        r"node 'Cast' \(Cast\): attr 'DstT' must be a dtype or none attr",
+        r"node 'Cast' \(Cast\): attr 'DstT' must be a type attr",
     ),
     (
         "string_where_a_tensor_is_expected",
         lambda doc, mg, n: _set(n["Greater/y"]["attrs"], "value", ["s", "0.0"]),
-        r"node 'Greater/y' \(Const\) is invalid",
+        r"node 'Greater/y' \(Const\): attr 'value' must be a tensor attr, got 's'",
     ),
     (
         "string_where_a_shape_is_expected",
         lambda doc, mg, n: _set(n["w1"]["attrs"], "shape", ["s", "[4, 3]"]),
-        r"node 'w1' \(VariableV2\): attr 'shape' must be a shape or none attr",
+        r"node 'w1' \(VariableV2\): attr 'shape' must be a shape attr",
     ),
     (
         "dtype_unknown",
@@ -901,13 +901,14 @@ def test_optimizing_on_load_never_folds_a_huge_constant(tmp_path):
     assert [op.type for op in g.get_operations()].count("Fill") == 1
 
 
-def test_scalar_attr_of_the_wrong_kind_read_only_at_run_time_fails_typed(model, tmp_path):
-    """Attrs without a fixed kind (here a bool flag given a string) pass import when the op's
-    inference does not read them; the kernel's failure is an InvalidArgumentError."""
+def test_scalar_attr_of_the_wrong_kind_is_refused_at_import(model, tmp_path):
+    """Every attr has a declared type, so a bool flag given a string is refused when the graph
+    is read, even though the op's inference never reads it."""
     d = _copy_model(model, tmp_path / "m")
     _edit_meta(d, lambda doc, mg, n: _set(n["Sum"]["attrs"], "keep_dims", ["s", "yes"]))
-    err = _load_and_serve(d)
-    assert isinstance(err, errors.InvalidArgumentError) and "Sum" in str(err)
+    _load_fails(
+        d, errors.DataLossError, r"node 'Sum' \(Sum\): attr 'keep_dims' must be a bool attr"
+    )
 
 
 def test_deeply_nested_list_attrs_do_not_recurse(model, tmp_path):

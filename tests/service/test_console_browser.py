@@ -151,6 +151,15 @@ def test_console_in_a_browser(server, browser, tmp_path):
     assert "serving_default (default)" in d.page_source
     d.save_screenshot(str(tmp_path / "models.png"))
 
+    _unload_and_load(d)
+    _check_graph(d, server, tmp_path)
+    _check_try_it(d, server, tmp_path)
+    _check_traffic(d, server, tmp_path)
+    assert _severe(d) == []
+    print("screenshots in", tmp_path, file=sys.stderr)
+
+
+def _unload_and_load(d):
     # Unload and load again with the buttons (the repository API).
     def hpt_states(d):
         rows = d.find_elements(By.CSS_SELECTOR, "tr[data-model=half_plus_two] .state")
@@ -170,6 +179,8 @@ def test_console_in_a_browser(server, browser, tmp_path):
     click("Load")
     _wait(d, lambda d: hpt_states(d) == ["AVAILABLE"], "half_plus_two loaded again")
 
+
+def _check_graph(d, server, tmp_path):
     # Graph: the digits graph with every scope collapsed, then "hidden" expanded.
     _, graph = _get(server, "/v1/models/digits/versions/1/graph")
     d.get(server + "/console/#graph/digits/1")
@@ -188,6 +199,8 @@ def test_console_in_a_browser(server, browser, tmp_path):
     assert "float32 [?, 64]" in tip.text and "transpose_a" in tip.text
     d.save_screenshot(str(tmp_path / "graph.png"))
 
+
+def _check_try_it(d, server, tmp_path):
     # Try it: a form from the signature; a zero is classified as 0.
     d.get(server + "/console/#try/digits/1")
     area = _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, "textarea[name=images]"), "form")
@@ -201,6 +214,8 @@ def test_console_in_a_browser(server, browser, tmp_path):
     assert latency.startswith("HTTP 200 in ") and " ms" in latency
     d.save_screenshot(str(tmp_path / "try.png"))
 
+
+def _check_traffic(d, server, tmp_path):
     # Traffic: the prediction shows up per model version, with a batch-size histogram.
     d.get(server + "/console/#traffic")
     row = _wait(
@@ -216,9 +231,6 @@ def test_console_in_a_browser(server, browser, tmp_path):
     rate = "#traffic tr[data-model=digits][data-version='1'] td:nth-child(2)"
     _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, rate).text == "0.00", "a live rate")
     d.save_screenshot(str(tmp_path / "traffic.png"))
-
-    assert _severe(d) == []
-    print("screenshots in", tmp_path, file=sys.stderr)
 
 
 def test_offline_html_of_a_graph_with_thousands_of_ops(browser, tmp_path):
