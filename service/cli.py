@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + name.replace("_", "-")
         shown = getattr(defaults, name)
         env = f"[env {_env_name(name)}]"
+        if name == "console":  # on by default: the flag users reach for turns it off
+            parser.add_argument(
+                "--no-console", dest=name, action="store_const", const=False, help="no console"
+            )
         if typ is bool:
             parser.add_argument(
                 flag,
@@ -82,9 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
                 const=True,
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
-            )
-            parser.add_argument(
-                "--no-" + flag[2:], dest=name, action="store_const", const=False, help="no " + flag
             )
         else:
             parser.add_argument(

@@ -19,9 +19,11 @@ HttpOnly, SameSite=Strict cookie; the auth middleware accepts that cookie like t
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import html
 import time
+import weakref
 from importlib import resources
 
 from aiohttp import web
@@ -30,7 +32,7 @@ from engine import graph_inspection, graph_view
 from service.console.traffic import traffic_summary
 from service.errors import NotFound, ServingError
 from service.keys import CONFIG, MANAGER, METRICS
-from service.protocols.common import json_response, note
+from service.protocols.common import dumps, json_response, note
 from service.repository import parse_version
 from service.servable import Servable, Signature
 
@@ -47,9 +49,14 @@ _STATIC = {
 _NO_CACHE = {"Cache-Control": "no-cache"}
 
 
+# The graph endpoint's answer per loaded version, built on first request.
+_GRAPH_CACHE: web.AppKey[weakref.WeakKeyDictionary] = web.AppKey("console_graph_cache")
+
+
 def add_routes(app: web.Application) -> None:
     """Registers the console page, its static files and JSON endpoints, and the graph
     endpoint."""
+    app[_GRAPH_CACHE] = weakref.WeakKeyDictionary()
     app.router.add_get("/console", _index)
     app.router.add_get("/console/", _index)
     app.router.add_get("/console/static/{name}", _static)
@@ -197,6 +204,9 @@ async def _models(request: web.Request) -> web.Response:
             for name, vs in sorted(models.items())
         ],
         "auth": bool(request.app[CONFIG].auth_token),
+        # Load/unload buttons only where the repository API accepts them (Triton's
+        # model control mode "none" refuses them).
+        "repository_control": getattr(request.app[CONFIG], "model_control_mode", "poll") != "none",
     }
     return json_response(body, headers=_NO_CACHE)
 
@@ -215,13 +225,24 @@ async def _graph(request: web.Request) -> web.Response:
     if version is None:
         raise NotFound(f"Model '{name}' has no version {raw!r} (versions are positive integers)")
     servable = request.app[MANAGER].resolve(name, version)
+    cache = request.app[_GRAPH_CACHE]
+    body = cache.get(servable)
+    if body is None:
+        # A loaded graph is finalized: describe it once, off the event loop.
+        loop = asyncio.get_running_loop()
+        body = await loop.run_in_executor(None, _describe, servable)
+        cache[servable] = body
+    return web.Response(body=body, content_type="application/json", headers=_NO_CACHE)
+
+
+def _describe(servable: Servable) -> bytes:
     graph = servable.graph
     if graph is None:
-        raise NotFound(f"model '{name}' version {version} has no graph loaded")
+        raise NotFound(f"model '{servable.model}' version {servable.version} has no graph")
     description = graph_inspection.describe_graph(graph)
-    description["model"] = name
-    description["version"] = version
+    description["model"] = servable.model
+    description["version"] = servable.version
     description["signatures"] = {
         k: signature_json(s) for k, s in sorted(servable.signatures.items())
     }
-    return json_response(description, headers=_NO_CACHE)
+    return dumps(description)

@@ -57,7 +57,7 @@ async def test_models_endpoint_lists_versions_states_and_signatures(client):
     assert sig["inputs"]["x"] == {"name": "x:0", "dtype": "float32", "shape": [None]}
     assert sig["outputs"]["y"]["dtype"] == "float32"
     assert v["default_signature"] == "serving_default"
-    assert doc["auth"] is False
+    assert doc["auth"] is False and doc["repository_control"] is True
 
 
 async def test_models_endpoint_reports_a_failed_version_with_its_error(
@@ -92,6 +92,8 @@ async def test_graph_endpoint_describes_the_loaded_graph(bundled):
     scopes = {s["name"]: s["ops"] for s in doc["scopes"]}
     # "normalized" is an op and the scope of its constant "normalized/y".
     assert scopes["normalized"] == 2 and scopes["hidden"] == 17 and scopes["hidden/kernel"] == 10
+    again = await bundled.get("/v1/models/digits/versions/1/graph")
+    assert await again.json() == doc  # described once per loaded version, then cached
     # Every input names an op of the description, so the drawing has no dangling edge.
     for op in doc["ops"]:
         for t in op["inputs"]:

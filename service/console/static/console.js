@@ -43,6 +43,7 @@
       return;
     }
     state.models = r.body.models;
+    state.repositoryControl = r.body.repository_control;
     renderModels();
     fillTargets();
   }
@@ -96,7 +97,7 @@
       const load = h("button", { class: "secondary", onclick: (e) => repositoryAction(m.name, "load", e.target) }, "Load");
       const unload = h("button", { class: "secondary", onclick: (e) => repositoryAction(m.name, "unload", e.target) }, "Unload");
       root.appendChild(h("div", { class: "card model", "data-model": m.name },
-        h("h2", {}, m.name, load, unload),
+        h("h2", {}, m.name, state.repositoryControl ? [load, unload] : null),
         h("table", {}, h("tr", {}, ["version", "state", "device", "instances", "load time", "last error", "signatures", ""].map((x) => h("th", {}, x))), rows)));
     }
   }
