@@ -71,7 +71,9 @@ def add_routes(app: web.Application) -> None:
 def authorized_by_cookie(request: web.Request, token: str) -> bool:
     """Whether the request carries the console's token cookie with ``token``."""
     given = request.cookies.get(COOKIE)
-    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+    return given is not None and hmac.compare_digest(
+        given.encode("utf-8", "surrogateescape"), token.encode("utf-8")
+    )
 
 
 def login_redirect(request: web.Request) -> None:
