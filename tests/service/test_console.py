@@ -205,3 +205,24 @@ def test_no_console_flag_and_environment():
     assert resolve_config(args).console is False
     env = {"FLOWSERVE_CONSOLE": "false"}
     assert resolve_config(parser.parse_args(["--model-repository", repo]), env).console is False
+
+
+def test_traffic_summary_of_batches_queue_and_rejections():
+    from service.console.traffic import traffic_summary
+    from service.metrics import ServingMetrics
+
+    metrics = ServingMetrics()
+    for rows in (1, 3, 3, 40):
+        metrics.batch("m", "2", rows, 0, 0.001)
+    metrics.queue_depth("m", "2", 5)
+    metrics.rejected("m", "2", "queue_full")
+    metrics.observe_request("m", "2", "v2", 503, 0.002)
+    metrics.observe_request("m", "2", "v2", 200, 0.004)
+    (row,) = traffic_summary(metrics.registry)["models"]
+    assert (row["model"], row["version"]) == ("m", "2")
+    assert row["requests"] == 2 and row["errors"] == 1 and row["rejected"] == 1
+    assert row["queue_depth"] == 5
+    batch = dict((str(b), c) for b, c in row["batch_size"]["buckets"])
+    assert batch["1.0"] == 1 and batch["4.0"] == 3 and batch["32.0"] == 3 and batch["64.0"] == 4
+    assert row["batch_size"]["count"] == 4 and row["batch_size"]["sum"] == 47
+    assert row["latency"]["count"] == 2 and row["latency"]["sum"] == pytest.approx(0.006)
