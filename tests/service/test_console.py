@@ -226,3 +226,11 @@ def test_traffic_summary_of_batches_queue_and_rejections():
     assert batch["1.0"] == 1 and batch["4.0"] == 3 and batch["32.0"] == 3 and batch["64.0"] == 4
     assert row["batch_size"]["count"] == 4 and row["batch_size"]["sum"] == 47
     assert row["latency"]["count"] == 2 and row["latency"]["sum"] == pytest.approx(0.006)
+
+
+async def test_no_load_unload_buttons_when_model_control_is_off(aiohttp_client, make_config):
+    client = await aiohttp_client(create_app(make_config(model_control_mode="none")))
+    doc = await (await client.get("/console/api/models")).json()
+    assert doc["repository_control"] is False
+    resp = await client.post("/v2/repository/models/half_plus_two/unload")
+    assert resp.status >= 400  # the API the buttons would call refuses, as the flag says
