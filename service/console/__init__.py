@@ -208,7 +208,7 @@ async def _models(request: web.Request) -> web.Response:
         "auth": bool(request.app[CONFIG].auth_token),
         # Load/unload buttons only where the repository API accepts them (Triton's
         # model control mode "none" refuses them).
-        "repository_control": getattr(request.app[CONFIG], "model_control_mode", "poll") != "none",
+        "repository_control": request.app[CONFIG].model_control_mode != "none",
     }
     return json_response(body, headers=_NO_CACHE)
 
