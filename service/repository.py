@@ -3,8 +3,11 @@
 A directory is a model when its name is valid and it holds at least one version directory
 (a positive integer) or a ``config.json`` (or Triton's ``config.pbtxt``, read where there is no
 ``config.json``: ``service.triton_config``); anything else (scripts, data, hidden entries) is
-ignored. A version is ready once its ``saved_model.msgpack`` exists. A version copied in file
-by file may be read before it is complete, so each version has a *stamp* (the names, sizes
+ignored. Every version directory is a version: one holding a model the server reads (the
+engine's ``saved_model.msgpack``, TensorFlow's ``saved_model.pb``, ``model.onnx``) is loaded
+as it is, and one holding none shows as a failed version with the reason, never silently
+skipped. A version copied in file by file may be read before it is complete, so each version
+has a *stamp* (the names, sizes
 and modification times of every file under it): a version that failed to load is retried
 when its stamp changes. Symlinks that lead out of the repository are refused (the version
 fails with the reason) unless ``follow_symlinks`` is set. A model whose directory or
@@ -28,7 +31,6 @@ __all__ = ["ModelSource", "scan_repository", "valid_model_name", "parse_version"
 log = logging.getLogger("flowserve.repository")
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_SAVED_MODEL = "saved_model.msgpack"
 _MAX_FILES = 10_000  # files looked at per version for its stamp
 
 
@@ -89,7 +91,7 @@ def _scan_model(entry: Path, real_root: Path, follow_symlinks: bool) -> ModelSou
     children = list(entry.iterdir())
     for child in children:
         v = parse_version(child.name)
-        if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
+        if v is not None and child.is_dir():
             versions[v] = child
     has_config = (entry / "config.json").is_file()
     triton = not has_config and (entry / TRITON_CONFIG).is_file()

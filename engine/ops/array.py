@@ -205,9 +205,9 @@ def _identity_n_infer(o):
 @op(
     "IdentityN",
     infer=_identity_n_infer,
-    flags=OpFlags(aliases=True),
     grad=lambda o, *g: list(g),
     inputs=("input*",),
+    flags=OpFlags(aliases=True),
 )
 def _identity_n(xp, *xs):
     return xs[0] if len(xs) == 1 else tuple(xs)

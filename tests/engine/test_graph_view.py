@@ -109,3 +109,24 @@ def test_cli_inspect_html_of_a_missing_directory_is_an_error(tmp_path, capsys):
     assert engine_main(["inspect", str(tmp_path / "nope"), "--html", str(tmp_path / "o.html")]) == 1
     assert capsys.readouterr().err.startswith("error: ")
     assert not (tmp_path / "o.html").exists()
+
+
+def test_cli_inspect_html_of_an_onnx_model(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Relu", ["x"], ["y"], name="act/relu")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (tmp_path / "m").mkdir()
+    onnx.save(model, str(tmp_path / "m" / "model.onnx"))
+    out = tmp_path / "onnx.html"
+    assert engine_main(["inspect", str(tmp_path / "m"), "--html", str(out)]) == 0
+    doc = _embedded(out.read_text(encoding="utf-8"))
+    assert "Relu" in {op["type"] for op in doc["ops"]}
+    assert set(doc["signatures"]["serving_default"]["inputs"]) == {"x"}

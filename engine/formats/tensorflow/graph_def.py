@@ -18,7 +18,6 @@ not trusted from the file. The steps, each a function:
 from __future__ import annotations
 
 import collections
-import inspect
 
 import msgpack
 import numpy as np
@@ -47,6 +46,8 @@ __all__ = [
     "graph_def_to_document",
     "missing_ops",
     "op_defaults_from",
+    "source_node",
+    "encode_array",
 ]
 
 DOC_FORMAT = "flowserve.graph"
@@ -221,7 +222,8 @@ def inline_functions(gd: graph_pb2.GraphDef, where: str = "graph") -> list[Node]
 # -----------------------------------------------------------------------------------------
 
 
-def _source(ref: str) -> str:
+def source_node(ref: str) -> str:
+    """The node name of an input reference (``name``, ``name:i`` or ``^name``)."""
     ref = ref[1:] if ref.startswith("^") else ref
     return ref.split(":")[0]
 
@@ -230,13 +232,13 @@ def prune(nodes: list[Node], keep) -> list[Node]:
     """The nodes that the nodes named in ``keep`` (names or ``name:i``) depend on."""
     by_name = {n.name: n for n in nodes}
     wanted = set()
-    stack = [_source(k) for k in keep]
+    stack = [source_node(k) for k in keep]
     while stack:
         name = stack.pop()
         if name in wanted or name not in by_name:
             continue
         wanted.add(name)
-        stack.extend(_source(i) for i in by_name[name].inputs)
+        stack.extend(source_node(i) for i in by_name[name].inputs)
     return [n for n in nodes if n.name in wanted]
 
 
@@ -245,7 +247,8 @@ def prune(nodes: list[Node], keep) -> list[Node]:
 # -----------------------------------------------------------------------------------------
 
 
-def _encode_array(arr: np.ndarray) -> dict:
+def encode_array(arr: np.ndarray) -> dict:
+    """An array as the engine document's tensor value."""
     if arr.dtype == object:
         data = msgpack.packb([bytes(v) for v in arr.reshape(-1)], use_bin_type=True)
         return {"dtype": "string", "shape": list(arr.shape), "data": data}
@@ -283,7 +286,7 @@ def attr_to_tagged(av: attr_value_pb2.AttrValue, where: str):
     if kind == "shape":
         return _shape_tag(av.shape, where)
     if kind == "tensor":
-        return ["tensor", _encode_array(array_from_proto(av.tensor, where))]
+        return ["tensor", encode_array(array_from_proto(av.tensor, where))]
     if kind == "list":
         lv = av.list
         total = sum(
@@ -317,26 +320,13 @@ def _plain(tagged):
     return v
 
 
-_ACCEPTED: dict[str, tuple[frozenset | None, frozenset]] = {}
-
-
-def _engine_attrs(op_type: str) -> tuple[frozenset | None, frozenset]:
-    """(accepted, required) attr names of the engine op's kernel (accepted None: any)."""
-    if op_type not in _ACCEPTED:
-        opdef = registry.lookup(op_type)
-        try:
-            params = list(inspect.signature(opdef.kernel).parameters.values())
-        except (TypeError, ValueError):
-            params = None
-        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
-            _ACCEPTED[op_type] = (None, frozenset())
-        else:
-            kw = [p for p in params if p.kind is p.KEYWORD_ONLY]
-            _ACCEPTED[op_type] = (
-                frozenset(p.name for p in kw),
-                frozenset(p.name for p in kw if p.default is p.empty),
-            )
-    return _ACCEPTED[op_type]
+def _engine_attrs(op_type: str) -> tuple[frozenset, frozenset]:
+    """(declared, required) attr names of the engine op (its registered declaration)."""
+    opdef = registry.get(op_type)
+    return (
+        frozenset(opdef.attr_by_name),
+        frozenset(a.name for a in opdef.attrs if a.required),
+    )
 
 
 def _tag_plain(v):
@@ -378,7 +368,7 @@ def _special(node: Node, by_name: dict[str, Node], where: str) -> list[dict] | N
             "inputs": [i for i in node.inputs if i.startswith("^")],
             "device": "",
             "attrs": {
-                "value": ["tensor", _encode_array(np.array(0, np.int32))],
+                "value": ["tensor", encode_array(np.array(0, np.int32))],
                 "dtype": ["dtype", "int32"],
             },
         }
@@ -396,7 +386,7 @@ def _special(node: Node, by_name: dict[str, Node], where: str) -> list[dict] | N
             },
         ]
     if node.op == "VarIsInitializedOp":
-        src = by_name.get(_source(node.inputs[0])) if node.inputs else None
+        src = by_name.get(source_node(node.inputs[0])) if node.inputs else None
         dtype_attr = src.attrs.get("dtype") if src is not None else None
         if dtype_attr is None:
             raise TFFormatError(f"{where}: node {node.name!r} checks a value that is no variable")
@@ -450,11 +440,11 @@ def to_document(nodes: list[Node], where: str = "graph", op_defaults=None) -> di
         for key in sorted(n.attrs):
             if key.startswith("_") or key in op_table.DROPPED_ALWAYS:
                 continue
-            if key in op_table.DERIVED_ATTRS and (accepted is None or key not in accepted):
+            if key in op_table.DERIVED_ATTRS and key not in accepted:
                 continue
             node_where = f"{where}: node {n.name!r} ({n.op}) attr {key!r}"
             tagged = attr_to_tagged(n.attrs[key], node_where)
-            if accepted is None or key in accepted:
+            if key in accepted:
                 attrs[key] = tagged
             elif not _tolerated(
                 engine_op, key, _plain(tagged), _plain_defaults(op_defaults.get(n.op))

@@ -105,6 +105,7 @@ OP_DEFAULT_ATTRS: dict[str, dict[str, object]] = {
     "AssignAdd": {"dtype": None},
     "AssignSub": {"dtype": None},
     "GatherV2": {"dtype": None},
+    "PlaceholderWithDefault": {"dtype": None},  # the default value's dtype
 }
 
 OUTPUT_ARGS: dict[str, tuple[str, ...]] = {

@@ -16,6 +16,8 @@ import pathlib
 import re
 import sys
 
+from grpc_tools import protoc  # development dependency only (the "protoc" extra)
+
 # protoc pins the generated modules to its own protobuf runtime version or newer. The
 # messages use only the long-stable builder API, so the pin is dropped: the modules then load
 # with any protobuf >= 4.21 (the floor in pyproject.toml), whichever version TensorFlow,
@@ -28,8 +30,6 @@ _VERSION_CHECK = re.compile(
 
 
 def main() -> int:
-    from grpc_tools import protoc  # development dependency only
-
     here = pathlib.Path(__file__).resolve().parent
     root = here.parents[3]
     well_known = pathlib.Path(protoc.__file__).parent / "_proto"
