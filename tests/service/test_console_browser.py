@@ -69,7 +69,7 @@ def server(tmp_path_factory):
         _flowserve_command()
         + ["--model-repository", default_model_repository(), "--host", "127.0.0.1"]
         + ["--port", str(port), "--poll-interval", "0", "--auth-token", TOKEN]
-        + ["--enable-batching"],
+        + ["--enable-batching", "--grpc-port", "0"],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -145,7 +145,9 @@ def test_console_in_a_browser(server, browser, tmp_path):
 
     # Models: the bundled models, available, with their signatures.
     cards = _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".card.model"), "model cards")
-    assert {c.get_attribute("data-model") for c in cards} == {"digits", "half_plus_two"}
+    bundled = {m["name"] for m in _get(server, "/console/api/models")[1]["models"]}
+    assert {"digits", "half_plus_two"} <= bundled
+    assert {c.get_attribute("data-model") for c in cards} == bundled
     states = d.find_elements(By.CSS_SELECTOR, "tr[data-model=digits] .state")
     assert [s.text for s in states] == ["AVAILABLE"]
     assert "serving_default (default)" in d.page_source
