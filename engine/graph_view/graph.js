@@ -166,6 +166,7 @@
 
     render() {
       const t0 = performance.now();
+      this._hideTip();  // its element may be redrawn under the pointer, with no mouseleave
       const { nodes, edges } = this._visible();
       let notice = this._notice || "";
       this._notice = "";
