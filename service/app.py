@@ -18,6 +18,7 @@ import time
 
 from aiohttp import web
 
+from service import console
 from service.config import ServerConfig
 from service.errors import ServingError
 from service.keys import (
@@ -85,12 +86,14 @@ def _auth(token: str):
 
     @web.middleware
     async def auth(request: web.Request, handler):
-        if request.path not in _OPEN_PATHS:
+        if request.path not in _OPEN_PATHS and request.path != console.LOGIN_PATH:
             # The scheme is case-insensitive (RFC 9110); the header may hold any bytes,
             # which aiohttp hands over surrogate-escaped: compare bytes, never decode.
             scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
             given = credentials.strip().encode("utf-8", "surrogateescape")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
+            header_ok = scheme.lower() == "bearer" and hmac.compare_digest(given, expected)
+            if not (header_ok or console.authorized_by_cookie(request, token)):
+                console.login_redirect(request)
                 return json_response(
                     {
                         "error": "Missing or invalid bearer token (send "
@@ -332,4 +335,6 @@ def create_app(
         app.router.add_get(config.prometheus_path, _metrics_handler)
     tfserving.add_routes(app)
     kserve_v2.add_routes(app)
+    if config.console:
+        console.add_routes(app)
     return app

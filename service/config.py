@@ -472,6 +472,9 @@ class ServerConfig:
     follow_symlinks: bool = _setting(
         False, doc="serve model files that are symlinks leading out of the model repository"
     )
+    console: bool = _setting(
+        True, doc="serve the web console at /console (--no-console turns it off)"
+    )
     # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
