@@ -195,7 +195,7 @@ def _set_item_infer(o):
         Attr("resize_if_index_out_of_bounds", "bool", default=False),
     ),
 )
-def _set_item(xp, lst, index, item, *, element_dtype, resize_if_index_out_of_bounds):
+def _set_item(xp, lst, index, item, *, element_dtype, resize_if_index_out_of_bounds=False):
     what = "TensorListSetItem"
     i = int(_host(index))
     items = lst.items
@@ -229,7 +229,7 @@ def _stack_infer(o):
     inputs=("input_handle", "element_shape"),
     attrs=(Attr("element_dtype", "type"), Attr("num_elements", "int", default=-1)),
 )
-def _stack(xp, lst, element_shape, *, element_dtype, num_elements):
+def _stack(xp, lst, element_shape, *, element_dtype, num_elements=-1):
     what = "TensorListStack"
     if lst.element_dtype is not element_dtype:
         raise _bad(f"{what}: the list holds {lst.element_dtype.name}, not {element_dtype.name}")
