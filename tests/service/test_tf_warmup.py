@@ -21,6 +21,7 @@ from service.config import ServerConfig
 from service.protocols.proto import tfserving_pb2 as pb
 from service.protocols.tf_examples import CLASSIFY, REGRESS
 from service.tf_warmup import MAX_WARMUP_RECORDS, WARMUP_FILE, WarmupError, read_warmup
+from tests.service.test_grpc_tfserving import classifier, example
 
 FIXTURES = pathlib.Path(__file__).parents[1] / "fixtures" / "tensorflow"
 TF_WRITTEN = FIXTURES / "warmup" / "tf_serving_warmup_requests"
@@ -226,3 +227,62 @@ async def test_a_corrupted_warmup_file_fails_the_load(aiohttp_client, tmp_path):
     _, status = await _status(aiohttp_client, root)
     assert status["state"] == "END"
     assert "checksum mismatch" in status["status"]["error_message"]
+
+
+def _classify_records(signature_for_classify="serving_default"):
+    inp = pb.Input()
+    inp.example_list.examples.add().CopyFrom(example(age=42, name=b"ada"))
+    spec = pb.ModelSpec
+    classify = pb.PredictionLog(
+        classify_log=pb.ClassifyLog(
+            request=pb.ClassificationRequest(
+                model_spec=spec(signature_name=signature_for_classify), input=inp
+            )
+        )
+    )
+    regress = pb.PredictionLog(
+        regress_log=pb.RegressLog(
+            request=pb.RegressionRequest(model_spec=spec(signature_name="regress"), input=inp)
+        )
+    )
+    multi = pb.PredictionLog(
+        multi_inference_log=pb.MultiInferenceLog(
+            request=pb.MultiInferenceRequest(
+                tasks=[
+                    pb.InferenceTask(model_spec=spec(signature_name="regress"), method_name=REGRESS)
+                ],
+                input=inp,
+            )
+        )
+    )
+    return [r.SerializeToString() for r in (classify, regress, multi)]
+
+
+async def test_classify_regress_and_multi_inference_warmup_run_at_load(
+    aiohttp_client, tmp_path, caplog
+):
+    version = tmp_path / "classifier" / "1"
+    classifier(version)
+    (version / "assets.extra").mkdir()
+    write_records(version / WARMUP_FILE, _classify_records())
+    config = ServerConfig(model_repository=str(tmp_path), poll_interval=0, port=0).validate()
+    with caplog.at_level(logging.INFO, logger="flowserve.servable"):
+        client = await aiohttp_client(create_app(config))
+    r = await client.get("/v1/models/classifier")
+    status = (await r.json())["model_version_status"][0]
+    assert status["state"] == "AVAILABLE", status
+    assert f"ran 3 warmup request(s) from {WARMUP_FILE}" in caplog.text
+
+
+async def test_classify_warmup_on_a_predict_signature_fails_the_load(aiohttp_client, tmp_path):
+    version = tmp_path / "classifier" / "1"
+    classifier(version)
+    (version / "assets.extra").mkdir()
+    write_records(version / WARMUP_FILE, _classify_records("predict")[:1])
+    config = ServerConfig(model_repository=str(tmp_path), poll_interval=0, port=0).validate()
+    client = await aiohttp_client(create_app(config))
+    r = await client.get("/v1/models/classifier")
+    status = (await r.json())["model_version_status"][0]
+    assert status["state"] == "END"
+    assert "record 0 failed" in status["status"]["error_message"]
+    assert "tensorflow/serving/classify" in status["status"]["error_message"]
