@@ -119,6 +119,15 @@ def _control_flow():
         ta3.read(1),
         ta4.read(0),
     ]
+    through = (
+        tf.reduce_sum(ta.stack())
+        + ta.read(1)
+        + tf.reduce_sum(ta.gather([2, 0]))
+        + tf.reduce_sum(ta3.read(1))
+        + ta4.read(0)
+        + tf.reduce_sum(ta2.read(0))
+    )
+    tas.append(tf.gradients(through, x)[0])
     return [c, y, g] + tas, {"x:0": np.float32(1.5)}, []
 
 
