@@ -470,6 +470,7 @@ class TensorArray:
         self._element_shape = [
             as_shape(element_shape) if element_shape is not None else unknown_shape()
         ]
+        self._static_size = None
         if flow is not None or handle is not None:
             self._flow = flow if flow is not None else handle
             return
@@ -477,6 +478,9 @@ class TensorArray:
             raise ValueError("Size must be provided if handle is not provided")
         with name_scope(name, "TensorArray", [size]) as scope:
             size_t = convert_to_tensor(size, dtype=dtypes.int32, name="size")
+            known = constant_value(size_t)
+            if known is not None and not self._dynamic_size:
+                self._static_size = int(known)  # stack() knows its leading dimension, as TF's
             self._flow = create(
                 "TensorArrayV3",
                 [size_t],
@@ -518,6 +522,7 @@ class TensorArray:
             self._infer_shape,
         )
         ta._element_shape = self._element_shape  # shared: shape knowledge accumulates
+        ta._static_size = self._static_size
         ta._flow = flow
         return ta
 
@@ -563,12 +568,15 @@ class TensorArray:
 
     def stack(self, name=None):
         with name_scope(name, "TensorArrayStack", [self._flow]) as scope:
-            return create(
+            value = create(
                 "TensorArrayStackV3",
                 [self._flow],
                 {"dtype": self._dtype, "element_shape": self.element_shape},
                 scope,
             ).outputs[0]
+            if self._static_size is not None:
+                value.set_shape(TensorShape([self._static_size]).concatenate(self.element_shape))
+            return value
 
     def gather(self, indices, name=None):
         with name_scope(name, "TensorArrayGather", [self._flow, indices]) as scope:
