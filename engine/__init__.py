@@ -180,7 +180,7 @@ from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
-from engine.summary.proto import Summary
+from engine.summary.proto import SessionLog, Summary
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (
     AUTO_REUSE,

@@ -86,6 +86,34 @@ class FileWriter:
         step = int(global_step) if global_step is not None else 0
         self.add_event(records.event(time.time(), step, summary_bytes=data))
 
+    def add_session_log(self, session_log, global_step=None) -> None:
+        """Adds a ``SessionLog`` (START after a restart makes TensorBoard drop the events
+        the crashed run wrote past ``global_step``)."""
+        if not hasattr(session_log, "SerializeToString"):
+            raise TypeError(
+                f"add_session_log expects a SessionLog, got {type(session_log).__name__}"
+            )
+        step = int(global_step) if global_step is not None else 0
+        data = session_log.SerializeToString()
+        self.add_event(records.event(time.time(), step, session_log=data))
+
+    def add_run_metadata(self, run_metadata, tag, global_step=None) -> None:
+        """Adds the step stats of a traced ``Session.run`` (``run_metadata`` filled with
+        ``RunOptions(trace_level=FULL_TRACE)``) under ``tag``, for TensorBoard's graph view."""
+        if not isinstance(tag, str) or not tag:
+            raise ValueError("add_run_metadata needs a non-empty string tag")
+        if hasattr(run_metadata, "SerializeToString"):
+            data = run_metadata.SerializeToString()
+        elif hasattr(run_metadata, "step_stats"):
+            data = records.run_metadata(run_metadata)
+        else:
+            raise TypeError(
+                f"add_run_metadata expects a RunMetadata, got {type(run_metadata).__name__}"
+            )
+        step = int(global_step) if global_step is not None else 0
+        tagged = records.tagged_run_metadata(tag, data)
+        self.add_event(records.event(time.time(), step, tagged_run_metadata=tagged))
+
     def add_graph(self, graph, global_step=None, graph_def=None) -> None:
         """Adds the graph TensorBoard draws (``graph`` an engine ``Graph``; ``graph_def`` a
         serialized TensorFlow ``GraphDef``)."""
