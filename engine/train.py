@@ -2,6 +2,10 @@
 
 from engine.saving.graph_def import write_graph  # noqa: F401
 from engine.saving.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401
+from engine.training.moving_averages import (  # noqa: F401
+    ExponentialMovingAverage,
+    assign_moving_average,
+)
 from engine.training.optimizer import (  # noqa: F401
     AdagradOptimizer,
     AdamOptimizer,
