@@ -313,7 +313,20 @@ x_small = rng.standard_normal((2, 5, 4, 3))
 w_small = rng.standard_normal((3, 2, 3, 2))
 dy_small = rng.standard_normal((2, 3, 2, 2))
 wd_small = rng.standard_normal((2, 2, 3, 2))
+_bn_scale = rng.uniform(0.5, 1.5, 3)
+_bn_offset = rng.standard_normal(3)
 GRAD_CASES = [
+    # second order: FusedBatchNormGrad's outputs differentiated (x, scale and dy)
+    Case("fused_bn_grad_train_dx", _grad_of(_bn_train, 0),
+         [x_small, _bn_scale, _bn_offset, rng.standard_normal(x_small.shape)], None,
+         grad_inputs=(0, 1, 3), rtol=1e-4, atol=1e-4),
+    Case("fused_bn_grad_train_dscale", _grad_of(_bn_train, 1),
+         [x_small, _bn_scale, _bn_offset, rng.standard_normal(x_small.shape)], None,
+         grad_inputs=(0, 3), rtol=1e-4, atol=1e-4),
+    Case("fused_bn_grad_infer_nchw", _grad_of(_bn_v1, 0),
+         [_t(x_small), _bn_scale, _bn_offset, rng.standard_normal(3),
+          rng.uniform(0.5, 2, 3), rng.standard_normal(_t(x_small).shape)], None,
+         grad_inputs=(0, 1, 5)),
     Case("conv_grouped", conv([1, 2, 1, 1], "SAME"), [x6[:, :3, :3], w_grouped[:, :2]], None,
          grad_inputs=(0, 1)),
     Case("conv_same_s2", conv([1, 2, 2, 1], "SAME"), [x_small, w_small], None,
