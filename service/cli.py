@@ -15,13 +15,15 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
 from service.keys import MODEL, VERSION
+from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
 
@@ -59,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowserve",
         description="Serve the saved models of a model repository over HTTP (TensorFlow "
-        "Serving REST and KServe V2 protocols on one port).",
+        "Serving REST and KServe V2 protocols on one port) and gRPC (KServe V2 and TF "
+        "Serving services on --grpc-port).",
         epilog="Every flag can also be set with an environment variable FLOWSERVE_<FLAG> "
         "(e.g. FLOWSERVE_PORT=9000) or a key of the --config JSON file.",
     )
@@ -73,7 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + name.replace("_", "-")
         shown = getattr(defaults, name)
         env = f"[env {_env_name(name)}]"
-        if typ is bool:
+        if name == "load_model":
+            parser.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                action="append",
+                metavar="MODEL",
+                help=f"{help_text} (default: {shown}) {env}",
+            )
+        elif typ is bool:
             parser.add_argument(
                 flag,
                 dest=name,
@@ -82,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
                 const=True,
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
+            )
+            parser.add_argument(
+                "--no-" + name.replace("_", "-"),
+                dest=name,
+                action="store_false",
+                help=f"same as {flag} false",
             )
         else:
             parser.add_argument(
@@ -123,6 +141,8 @@ def resolve_config(
             values[name] = _convert(typ, raw, _env_name(name))
     for name, typ in known.items():
         raw = getattr(args, name, None)
+        if isinstance(raw, list):  # a repeatable flag
+            raw = ",".join(raw)
         if raw is not None:
             values[name] = _convert(typ, raw, "--" + name.replace("_", "-"))
     values = {k: v for k, v in values.items() if v is not None}
@@ -134,40 +154,16 @@ def resolve_config(
 # -----------------------------------------------------------------------------------------
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        extra = getattr(record, "access", None)
-        if extra:
-            doc.update(extra)
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return json.dumps(doc, ensure_ascii=False)
-
-
-def setup_logging(fmt: str, level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-
-
 class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        from service.protocols.common import REQUEST_ID
+
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
+        # The access log is written outside the handler's task: pass the ID explicitly.
+        request_id = request.get(REQUEST_ID)
         fields = {
             "method": request.method,
             "path": request.path,
@@ -185,7 +181,7 @@ class AccessLogger(AbstractAccessLogger):
             f" version={version}" if version else "",
             response.status,
             time * 1000,
-            extra={"access": fields},
+            extra={"access": fields, "request_id": request_id},
         )
 
     @property
@@ -198,33 +194,41 @@ class AccessLogger(AbstractAccessLogger):
 # -----------------------------------------------------------------------------------------
 
 
-async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
-    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
-    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
-    from service.app import create_app
+async def serve(
+    config: ServerConfig,
+    stop: asyncio.Event | None = None,
+    http: bool = True,
+    reload_models: Callable[..., Awaitable[None]] | None = None,
+) -> None:
+    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down.
 
-    app = create_app(config)
+    ``http=False`` serves gRPC only (``tensorflow_model_server --rest_api_port=0``);
+    ``reload_models(models, manager)`` serves TF Serving's HandleReloadConfigRequest.
+    The listeners open before the first repository scan (models load in the background,
+    ``/v2/health/live`` answers at once, ready waits for the models). Shutdown, bounded by
+    ``shutdown_grace_period``: readiness turns 503 while the listeners keep serving, until no
+    request is in flight (or the grace period is nearly spent); then the listeners close,
+    and the models unload with what is left of the grace period for stragglers.
+    """
+    from service.app import MANAGER, create_app, in_flight_requests
+    from service.http import HardenedRunner
+
+    app = create_app(config, load_in_background=True)
+    grace = config.shutdown_grace_period
+    close_allowance = min(1.0, grace / 4)  # for closing connections once drained
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
-    runner = web.AppRunner(
+    runner = HardenedRunner(
         app,
+        max_connections=config.max_connections,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
-        shutdown_timeout=config.shutdown_grace_period,
+        shutdown_timeout=close_allowance / 2,
         handle_signals=False,
         handler_cancellation=True,
     )
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
-    await site.start()
-    for address in runner.addresses:  # the bound port, also when config.port is 0
-        host, port = address[:2]
-        log.info(
-            "flowserve listening on http://%s:%d (model repository %s)",
-            host,
-            port,
-            config.model_repository,
-        )
+    runners, grpc_server = await _open_listeners(config, app, runner, http, reload_models)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -235,12 +239,87 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     try:
         await stop.wait()
     finally:
+        deadline = loop.time() + grace
         log.info(
-            "shutting down: finishing in-flight requests (grace period %.1fs)",
-            config.shutdown_grace_period,
+            "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
+            grace,
         )
-        await runner.cleanup()
+        app[MANAGER].begin_shutdown(deadline)
+        drained_by = deadline - close_allowance
+        while in_flight_requests(app) and loop.time() < drained_by:
+            await asyncio.sleep(0.02)
+        left = in_flight_requests(app)
+        if left:
+            log.warning("grace period over with %d request(s) in flight; closing", left)
+        if grpc_server is not None:
+            await grpc_server.stop(max(0.0, min(close_allowance, deadline - loop.time())))
+        for r in reversed(runners):
+            await r.cleanup()
         log.info("stopped")
+
+
+async def _open_listeners(
+    config: ServerConfig,
+    app: web.Application,
+    runner: web.AppRunner,
+    http: bool,
+    reload_models: Callable[..., Awaitable[None]] | None,
+) -> tuple[list[web.AppRunner], object | None]:
+    """Opens the HTTP site (unless ``http`` is off), the ``--metrics-port`` site and the gRPC
+    server; returns the runners to clean up and the gRPC server (or None). On a bind error
+    everything opened so far is closed again."""
+    from service.app import MANAGER, metrics_app
+
+    runners = [runner]
+    sites = []
+    if http:
+        sites.append(
+            web.TCPSite(
+                runner,
+                config.host,
+                config.port,
+                reuse_address=True,
+                ssl_context=config.ssl_context(),
+            )
+        )
+    if config.metrics_port is not None:
+        metrics_runner = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
+        await metrics_runner.setup()
+        runners.append(metrics_runner)
+        sites.append(web.TCPSite(metrics_runner, config.host, config.metrics_port))
+    grpc_server = None
+    try:
+        for site in sites:
+            await site.start()
+        if config.grpc_port:
+            from service.protocols.grpc_server import GrpcServer
+
+            reload = None
+            if reload_models is not None:
+
+                async def reload(models: list) -> None:
+                    await reload_models(models, app[MANAGER])
+
+            grpc_server = GrpcServer(app, reload_models=reload)
+            await grpc_server.start(config.host, config.grpc_port)
+    except OSError:
+        for r in reversed(runners):
+            await r.cleanup()
+        raise
+    scheme = "https" if config.tls_cert else "http"
+    for address in runner.addresses if http else []:  # the bound port, also when port is 0
+        host, port = address[:2]
+        log.info(
+            "flowserve listening on %s://%s:%d (model repository %s)",
+            scheme,
+            host,
+            port,
+            config.model_repository,
+        )
+    if config.metrics_port is not None:
+        for address in runners[-1].addresses:
+            log.info("metrics on http://%s:%d/metrics", *address[:2])
+    return runners, grpc_server
 
 
 _BLAS_THREAD_VARIABLES = (
@@ -278,4 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         log.error("cannot start the server: %s", e)
         return 1
+    workers = [t for t in threading.enumerate() if t.name.startswith("fs-")]
+    for t in workers:  # idle pool threads exit at once; a stuck computation does not
+        t.join(timeout=0.2)
+    if any(t.is_alive() for t in workers):
+        # A computation outlived the grace period; exiting normally would join its thread.
+        log.warning("exiting with computations still running (grace period over)")
+        logging.shutdown()
+        os._exit(0)
     return 0

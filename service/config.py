@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from types import UnionType
@@ -29,6 +30,12 @@ __all__ = [
 
 class ConfigError(ValueError):
     """A setting has an invalid value; the message names it and what was expected."""
+
+
+def _bounded(name: str, value, lo, hi, where: str = "") -> None:
+    """ConfigError unless ``lo <= value <= hi`` (NaN fails too)."""
+    if not lo <= value <= hi:
+        raise ConfigError(f"{where}{name} must be from {lo:g} to {hi:g}, got {_short(value)}")
 
 
 def default_model_repository() -> str:
@@ -58,14 +65,11 @@ class BatchingConfig:
     enable_large_batch_splitting: bool = False
 
     def validate(self, where: str) -> BatchingConfig:
-        for name in ("max_batch_size", "max_enqueued_batches"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{where}: {name} must be >= 1, got {getattr(self, name)}")
-        if self.batch_timeout_micros < 0:
-            raise ConfigError(f"{where}: batch_timeout_micros must be >= 0")
-        if self.num_batch_threads < 0:
-            raise ConfigError(f"{where}: num_batch_threads must be >= 0")
+        for name, (lo, hi) in _BATCHING_BOUNDS.items():
+            _bounded(name, getattr(self, name), lo, hi, f"{where}: ")
         sizes = list(self.allowed_batch_sizes)
+        if len(sizes) > _BATCHING_BOUNDS["max_batch_size"][1]:
+            raise ConfigError(f"{where}: allowed_batch_sizes has {len(sizes)} entries")
         if sizes:
             if sizes != sorted(set(sizes)) or sizes[0] < 1:
                 raise ConfigError(
@@ -97,6 +101,16 @@ class BatchingConfig:
         return replace(self, **values).validate(where)
 
 
+# Each batching number's range: beyond these a model's config would stall the server (two
+# million batch threads) or make every request time out (a batch timeout of years).
+_BATCHING_BOUNDS = {
+    "max_batch_size": (1, 1 << 16),
+    "batch_timeout_micros": (0, 60_000_000),
+    "max_enqueued_batches": (1, 1 << 20),
+    "num_batch_threads": (0, 1024),
+}
+
+
 def _unwrap(value):
     # The TF Serving batching file wraps scalars: {"max_batch_size": {"value": 32}}.
     if isinstance(value, dict) and set(value) == {"value"}:
@@ -109,19 +123,28 @@ def _coerce_field(obj, key, value, where):
     current = getattr(obj, key)
     if isinstance(current, bool):
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be true or false, got {_short(value)}")
         return value
     if isinstance(current, int):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be an integer, got {_short(value)}")
         return value
     if isinstance(current, tuple):
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise ConfigError(f"{where}: {key} must be a list of integers, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be a list of integers, got {_short(value)}")
         return tuple(value)
     return value
+
+
+def _short(value) -> str:
+    """``repr(value)`` cut to a readable length (a hostile file may hold huge values)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return "an integer of more than 4300 digits"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -----------------------------------------------------------------------------------------
@@ -162,7 +185,7 @@ def parse_device(value: object, where: str) -> str:
         or (m.group(1) == "cpu" and m.group(2) not in (None, ":0"))
     ):
         raise ConfigError(
-            f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got {value!r}"
+            f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got {_short(value)}"
         )
     return "cpu" if m.group(1) == "cpu" else m.group(0)
 
@@ -192,21 +215,29 @@ _MODEL_KEYS = {
 }
 
 
+_MAX_VERSION = 10**18 - 1  # version directories have at most 18 digits
+
+
+def _is_version(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= _MAX_VERSION
+
+
 def _parse_policy(value, where) -> VersionPolicy:
     if not isinstance(value, dict) or len(value) != 1:
         raise ConfigError(
             f'{where}: version_policy must be one of {{"latest": '
             f'{{"num_versions": N}}}}, {{"all": {{}}}} or {{"specific": '
-            f'{{"versions": [...]}}}}, got {value!r}'
+            f'{{"versions": [...]}}}}, got {_short(value)}'
         )
     ((kind, body),) = value.items()
     if kind == "all":
         return VersionPolicy("all")
     if kind == "latest":
         n = (body or {}).get("num_versions", 1) if isinstance(body, dict) else None
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_VERSION:
             raise ConfigError(
-                f"{where}: version_policy.latest.num_versions must be a positive integer, got {n!r}"
+                f"{where}: version_policy.latest.num_versions must be an integer from 1 "
+                f"to {_MAX_VERSION}, got {_short(n)}"
             )
         return VersionPolicy("latest", num_versions=n)
     if kind == "specific":
@@ -214,11 +245,11 @@ def _parse_policy(value, where) -> VersionPolicy:
         if (
             not isinstance(versions, list)
             or not versions
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in versions)
+            or not all(_is_version(v) for v in versions)
         ):
             raise ConfigError(
                 f"{where}: version_policy.specific.versions must be a non-empty "
-                f"list of positive integers, got {versions!r}"
+                f"list of versions (integers from 1 to {_MAX_VERSION}), got {_short(versions)}"
             )
         return VersionPolicy("specific", versions=tuple(sorted(set(versions))))
     raise ConfigError(f"{where}: unknown version policy {kind!r} (use latest, all or specific)")
@@ -239,16 +270,12 @@ def parse_model_config(doc: object, where: str) -> ModelConfig:
         values["version_policy"] = _parse_policy(policy, where)
     labels = doc.get("version_labels", {})
     if not isinstance(labels, dict) or not all(
-        isinstance(k, str)
-        and re.match(r"^[A-Za-z0-9_.-]+$", k)
-        and isinstance(v, int)
-        and not isinstance(v, bool)
-        and v > 0
+        isinstance(k, str) and re.match(r"^[A-Za-z0-9_.-]+$", k) and _is_version(v)
         for k, v in labels.items()
     ):
         raise ConfigError(
             f"{where}: version_labels must map label names to positive version "
-            f"numbers, got {labels!r}"
+            f"numbers, got {_short(labels)}"
         )
     values["version_labels"] = dict(labels)
     batching = doc.get("batching")
@@ -267,7 +294,9 @@ def parse_model_config(doc: object, where: str) -> ModelConfig:
         values["device"] = parse_device(device, f"{where}: ")
     instances = doc.get("instances", 1)
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= 64:
-        raise ConfigError(f"{where}: instances must be an integer from 1 to 64, got {instances!r}")
+        raise ConfigError(
+            f"{where}: instances must be an integer from 1 to 64, got {_short(instances)}"
+        )
     values["instances"] = instances
     for key in ("allow_soft_placement", "optimize"):
         if key in doc:
@@ -297,9 +326,16 @@ def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return ModelConfig()
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read JSON (nested too deeply)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # ValueError: JSON, huge numbers
         raise ConfigError(f"{path}: cannot read JSON ({e})") from None
-    return parse_model_config(doc, str(path))
+    try:
+        return parse_model_config(doc, str(path))
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a hostile value must fail this model only
+        raise ConfigError(f"{path}: invalid settings ({type(e).__name__}: {e})") from None
 
 
 # -----------------------------------------------------------------------------------------
@@ -321,9 +357,38 @@ class ServerConfig:
         default_factory=default_model_repository, doc="model repository directory"
     )
     host: str = _setting("0.0.0.0", doc="address to listen on")
-    port: int = _setting(8501, doc="port to listen on (both protocols)")
+    port: int = _setting(8501, doc="HTTP port (both REST protocols)")
+    grpc_port: int = _setting(
+        8500, doc="gRPC port (KServe V2 and TF Serving services; 0 disables gRPC)"
+    )
+    grpc_max_message_bytes: int = _setting(
+        64 << 20, doc="largest gRPC message received or sent; larger gets RESOURCE_EXHAUSTED"
+    )
+    grpc_keepalive_seconds: float = _setting(
+        0.0, doc="send gRPC keepalive pings this often on idle connections (0: off)"
+    )
+    grpc_keepalive_timeout_seconds: float = _setting(
+        20.0, doc="close a gRPC connection whose keepalive ping is not answered within this time"
+    )
     poll_interval: float = _setting(2.0, doc="seconds between model repository scans (0 disables)")
+    model_control_mode: str = _setting(
+        "poll",
+        doc="poll (scan the repository), none (load all at start, no changes) or explicit "
+        "(load only --load-model models; the repository API loads the rest)",
+    )
+    load_model: str | None = _setting(
+        None,
+        doc="with --model-control-mode explicit: a model to load at start (repeatable, or "
+        "comma-separated; '*' for all)",
+    )
     device: str = _setting("cpu", doc="default device for models: cpu, gpu:N, or gpu (every GPU)")
+    tls_cert: str | None = _setting(
+        None, doc="PEM certificate (chain): serve HTTPS and gRPC over TLS (with --tls-key)"
+    )
+    tls_key: str | None = _setting(None, doc="PEM private key of --tls-cert")
+    tls_client_ca: str | None = _setting(
+        None, doc="PEM CA bundle: require client certificates signed by it (mutual TLS)"
+    )
     auth_token: str | None = _setting(
         None, doc="require 'Authorization: Bearer TOKEN' (health and metrics stay open)"
     )
@@ -336,11 +401,24 @@ class ServerConfig:
         False, doc="batch concurrent requests for models that allow it"
     )
     batching_parameters_file: str | None = _setting(
-        None, doc="JSON file of TF Serving batching parameters"
+        None, doc="TF Serving batching parameters: JSON, or BatchingParameters text protobuf"
+    )
+    prometheus_path: str | None = _setting(
+        None, doc="also serve the metrics at this path (TF Serving's)"
     )
     request_timeout: float = _setting(30.0, doc="default per-request deadline in seconds")
     shutdown_grace_period: float = _setting(
         10.0, doc="seconds to finish in-flight requests on SIGTERM/SIGINT"
+    )
+    strict_readiness: bool = _setting(
+        True,
+        doc="ready only when every model meant to serve is available (false: when the server "
+        "is up)",
+    )
+    model_load_threads: int = _setting(4, doc="model versions loading at once")
+    metrics_port: int | None = _setting(
+        None,
+        doc="serve /metrics on this port of --host as well (default: only on the serving port)",
     )
     num_threads: int = _setting(0, doc="threads running model computations (0: one per CPU core)")
     intra_op_threads: int = _setting(
@@ -348,15 +426,87 @@ class ServerConfig:
         doc="threads one computation may use inside numpy's BLAS "
         "(requests already run in parallel on num_threads)",
     )
+    max_tensor_elements: int = _setting(
+        1 << 28, doc="most elements one request tensor (and each of its dimensions) may declare"
+    )
+    max_inflight_requests: int = _setting(
+        1024, doc="requests read or computed at once; more get 503 with Retry-After (0: no limit)"
+    )
+    max_inflight_bytes: int = _setting(
+        256 << 20,
+        doc="request body bytes held at once across requests; more get 503 with Retry-After "
+        "(0: no limit)",
+    )
+    max_connections: int = _setting(1024, doc="open client connections; more are refused with 503")
+    idle_timeout: float = _setting(
+        60.0,
+        doc="seconds a connection may sit without a complete request (idle keep-alive or "
+        "half-sent headers) before it is closed",
+    )
+    body_timeout: float = _setting(60.0, doc="seconds a request body may take to arrive; then 408")
+    load_timeout: float = _setting(
+        600.0, doc="seconds one model version may take to load and warm up; then it fails"
+    )
+    follow_symlinks: bool = _setting(
+        False, doc="serve model files that are symlinks leading out of the model repository"
+    )
     # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
     def validate(self) -> ServerConfig:
+        """Checks every setting (ConfigError naming the setting and what it expects) and
+        resolves the batching parameters; returns ``self``."""
+        self._validate_transports()
+        self._validate_serving()
+        self._validate_limits()
+        self.batching = self._read_batching().validate("batching")
+        return self
+
+    def _validate_transports(self) -> None:
+        """Ports, gRPC options and TLS files."""
         if not 0 < self.port < 65536 and self.port != 0:
             raise ConfigError(f"port must be 1-65535 (or 0 for any free port), got {self.port}")
+        if not 0 <= self.grpc_port < 65536:
+            raise ConfigError(f"grpc_port must be 1-65535 (0 disables gRPC), got {self.grpc_port}")
+        if self.grpc_port and self.grpc_port == self.port:
+            raise ConfigError(f"grpc_port and port must differ (both are {self.port})")
+        if self.grpc_max_message_bytes < 1024:
+            raise ConfigError(
+                f"grpc_max_message_bytes must be at least 1024, got {self.grpc_max_message_bytes}"
+            )
+        if self.grpc_keepalive_seconds < 0 or self.grpc_keepalive_timeout_seconds <= 0:
+            raise ConfigError(
+                "grpc_keepalive_seconds must be >= 0 and grpc_keepalive_timeout_seconds > 0"
+            )
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ConfigError("tls_client_ca needs tls_cert and tls_key")
+        for name in ("tls_cert", "tls_key", "tls_client_ca"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(f"{name} {path} is not a readable file")
+        self.ssl_context()  # a certificate or key that does not load fails here, not at start
+
+    def _validate_serving(self) -> None:
+        """Model control, paths and the device."""
+        if self.model_control_mode not in ("none", "poll", "explicit"):
+            raise ConfigError(
+                f"model_control_mode must be none, poll or explicit, got "
+                f"{self.model_control_mode!r}"
+            )
+        if self.load_model and self.model_control_mode != "explicit":
+            raise ConfigError("load_model applies with model_control_mode explicit only")
+        if self.prometheus_path is not None and not re.match(
+            r"^/[A-Za-z0-9_./-]{0,200}$", self.prometheus_path
+        ):
+            raise ConfigError(f"prometheus_path must be a URL path, got {self.prometheus_path!r}")
         if self.poll_interval < 0:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
         self.device = parse_device(self.device, "")
+
+    def _validate_limits(self) -> None:
+        """Sizes, timeouts and thread counts, each within its bounds."""
         if self.max_request_bytes < 1024:
             raise ConfigError(
                 f"max_request_bytes must be at least 1024, got {self.max_request_bytes}"
@@ -371,19 +521,45 @@ class ServerConfig:
             raise ConfigError(f"request_timeout must be > 0, got {self.request_timeout}")
         if self.shutdown_grace_period < 0:
             raise ConfigError("shutdown_grace_period must be >= 0")
+        if not 1 <= self.model_load_threads <= 64:
+            raise ConfigError(
+                f"model_load_threads must be from 1 to 64, got {self.model_load_threads}"
+            )
+        if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
+            raise ConfigError(f"metrics_port must be 0-65535, got {self.metrics_port}")
         if self.num_threads < 0:
             raise ConfigError("num_threads must be >= 0")
         if self.intra_op_threads < 1:
             raise ConfigError(f"intra_op_threads must be >= 1, got {self.intra_op_threads}")
+        _bounded("max_tensor_elements", self.max_tensor_elements, 1, 1 << 40)
+        _bounded("max_inflight_requests", self.max_inflight_requests, 0, 1 << 20)
+        _bounded("max_inflight_bytes", self.max_inflight_bytes, 0, 1 << 50)
+        _bounded("max_connections", self.max_connections, 1, 1 << 20)
+        for name in ("idle_timeout", "body_timeout", "load_timeout"):
+            _bounded(name, getattr(self, name), 0.001, 7 * 24 * 3600.0)
+        _bounded("request_timeout", self.request_timeout, 0.001, 7 * 24 * 3600.0)
+        _bounded("shutdown_grace_period", self.shutdown_grace_period, 0, 24 * 3600.0)
+        _bounded("num_threads", self.num_threads, 0, 4096)
+        _bounded("intra_op_threads", self.intra_op_threads, 1, 4096)
+        _bounded("poll_interval", self.poll_interval, 0, 24 * 3600.0)
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")
         if not Path(self.model_repository).is_dir():
             raise ConfigError(f"model repository {self.model_repository} is not a directory")
+
+    def _read_batching(self) -> BatchingConfig:
+        """The server-wide batching settings, with the parameters file applied."""
         batching = BatchingConfig(enabled=self.enable_batching)
         if self.batching_parameters_file:
             path = Path(self.batching_parameters_file)
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                text = path.read_text(encoding="utf-8")
+                if text.lstrip().startswith("{"):
+                    doc = json.loads(text)
+                else:  # tensorflow_model_server's BatchingParameters text protobuf
+                    from service.tfserving_config import parse_batching_parameters
+
+                    doc = parse_batching_parameters(text, f"batching parameters file {path}")
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise ConfigError(
                     f"batching parameters file {path}: cannot read JSON ({e})"
@@ -391,8 +567,40 @@ class ServerConfig:
             if not isinstance(doc, dict):
                 raise ConfigError(f"batching parameters file {path}: must be a JSON object")
             batching = batching.merged(doc, f"batching parameters file {path}")
-        self.batching = batching.validate("batching")
-        return self
+        return batching
+
+    @property
+    def startup_models(self) -> list[str] | None:
+        """Explicit mode: the models to load at start (``["*"]``: all); None otherwise."""
+        if self.model_control_mode != "explicit":
+            return None
+        return [n.strip() for n in (self.load_model or "").split(",") if n.strip()]
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The HTTPS server context (None without TLS); fails clearly on a bad cert or key."""
+        if not self.tls_cert:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(self.tls_cert, self.tls_key)
+            if self.tls_client_ca:
+                context.load_verify_locations(self.tls_client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"cannot use the TLS certificate/key: {e}") from None
+        return context
+
+    def grpc_credentials(self) -> tuple[bytes, bytes, bytes | None] | None:
+        """(key, certificate chain, client CA or None) PEM bytes for gRPC; None without TLS."""
+        if not self.tls_cert:
+            return None
+        read = lambda path: Path(path).read_bytes()  # noqa: E731
+        ca = read(self.tls_client_ca) if self.tls_client_ca else None
+        return read(self.tls_key), read(self.tls_cert), ca
+
+    @property
+    def polls(self) -> bool:
+        return self.model_control_mode == "poll" and self.poll_interval > 0
 
     @property
     def compute_threads(self) -> int:

@@ -10,10 +10,12 @@ __all__ = [
     "ServingError",
     "InvalidInput",
     "NotFound",
+    "ModelNotFound",
     "Unavailable",
     "QueueFull",
     "DeadlineExceeded",
     "TooLarge",
+    "RequestTimeout",
     "Unauthenticated",
     "Internal",
     "Cancelled",
@@ -53,12 +55,29 @@ class TooLarge(InvalidInput):
     reason = "too_large"
 
 
+class RequestTimeout(ServingError):
+    """The client did not send its request in time."""
+
+    http_status = 408
+    code = "DEADLINE_EXCEEDED"
+    reason = "request_timeout"
+
+
 class NotFound(ServingError):
     """Unknown model, version, label or signature."""
 
     http_status = 404
     code = "NOT_FOUND"
     reason = "not_found"
+
+
+class ModelNotFound(NotFound):
+    """The model (or the version of it) asked for is not in the repository."""
+
+    def __init__(self, message: str, model: str, version: int | None = None):
+        super().__init__(message)
+        self.model = model
+        self.version = version
 
 
 class Unavailable(ServingError):

@@ -26,7 +26,6 @@ LOCAL_IMPORTS = {
     ("engine.ops.array_transform", "engine.ops.slicing"),
     ("engine.ops.grad_util", "engine.ops.array_transform"),
     ("engine.ops.math", "engine.ops.slicing"),
-    ("engine.ops.tensor_array", "engine.ops.control_flow"),
     ("engine.training.saver", "engine.saving.meta_graph"),
 }
 
