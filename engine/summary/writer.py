@@ -11,6 +11,8 @@ import time
 
 import numpy as np
 
+from engine.formats.tensorflow.tensors import TFFormatError, shape_to_proto
+from engine.formats.tensorflow.writer import graph_to_tf
 from engine.framework.graph import Graph
 from engine.util import summary_records as records
 
@@ -26,6 +28,25 @@ def _as_bytes(summary) -> bytes:
         "add_summary expects a serialized Summary (the bytes a summary op returns), got "
         f"{type(summary).__name__}"
     )
+
+
+def tensorboard_graph_def(graph) -> bytes:
+    """``graph`` as the GraphDef TensorBoard draws: TensorFlow's own GraphDef (the
+    TensorFlow-format writer: every attr, TF's type attrs) plus ``_output_shapes`` for the
+    edge labels. A graph that format cannot hold (functional control flow, py_func) is drawn
+    from its node names, inputs, devices, dtypes and shapes only."""
+    try:
+        gd = graph_to_tf(graph)
+    except TFFormatError:
+        return records.graph_def(graph)
+    by_name = {op.name: op for op in graph.get_operations()}
+    for node in gd.node:
+        outputs = by_name[node.name].outputs
+        if outputs:
+            shapes = node.attr["_output_shapes"].list
+            for t in outputs:
+                shapes.shape.add().CopyFrom(shape_to_proto(t.shape.as_tuple()))
+    return gd.SerializeToString()
 
 
 class FileWriter:
@@ -122,7 +143,7 @@ class FileWriter:
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"add_graph expects a Graph, got {type(graph).__name__}")
-            data = records.graph_def(graph)
+            data = tensorboard_graph_def(graph)
         elif isinstance(graph_def, bytes):
             data = graph_def
         elif graph_def is not None and hasattr(graph_def, "SerializeToString"):

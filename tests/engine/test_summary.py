@@ -218,3 +218,28 @@ def test_session_log_and_run_metadata_load_in_tensorboard(tmp_path):
     assert all(d.device for d in stats.dev_stats)
     with pytest.raises(ValueError, match="status"):
         tf.SessionLog(status=7)
+
+
+def test_add_graph_writes_tensorflows_graph_def(tmp_path):
+    # TensorFlow's own GraphDef (attrs, type attrs) with _output_shapes; a graph with a
+    # while loop, which that format cannot hold yet, is still drawn from names and shapes.
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    w = tf.Variable(tf.ones([4, 2]), name="w")
+    tf.nn.relu(tf.matmul(x, w, transpose_b=False), name="y")
+    with tf.summary.FileWriter(str(tmp_path / "plain"), tf.get_default_graph()):
+        pass
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "plain"))
+    acc.Reload()
+    nodes = {n.name: n for n in acc.Graph().node}
+    assert nodes["MatMul"].attr["T"].type == 1  # DT_FLOAT, TF's type attr
+    assert nodes["MatMul"].attr["transpose_b"].b is False
+    dims = [d.size for d in nodes["MatMul"].attr["_output_shapes"].list.shape[0].dim]
+    assert dims == [-1, 2]
+    g = tf.Graph()
+    with g.as_default():
+        tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)], name="loop")
+    with tf.summary.FileWriter(str(tmp_path / "loop"), g):
+        pass
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "loop"))
+    acc.Reload()
+    assert "loop" in {n.name for n in acc.Graph().node}
