@@ -22,6 +22,7 @@ from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
+from engine.ops.conv_groups import grouped_cols, grouped_dy, grouped_filter, grouped_out
 from engine.tensor_shape import TensorShape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
@@ -445,33 +446,6 @@ def _check_groups(fshape, c, op_type: str, depthwise=False) -> int:
     return groups
 
 
-# Grouped convolution (input depth a multiple of the filter's): the im2col matmul becomes a
-# batched matmul over groups, each group's input channels meeting its slice of the filters.
-
-
-def _grouped_cols(cols, groups: int):
-    """``[m, k, c]`` patches as ``[groups, m, k * c / groups]``."""
-    m, k, c = cols.shape
-    return cols.reshape(m, k, groups, c // groups).transpose(2, 0, 1, 3).reshape(groups, m, -1)
-
-
-def _grouped_filter(f, groups: int):
-    """``[kh, kw, cg, oc]`` as ``[groups, kh * kw * cg, oc / groups]``."""
-    kh, kw, cg, oc = f.shape
-    return f.reshape(kh * kw * cg, groups, oc // groups).transpose(1, 0, 2)
-
-
-def _grouped_out(y, groups: int):
-    """``[groups, m, ocg]`` as ``[m, groups * ocg]``."""
-    return y.transpose(1, 0, 2).reshape(y.shape[1], -1)
-
-
-def _grouped_dy(dy2, groups: int):
-    """``[m, oc]`` as ``[groups, m, oc / groups]``."""
-    m, oc = dy2.shape
-    return dy2.reshape(m, groups, oc // groups).transpose(1, 0, 2)
-
-
 def _check_input(x, op_type: str):
     if x.ndim != 4:
         raise _invalid(f"{op_type}: input must be 4-dimensional: {_dims(x.shape)}")
@@ -539,8 +513,8 @@ def conv2d_kernel(
     if groups == 1:
         out = _matmul(xp, cols.reshape(cols.shape[0], -1), f.reshape(-1, oc), x.dtype)
     else:
-        grouped = _matmul(xp, _grouped_cols(cols, groups), _grouped_filter(f, groups), x.dtype)
-        out = _grouped_out(grouped, groups)
+        grouped = _matmul(xp, grouped_cols(cols, groups), grouped_filter(f, groups), x.dtype)
+        out = grouped_out(grouped, groups)
     return _from_nhwc(xp, out.reshape(g.n, g.oh, g.ow, oc), fmt)
 
 
@@ -586,10 +560,8 @@ def conv2d_backprop_input_kernel(
     if groups == 1:
         taps = _matmul(xp, dyn.reshape(-1, oc), f.reshape(-1, oc).T, dy.dtype)
     else:
-        gf = _grouped_filter(f, groups)
-        taps = _matmul(
-            xp, _grouped_dy(dyn.reshape(-1, oc), groups), gf.transpose(0, 2, 1), dy.dtype
-        )
+        gf = grouped_filter(f, groups)
+        taps = _matmul(xp, grouped_dy(dyn.reshape(-1, oc), groups), gf.transpose(0, 2, 1), dy.dtype)
         m = taps.shape[1]
         taps = taps.reshape(groups, m, g.kh * g.kw, -1).transpose(1, 2, 0, 3)
     taps = taps.reshape(g.n, g.oh, g.ow, g.kh * g.kw, g.c)
@@ -640,8 +612,8 @@ def conv2d_backprop_filter_kernel(
     if groups == 1:
         df = _matmul(xp, cols.reshape(cols.shape[0], -1).T, dy2, x.dtype)
         return df.reshape(fshape)
-    gcols = _grouped_cols(cols, groups).transpose(0, 2, 1)
-    df = _matmul(xp, gcols, _grouped_dy(dy2, groups), x.dtype)  # [groups, k * cg, ocg]
+    gcols = grouped_cols(cols, groups).transpose(0, 2, 1)
+    df = _matmul(xp, gcols, grouped_dy(dy2, groups), x.dtype)  # [groups, k * cg, ocg]
     return xp.ascontiguousarray(df.transpose(1, 0, 2)).reshape(fshape)
 
 
