@@ -17,6 +17,7 @@ import time
 
 from aiohttp import web
 
+from service import tracing
 from service.config import ServerConfig
 from service.errors import ServingError
 from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, request_id_var
@@ -205,6 +206,8 @@ def create_app(
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
     middlewares = [_request_id, _observe, _errors]
+    if tracing.ENABLED:
+        middlewares.insert(1, tracing.middleware)
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
     app = web.Application(client_max_size=config.max_request_bytes, middlewares=middlewares)

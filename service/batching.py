@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from service import tracing
 from service.config import BatchingConfig
 from service.errors import (
     DeadlineExceeded,
@@ -61,6 +62,13 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
+        run_span = tracing.start_span(
+            "session_run",
+            None,
+            model=self._labels[0],
+            version=self._labels[1],
+            batch_size=_rows(arrays) if signature.batchable else 1,
+        )
         future = loop.run_in_executor(self._executor, _timed_run, signature, arrays)
         # A timer rather than asyncio.wait_for: no extra task per request. On expiry the
         # awaiting stops; the computation finishes in its thread and is discarded.
@@ -77,6 +85,7 @@ class DirectScheduler:
             ) from None
         finally:
             timer.cancel()
+            tracing.end_span(run_span)
         if self._metrics is not None:
             self._metrics.session_run(*self._labels, seconds)
         return values
@@ -102,7 +111,7 @@ def _timed_run(signature, arrays):
 
 
 class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer")
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer", "trace", "wait")
 
     def __init__(self, arrays, rows, future, deadline, enqueued):
         self.arrays = arrays
@@ -111,6 +120,8 @@ class _Request:
         self.deadline = deadline
         self.enqueued = enqueued
         self.timer = None
+        self.trace = None  # the request's trace context (OpenTelemetry), for its batch
+        self.wait = None  # its queue_wait span
 
 
 class _Batch:
@@ -230,6 +241,11 @@ class Batcher:
             batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
         request.timer = loop.call_at(deadline, self._expire, request)
+        if tracing.ENABLED:
+            request.trace = tracing.capture()
+            request.wait = tracing.start_span(
+                "queue_wait", request.trace, model=self._labels[0], version=self._labels[1]
+            )
         batch.requests.append(request)
         batch.rows += rows
         self._queued_requests += 1
@@ -240,6 +256,7 @@ class Batcher:
             return await request.future
         finally:
             request.timer.cancel()
+            tracing.end_span(request.wait)  # already ended when its batch started
 
     def _close_batch(self, batch: _Batch) -> None:
         if batch.closed:
@@ -316,16 +333,39 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        signature = batch.signature
+        if tracing.ENABLED:
+            for r in live:
+                tracing.end_span(r.wait)
+                r.wait = None
+            rows = sum(r.rows for r in live)
+            with tracing.batch_span(
+                [r.trace for r in live],
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=rows,
+                requests=len(live),
+            ):
+                await self._execute(batch.signature, live)
+            return
+        await self._execute(batch.signature, live)
+
+    async def _execute(self, signature, live: list[_Request]) -> None:
+        loop = asyncio.get_running_loop()
         try:
             merged, real_rows, padding = _merge(live, self.config)
         except ServingError as e:
             _fail(live, e)
             return
         try:
-            values, seconds = await loop.run_in_executor(
-                self._executor, _timed_run, signature, merged
-            )
+            with tracing.span(
+                "session_run",
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=real_rows + padding,
+            ):
+                values, seconds = await loop.run_in_executor(
+                    self._executor, _timed_run, signature, merged
+                )
         except ServingError as e:
             _fail(live, e)
             return

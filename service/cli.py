@@ -20,6 +20,7 @@ import threading
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
+from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig, default_model_repository
 from service.logs import setup_logging
 
@@ -283,6 +284,9 @@ def main(argv=None) -> int:
         return 2
     setup_logging(config.log_format, config.log_level)
     limit_blas_threads(config.intra_op_threads)
+    exporter = tracing.configure()
+    if exporter:
+        log.info("OpenTelemetry tracing on (exporter %s)", exporter)
     try:
         asyncio.run(serve(config))
     except OSError as e:

@@ -59,6 +59,7 @@ from aiohttp import web
 import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
+from service import tracing
 from service.app import MANAGER
 from service.errors import Internal, InvalidInput, Unavailable
 from service.manager import InferResult
@@ -321,6 +322,7 @@ async def _optional_json(request: web.Request, what: str) -> dict:
 
 async def infer(request: web.Request) -> web.Response:
     name, version = _target(request)
+    tracing.phase(request, "parse", model=name)
     doc, binary = _split_body(request, await read_body(request))
     params = _parameters(doc.get("parameters"), "request")
     request_id = doc.get("id")
@@ -341,6 +343,7 @@ async def infer(request: web.Request) -> web.Response:
         )
         if t is not None
     ]
+    tracing.phase(request, None)
     result = await request.app[MANAGER].infer(
         name,
         inputs,
@@ -350,6 +353,7 @@ async def infer(request: web.Request) -> web.Response:
         timeout=min(deadlines) if deadlines else None,
     )
     note(request, version=result.version)
+    tracing.phase(request, "encode", model=name, version=result.version)
     as_msgpack = wants_msgpack(request) or (
         is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
     )

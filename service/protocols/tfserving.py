@@ -47,6 +47,7 @@ import binascii
 import numpy as np
 from aiohttp import web
 
+from service import tracing
 from service.app import MANAGER
 from service.errors import InvalidInput, NotFound
 from service.protocols.common import (
@@ -147,6 +148,7 @@ async def _predict(request: web.Request) -> web.Response:
     servable = manager.resolve(model, version, label)
     note(request, model=servable.model, version=servable.version)
 
+    tracing.phase(request, "parse", model=servable.model)
     packed = is_msgpack(request)
     raw = await read_body(request)
     body = unpackb(raw) if packed else parse_json(raw)
@@ -164,10 +166,12 @@ async def _predict(request: web.Request) -> web.Response:
     else:
         inputs = _columnar_inputs(body["inputs"], signature)
 
+    tracing.phase(request, None)
     result = await manager.infer(
         model, inputs, version=version, label=label, signature=signature.key, timeout=timeout
     )
     note(request, version=result.version)
+    tracing.phase(request, "encode", model=result.model, version=result.version)
     if packed or wants_msgpack(request):
         return web.Response(
             body=packb(
