@@ -24,7 +24,7 @@ def make_app(response_body: bytes) -> web.Application:
             return web.json_response({"error": "bad request"}, status=400)
         return web.Response(body=response_body, content_type="application/json")
 
-    async def ready(request: web.Request) -> web.Response:
+    async def ready(_request: web.Request) -> web.Response:
         return web.json_response({"ready": True})
 
     app = web.Application(client_max_size=64 << 20)

@@ -103,7 +103,7 @@ class OpError(Exception):
 
 
 def _subclass(name: str, code: int, doc: str) -> type[OpError]:
-    def init(self, node_def=None, op=None, message="", *args):
+    def init(self, node_def=None, op=None, message="", *args):  # noqa: ARG001 - TF's OpError subclasses accept extra arguments
         OpError.__init__(self, node_def, op, message, code)
 
     return type(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 
-from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
@@ -130,7 +129,7 @@ def _stop_ops(from_ops, stop_gradient_ops, pending, xs_set):
     return stops
 
 
-def _aggregate(grad_list, name_hint):
+def _aggregate(grad_list):
     grads = [g for g in grad_list if g is not None]
     if not grads:
         return None
@@ -157,9 +156,9 @@ def gradients(
     xs,
     grad_ys=None,
     name="gradients",
-    colocate_gradients_with_ops=False,
-    gate_gradients=False,
-    aggregation_method=None,
+    colocate_gradients_with_ops=False,  # noqa: ARG001 - TF API compatibility
+    gate_gradients=False,  # noqa: ARG001 - TF API compatibility
+    aggregation_method=None,  # noqa: ARG001 - TF API compatibility
     stop_gradients=None,
     unconnected_gradients="none",
 ):
@@ -218,7 +217,7 @@ def gradients(
                 queue.append(op)
         while queue:
             op = queue.popleft()
-            out_grads = [_aggregate(grads.get(t, ()), op.name) for t in op._outputs]
+            out_grads = [_aggregate(grads.get(t, ())) for t in op._outputs]
             has_grads = any(g is not None for g in out_grads)
             in_grads = [None] * len(op._inputs)
             if has_grads and op not in stops:
@@ -264,7 +263,7 @@ def gradients(
                         queue.append(src)
         out = []
         for x in xs:
-            g = _aggregate(grads.get(x, ()), x.name)
+            g = _aggregate(grads.get(x, ()))
             if g is None and unconnected_gradients == "zero":
                 from engine.ops import array as array_ops
 
@@ -299,6 +298,3 @@ def hessians(ys, xs, name="hessians", **kwargs):
                 array_ops.reshape(array_ops.stack(rows), x.shape.as_list() + x.shape.as_list())
             )
     return out
-
-
-_ = dtypes  # re-exported names only

@@ -64,7 +64,7 @@ class Initializer:
 
 
 class Zeros(Initializer):
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape, dtype=None, partition_info=None):  # noqa: ARG002 - TF API compatibility
         return array_ops.zeros(shape, self._dtype(dtype))
 
     def get_config(self):
@@ -72,7 +72,7 @@ class Zeros(Initializer):
 
 
 class Ones(Initializer):
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape, dtype=None, partition_info=None):  # noqa: ARG002 - TF API compatibility
         return array_ops.ones(shape, self._dtype(dtype))
 
     def get_config(self):
@@ -87,7 +87,7 @@ class Constant(Initializer):
         self.value = value
         self.verify_shape = verify_shape
 
-    def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):
+    def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):  # noqa: ARG002 - TF API compatibility
         verify = self.verify_shape if verify_shape is None else verify_shape
         return constant(self.value, dtype=self._dtype(dtype), shape=shape, verify_shape=verify)
 
@@ -100,7 +100,7 @@ class RandomNormal(Initializer):
         super().__init__(dtype)
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape, dtype=None, partition_info=None):  # noqa: ARG002 - TF API compatibility
         return random_ops.random_normal(
             shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
         )
@@ -119,7 +119,7 @@ class RandomUniform(Initializer):
         super().__init__(dtype)
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape, dtype=None, partition_info=None):  # noqa: ARG002 - TF API compatibility
         return random_ops.random_uniform(
             shape, self.minval, self.maxval, self._dtype(dtype), seed=self.seed
         )
@@ -138,7 +138,7 @@ class TruncatedNormal(Initializer):
         super().__init__(dtype)
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape, dtype=None, partition_info=None):  # noqa: ARG002 - TF API compatibility
         return random_ops.truncated_normal(
             shape, self.mean, self.stddev, self._dtype(dtype), seed=self.seed
         )
@@ -188,7 +188,7 @@ class VarianceScaling(Initializer):
         super().__init__(dtype)
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape, dtype=None, partition_info=None):  # noqa: ARG002 - TF API compatibility
         dims = _shape_list(shape)
         fan_in, fan_out = _fans(dims)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]

@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import numbers
 import operator
+from collections.abc import Sequence
 
 from engine import dtypes
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, add_to_collection, name_scope
+from engine.framework.tensor_like import Initializer, TensorFn, TensorLike
 from engine.framework.tensor_util import constant_value
 from engine.init_ops import zeros_initializer
 from engine.ops import array as array_ops
@@ -62,20 +64,20 @@ def _dim(x: Tensor, i: int):
 
 
 def dense(
-    inputs,
-    units,
-    activation=None,
-    use_bias=True,
-    kernel_initializer=None,
-    bias_initializer=zeros_initializer(),
-    kernel_regularizer=None,
-    bias_regularizer=None,
-    activity_regularizer=None,
-    kernel_constraint=None,
-    bias_constraint=None,
-    trainable=True,
-    name=None,
-    reuse=None,
+    inputs: TensorLike,
+    units: int,
+    activation: TensorFn | None = None,
+    use_bias: bool = True,
+    kernel_initializer: Initializer | None = None,
+    bias_initializer: Initializer | None = zeros_initializer(),
+    kernel_regularizer: TensorFn | None = None,
+    bias_regularizer: TensorFn | None = None,
+    activity_regularizer: TensorFn | None = None,
+    kernel_constraint: TensorFn | None = None,
+    bias_constraint: TensorFn | None = None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: bool | None = None,
 ) -> Tensor:
     """A fully connected layer: ``activation(inputs @ kernel + bias)``.
 
@@ -147,7 +149,9 @@ def dense(
 # -----------------------------------------------------------------------------------------
 
 
-def flatten(inputs, name=None, data_format="channels_last") -> Tensor:
+def flatten(
+    inputs: TensorLike, name: str | None = None, data_format: str = "channels_last"
+) -> Tensor:
     """Flattens all but the first (batch) dimension: ``[N, d1, ..., dk] -> [N, d1*...*dk]``.
 
     >>> flatten(placeholder(float32, [None, 4, 3])).shape  # (?, 12)
@@ -180,7 +184,14 @@ def _static_training(training):
     return bool(training)
 
 
-def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None) -> Tensor:
+def dropout(
+    inputs: TensorLike,
+    rate: float | Tensor = 0.5,
+    noise_shape: Sequence[int | None] | TensorLike | None = None,
+    seed: int | None = None,
+    training: bool | TensorLike = False,
+    name: str | None = None,
+) -> Tensor:
     """Dropout when ``training``: zeroes each element with probability ``rate`` and scales the
     rest by ``1 / (1 - rate)``; the identity otherwise.
 

@@ -17,6 +17,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, control_dependencies, name_scope
 from engine.framework.graph import add_to_collection as _add_to_collection
 from engine.framework.graph import get_collection as _get_collection
+from engine.framework.tensor_like import TensorLike
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
 from engine.ops import control_flow, logging_ops
@@ -70,7 +71,7 @@ class Reduction:
         )
 
     @classmethod
-    def validate(cls, key) -> None:
+    def validate(cls, key: str) -> None:
         if key not in cls.all():
             raise ValueError(f"Invalid Reduction Key {key}. Key should be one of {cls.all()}.")
 
@@ -80,23 +81,25 @@ class Reduction:
 # -----------------------------------------------------------------------------------------
 
 
-def add_loss(loss: Tensor, loss_collection=GraphKeys.LOSSES) -> None:
+def add_loss(loss: Tensor, loss_collection: str | None = GraphKeys.LOSSES) -> None:
     """Adds ``loss`` to ``loss_collection`` (nothing when the collection is None or empty)."""
     if loss_collection:
         _add_to_collection(loss_collection, loss)
 
 
-def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
+def get_losses(scope: str | None = None, loss_collection: str = GraphKeys.LOSSES) -> list[Tensor]:
     """The losses in ``loss_collection``, filtered by ``scope`` (a name regex) when given."""
     return _get_collection(loss_collection, scope)
 
 
-def get_regularization_losses(scope=None) -> list:
+def get_regularization_losses(scope: str | None = None) -> list[Tensor]:
     """The ``GraphKeys.REGULARIZATION_LOSSES`` collection, filtered by ``scope``."""
     return _get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
 
-def get_regularization_loss(scope=None, name="total_regularization_loss") -> Tensor:
+def get_regularization_loss(
+    scope: str | None = None, name: str = "total_regularization_loss"
+) -> Tensor:
     """The sum of the regularization losses, or a float32 0 when there are none."""
     losses = get_regularization_losses(scope)
     if losses:
@@ -104,7 +107,9 @@ def get_regularization_loss(scope=None, name="total_regularization_loss") -> Ten
     return constant(0.0)
 
 
-def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None) -> Tensor:
+def get_total_loss(
+    add_regularization_losses: bool = True, name: str = "total_loss", scope: str | None = None
+) -> Tensor:
     """The sum of ``get_losses(scope)`` and (by default) the regularization losses.
 
     Raises ValueError when there is no loss at all, as TF's ``add_n`` of nothing does.
@@ -210,11 +215,11 @@ def _safe_mean(total: Tensor, num_present: Tensor) -> Tensor:
 
 
 def compute_weighted_loss(
-    losses,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    losses: TensorLike,
+    weights: TensorLike = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """``losses * weights`` reduced as ``reduction`` says, in the dtype of ``losses``, and
     added to ``loss_collection``.
@@ -279,12 +284,12 @@ def _regression_loss(
 
 
 def mean_squared_error(
-    labels,
-    predictions,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: TensorLike,
+    predictions: TensorLike,
+    weights: TensorLike = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """The weighted squared error ``(predictions - labels) ** 2``, reduced.
 
@@ -303,12 +308,12 @@ def mean_squared_error(
 
 
 def absolute_difference(
-    labels,
-    predictions,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: TensorLike,
+    predictions: TensorLike,
+    weights: TensorLike = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """The weighted absolute error ``|predictions - labels|``, reduced."""
     return _regression_loss(
@@ -324,13 +329,13 @@ def absolute_difference(
 
 
 def softmax_cross_entropy(
-    onehot_labels,
-    logits,
-    weights=1.0,
-    label_smoothing=0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    onehot_labels: TensorLike,
+    logits: TensorLike,
+    weights: TensorLike = 1.0,
+    label_smoothing: float = 0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Softmax cross entropy of ``[batch, classes]`` logits against one-hot (or soft) labels;
     ``weights`` scale the per-example losses. With ``label_smoothing`` s the labels become
@@ -398,12 +403,12 @@ def _squeeze_if(pred: Tensor, t: Tensor) -> Tensor:
 
 
 def sparse_softmax_cross_entropy(
-    labels,
-    logits,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: TensorLike,
+    logits: TensorLike,
+    weights: TensorLike = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Softmax cross entropy of ``[batch, classes]`` logits against int class ``labels``
     (``[batch]``, or ``[batch, 1]``); ``weights`` scale the per-example losses.
@@ -421,13 +426,13 @@ def sparse_softmax_cross_entropy(
 
 
 def sigmoid_cross_entropy(
-    multi_class_labels,
-    logits,
-    weights=1.0,
-    label_smoothing=0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    multi_class_labels: TensorLike,
+    logits: TensorLike,
+    weights: TensorLike = 1.0,
+    label_smoothing: float = 0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Elementwise sigmoid cross entropy of ``logits`` against 0/1 (or soft) labels of the
     same shape. With ``label_smoothing`` s the labels become ``labels * (1 - s) + s / 2``.

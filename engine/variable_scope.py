@@ -138,10 +138,10 @@ class VariableScope:
         caching_device=None,
         partitioner=None,
         validate_shape=True,
-        use_resource=None,
+        use_resource=None,  # noqa: ARG002 - TF API compatibility
         custom_getter=None,
         constraint=None,
-        **kwargs,
+        **kwargs,  # noqa: ARG002 - TF API compatibility
     ):
         if regularizer is None:
             regularizer = self._regularizer
@@ -218,8 +218,8 @@ class _VariableStore:
                 reuse=None,
                 trainable=None,
                 collections=None,
-                caching_device=None,
-                partitioner=None,
+                caching_device=None,  # noqa: ARG001 - TF API compatibility
+                partitioner=None,  # noqa: ARG001 - TF API compatibility
                 validate_shape=True,
                 constraint=None,
                 **_,
@@ -323,7 +323,7 @@ class _VariableStore:
                     f"but instead was {shape}."
                 )
             if initializer is None:
-                initializer, init_is_tensor = _default_initializer(name, shape, dtype), False
+                initializer, init_is_tensor = _default_initializer(name, dtype), False
             if init_is_tensor:
                 init_val = initializer
             else:
@@ -353,7 +353,7 @@ class _VariableStore:
         return v
 
 
-def _default_initializer(name, shape, dtype):
+def _default_initializer(name, dtype):
     from engine import init_ops
 
     if dtype.is_floating:
@@ -522,10 +522,10 @@ def get_variable(
     caching_device=None,
     partitioner=None,
     validate_shape=True,
-    use_resource=None,
+    use_resource=None,  # noqa: ARG001 - TF API compatibility
     custom_getter=None,
     constraint=None,
-    **kwargs,
+    **kwargs,  # noqa: ARG001 - TF API compatibility
 ):
     """Gets an existing variable ``<scope>/name`` or creates it (per the scope's reuse).
 

@@ -55,16 +55,16 @@ class Variable:
         trainable=None,
         collections=None,
         validate_shape=True,
-        caching_device=None,
+        caching_device=None,  # noqa: ARG002 - TF API compatibility
         name=None,
         variable_def=None,
         dtype=None,
-        expected_shape=None,
-        import_scope=None,
+        expected_shape=None,  # noqa: ARG002 - TF API compatibility
+        import_scope=None,  # noqa: ARG002 - TF API compatibility
         constraint=None,
-        use_resource=None,
-        synchronization=None,
-        aggregation=None,
+        use_resource=None,  # noqa: ARG002 - TF API compatibility
+        synchronization=None,  # noqa: ARG002 - TF API compatibility
+        aggregation=None,  # noqa: ARG002 - TF API compatibility
         shape=None,
     ):
         if variable_def is not None:
@@ -298,7 +298,7 @@ class Variable:
                 setattr(Variable, key, make(method))
 
 
-def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
+def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):  # noqa: ARG001 - a tensor conversion function's signature
     if as_ref:
         return v._ref()
     return v.value()

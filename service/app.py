@@ -20,18 +20,26 @@ from aiohttp import web
 from service import tracing
 from service.config import ServerConfig
 from service.errors import ServingError
+from service.keys import (
+    CONFIG,
+    ENDPOINT,
+    MANAGER,
+    METRICS,
+    MODEL,
+    PROTOCOL,
+    REQUEST_ID,
+    VERSION,
+)
 from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, request_id_var
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
-from service.protocols.common import ENDPOINT, MODEL, PROTOCOL, REQUEST_ID, VERSION, json_response
+from service.protocols import kserve_v2, tfserving
+from service.protocols.common import json_response
 
-__all__ = ["create_app", "metrics_app", "in_flight_requests", "MANAGER", "CONFIG", "METRICS"]
+__all__ = ["create_app", "metrics_app", "in_flight_requests", "endpoint_of"]
 
 log = logging.getLogger("flowserve.app")
 
-MANAGER = web.AppKey("manager", ModelManager)
-CONFIG = web.AppKey("config", ServerConfig)
-METRICS = web.AppKey("metrics", ServingMetrics)
 LOAD_IN_BACKGROUND = web.AppKey("load_in_background", bool)
 # Requests being handled right now, all endpoints (a one-element list: the app is frozen
 # once started, its contents are not).
@@ -200,8 +208,6 @@ def create_app(
     ``load_in_background``: the app starts before the first repository scan and models
     load behind it (the ``flowserve`` command); otherwise starting it waits until the
     first scan's models have loaded (convenient in tests and embedding)."""
-    from service.protocols import kserve_v2, tfserving
-
     metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.

@@ -29,6 +29,7 @@ import asyncio
 import collections
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,6 +44,12 @@ from service.errors import (
     TooLarge,
 )
 
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from service.metrics import ServingMetrics
+    from service.servable import Signature
+
 __all__ = ["DirectScheduler", "Batcher"]
 
 log = logging.getLogger("flowserve.batching")
@@ -51,12 +58,20 @@ log = logging.getLogger("flowserve.batching")
 class DirectScheduler:
     """Runs every request individually in ``executor``."""
 
-    def __init__(self, executor, metrics=None, model: str = "", version: str = ""):
+    def __init__(
+        self,
+        executor: Executor,
+        metrics: ServingMetrics | None = None,
+        model: str = "",
+        version: str = "",
+    ):
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
 
-    async def submit(self, signature, arrays, deadline: float):
+    async def submit(
+        self, signature: Signature, arrays: list[np.ndarray], deadline: float
+    ) -> dict[str, np.ndarray]:
         loop = asyncio.get_running_loop()
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -142,8 +157,8 @@ class Batcher:
     def __init__(
         self,
         config: BatchingConfig,
-        executor,
-        metrics=None,
+        executor: Executor,
+        metrics: ServingMetrics | None = None,
         model: str = "",
         version: str = "",
         instances: int = 1,
@@ -166,7 +181,9 @@ class Batcher:
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------
-    async def submit(self, signature, arrays, deadline: float):
+    async def submit(
+        self, signature: Signature, arrays: list[np.ndarray], deadline: float
+    ) -> dict[str, np.ndarray]:
         if not signature.batchable:
             return await self._direct.submit(signature, arrays, deadline)
         rows = _rows(arrays)
@@ -202,10 +219,6 @@ class Batcher:
             for r in batch.requests:
                 if not r.future.done():
                     r.future.set_exception(QueueFull("the model version is being unloaded; retry"))
-
-    @property
-    def queued_requests(self) -> int:
-        return self._queued_requests
 
     # -- queueing -------------------------------------------------------------------------
     def _start(self) -> None:

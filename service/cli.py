@@ -16,12 +16,14 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from service import tracing
-from service.config import SERVER_SETTINGS, ConfigError, ServerConfig, default_model_repository
+from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
+from service.keys import MANAGER, MODEL, REQUEST_ID, VERSION
 from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
@@ -43,7 +45,7 @@ def _parse_bool(text: str, what: str) -> bool:
     raise ConfigError(f"{what} must be true or false, got {text!r}")
 
 
-def _convert(name, typ, raw, what):
+def _convert(typ, raw, what):
     if raw is None:
         return None
     if typ is bool:
@@ -69,11 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="JSON file of settings (keys as the flags, with underscores) [env FLOWSERVE_CONFIG]",
     )
-    for name, typ, default, help_text in SERVER_SETTINGS:
+    defaults = ServerConfig()  # unvalidated: only to show each default
+    for name, typ, _, help_text in SERVER_SETTINGS:
         flag = "--" + name.replace("_", "-")
-        shown = default if name != "model_repository" else default_model_repository()
+        shown = getattr(defaults, name)
         env = f"[env {_env_name(name)}]"
         if typ is bool:
+            parser.add_argument(
+                "--no-" + name.replace("_", "-"),
+                dest=name,
+                action="store_false",
+                default=None,  # unset unless given: the environment and file still apply
+                help=f"same as {flag} false",
+            )
             parser.add_argument(
                 flag,
                 dest=name,
@@ -82,12 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
                 const=True,
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
-            )
-            parser.add_argument(
-                "--no-" + name.replace("_", "-"),
-                dest=name,
-                action="store_false",
-                help=f"same as {flag} false",
             )
         else:
             parser.add_argument(
@@ -101,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig:
+def resolve_config(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> ServerConfig:
     """Flags over environment over config file over defaults; validated."""
     values: dict = {}
     config_path = args.config or environ.get(_env_name("config"))
@@ -120,15 +126,15 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
                     f"config file {config_path}: unknown setting {key!r} (known: "
                     f"{', '.join(sorted(known))})"
                 )
-            values[key] = _convert(key, known[key], raw, f"{key} in {config_path}")
+            values[key] = _convert(known[key], raw, f"{key} in {config_path}")
     for name, typ in known.items():
         raw = environ.get(_env_name(name))
         if raw is not None:
-            values[name] = _convert(name, typ, raw, _env_name(name))
+            values[name] = _convert(typ, raw, _env_name(name))
     for name, typ in known.items():
         raw = getattr(args, name, None)
         if raw is not None:
-            values[name] = _convert(name, typ, raw, "--" + name.replace("_", "-"))
+            values[name] = _convert(typ, raw, "--" + name.replace("_", "-"))
     values = {k: v for k, v in values.items() if v is not None}
     return ServerConfig(**values).validate()
 
@@ -141,9 +147,7 @@ def resolve_config(args: argparse.Namespace, environ=os.environ) -> ServerConfig
 class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
-    def log(self, request, response, time: float) -> None:
-        from service.protocols.common import MODEL, REQUEST_ID, VERSION
-
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         # The access log is written outside the handler's task: pass the ID explicitly.
@@ -187,46 +191,12 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     request is in flight (or the grace period is nearly spent); then the listeners close,
     and the models unload with what is left of the grace period for stragglers.
     """
-    from service.app import MANAGER, create_app, in_flight_requests, metrics_app
+    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
+    from service.app import create_app
 
     app = create_app(config, load_in_background=True)
-    grace = config.shutdown_grace_period
-    close_allowance = min(1.0, grace / 4)  # for closing connections once drained
-    # handler_cancellation: a client that disconnects cancels its request (and leaves the
-    # batching queue) instead of occupying the model.
-    runner = web.AppRunner(
-        app,
-        access_log_class=AccessLogger,
-        access_log=logging.getLogger("flowserve.access"),
-        shutdown_timeout=close_allowance / 2,
-        handle_signals=False,
-        handler_cancellation=True,
-    )
-    await runner.setup()
-    runners = [runner]
-    sites = [web.TCPSite(runner, config.host, config.port, reuse_address=True)]
-    if config.metrics_port is not None:
-        metrics_runner = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
-        await metrics_runner.setup()
-        runners.append(metrics_runner)
-        sites.append(web.TCPSite(metrics_runner, config.host, config.metrics_port))
-    try:
-        for site in sites:
-            await site.start()
-    except OSError:
-        for r in reversed(runners):
-            await r.cleanup()
-        raise
-    for site, what in zip(sites, ("flowserve listening on", "metrics on")):
-        for sock in getattr(site._server, "sockets", None) or []:
-            host, port = sock.getsockname()[:2]
-            log.info(
-                "%s http://%s:%d (model repository %s)",
-                what,
-                host,
-                port,
-                config.model_repository,
-            )
+    close_allowance = min(1.0, config.shutdown_grace_period / 4)  # to close idle connections
+    runners = await _start_listeners(app, config, close_allowance)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -237,21 +207,71 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     try:
         await stop.wait()
     finally:
-        deadline = loop.time() + grace
-        log.info(
-            "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
-            grace,
-        )
-        app[MANAGER].begin_shutdown(deadline)
-        drained_by = deadline - close_allowance
-        while in_flight_requests(app) and loop.time() < drained_by:
-            await asyncio.sleep(0.02)
-        left = in_flight_requests(app)
-        if left:
-            log.warning("grace period over with %d request(s) in flight; closing", left)
-        for r in reversed(runners):
-            await r.cleanup()
+        await _drain(app, runners, config.shutdown_grace_period, close_allowance)
         log.info("stopped")
+
+
+async def _start_listeners(app, config: ServerConfig, close_allowance: float) -> list:
+    """Starts the serving port (and the metrics port); returns their runners."""
+    from service.app import metrics_app
+
+    # handler_cancellation: a client that disconnects cancels its request (and leaves the
+    # batching queue) instead of occupying the model.
+    runner = web.AppRunner(
+        app,
+        access_log_class=AccessLogger,
+        access_log=logging.getLogger("flowserve.access"),
+        shutdown_timeout=close_allowance / 2,
+        handle_signals=False,
+        handler_cancellation=True,
+    )
+    runners = [(runner, "flowserve listening on", config.port)]
+    if config.metrics_port is not None:
+        side = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
+        runners.append((side, "metrics on", config.metrics_port))
+    started = []
+    try:
+        for r, _, port in runners:
+            await r.setup()
+            started.append(r)
+            await web.TCPSite(r, config.host, port, reuse_address=True).start()
+    except OSError:
+        for r in reversed(started):
+            await r.cleanup()
+        raise
+    for r, what, _ in runners:
+        for address in r.addresses:  # the bound port, also when the configured one is 0
+            host, port = address[:2]
+            log.info(
+                "%s http://%s:%d (model repository %s)",
+                what,
+                host,
+                port,
+                config.model_repository,
+            )
+    return [r for r, _, _ in runners]
+
+
+async def _drain(app, runners: list, grace: float, close_allowance: float) -> None:
+    """Not ready first; serve until nothing is in flight (at most until the grace period
+    is nearly over); then close the listeners and unload within what is left."""
+    from service.app import in_flight_requests
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    log.info(
+        "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
+        grace,
+    )
+    app[MANAGER].begin_shutdown(deadline)
+    drained_by = deadline - close_allowance
+    while in_flight_requests(app) and loop.time() < drained_by:
+        await asyncio.sleep(0.02)
+    left = in_flight_requests(app)
+    if left:
+        log.warning("grace period over with %d request(s) in flight; closing", left)
+    for r in reversed(runners):
+        await r.cleanup()
 
 
 _BLAS_THREAD_VARIABLES = (
@@ -274,7 +294,7 @@ def limit_blas_threads(n: int) -> None:
         os.environ.setdefault(var, str(n))
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

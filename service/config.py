@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
+from types import UnionType
+from typing import get_args, get_type_hints
 
 __all__ = [
     "ServerConfig",
@@ -151,7 +153,7 @@ class VersionPolicy:
 _DEVICE = re.compile(r"^([a-z][a-z0-9_]{0,31})(:\d{1,4})?$")
 
 
-def parse_device(value, where: str) -> str:
+def parse_device(value: object, where: str) -> str:
     """A model/server device setting, normalized: "cpu", "gpu" (every GPU) or "gpu:N" (or
     "<type>[:N]" for another registered device type); ConfigError otherwise."""
     from engine import devices  # noqa: PLC0415 - the engine only where devices are parsed
@@ -226,7 +228,7 @@ def _parse_policy(value, where) -> VersionPolicy:
     raise ConfigError(f"{where}: unknown version policy {kind!r} (use latest, all or specific)")
 
 
-def parse_model_config(doc, where: str) -> ModelConfig:
+def parse_model_config(doc: object, where: str) -> ModelConfig:
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: must be a JSON object")
     unknown = set(doc) - _MODEL_KEYS
@@ -308,81 +310,59 @@ def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
 # Server configuration
 # -----------------------------------------------------------------------------------------
 
-# (name, type, default, help) -- every setting is a flag --name-with-dashes, an environment
-# variable FLOWSERVE_NAME and a key of the --config file.
-SERVER_SETTINGS = [
-    ("model_repository", str, None, "model repository directory"),
-    ("host", str, "0.0.0.0", "address to listen on"),
-    ("port", int, 8501, "port to listen on (both protocols)"),
-    ("poll_interval", float, 2.0, "seconds between model repository scans (0 disables)"),
-    ("device", str, "cpu", "default device for models: cpu, gpu:N, or gpu (every GPU)"),
-    (
-        "auth_token",
-        str,
-        None,
-        "require 'Authorization: Bearer TOKEN' (health and metrics stay open)",
-    ),
-    (
-        "max_request_bytes",
-        int,
-        64 << 20,
-        "largest request body accepted (after decompression); larger gets 413",
-    ),
-    ("log_format", str, "text", "access log format: text or json"),
-    ("log_level", str, "info", "log level: debug, info, warning or error"),
-    ("enable_batching", bool, False, "batch concurrent requests for models that allow it"),
-    ("batching_parameters_file", str, None, "JSON file of TF Serving batching parameters"),
-    ("request_timeout", float, 30.0, "default per-request deadline in seconds"),
-    (
-        "shutdown_grace_period",
-        float,
-        10.0,
-        "seconds to finish in-flight requests on SIGTERM/SIGINT",
-    ),
-    (
-        "strict_readiness",
-        bool,
-        True,
-        "ready only when every model meant to serve is available (false: when the server is up)",
-    ),
-    ("model_load_threads", int, 4, "model versions loading at once"),
-    (
-        "metrics_port",
-        int,
-        None,
-        "serve /metrics on this port of --host as well (default: only on the serving port)",
-    ),
-    ("num_threads", int, 0, "threads running model computations (0: one per CPU core)"),
-    (
-        "intra_op_threads",
-        int,
-        1,
-        "threads one computation may use inside numpy's BLAS "
-        "(requests already run in parallel on num_threads)",
-    ),
-]
+
+def _setting(default=MISSING, *, doc: str, default_factory=MISSING):
+    """A ``ServerConfig`` field that is also a flag ``--name-with-dashes``, an environment
+    variable ``FLOWSERVE_NAME`` and a key of the ``--config`` file; ``doc`` is its help."""
+    return field(default=default, default_factory=default_factory, metadata={"doc": doc})
 
 
 @dataclass
 class ServerConfig:
-    model_repository: str = field(default_factory=default_model_repository)
-    host: str = "0.0.0.0"
-    port: int = 8501
-    poll_interval: float = 2.0
-    device: str = "cpu"
-    auth_token: str | None = None
-    max_request_bytes: int = 64 << 20
-    log_format: str = "text"
-    log_level: str = "info"
-    enable_batching: bool = False
-    batching_parameters_file: str | None = None
-    request_timeout: float = 30.0
-    shutdown_grace_period: float = 10.0
-    strict_readiness: bool = True
-    model_load_threads: int = 4
-    metrics_port: int | None = None
-    num_threads: int = 0
-    intra_op_threads: int = 1
+    """The server's settings; ``validate()`` checks them and derives ``batching``."""
+
+    model_repository: str = _setting(
+        default_factory=default_model_repository, doc="model repository directory"
+    )
+    host: str = _setting("0.0.0.0", doc="address to listen on")
+    port: int = _setting(8501, doc="port to listen on (both protocols)")
+    poll_interval: float = _setting(2.0, doc="seconds between model repository scans (0 disables)")
+    device: str = _setting("cpu", doc="default device for models: cpu, gpu:N, or gpu (every GPU)")
+    auth_token: str | None = _setting(
+        None, doc="require 'Authorization: Bearer TOKEN' (health and metrics stay open)"
+    )
+    max_request_bytes: int = _setting(
+        64 << 20, doc="largest request body accepted (after decompression); larger gets 413"
+    )
+    log_format: str = _setting("text", doc="access log format: text or json")
+    log_level: str = _setting("info", doc="log level: debug, info, warning or error")
+    enable_batching: bool = _setting(
+        False, doc="batch concurrent requests for models that allow it"
+    )
+    batching_parameters_file: str | None = _setting(
+        None, doc="JSON file of TF Serving batching parameters"
+    )
+    request_timeout: float = _setting(30.0, doc="default per-request deadline in seconds")
+    shutdown_grace_period: float = _setting(
+        10.0, doc="seconds to finish in-flight requests on SIGTERM/SIGINT"
+    )
+    strict_readiness: bool = _setting(
+        True,
+        doc="ready only when every model meant to serve is available (false: when the "
+        "server is up)",
+    )
+    model_load_threads: int = _setting(4, doc="model versions loading at once")
+    metrics_port: int | None = _setting(
+        None,
+        doc="serve /metrics on this port of --host as well (default: only on the serving port)",
+    )
+    num_threads: int = _setting(0, doc="threads running model computations (0: one per CPU core)")
+    intra_op_threads: int = _setting(
+        1,
+        doc="threads one computation may use inside numpy's BLAS "
+        "(requests already run in parallel on num_threads)",
+    )
+    # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
     def validate(self) -> ServerConfig:
@@ -437,3 +417,24 @@ class ServerConfig:
     @property
     def compute_threads(self) -> int:
         return self.num_threads or os.cpu_count() or 1
+
+
+def _server_settings() -> list[tuple[str, type, object, str]]:
+    """(name, type, default, help) of every ``_setting`` field of ``ServerConfig``, in order;
+    the default is None where the dataclass computes it (``default_factory``)."""
+    hints = get_type_hints(ServerConfig)
+    settings = []
+    for f in fields(ServerConfig):
+        if "doc" not in f.metadata:
+            continue
+        typ = hints[f.name]
+        if isinstance(typ, UnionType):  # "str | None": the flag's type is str
+            typ = next(t for t in get_args(typ) if t is not type(None))
+        default = None if f.default is MISSING else f.default
+        settings.append((f.name, typ, default, f.metadata["doc"]))
+    return settings
+
+
+# Every setting, from the dataclass above: the CLI builds its flags and reads the environment
+# and the config file from this list.
+SERVER_SETTINGS = _server_settings()

@@ -41,7 +41,7 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def accept_request_id(value) -> str | None:
+def accept_request_id(value: object) -> str | None:
     """``value`` if it is usable as a request ID (1-128 characters of ``A-Z a-z 0-9 . _ : /
     + = @ -``), else None."""
     if isinstance(value, str) and _VALID_ID.match(value):

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from service.batching import Batcher, DirectScheduler
-from service.config import ModelConfig, ServerConfig
+from service.config import BatchingConfig, ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
+from service.metrics import ServingMetrics
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
 
@@ -96,7 +97,7 @@ def _stamp(path) -> int:
 class ModelManager:
     """Loads, serves and retires model versions; the one API every protocol calls."""
 
-    def __init__(self, config: ServerConfig, metrics=None):
+    def __init__(self, config: ServerConfig, metrics: ServingMetrics | None = None):
         self.config = config
         self.metrics = metrics
         self._models: dict[str, _Model] = {}
@@ -346,7 +347,7 @@ class ModelManager:
             await self._unload(orphan)
         await asyncio.gather(*(self._unload(r) for r in retired))
 
-    def batching_for(self, s: Servable):
+    def batching_for(self, s: Servable) -> BatchingConfig:
         """The batching parameters of a version: the server's, with its model's overrides."""
         batching = self.config.batching
         if s.config.batching is not None:
@@ -413,7 +414,9 @@ class ModelManager:
             )
         return model
 
-    def resolve(self, name: str, version=None, label: str | None = None) -> Servable:
+    def resolve(
+        self, name: str, version: int | str | None = None, label: str | None = None
+    ) -> Servable:
         """The servable for model ``name`` at ``version``/``label`` (default: latest)."""
         model = self._model(name)
         if label is not None:
@@ -458,20 +461,31 @@ class ModelManager:
         name: str,
         inputs: dict[str, np.ndarray],
         *,
-        version=None,
+        version: int | str | None = None,
         label: str | None = None,
         signature: str | None = None,
         outputs: list[str] | None = None,
         timeout: float | None = None,
+        servable: Servable | None = None,
     ) -> InferResult:
-        """Runs one request; raises ``service.errors`` types for every failure."""
+        """Runs one request; raises ``service.errors`` types for every failure.
+
+        ``servable`` is the version a caller already resolved with ``resolve(name, version,
+        label)`` (to parse the request against its signatures): the request runs on it, with
+        no second lookup that a version swap could fall between. If it is retired before the
+        request starts, a request for the latest version runs on its successor, as when the
+        version is resolved here.
+        """
         loop = asyncio.get_running_loop()
         timeout = self.config.request_timeout if timeout is None else timeout
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
         for attempt in range(2):
-            s = self.resolve(name, version, label)
+            if servable is not None and not attempt:
+                s = servable
+            else:
+                s = self.resolve(name, version, label)
             try:
                 s.acquire()
             except Unavailable:
@@ -499,7 +513,11 @@ class ModelManager:
         raise Unavailable(f"Model '{name}' has no available version")
 
     def signature_info(
-        self, name: str, version=None, label=None, signature: str | None = None
+        self,
+        name: str,
+        version: int | str | None = None,
+        label: str | None = None,
+        signature: str | None = None,
     ) -> tuple[Servable, Signature]:
         s = self.resolve(name, version, label)
         return s, s.signature(signature)
@@ -508,7 +526,9 @@ class ModelManager:
     def model_names(self) -> list[str]:
         return sorted(self._models)
 
-    def status(self, name: str, version=None, label=None) -> list[VersionStatus]:
+    def status(
+        self, name: str, version: int | str | None = None, label: str | None = None
+    ) -> list[VersionStatus]:
         model = self._model(name)
         if label is not None:
             if label not in model.labels:
@@ -524,7 +544,7 @@ class ModelManager:
             return [VersionStatus(name, 0, VersionState.END.value, model.config_error)]
         return [_status_of(s) for v, s in sorted(model.versions.items(), reverse=True)]
 
-    def readiness(self, name: str, version=None) -> tuple[str, str | None]:
+    def readiness(self, name: str, version: int | str | None = None) -> tuple[str, str | None]:
         """(state, error) of a model or version for readiness probes: READY, LOADING,
         FAILED (with the load error), UNLOADING or UNAVAILABLE. Raises NotFound."""
         model = self._model(name)

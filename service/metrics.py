@@ -189,11 +189,11 @@ class ServingMetrics:
             else:
                 self.version_state.labels(model, version, s).set(1.0 if s == state else 0.0)
 
-    def model_loaded(self, model: str, version: str, seconds: float) -> None:
+    def model_loaded(self, model: str, version: str, seconds: float) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_seconds.labels(model).observe(seconds)
         self.loads.labels(model).inc()
 
-    def model_unloaded(self, model: str, version: str) -> None:
+    def model_unloaded(self, model: str, version: str) -> None:  # noqa: ARG002 - as model_loaded
         self.unloads.labels(model).inc()
 
     def inflight(self, model: str, delta: int) -> None:
@@ -202,7 +202,7 @@ class ServingMetrics:
     def inferred(self, model: str, version: str, rows: int) -> None:
         self._child(self.inference_rows, model, version).inc(rows)
 
-    def model_load_failed(self, model: str, version: str) -> None:
+    def model_load_failed(self, model: str, version: str) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_failures.labels(model).inc()
 
     # -- scheduling -------------------------------------------------------------------------

@@ -15,19 +15,24 @@ from __future__ import annotations
 import enum
 import itertools
 import logging
+import os
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import engine as tf
 from engine import devices as engine_devices
 from engine import errors as engine_errors
-from engine.framework import registry
-from engine.saving.saved_model import LoadOptions
+from engine import graph_inspection
 from service.config import ModelConfig
 from service.errors import Internal, InvalidInput, NotFound, Unavailable
 from service.tensors import TensorSpec, coerce, from_json_value
+
+if TYPE_CHECKING:
+    from service.batching import Batcher, DirectScheduler
 
 __all__ = ["Servable", "Signature", "VersionState"]
 
@@ -77,7 +82,7 @@ class Signature:
         method_name: str,
         inputs: dict[str, TensorSpec],
         outputs: dict[str, TensorSpec],
-        fn,
+        fn: Callable[..., list],
         pool: InstancePool | None = None,
     ):
         self.key = key
@@ -137,39 +142,17 @@ def _first_line(e: Exception) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _state_changing_ops(graph, outputs, inputs) -> list[str]:
-    """Ops that write variables on the computation path of ``outputs`` given ``inputs``."""
-    fed = {t.op for t in inputs}
-    seen, stack, found = set(), [t.op for t in outputs], []
-
-    def walk_function(fg):
-        for op in fg.get_operations():
-            visit_attrs(op)
-            if op._opdef.writes_variables:
-                found.append(f"{op.name} ({op.type})")
-
-    def visit_attrs(op):
-        for v in op._attrs.values():
-            if getattr(v, "_is_function_graph", False):
-                walk_function(v)
-
-    while stack:
-        op = stack.pop()
-        if op in seen or op in fed:
-            continue
-        seen.add(op)
-        if op._opdef.writes_variables:
-            found.append(f"{op.name} ({op.type})")
-        visit_attrs(op)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return found
-
-
 class Servable:
     """One model version: its state, session and signatures."""
 
-    def __init__(self, model: str, version: int, path, config: ModelConfig, device: str = "cpu"):
+    def __init__(
+        self,
+        model: str,
+        version: int,
+        path: str | os.PathLike,
+        config: ModelConfig,
+        device: str = "cpu",
+    ):
         self.model = model
         self.version = version
         self.path = path
@@ -193,7 +176,7 @@ class Servable:
         return f"<Servable {self.model}:{self.version} {self.state.value}>"
 
     @property
-    def graph(self):
+    def graph(self) -> tf.Graph | None:
         return self._graph
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -216,7 +199,7 @@ class Servable:
         self.load_seconds = time.perf_counter() - t0
         return True
 
-    def publish(self, scheduler) -> None:
+    def publish(self, scheduler: Batcher | DirectScheduler) -> None:
         """Attaches the scheduler, then makes the version AVAILABLE (in that order)."""
         self.scheduler = scheduler
         self.state = VersionState.AVAILABLE
@@ -294,7 +277,7 @@ class Servable:
                 session,
                 [tf.saved_model.SERVING],
                 str(self.path),
-                options=LoadOptions(optimize=self.config.optimize),
+                options=tf.saved_model.LoadOptions(optimize=self.config.optimize),
             )
             self._add_instance(i, graph, session, meta)
             graph.finalize()
@@ -322,7 +305,10 @@ class Servable:
             out_tensors = [
                 graph.get_tensor_by_name(outputs[a].tensor_name) for a in sorted(outputs)
             ]
-            bad = _state_changing_ops(graph, out_tensors, in_tensors)
+            bad = [
+                f"{op.name} ({op.type})"
+                for op in graph_inspection.variable_writes(out_tensors, feeds=in_tensors)
+            ]
             if bad:
                 raise LoadError(
                     f"signature {key!r} would change variables when served "
@@ -434,10 +420,6 @@ class Servable:
             if not self._inflight:
                 self._idle.notify_all()
 
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
     def signature(self, key: str | None) -> Signature:
         key = key or self.default_signature
         sig = self.signatures.get(key)
@@ -471,6 +453,3 @@ def _synthetic(spec: TensorSpec) -> np.ndarray:
         arr.fill(b"")
         return arr
     return np.zeros(shape, dtype=spec.dtype.base_dtype.np)
-
-
-_ = registry

@@ -9,10 +9,12 @@ value is integral and in range, bools stay bools, strings stay strings. Anything
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
 from engine import dtypes
+from engine.tensor_shape import TensorShape
 from service.errors import InvalidInput
 
 __all__ = ["TensorSpec", "from_json_value", "coerce", "shape_str"]
@@ -23,21 +25,21 @@ class TensorSpec:
 
     __slots__ = ("alias", "tensor_name", "dtype", "shape")
 
-    def __init__(self, alias: str, tensor_name: str, dtype: dtypes.DType, shape):
+    def __init__(self, alias: str, tensor_name: str, dtype: dtypes.DType, shape: TensorShape):
         self.alias = alias
         self.tensor_name = tensor_name
         self.dtype = dtype
         self.shape = shape  # engine TensorShape
 
     @property
-    def dims(self):
+    def dims(self) -> tuple[int | None, ...] | None:
         return self.shape.as_tuple()
 
     def __repr__(self) -> str:
         return f"TensorSpec({self.alias!r}, {self.dtype.name}, {shape_str(self.dims)})"
 
 
-def shape_str(dims) -> str:
+def shape_str(dims: Sequence[int | None] | None) -> str:
     if dims is None:
         return "<any shape>"
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
@@ -47,7 +49,7 @@ def _is_bytes_like(v) -> bool:
     return isinstance(v, (str, bytes))
 
 
-def from_json_value(value, what: str) -> np.ndarray:
+def from_json_value(value: object, what: str) -> np.ndarray:
     """A nested list / scalar from a JSON body as an array (strings become bytes objects)."""
     if value is None:
         raise InvalidInput(f"{what}: null is not a valid tensor value")

@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 
 from aiohttp import web
 
-from service.protocols.common import MODEL, REQUEST_ID, VERSION
+from service.keys import MODEL, REQUEST_ID, VERSION
 
 try:  # the otel extra
     from opentelemetry import context as otel_context
@@ -45,6 +47,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("flowserve.tracing")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ENABLED = trace is not None
 _SERVER_SPAN = web.RequestKey("fs_server_span", object)
 _PHASE = web.RequestKey("fs_phase_span", object)
@@ -55,7 +58,7 @@ def _tracer():
     return trace.get_tracer("flowserve")
 
 
-def configure(environ=os.environ) -> str | None:
+def configure(environ: Mapping[str, str] = os.environ) -> str | None:
     """Installs an SDK tracer provider as the ``OTEL_*`` environment asks; returns the
     exporter name, or None when tracing stays off."""
     if not ENABLED or environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
@@ -100,7 +103,7 @@ def configure(environ=os.environ) -> str | None:
 
 
 @web.middleware
-async def middleware(request: web.Request, handler):
+async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The request's SERVER span, continuing the caller's trace; ends any open phase."""
     parent = propagate.extract(request.headers)
     route = request.match_info.route.resource
@@ -135,7 +138,7 @@ async def middleware(request: web.Request, handler):
                     server_span.set_attribute(attr, value)
 
 
-def phase(request: web.Request, name: str | None, **attributes) -> None:
+def phase(request: web.Request, name: str | None, **attributes: object) -> None:
     """Ends the request's open phase span (parse, encode), and starts ``name`` if given."""
     if not ENABLED:
         return
@@ -155,7 +158,7 @@ def _attrs(attributes: dict) -> dict:
 
 
 @contextlib.contextmanager
-def span(name: str, **attributes):
+def span(name: str, **attributes: object) -> Iterator[object]:
     """A child span of the current one (no-op without OpenTelemetry)."""
     if not ENABLED:
         yield None
@@ -164,24 +167,24 @@ def span(name: str, **attributes):
         yield s
 
 
-def capture():
+def capture() -> object:
     """The current trace context, to parent spans created later elsewhere (a batch)."""
     return otel_context.get_current() if ENABLED else None
 
 
-def start_span(name: str, context=None, **attributes):
+def start_span(name: str, context: object = None, **attributes: object) -> object:
     """A span started now and ended with ``end_span`` (no-op without OpenTelemetry)."""
     if not ENABLED:
         return None
     return _tracer().start_span(name, context=context, attributes=_attrs(attributes))
 
 
-def end_span(s) -> None:
+def end_span(s: object) -> None:
     if s is not None:
         s.end()
 
 
-def batch_span(contexts: list, **attributes):
+def batch_span(contexts: list, **attributes: object) -> AbstractContextManager:
     """The span of one executed batch: child of its first request's trace, linked to the
     span of every request it carries. A context manager (it becomes current)."""
     if not ENABLED:

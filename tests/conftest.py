@@ -24,14 +24,14 @@ if TEST_DEVICE == "test":
     fake_device.register(2)
 
 
-def pytest_report_header(config):
+def pytest_report_header():
     if TEST_DEVICE == "gpu":
         reason = devices.gpu_unavailable_reason()
         return f"flowserve test device: gpu ({'unavailable: ' + reason if reason else 'cupy'})"
     return f"flowserve test device: {TEST_DEVICE}"
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     if TEST_DEVICE != "gpu":
         return
     reason = devices.gpu_unavailable_reason()

@@ -134,7 +134,7 @@ def _const_infer(op):
 
 
 @registry.op("Const", infer=_const_infer, differentiable=False, aliases=True, hoist=True)
-def _const_kernel(xp, *, value, dtype):
+def _const_kernel(xp, *, value, dtype):  # noqa: ARG001 - attrs reach a kernel by keyword, used or not
     return value if xp is np else xp.asarray(value)
 
 

@@ -21,7 +21,7 @@ def _arg_infer(o):
 
 
 @registry.op("Arg", infer=_arg_infer, differentiable=False, stateful=True)
-def _arg_kernel(xp, *, dtype, shape, index):
+def _arg_kernel(xp, *, dtype, shape, index):  # noqa: ARG001 - a kernel's signature; an Arg never runs
     raise RuntimeError("Function inputs are fed by the calling op; an Arg never runs")
 
 
@@ -103,7 +103,7 @@ class FuncGraph(Graph):
         self.external_captures.append(source)
         return inner
 
-    def _capture(self, tensor: Tensor, op_name: str) -> Tensor:
+    def _capture(self, tensor: Tensor, _op_name: str) -> Tensor:
         return self.capture(tensor)
 
     def _as_control_op(self, c):

@@ -29,7 +29,7 @@ def make_ndarray(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def constant_value(tensor: Tensor, partial_ok: bool = False):
+def constant_value(tensor: Tensor, partial_ok: bool = False):  # noqa: ARG001 - TF API compatibility
     """The numpy value of ``tensor`` if it is known while building the graph, else None."""
     if not isinstance(tensor, Tensor):
         return None

@@ -646,7 +646,12 @@ def _build_nodes(
 
 
 def import_graph_def(
-    graph_def, input_map=None, return_elements=None, name=None, op_dict=None, producer_op_list=None
+    graph_def,
+    input_map=None,
+    return_elements=None,
+    name=None,
+    op_dict=None,  # noqa: ARG001 - TF API compatibility
+    producer_op_list=None,  # noqa: ARG001 - TF API compatibility
 ):
     """Imports ``graph_def`` into the default graph under the name scope ``name``.
 

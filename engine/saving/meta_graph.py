@@ -456,7 +456,7 @@ def import_into_default_graph(meta: MetaGraphDef, path: str, import_scope=None):
     return variables
 
 
-def export_meta_graph(filename=None, graph=None, saver=None, **kwargs) -> MetaGraphDef:
+def export_meta_graph(filename=None, graph=None, saver=None, **kwargs) -> MetaGraphDef:  # noqa: ARG001 - TF API compatibility
     """Writes the graph with its variables as a meta graph file (``Saver`` writes ``.meta``)."""
     graph = graph or ops.get_default_graph()
     meta = meta_graph_from_graph(graph)
@@ -468,7 +468,7 @@ def export_meta_graph(filename=None, graph=None, saver=None, **kwargs) -> MetaGr
     return meta
 
 
-def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):  # noqa: ARG001 - TF API compatibility
     """Imports a ``.meta`` file into the default graph; returns a Saver for its variables."""
     from engine.training.saver import Saver
 

@@ -128,7 +128,7 @@ def optimize(graph_def, keep) -> tuple[GraphDef, OptimizeReport]:
     live = _reachable(nodes, pinned)
     report.pruned = len(nodes) - len(live)
     order = [n for n in order if n in live]
-    report.folded = _fold_constants(nodes, order, pinned)
+    report.folded = _fold_constants(nodes, order)
     report.merged = _merge_duplicates(nodes, order, pinned)
     report.identities_removed = _remove_identities(nodes, order, pinned)
     live = _reachable(nodes, pinned)
@@ -167,7 +167,7 @@ def _reachable(nodes, roots) -> set[str]:
     return seen
 
 
-def _fold_constants(nodes, order, pinned) -> int:
+def _fold_constants(nodes, order) -> int:
     folded = 0
     for name in order:
         n = nodes[name]

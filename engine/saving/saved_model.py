@@ -138,8 +138,8 @@ class Builder:
         legacy_init_op=None,
         clear_devices=False,
         main_op=None,
-        strip_default_attrs=False,
-        saver=None,
+        strip_default_attrs=False,  # noqa: ARG002 - TF API compatibility
+        saver=None,  # noqa: ARG002 - TF API compatibility
         assets_list=None,
     ):
         """Adds the session's graph under ``tags`` and snapshots its variables' values."""
@@ -174,8 +174,8 @@ class Builder:
         legacy_init_op=None,
         clear_devices=False,
         main_op=None,
-        strip_default_attrs=False,
-        saver=None,
+        strip_default_attrs=False,  # noqa: ARG002 - TF API compatibility
+        saver=None,  # noqa: ARG002 - TF API compatibility
         assets_list=None,
     ):
         """Adds another meta graph (of the default graph) sharing the saved variables."""
@@ -219,7 +219,7 @@ class Builder:
                 n["device"] = ""
         self._meta_graphs.append(meta)
 
-    def save(self, as_text: bool = False) -> str:
+    def save(self, as_text: bool = False) -> str:  # noqa: ARG002 - TF API compatibility
         """Writes the SavedModel; returns the export directory."""
         if self._saved:
             raise AssertionError("This SavedModel was already saved.")
@@ -341,7 +341,12 @@ def _select(metas: list[MetaGraphDef], tags, export_dir) -> MetaGraphDef:
 
 
 def load(
-    sess, tags, export_dir, import_scope=None, options: LoadOptions | None = None, **saver_kwargs
+    sess,
+    tags,
+    export_dir,
+    import_scope=None,
+    options: LoadOptions | None = None,
+    **saver_kwargs,  # noqa: ARG001 - TF API compatibility
 ) -> MetaGraphDef:
     """Loads the meta graph tagged ``tags`` into ``sess.graph`` and restores its variables.
 

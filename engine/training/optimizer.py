@@ -6,7 +6,6 @@ in the global variables collection; one training step is one run of the returned
 
 from __future__ import annotations
 
-from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, name_scope
@@ -80,7 +79,7 @@ class Optimizer:
         self,
         loss,
         var_list=None,
-        gate_gradients=GATE_OP,
+        gate_gradients=GATE_OP,  # noqa: ARG002 - TF API compatibility
         aggregation_method=None,
         colocate_gradients_with_ops=False,
         grad_loss=None,
@@ -179,7 +178,7 @@ class Optimizer:
         return group(*update_ops, name=name_scope_name)
 
     # -- slots ------------------------------------------------------------------------------
-    def _slot_variable(self, var, initial_value_fn, slot_name: str):
+    def _slot_variable(self, var, initial_value_fn):
         from engine.variables import Variable
 
         with ops.control_dependencies(None), ops.name_scope(None), ops.colocate_with(var.op):
@@ -194,7 +193,7 @@ class Optimizer:
         slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in slots:
-            slots[key] = self._slot_variable(var, initial_value_fn, slot_name)
+            slots[key] = self._slot_variable(var, initial_value_fn)
         return slots[key]
 
     def _zeros_slot(self, var, slot_name: str):
@@ -449,6 +448,3 @@ class RMSPropOptimizer(Optimizer):
             {"use_locking": self._use_locking},
             None,
         )
-
-
-_ = dtypes

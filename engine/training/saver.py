@@ -140,18 +140,18 @@ class Saver:
         self,
         var_list=None,
         reshape=False,
-        sharded=False,
+        sharded=False,  # noqa: ARG002 - TF API compatibility
         max_to_keep=5,
         keep_checkpoint_every_n_hours=10000.0,
         name=None,
-        restore_sequentially=False,
-        saver_def=None,
-        builder=None,
-        defer_build=False,
+        restore_sequentially=False,  # noqa: ARG002 - TF API compatibility
+        saver_def=None,  # noqa: ARG002 - TF API compatibility
+        builder=None,  # noqa: ARG002 - TF API compatibility
+        defer_build=False,  # noqa: ARG002 - TF API compatibility
         allow_empty=False,
-        write_version=2,
+        write_version=2,  # noqa: ARG002 - TF API compatibility
         pad_step_number=False,
-        save_relative_paths=False,
+        save_relative_paths=False,  # noqa: ARG002 - TF API compatibility
         filename=None,
     ):
         self._graph = ops.get_default_graph()
@@ -222,8 +222,8 @@ class Saver:
         meta_graph_suffix="meta",
         write_meta_graph=True,
         write_state=True,
-        strip_default_attrs=False,
-        save_debug_info=False,
+        strip_default_attrs=False,  # noqa: ARG002 - TF API compatibility
+        save_debug_info=False,  # noqa: ARG002 - TF API compatibility
     ) -> str:
         """Writes the variables' values in ``sess``; returns the checkpoint prefix."""
         if sess.graph is not self._graph:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 from aiohttp import web
 
 from service.errors import InvalidInput
+from service.keys import MODEL, PROTOCOL, REQUEST_ID, VERSION
 from service.logs import REQUEST_ID_HEADER, accept_request_id, request_id_var
 
 __all__ = [
@@ -19,28 +22,21 @@ __all__ = [
     "wants_msgpack",
     "is_msgpack",
     "parse_timeout",
-    "PROTOCOL",
-    "MODEL",
-    "VERSION",
-    "ENDPOINT",
-    "REQUEST_ID",
     "adopt_request_id",
     "parse_json",
     "dumps",
 ]
 
 MSGPACK = "application/msgpack"
-# What a request was about, for metrics and the access log.
-PROTOCOL = web.RequestKey("fs_protocol", str)
-MODEL = web.RequestKey("fs_model", str)
-VERSION = web.RequestKey("fs_version", str)
-ENDPOINT = web.RequestKey("fs_endpoint", str)  # overrides the app's path-based endpoint label
-REQUEST_ID = web.RequestKey("fs_request_id", str)  # set by the app; a V2 body "id" may adopt
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
 def note(
-    request: web.Request, *, protocol: str | None = None, model: str | None = None, version=None
+    request: web.Request,
+    *,
+    protocol: str | None = None,
+    model: str | None = None,
+    version: int | str | None = None,
 ) -> None:
     """Records what a request was about, for metrics and the access log."""
     if protocol is not None:
@@ -83,11 +79,11 @@ def wants_msgpack(request: web.Request) -> bool:
     )
 
 
-async def read_json(request: web.Request):
+async def read_json(request: web.Request) -> Any:
     return parse_json(await read_body(request))
 
 
-def parse_json(body: bytes, what: str = "The request body"):
+def parse_json(body: bytes, what: str = "The request body") -> Any:
     """A JSON document from request bytes; InvalidInput saying what is wrong otherwise.
 
     orjson parses (numbers an order of magnitude faster than the standard library); the
@@ -110,7 +106,7 @@ def parse_json(body: bytes, what: str = "The request body"):
         raise InvalidInput(f"{what}'s JSON is nested too deeply") from None
 
 
-def dumps(obj) -> bytes:
+def dumps(obj: Any) -> bytes:
     """JSON bytes. orjson writes NaN and infinities as ``null``; TF Serving writes the tokens
     ``NaN``/``Infinity``, so a document that came out with a ``null`` is re-encoded with the
     standard library to keep them."""
@@ -120,13 +116,15 @@ def dumps(obj) -> bytes:
     return out
 
 
-def json_response(obj, status: int = 200, headers=None) -> web.Response:
+def json_response(
+    obj: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
     return web.Response(
         body=dumps(obj), status=status, content_type="application/json", headers=headers
     )
 
 
-def parse_timeout(value, what: str) -> float | None:
+def parse_timeout(value: object, what: str) -> float | None:
     """A per-request deadline in seconds from a header or parameter (None if absent)."""
     if value is None or value == "":
         return None

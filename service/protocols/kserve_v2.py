@@ -60,8 +60,8 @@ import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service import tracing
-from service.app import MANAGER
 from service.errors import Internal, InvalidInput, Unavailable
+from service.keys import MANAGER
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,
@@ -131,13 +131,13 @@ def add_routes(app: web.Application) -> None:
 # -----------------------------------------------------------------------------------------
 
 
-async def server_metadata(request: web.Request) -> web.Response:
+async def server_metadata(_request: web.Request) -> web.Response:
     return json_response(
         {"name": "flowserve", "version": service.__version__, "extensions": _EXTENSIONS}
     )
 
 
-async def health_live(request: web.Request) -> web.Response:
+async def health_live(_request: web.Request) -> web.Response:
     return json_response({"live": True})
 
 

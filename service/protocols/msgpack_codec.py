@@ -7,6 +7,8 @@ encoding in their msgpack bodies (see the README); decoding validates sizes agai
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 import numpy as np
 
@@ -18,11 +20,11 @@ __all__ = ["encode_tensor", "decode_tensor", "unpackb", "packb", "is_tensor_map"
 _MAX_RANK = 32
 
 
-def packb(obj) -> bytes:
+def packb(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def unpackb(data: bytes):
+def unpackb(data: bytes) -> Any:
     try:
         return msgpack.unpackb(
             data,
@@ -45,7 +47,7 @@ def unpackb(data: bytes):
         raise InvalidInput(f"The request body is not valid msgpack: {e}") from None
 
 
-def is_tensor_map(value) -> bool:
+def is_tensor_map(value: object) -> bool:
     return isinstance(value, dict) and "dtype" in value and "data" in value
 
 
@@ -68,7 +70,7 @@ def encode_tensor(arr: np.ndarray) -> dict:
     }
 
 
-def decode_tensor(value, what: str) -> np.ndarray:
+def decode_tensor(value: object, what: str) -> np.ndarray:
     if not is_tensor_map(value):
         raise InvalidInput(f"{what}: expected a tensor map {{dtype, shape, data}}")
     name = value.get("dtype")

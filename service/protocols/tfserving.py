@@ -48,8 +48,8 @@ import numpy as np
 from aiohttp import web
 
 from service import tracing
-from service.app import MANAGER
 from service.errors import InvalidInput, NotFound
+from service.keys import MANAGER
 from service.protocols.common import (
     MSGPACK,
     is_msgpack,
@@ -168,7 +168,13 @@ async def _predict(request: web.Request) -> web.Response:
 
     tracing.phase(request, None)
     result = await manager.infer(
-        model, inputs, version=version, label=label, signature=signature.key, timeout=timeout
+        model,
+        inputs,
+        version=version,
+        label=label,
+        signature=signature.key,
+        timeout=timeout,
+        servable=servable,
     )
     note(request, version=result.version)
     tracing.phase(request, "encode", model=result.model, version=result.version)

@@ -182,6 +182,68 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_prometheus(tmp_path, deploy_dir, metrics_port: int, prom_port: int):
+    """A Prometheus scraping 127.0.0.1:metrics_port every second with our rules loaded."""
+    prom_config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(deploy_dir / "prometheus" / "rules.yml")],
+        "scrape_configs": [
+            {
+                "job_name": "flowserve",
+                "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}],
+            }
+        ],
+    }
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(prom_config))
+    log = open(tmp_path / "prometheus.log", "w")
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("http", "HTTP"))},
+    )
+    return proc, log
+
+
+class PrometheusAPI:
+    def __init__(self, session, port: int, proc, log):
+        self.session, self.proc, self.log = session, proc, log
+        self.api = f"http://127.0.0.1:{port}/api/v1"
+
+    async def poll(self, fn, what: str, timeout: float = 25.0):
+        """``await fn()`` until it returns something true (bounded)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, "prometheus exited: " + open(self.log.name).read()
+            try:
+                result = await fn()
+                if result:
+                    return result
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.25)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    async def query(self, expr: str) -> list:
+        url = f"{self.api}/query?query={urllib.parse.quote(expr)}"
+        async with self.session.get(url) as r:
+            doc = await r.json()
+        assert doc["status"] == "success", (expr, doc)
+        return doc["data"]["result"]
+
+    async def firing(self, alertname: str) -> list:
+        async with self.session.get(f"{self.api}/alerts") as r:
+            alerts = (await r.json())["data"]["alerts"]
+        return [
+            a for a in alerts if a["labels"]["alertname"] == alertname and a["state"] == "firing"
+        ]
+
+
 @pytest.mark.skipif(
     PROMETHEUS is None,
     reason="the prometheus server is not installed (apt-get install prometheus; .ci/run does)",
@@ -196,63 +258,21 @@ async def test_a_real_prometheus_scrapes_flowserve(deploy_dir, tmp_path):
         metrics_port=metrics_port,
         poll_interval=0,
     ).validate()
-    prom_config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(deploy_dir / "prometheus" / "rules.yml")],
-        "scrape_configs": [
-            {
-                "job_name": "flowserve",
-                "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}],
-            }
-        ],
-    }
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(prom_config))
     stop = asyncio.Event()
     server = asyncio.create_task(serve(config, stop))
-    log = open(tmp_path / "prometheus.log", "w")
-    prom = subprocess.Popen(
-        [
-            PROMETHEUS,
-            f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("http", "HTTP"))},
-    )
-    api = f"http://127.0.0.1:{prom_port}/api/v1"
+    proc, log = start_prometheus(tmp_path, deploy_dir, metrics_port, prom_port)
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as session:
-
-            async def poll(fn, what, timeout=25.0):
-                deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline:
-                    assert prom.poll() is None, "prometheus exited: " + open(log.name).read()
-                    try:
-                        result = await fn()
-                        if result:
-                            return result
-                    except aiohttp.ClientError:
-                        pass
-                    await asyncio.sleep(0.25)
-                raise AssertionError(f"timed out waiting for {what}")
-
-            async def query(expr):
-                url = f"{api}/query?query={urllib.parse.quote(expr)}"
-                async with session.get(url) as r:
-                    doc = await r.json()
-                assert doc["status"] == "success", (expr, doc)
-                return doc["data"]["result"]
+            prom = PrometheusAPI(session, prom_port, proc, log)
 
             async def up():
                 async with session.get(base + "/v2/health/live") as r:
                     if r.status != 200:
                         return False
-                return await query('up{job="flowserve"} == 1')
+                return await prom.query('up{job="flowserve"} == 1')
 
-            await poll(up, "flowserve and a first scrape")
+            await prom.poll(up, "flowserve and a first scrape")
             await send_traffic(session, base)
             await asyncio.sleep(1.5)  # a scrape after the traffic
             await send_traffic_light(session, base)
@@ -260,27 +280,18 @@ async def test_a_real_prometheus_scrapes_flowserve(deploy_dir, tmp_path):
                 if metric_names(expr) & GPU_ONLY:
                     continue  # no GPU here: the series is declared but has no samples
                 q = instantiate(expr)
-                await poll(lambda q=q: query(q), f"data for {q}")
-
-            async def alert_fires():
-                async with session.get(f"{api}/alerts") as r:
-                    alerts = (await r.json())["data"]["alerts"]
-                return [
-                    a
-                    for a in alerts
-                    if a["labels"]["alertname"] == "FlowserveModelLoadFailed"
-                    and a["state"] == "firing"
-                ]
-
-            (alert,) = await poll(alert_fires, "the FlowserveModelLoadFailed alert")
+                await prom.poll(lambda q=q: prom.query(q), f"data for {q}")
+            (alert,) = await prom.poll(
+                lambda: prom.firing("FlowserveModelLoadFailed"), "the load-failure alert"
+            )
             assert alert["labels"]["model"] == "broken" and alert["labels"]["version"] == "1"
     finally:
         stop.set()
-        prom.terminate()
+        proc.terminate()
         try:
-            prom.wait(10)
+            proc.wait(10)
         except subprocess.TimeoutExpired:
-            prom.kill()
+            proc.kill()
         log.close()
         await asyncio.wait_for(server, 20)
 

@@ -201,7 +201,7 @@ def test_maximum_iterations():
     assert run(r) == 7
     m = tf.placeholder(tf.int32, [])
     r2 = tf.while_loop(
-        lambda i: True if False else tf.constant(True),
+        lambda i: tf.constant(True),  # never stops by itself: the limit stops it
         lambda i: i + 2,
         [tf.constant(0)],
         maximum_iterations=m,

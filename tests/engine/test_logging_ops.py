@@ -499,7 +499,7 @@ def test_py_func_output_errors(func, tout, error, text):
     ],
 )
 def test_py_func_exceptions_become_op_errors(exc, error):
-    def bad(a):
+    def bad(_a):
         raise exc("nope")
 
     y = tf.py_func(bad, [tf.constant([1.0])], tf.float32, name="bad")

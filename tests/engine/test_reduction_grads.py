@@ -147,7 +147,7 @@ def test_gradient_finite_differences(case):
 # -- the same gradients through placeholders whose shapes are not known while building ------
 
 
-def _fed_gradient_error(case, shape_mode, axis_fed=False):
+def _fed_gradient_error(case, shape_mode):
     x = case.inputs[0]
     g = tf.Graph()
     with g.as_default():

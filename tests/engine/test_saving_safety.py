@@ -602,11 +602,11 @@ def _add_node(mg, node):
     mg["graph"]["nodes"].append(node)
 
 
-def _arg_not_an_input(doc, mg, n):
+def _arg_not_an_input(_doc, _mg, n):
     n["cond"]["attrs"]["then_branch"][1]["inputs"] = []
 
 
-def _py_func_node(doc, mg, n):
+def _py_func_node(_doc, mg, _n):
     _add_node(
         mg,
         {
@@ -1167,7 +1167,7 @@ def test_loading_works_with_unpickling_and_np_load_disabled(model, tmp_path, mon
     """Belt and braces: a model loads and serves with pickle.load(s) and np.load refusing."""
     import pickle
 
-    def refuse(*args, **kwargs):
+    def refuse(*_args, **_kwargs):
         raise AssertionError("a loader tried to unpickle")
 
     for name in ("load", "loads", "Unpickler"):

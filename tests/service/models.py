@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 import engine as tf
 
 
-def export(path: Path, build, signatures=None, variables_init=True) -> None:
+def export(path: Path, build, variables_init=True) -> None:
     """Builds a graph with ``build() -> {signature_key: (inputs, outputs)}`` and exports it."""
     g = tf.Graph()
     with g.as_default():
@@ -116,6 +114,3 @@ def make_repository(root: Path) -> Path:
     multi_io(root / "multi_io" / "1")
     strings(root / "strings" / "1")
     return root
-
-
-_ = np

@@ -4,10 +4,12 @@ import asyncio
 import json
 import logging
 
+import aiohttp
 import pytest
 
 from service.app import create_app
-from service.cli import AccessLogger
+from service.cli import AccessLogger, serve
+from service.keys import MODEL, VERSION
 from service.logs import JsonFormatter
 from tests.service import models
 
@@ -124,8 +126,6 @@ class _FakeResponse:
 
 
 def test_access_log_lines_text_and_json(caplog):
-    from service.protocols.common import MODEL, VERSION
-
     logger = logging.getLogger("flowserve.access.test")
     request = _FakeRequest()
     request[MODEL] = "hpt"
@@ -139,3 +139,24 @@ def test_access_log_lines_text_and_json(caplog):
     doc = json.loads(JsonFormatter().format(record))
     assert doc["method"] == "POST" and doc["model"] == "hpt" and doc["status"] == 200
     assert doc["latency_ms"] == pytest.approx(12.3) and doc["path"] == "/v1/models/hpt:predict"
+
+
+async def test_serve_logs_the_bound_port_serves_and_stops(make_config, caplog):
+    stop = asyncio.Event()
+    config = make_config(host="127.0.0.1", port=0)  # port 0: the OS picks one
+    with caplog.at_level(logging.INFO, logger="flowserve"):
+        task = asyncio.create_task(serve(config, stop))
+        for _ in range(200):  # at most ~10 s for the models to load
+            found = [r for r in caplog.records if r.getMessage().startswith("flowserve listening")]
+            if found or task.done():
+                break
+            await asyncio.sleep(0.05)
+        assert found, "serve() never logged its address"
+        port = int(found[0].getMessage().split("http://127.0.0.1:")[1].split(" ")[0])
+        assert port > 0
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/v2/health/live") as r:
+                assert r.status == 200 and await r.json() == {"live": True}
+        stop.set()
+        await asyncio.wait_for(task, 30)
+    assert any(r.getMessage() == "stopped" for r in caplog.records)

@@ -4,12 +4,20 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import fields
 
 import numpy as np
 import pytest
 
 from service.cli import build_parser, resolve_config
-from service.config import BatchingConfig, ConfigError, ModelConfig, parse_model_config
+from service.config import (
+    SERVER_SETTINGS,
+    BatchingConfig,
+    ConfigError,
+    ModelConfig,
+    ServerConfig,
+    parse_model_config,
+)
 from service.errors import InvalidInput
 from service.tensors import TensorSpec, coerce, from_json_value
 
@@ -119,6 +127,20 @@ def test_model_config_parsing_and_errors():
     ]:
         with pytest.raises(ConfigError, match=message):
             parse_model_config(doc, "m/config.json")
+
+
+def test_every_setting_is_a_flag_showing_the_dataclass_default():
+    # ServerConfig is the one place a default is written; the CLI shows what it holds.
+    settings = {f.name for f in fields(ServerConfig)} - {"batching"}  # batching is derived
+    assert [name for name, *_ in SERVER_SETTINGS] == [
+        f.name for f in fields(ServerConfig) if f.name in settings
+    ]
+    helps = {a.dest: a.help for a in build_parser()._actions}
+    defaults = ServerConfig()
+    for name, typ, _, _ in SERVER_SETTINGS:
+        assert f"(default: {getattr(defaults, name)})" in helps[name]
+        assert isinstance(getattr(defaults, name), typ) or getattr(defaults, name) is None
+    assert dict((n, t) for n, t, *_ in SERVER_SETTINGS)["auth_token"] is str
 
 
 def test_help_documents_flags_env_and_defaults():

@@ -83,7 +83,7 @@ def server(tmp_path):
         log.close()
 
 
-async def test_hot_swap_under_traffic_and_graceful_sigterm(server, tmp_path):
+async def test_hot_swap_under_traffic_and_graceful_sigterm(server):
     proc, base, repo, log = server
     results = []
     async with aiohttp.ClientSession() as session:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from service.errors import DeadlineExceeded, InvalidInput, NotFound, Unavailable
+from service.servable import VersionState
 from tests.service import models
 
 
@@ -195,3 +196,36 @@ async def test_repository_index_load_and_unload(tmp_path, manager_for):
     assert (await m.infer("hpt", {"x": np.array([1.0])})).version == 1
     with pytest.raises(NotFound, match="no such model"):
         await m.load_model("ghost")
+
+
+async def test_infer_runs_on_the_servable_the_caller_resolved(tmp_path, manager_for):
+    for v, b in ((1, 1.0), (2, 2.0)):
+        models.half_plus_two(tmp_path / "hpt" / str(v), b=b)
+    models.write_config(tmp_path / "hpt", {"version_policy": {"all": {}}})
+    m = await manager_for(tmp_path)
+    calls = []
+    resolve = m.resolve
+    m.resolve = lambda *args: calls.append(args) or resolve(*args)
+    s1 = resolve("hpt", 1)
+    # No version named: without the handle this would resolve to the latest (2).
+    r = await m.infer("hpt", {"x": np.array([2.0])}, servable=s1)
+    assert r.version == 1 and r.outputs["y"].tolist() == [2.0]
+    assert calls == []  # the handle is used as is, not looked up again
+
+
+async def test_a_retired_handle_for_the_latest_version_runs_on_its_successor(tmp_path, manager_for):
+    for v, b in ((1, 1.0), (2, 2.0)):
+        models.half_plus_two(tmp_path / "hpt" / str(v), b=b)
+    models.write_config(tmp_path / "hpt", {"version_policy": {"all": {}}})
+    m = await manager_for(tmp_path)
+    s2 = m.resolve("hpt")
+    assert s2.version == 2
+    s2.state = VersionState.UNLOADING  # retired between the caller's lookup and the run
+    try:
+        r = await m.infer("hpt", {"x": np.array([2.0])}, servable=s2)
+        assert r.version == 1 and r.outputs["y"].tolist() == [2.0]
+        # A pinned version that is gone is an error, handle or not.
+        with pytest.raises(Unavailable, match="version 2 is UNLOADING"):
+            await m.infer("hpt", {"x": np.array([2.0])}, version=2, servable=s2)
+    finally:
+        s2.state = VersionState.AVAILABLE

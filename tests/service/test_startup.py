@@ -225,7 +225,7 @@ class RunGate:
         monkeypatch.setattr(servable_module.Signature, "run", run)
 
 
-async def _serve(tmp_path, monkeypatch, grace):
+async def _serve(tmp_path, grace):
     repo_with(tmp_path, "hpt")
     port = _free_port()
     config = ServerConfig(
@@ -253,7 +253,7 @@ async def _serve(tmp_path, monkeypatch, grace):
 
 
 async def test_sigterm_drains_readiness_first_then_in_flight_requests(tmp_path, monkeypatch):
-    task, stop, base = await _serve(tmp_path, monkeypatch, grace=20.0)
+    task, stop, base = await _serve(tmp_path, grace=20.0)
     runs = RunGate(monkeypatch)
     async with aiohttp.ClientSession() as session:
         body = {"instances": [1.0]}
@@ -274,7 +274,7 @@ async def test_sigterm_drains_readiness_first_then_in_flight_requests(tmp_path, 
 
 
 async def test_sigterm_never_overruns_the_grace_period(tmp_path, monkeypatch):
-    task, stop, base = await _serve(tmp_path, monkeypatch, grace=1.0)
+    task, stop, base = await _serve(tmp_path, grace=1.0)
     runs = RunGate(monkeypatch)
     try:
         async with aiohttp.ClientSession() as session:
@@ -298,6 +298,10 @@ def test_strict_readiness_flags(tmp_path):
         return resolve_config(args, env or {})
 
     assert config().strict_readiness is True
+    assert config().enable_batching is False  # a --no- flag does not set its default
+    env = {"FLOWSERVE_ENABLE_BATCHING": "1"}
+    assert config(env=env).enable_batching is True
+    assert config("--no-enable-batching", env=env).enable_batching is False
     assert config("--no-strict-readiness").strict_readiness is False
     assert config("--strict-readiness", "false").strict_readiness is False
     assert config("--strict-readiness").strict_readiness is True
@@ -309,7 +313,7 @@ def test_strict_readiness_flags(tmp_path):
         config("--model-load-threads", "0")
 
 
-async def test_metrics_port_in_the_server(tmp_path, monkeypatch):
+async def test_metrics_port_in_the_server(tmp_path):
     repo_with(tmp_path, "hpt")
     port, metrics_port = _free_port(), _free_port()
     config = ServerConfig(

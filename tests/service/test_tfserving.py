@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import engine as tf
 from service.app import create_app
+from service.keys import MANAGER
 from service.protocols.msgpack_codec import decode_tensor, encode_tensor
 from tests.service import models
 
@@ -715,3 +716,18 @@ async def test_metrics_count_errors_under_their_status_code(client):
         ("predict", "", "", "404"): 1.0,
         ("status", "", "", "405"): 1.0,  # the GET route there does not exist
     }
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/models/half_plus_two:predict", "/v1/models/half_plus_two/labels/stable:predict"]
+)
+async def test_predict_resolves_the_version_once(aiohttp_client, make_config, path):
+    app = create_app(make_config())
+    client = await aiohttp_client(app)
+    manager = app[MANAGER]
+    calls = []
+    resolve = manager.resolve
+    manager.resolve = lambda *args: calls.append(args) or resolve(*args)
+    doc = await predict(client, path, {"instances": [1.0]})
+    assert doc == {"predictions": [2.5 if "stable" in path else 3.5]}
+    assert len(calls) == 1  # the version parsed against is the version run
