@@ -170,9 +170,9 @@ class ModelManager:
                 except asyncio.CancelledError:
                     pass
         if self._loads:
-            # A load's thread cannot be interrupted; its task unloads it when it sees
-            # _stopping.
-            await asyncio.gather(*list(self._loads), return_exceptions=True)
+            # A load's thread cannot be interrupted: wait for it within the deadline only
+            # (its task unloads what it loaded when it sees _stopping).
+            await asyncio.wait(list(self._loads), timeout=max(0.0, deadline - time.monotonic()))
         async with self._lock:
             retired = [s for m in self._models.values() for s in m.versions.values()]
             for m in self._models.values():
@@ -343,7 +343,10 @@ class ModelManager:
                     self.metrics.model_load_failed(s.model, str(s.version))
             self._set_state(s, removed=not current)
             retired = self._retirable(model) if current else []
-        if orphan is not None:
+        if orphan is not None and self._stopping:
+            orphan.unload(0.0)  # the pools are shut down; nothing can be in flight on it
+            self._set_state(orphan, removed=True)
+        elif orphan is not None:
             await self._unload(orphan)
         await asyncio.gather(*(self._unload(r) for r in retired))
 

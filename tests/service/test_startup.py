@@ -341,3 +341,16 @@ async def test_metrics_port_in_the_server(tmp_path):
     finally:
         stop.set()
         await asyncio.wait_for(task, 20)
+
+
+async def test_stop_does_not_wait_past_its_deadline_for_a_stuck_load(gated_manager):
+    m, gate, _ = gated_manager
+    await m.start(wait=False)
+
+    async def held():
+        return gate.running == 2
+
+    await eventually(held)
+    await asyncio.wait_for(m.stop(drain_timeout=0.2), 10)  # the held loads never finished
+    assert gate.running == 2 and not m.ready
+    gate.release.set()
