@@ -212,7 +212,7 @@ def create_app(
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
     middlewares = [_request_id, _observe, _errors]
-    if tracing.ENABLED:
+    if tracing.active():  # a tracer provider is configured (flowserve's main does it)
         middlewares.insert(1, tracing.middleware)
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))

@@ -254,7 +254,7 @@ class Batcher:
             batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
         request.timer = loop.call_at(deadline, self._expire, request)
-        if tracing.ENABLED:
+        if tracing.active():
             request.trace = tracing.capture()
             request.wait = tracing.start_span(
                 "queue_wait", request.trace, model=self._labels[0], version=self._labels[1]
@@ -346,7 +346,7 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        if tracing.ENABLED:
+        if tracing.active():
             for r in live:
                 tracing.end_span(r.wait)
                 r.wait = None

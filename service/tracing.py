@@ -8,10 +8,11 @@ executed batch, linked to every request it carries, with ``session_run`` under i
 ``session_run`` directly without batching, and ``encode`` (tensors to the response body).
 Spans carry ``flowserve.model``, ``flowserve.version`` and ``flowserve.batch_size``.
 
-Without the ``opentelemetry`` packages everything here is a no-op costing one attribute
-check. ``configure()`` installs an SDK tracer provider when the SDK is installed and the
-environment asks for an exporter (``OTEL_TRACES_EXPORTER`` = ``otlp`` or ``console``, or an
-``OTEL_EXPORTER_OTLP_*ENDPOINT``), unless ``OTEL_SDK_DISABLED=true``.
+Without the ``opentelemetry`` packages, or with them but no tracer provider configured,
+everything here is a no-op costing one check (``create_app`` adds the middleware only when
+tracing is active). ``configure()`` installs an SDK tracer provider when the SDK is installed
+and the environment asks for an exporter (``OTEL_TRACES_EXPORTER`` = ``otlp`` or ``console``,
+or an ``OTEL_EXPORTER_OTLP_*ENDPOINT``), unless ``OTEL_SDK_DISABLED=true``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ except ImportError:  # pragma: no cover - exercised where the extra is absent
 
 __all__ = [
     "ENABLED",
+    "active",
     "configure",
     "middleware",
     "phase",
@@ -54,8 +56,20 @@ _PHASE = web.RequestKey("fs_phase_span", object)
 _PHASE_CONTEXT = web.RequestKey("fs_phase_context", object)
 
 
+_TRACER = trace.get_tracer("flowserve") if ENABLED else None  # a proxy: follows the provider
+
+
 def _tracer():
-    return trace.get_tracer("flowserve")
+    return _TRACER
+
+
+def active() -> bool:
+    """Whether spans are recorded: the packages are installed and a real tracer provider is
+    set (by ``configure`` or the embedding program). Otherwise every hook here returns at
+    once, instead of paying for the API's no-op spans (tens of microseconds a request)."""
+    return ENABLED and not isinstance(
+        trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+    )
 
 
 def configure(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -105,6 +119,8 @@ def configure(environ: Mapping[str, str] = os.environ) -> str | None:
 @web.middleware
 async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The request's SERVER span, continuing the caller's trace; ends any open phase."""
+    if not active():
+        return await handler(request)
     parent = propagate.extract(request.headers)
     route = request.match_info.route.resource
     name = f"{request.method} {route.canonical if route is not None else 'unmatched'}"
@@ -140,8 +156,8 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
 
 def phase(request: web.Request, name: str | None, **attributes: object) -> None:
     """Ends the request's open phase span (parse, encode), and starts ``name`` if given."""
-    if not ENABLED:
-        return
+    if _SERVER_SPAN not in request:
+        return  # not traced
     current = request.get(_PHASE)
     if current is not None:
         current.end()
@@ -159,8 +175,8 @@ def _attrs(attributes: dict) -> dict:
 
 @contextlib.contextmanager
 def span(name: str, **attributes: object) -> Iterator[object]:
-    """A child span of the current one (no-op without OpenTelemetry)."""
-    if not ENABLED:
+    """A child span of the current one (no-op unless tracing is active)."""
+    if not active():
         yield None
         return
     with _tracer().start_as_current_span(name, attributes=_attrs(attributes)) as s:
@@ -169,12 +185,12 @@ def span(name: str, **attributes: object) -> Iterator[object]:
 
 def capture() -> object:
     """The current trace context, to parent spans created later elsewhere (a batch)."""
-    return otel_context.get_current() if ENABLED else None
+    return otel_context.get_current() if active() else None
 
 
 def start_span(name: str, context: object = None, **attributes: object) -> object:
-    """A span started now and ended with ``end_span`` (no-op without OpenTelemetry)."""
-    if not ENABLED:
+    """A span started now and ended with ``end_span`` (no-op unless tracing is active)."""
+    if not active():
         return None
     return _tracer().start_span(name, context=context, attributes=_attrs(attributes))
 
@@ -187,7 +203,7 @@ def end_span(s: object) -> None:
 def batch_span(contexts: list, **attributes: object) -> AbstractContextManager:
     """The span of one executed batch: child of its first request's trace, linked to the
     span of every request it carries. A context manager (it becomes current)."""
-    if not ENABLED:
+    if not active():
         return contextlib.nullcontext()
     links = []
     for ctx in contexts:
