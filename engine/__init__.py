@@ -12,7 +12,21 @@
 
 from __future__ import annotations
 
-from engine import dtypes, errors, layers, losses, nn, saved_model, tensor_shape, test, train
+from engine import (
+    data,
+    dtypes,
+    errors,
+    layers,
+    losses,
+    metrics,
+    nn,
+    saved_model,
+    summary,
+    tensor_shape,
+    test,
+    train,
+)
+from engine import tf_logging as logging
 from engine.config import (
     ConfigProto,
     GPUOptions,
@@ -21,6 +35,7 @@ from engine.config import (
     RunMetadata,
     RunOptions,
 )
+from engine.contrib import contrib
 from engine.dtypes import (
     DType,
     as_dtype,
@@ -161,9 +176,11 @@ from engine.ops.script import *  # noqa: F403
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
 from engine.ops.tensor_array import TensorArray
+from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
+from engine.summary.proto import Summary
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (
     AUTO_REUSE,
@@ -193,9 +210,12 @@ from engine.variables import (
     trainable_variables,
     variables_initializer,
 )
+from engine.version import __version__
 
 Variable._overload_operators()
 
-__version__ = "0.1.0"
+
 sub = subtract
 mul = multiply
+arg_max = argmax  # noqa: F405 - from engine.ops.reduction
+arg_min = argmin  # noqa: F405

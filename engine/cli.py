@@ -16,7 +16,15 @@ import sys
 
 import numpy as np
 
+import engine as tf
 from engine import errors
+from engine.saving import bundle
+from engine.saving.saved_model import (
+    VARIABLES_DIRECTORY,
+    VARIABLES_FILENAME,
+    LoadOptions,
+    read_saved_model,
+)
 
 _MAX_NPY_BYTES = 1 << 30
 
@@ -26,9 +34,6 @@ def _fmt_shape(info) -> str:
 
 
 def cmd_inspect(args) -> int:
-    from engine.saving import bundle
-    from engine.saving.saved_model import VARIABLES_DIRECTORY, VARIABLES_FILENAME, read_saved_model
-
     metas = read_saved_model(args.export_dir)
     print(f"SavedModel: {os.path.abspath(args.export_dir)}")
     for meta in metas:
@@ -81,9 +86,6 @@ def _parse_input(spec: str):
 
 
 def cmd_run(args) -> int:
-    import engine as tf
-    from engine.saving.saved_model import LoadOptions
-
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from engine.framework.graph import Tensor
+from engine.gradients import gradients
+from engine.ops import array as array_ops
+from engine.session import Session, get_default_session
 
 __all__ = ["compute_gradient", "compute_gradient_error"]
 
 
 def _session_for(graph):
-    from engine.session import Session, get_default_session
-
     sess = get_default_session()
     if sess is not None and sess.graph is graph:
         return sess, False
@@ -19,9 +20,6 @@ def _session_for(graph):
 
 
 def _jacobians(x, x_shape, x_value, y, y_shape, delta, sess, extra_feed):
-    from engine.gradients import gradients
-    from engine.ops import array as array_ops
-
     x_dtype = x.dtype.base_dtype.np
     y_dtype = y.dtype.base_dtype.np
     x_size = int(np.prod(x_shape, dtype=np.int64))

@@ -1,7 +1,9 @@
 """Reverse-mode differentiation: ``gradients(ys, xs)`` builds gradient ops in the graph.
 
 The gradient of each op is built by the function registered next to the op's definition
-(``@op(..., grad=fn)`` or ``@RegisterGradient("Type")``), called as
+(``@op(..., grad=fn)``), or under another name with ``@RegisterGradient("name")`` and chosen
+per op with ``Graph.gradient_override_map``; one registry holds both
+(``engine.framework.registry``). It is called as
 ``fn(op, *output_grads) -> [input_grad or None, ...]``. Only ops on a path from ``xs`` to
 ``ys`` are visited; gradients reaching a tensor along several paths are summed; an ``x`` that
 does not influence ``ys`` gets None. Because gradients are ordinary ops they serialize and run
@@ -16,6 +18,9 @@ from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Operation, Tensor, name_scope
+from engine.ops import array as array_ops
+from engine.ops import array_transform
+from engine.ops import math as math_ops
 
 __all__ = [
     "gradients",
@@ -24,8 +29,6 @@ __all__ = [
     "AggregationMethod",
     "hessians",
 ]
-
-_gradient_registry: dict[str, object] = {}
 
 
 class AggregationMethod:
@@ -38,7 +41,16 @@ class AggregationMethod:
 class RegisterGradient:
     """Decorator registering a gradient function under ``op_type``.
 
-    The name may be an op type or any name used with ``Graph.gradient_override_map``.
+    As in TensorFlow a name is registered once: registering a gradient for an op type that
+    already has one (every built-in differentiable op) raises KeyError. Register under a new
+    name and map op types to it with ``Graph.gradient_override_map``::
+
+        @tf.RegisterGradient("ClippedIdentity")
+        def _clipped(op, grad):
+            return [tf.clip_by_value(grad, -1.0, 1.0)]
+
+        with g.gradient_override_map({"Identity": "ClippedIdentity"}):
+            y = tf.identity(x)
     """
 
     def __init__(self, op_type: str):
@@ -47,39 +59,22 @@ class RegisterGradient:
         self._op_type = op_type
 
     def __call__(self, fn):
-        if self._op_type in _gradient_registry:
-            raise KeyError(f"Registering two gradient with name '{self._op_type}'!")
-        _gradient_registry[self._op_type] = fn
+        registry.add_gradient(self._op_type, fn)
         return fn
 
 
 def get_gradient_function(op: Operation):
     """The gradient function for ``op``, or None when the op is not differentiable.
 
-    Raises LookupError when the op type has neither a gradient nor a declaration that it has
-    none.
+    An op created inside ``Graph.gradient_override_map`` uses the gradient registered under
+    the mapped name. Raises LookupError when nothing is registered for the op.
     """
     override = op._attrs.get("_gradient_op_type")
-    if override is not None:
-        fn = _gradient_registry.get(override)
-        if fn is None:
-            d = registry.lookup(override)
-            fn = d.grad if d is not None else None
-        if fn is None:
-            raise LookupError(
-                f"No gradient defined for operation '{op.name}' (op type: "
-                f"{op.type}, overridden as {override})"
-            )
-        return fn
-    fn = _gradient_registry.get(op.type)
-    if fn is not None:
-        return fn
-    d = op._opdef
-    if d.grad is not None:
-        return d.grad
-    if not d.differentiable:
-        return None
-    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
+    name = op.type if override is None else override
+    if registry.has_gradient(name):
+        return registry.gradient(name)
+    how = "" if override is None else f", overridden as {override}"
+    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type}{how})")
 
 
 def _is_trainable(t: Tensor) -> bool:
@@ -135,14 +130,11 @@ def _aggregate(grad_list):
         return None
     if len(grads) == 1:
         return grads[0]
-    from engine.ops import math as math_ops
 
     return math_ops.add_n(grads)
 
 
 def _default_grad_y(y: Tensor, i: int) -> Tensor:
-    from engine.ops import array as array_ops
-
     with name_scope(f"grad_ys_{i}"):
         if y.shape.is_fully_defined():
             return array_ops.ones(
@@ -226,8 +218,6 @@ def gradients(
                     with name_scope(op.name + "_grad"):
                         for i, g in enumerate(out_grads):
                             if g is None and _is_trainable(op._outputs[i]):
-                                from engine.ops import array as array_ops
-
                                 out_grads[i] = array_ops.zeros_like(op._outputs[i])
                         result = grad_fn(op, *out_grads)
                     result = _as_list(result) if result is not None else [None]
@@ -265,8 +255,6 @@ def gradients(
         for x in xs:
             g = _aggregate(grads.get(x, ()))
             if g is None and unconnected_gradients == "zero":
-                from engine.ops import array as array_ops
-
                 g = array_ops.zeros_like(x if not x.dtype._is_ref else array_ops.identity(x))
             if g is not None and g.dtype.base_dtype is not x.dtype.base_dtype:
                 raise TypeError(
@@ -279,7 +267,6 @@ def gradients(
 
 def hessians(ys, xs, name="hessians", **kwargs):
     """Second derivatives of ``sum(ys)`` for each x (x flattened to a vector)."""
-    from engine.ops import array as array_ops
 
     xs = _as_list(xs)
     out = []
@@ -295,6 +282,8 @@ def hessians(ys, xs, name="hessians", **kwargs):
             rows = [gradients(flat[i], x)[0] for i in range(n)]
             rows = [array_ops.zeros_like(x) if r is None else r for r in rows]
             out.append(
-                array_ops.reshape(array_ops.stack(rows), x.shape.as_list() + x.shape.as_list())
+                array_ops.reshape(
+                    array_transform.stack(rows), x.shape.as_list() + x.shape.as_list()
+                )
             )
     return out

@@ -75,4 +75,4 @@ def _function_ops(op: Operation, seen: set[Operation]) -> Iterator[Operation]:
 
 def _writes_variables(op: Operation) -> bool:
     opdef = registry.lookup(op.type)
-    return opdef is not None and opdef.writes_variables
+    return opdef is not None and opdef.flags.writes_variables

@@ -1,5 +1,20 @@
 """The ``engine.nn`` namespace (TF1's ``tf.nn``)."""
 
+from engine import rnn_cell  # noqa: F401
 from engine.ops.array import stop_gradient  # noqa: F401
+from engine.ops.embedding import (  # noqa: F401
+    embedding_lookup,
+    log_uniform_candidate_sampler,
+    nce_loss,
+    sampled_softmax_loss,
+    uniform_candidate_sampler,
+)
 from engine.ops.math import sigmoid, tanh  # noqa: F401
 from engine.ops.nn import *  # noqa: F401,F403
+from engine.ops.nn_conv import *  # noqa: F401,F403
+from engine.rnn import (  # noqa: F401
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import re
 import threading
 
-from engine import dtypes
+from engine import dtypes, init_ops
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, _defined_at, get_default_graph
 from engine.tensor_shape import TensorShape, as_shape
+from engine.variables import Variable
 
 __all__ = [
     "AUTO_REUSE",
@@ -120,8 +123,6 @@ class VariableScope:
         return ops.get_collection(GraphKeys.LOCAL_VARIABLES, self._scope_regex())
 
     def _scope_regex(self):
-        import re
-
         return re.escape(self._name + "/") if self._name else None
 
     def get_variable(
@@ -278,7 +279,6 @@ class _VariableStore:
         validate_shape,
         constraint,
     ):
-        from engine.variables import Variable
 
         dtype = dtypes.as_dtype(dtype).base_dtype
         init_is_tensor = initializer is not None and not callable(initializer)
@@ -354,8 +354,6 @@ class _VariableStore:
 
 
 def _default_initializer(name, dtype):
-    from engine import init_ops
-
     if dtype.is_floating:
         return init_ops.GlorotUniform()
     if dtype.is_integer or dtype.is_bool:
@@ -642,7 +640,6 @@ def make_template(
     name_, func_, create_scope_now_=False, unique_name_=None, custom_getter_=None, **kwargs
 ):
     """Wraps ``func_`` so all calls share the variables made by the first call."""
-    import functools
 
     if kwargs:
         func_ = functools.partial(func_, **kwargs)

@@ -10,9 +10,13 @@ from __future__ import annotations
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor, register_tensor_conversion_function
-from engine.framework.graph import GraphKeys, Tensor, name_scope
+from engine.framework.graph import GraphKeys, Tensor, name_scope, session_for
 from engine.ops import array as array_ops
+from engine.ops import control_flow as cf
+from engine.ops import logging_ops
+from engine.ops import math as math_ops
 from engine.ops import state as state_ops
+from engine.ops._common import create
 from engine.ops.control_flow import group, no_op
 from engine.tensor_shape import as_shape, unknown_shape
 
@@ -166,7 +170,6 @@ class Variable:
 
     def initialized_value(self) -> Tensor:
         """The variable's value, running its initializer first if it has not run."""
-        from engine.ops import control_flow as cf
 
         if hasattr(cf, "cond"):
             return cf.cond(
@@ -228,7 +231,6 @@ class Variable:
         """An op setting the variable to ``value``; evaluates to the new value."""
         with name_scope(name, "Assign", [self._variable, value]) as scope:
             v = convert_to_tensor(value, dtype=self.dtype.base_dtype, name="value")
-            from engine.ops._common import create
 
             out = create(
                 "Assign",
@@ -251,9 +253,7 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Assigns ``value`` in ``session`` (default session) by feeding the initializer."""
-        from engine.session import _session_for
-
-        sess = _session_for(self._variable, session, "load")
+        sess = session_for(self._variable, session, "load")
         sess.run(self._initializer_op, {self._initial_value: value})
 
     def eval(self, session=None):
@@ -284,8 +284,6 @@ class Variable:
 
     @staticmethod
     def _overload_operators():
-        from engine.ops import math as math_ops
-
         def make(method):
             def fn(self, *args):
                 return method(self._snapshot, *args)
@@ -362,13 +360,12 @@ def is_variable_initialized(variable):
 
 
 def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    if var_list is None:
+        var_list = global_variables() + local_variables()
     return state_ops.report_uninitialized_variables(var_list, name)
 
 
 def assert_variables_initialized(var_list=None):
-    from engine.ops import logging_ops
-    from engine.ops import math as math_ops
-
     if var_list is None:
         var_list = global_variables() + local_variables()
     if not var_list:

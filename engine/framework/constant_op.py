@@ -133,7 +133,16 @@ def _const_infer(op):
     return [(op._attrs["dtype"], TensorShape(v.shape))]
 
 
-@registry.op("Const", infer=_const_infer, differentiable=False, aliases=True, hoist=True)
+@registry.op(
+    "Const",
+    infer=_const_infer,
+    attrs=(
+        registry.Attr("value", "tensor"),
+        registry.Attr("dtype", "type"),
+    ),
+    differentiable=False,
+    flags=registry.OpFlags(aliases=True, hoist=True),
+)
 def _const_kernel(xp, *, value, dtype):  # noqa: ARG001 - attrs reach a kernel by keyword, used or not
     return value if xp is np else xp.asarray(value)
 
@@ -273,8 +282,6 @@ def convert_to_tensor(
 
 
 def _autopack(value, dtype, name) -> Tensor:
-    from engine.ops import array as array_ops
-
     with name_scope(name, "packed") as scope:
         elems = []
         for v in value:
@@ -285,7 +292,9 @@ def _autopack(value, dtype, name) -> Tensor:
         first = next((e for e in elems if isinstance(e, Tensor)), None)
         target = dtype or (first.dtype.base_dtype if first is not None else None)
         elems = [convert_to_tensor(e, dtype=target) for e in elems]
-        return array_ops.stack(elems, name=scope)
+        # A Pack of the elements, as ``tf.stack`` builds it (framework code builds the op
+        # directly rather than importing the op families above it).
+        return get_default_graph()._create_op("Pack", elems, {"axis": 0}, scope).outputs[0]
 
 
 def convert_n_to_tensor(values, dtype=None, name=None, preferred_dtype=None) -> list[Tensor]:

@@ -20,7 +20,17 @@ def _arg_infer(o):
     return [(o._attrs["dtype"], shape if shape is not None else unknown_shape())]
 
 
-@registry.op("Arg", infer=_arg_infer, differentiable=False, stateful=True)
+@registry.op(
+    "Arg",
+    infer=_arg_infer,
+    attrs=(
+        registry.Attr("dtype", "type"),
+        registry.Attr("shape", "shape?"),
+        registry.Attr("index", "int"),
+    ),
+    differentiable=False,
+    flags=registry.OpFlags(stateful=True),
+)
 def _arg_kernel(xp, *, dtype, shape, index):  # noqa: ARG001 - a kernel's signature; an Arg never runs
     raise RuntimeError("Function inputs are fed by the calling op; an Arg never runs")
 

@@ -14,6 +14,8 @@ import sys
 import threading
 from collections.abc import Iterable
 
+import numpy as np
+
 from engine import dtypes as _dtypes
 from engine.framework import registry
 from engine.framework.device_spec import DeviceSpec, merge_device
@@ -184,9 +186,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Runs this tensor in ``session`` (default: the default session) and returns its value."""
-        from engine.session import _session_for
-
-        return _session_for(self, session, "eval").run(self, feed_dict)
+        return session_for(self, session, "eval").run(self, feed_dict)
 
     def _as_graph_element(self) -> Tensor:
         return self
@@ -322,9 +322,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None) -> None:
         """Runs this operation in ``session`` (default: the default session)."""
-        from engine.session import _session_for
-
-        _session_for(self, session, "run").run(self, feed_dict)
+        session_for(self, session, "run").run(self, feed_dict)
 
     def _as_graph_element(self) -> Operation:
         return self
@@ -371,7 +369,6 @@ _ATTR_SCALARS = (bool, int, float, str, bytes, _dtypes.DType, TensorShape)
 
 def _check_attr(op_name: str, key: str, value):
     """Attributes are restricted to plain, serializable kinds so every graph can be saved."""
-    import numpy as np
 
     if value is None or isinstance(value, _ATTR_SCALARS) or isinstance(value, np.ndarray):
         return value
@@ -632,7 +629,12 @@ class Graph:
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict):
-        """Uses the gradient registered for another op type for ops created inside."""
+        """Ops of the mapped types created inside use the gradient registered under the mapped
+        name (``tf.RegisterGradient`` or another op type) instead of their own."""
+        if not isinstance(op_type_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()
+        ):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
         saved = dict(self._gradient_override_map)
         self._gradient_override_map.update(op_type_map)
         try:
@@ -693,6 +695,7 @@ class Graph:
             if t._op._graph is not self:
                 inputs[i] = self._capture(t, name)
         checked = {k: _check_attr(name, k, v) for k, v in attrs.items()}
+        opdef.check_attrs(name, checked)
         control_inputs = self._control_inputs_for([t._op for t in inputs])
         op = Operation(self, name, op_type, opdef, inputs, control_inputs, checked, "")
         op._device = self._device_for(op) if self._thread.device_stack else ""
@@ -857,9 +860,9 @@ class Graph:
     # -- serialization --------------------------------------------------------------------
     def as_graph_def(self, from_version=None, add_shapes=False):  # noqa: ARG002 - TF API compatibility
         """The graph as a serializable ``GraphDef`` (see ``engine/saving/graph_def.py``)."""
-        from engine.saving.graph_def import graph_to_def
-
-        return graph_to_def(self)
+        if _graph_def_writer is None:
+            raise RuntimeError("engine.saving.graph_def is not imported")
+        return _graph_def_writer(self)
 
     # -- misc -------------------------------------------------------------------------------
     def is_feedable(self, tensor) -> bool:  # noqa: ARG002 - nothing is prevented from feeding
@@ -898,6 +901,44 @@ class _DefaultStack(threading.local):
                 self.stack.pop()
             elif obj in self.stack:
                 self.stack.remove(obj)
+
+
+_default_session_stack = _DefaultStack()
+
+# The serializer sits above the graph (engine.saving.graph_def) and installs its writer here
+# when imported, so that this module does not import upward.
+_graph_def_writer = None
+
+
+def set_graph_def_writer(writer) -> None:
+    """Installs ``writer(graph) -> GraphDef`` used by ``Graph.as_graph_def``."""
+    global _graph_def_writer
+    _graph_def_writer = writer
+
+
+def get_default_session():
+    """The innermost session entered with ``with sess:`` or ``sess.as_default()``, or None."""
+    return _default_session_stack.get_default()
+
+
+def session_for(elem, session, method: str):
+    """The session that ``Tensor.eval()`` / ``Operation.run()`` should use."""
+    kind = "evaluate tensor" if isinstance(elem, Tensor) else "execute operation"
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError(
+                f"Cannot {kind} using `{method}()`: No default session is "
+                "registered. Use `with sess.as_default()` or pass an explicit "
+                f"session to `{method}(session=sess)`"
+            )
+    if session.graph is not elem.graph:
+        what = "tensor" if isinstance(elem, Tensor) else "operation"
+        raise ValueError(
+            f"Cannot use the given session to {kind}: the {what}'s graph is "
+            "different from the session's graph."
+        )
+    return session
 
 
 class _DefaultGraphStack(_DefaultStack):

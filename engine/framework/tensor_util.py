@@ -61,7 +61,7 @@ def _value(t: Tensor, depth: int, memo: dict):
     elif (
         depth < _MAX_DEPTH
         and typ not in _NEVER_FOLD
-        and not op._opdef.stateful
+        and not op._opdef.flags.stateful
         and op._opdef.kernel is not None
         and not op._control_inputs
     ):

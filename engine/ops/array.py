@@ -1,10 +1,10 @@
 """Core array ops: placeholders, identity, shapes, reshaping, transposing, filling, one_hot.
 
-The other array families live next door and are re-exported here, so
-``from engine.ops import array as array_ops; array_ops.gather(...)`` keeps working:
-``array_transform.py`` (stack/unstack, concat/split, tile, pad, reverse, broadcast_to) and
-``slicing.py`` (slice, strided_slice and ``Tensor.__getitem__``, gather, where_indices,
-boolean_mask). Each op's registration, kernel and gradient sit side by side.
+The other array families live next door and build on this one (they are re-exported by the
+``engine`` namespace, not here): ``array_transform.py`` (stack/unstack, concat/split, tile,
+pad, reverse, broadcast_to) and ``slicing.py`` (slice, strided_slice and
+``Tensor.__getitem__``, gather, where_indices, boolean_mask). Each op's registration, kernel
+and gradient sit side by side.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops._common import (
     INDEX,
@@ -121,7 +121,16 @@ def _placeholder_infer(o):
     return [(o._attrs["dtype"], shape if shape is not None else unknown_shape())]
 
 
-@op("Placeholder", infer=_placeholder_infer, differentiable=False, stateful=True)
+@op(
+    "Placeholder",
+    infer=_placeholder_infer,
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("shape", "shape?"),
+    ),
+    differentiable=False,
+    flags=OpFlags(stateful=True),
+)
 def _placeholder(xp, *, dtype, shape):
     # Plans check feeds before running; reaching this kernel means the value was not fed.
     raise errors.InvalidArgumentError(
@@ -152,9 +161,10 @@ def _pwd_infer(o):
 @op(
     "PlaceholderWithDefault",
     infer=_pwd_infer,
-    aliases=True,
     grad=lambda o, g: [g],
     inputs=("input",),
+    attrs=(Attr("shape", "shape?"),),
+    flags=OpFlags(aliases=True),
 )
 def _placeholder_with_default(xp, x, *, shape):
     return x
@@ -167,7 +177,13 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's argu
         return create("PlaceholderWithDefault", [x], {"shape": as_shape(shape)}, scope).outputs[0]
 
 
-@op("Identity", infer=same_as_input, aliases=True, grad=lambda o, g: [g], inputs=("input",))
+@op(
+    "Identity",
+    infer=same_as_input,
+    grad=lambda o, g: [g],
+    inputs=("input",),
+    flags=OpFlags(aliases=True),
+)
 def _identity(xp, x):
     return x
 
@@ -180,7 +196,13 @@ def identity(input, name=None):  # noqa: A002
         return create("Identity", [x], {}, scope).outputs[0]
 
 
-@op("StopGradient", infer=same_as_input, aliases=True, differentiable=False, inputs=("input",))
+@op(
+    "StopGradient",
+    infer=same_as_input,
+    differentiable=False,
+    inputs=("input",),
+    flags=OpFlags(aliases=True),
+)
 def _stop_gradient(xp, x):
     return x
 
@@ -202,7 +224,13 @@ def _shape_infer(o):
     return [(o._attrs["out_type"], TensorShape([r]))]
 
 
-@op("Shape", infer=_shape_infer, differentiable=False, inputs=("input",))
+@op(
+    "Shape",
+    infer=_shape_infer,
+    differentiable=False,
+    inputs=("input",),
+    attrs=(Attr("out_type", "type"),),
+)
 def _shape_kernel(xp, x, *, out_type):
     return xp.asarray(x.shape, dtype=out_type.np)
 
@@ -219,6 +247,7 @@ def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002
     infer=lambda o: [(o._attrs["out_type"], TensorShape([]))],
     differentiable=False,
     inputs=("input",),
+    attrs=(Attr("out_type", "type"),),
 )
 def _size_kernel(xp, x, *, out_type):
     return xp.asarray(x.size, dtype=out_type.np)
@@ -291,7 +320,13 @@ def _reshape_grad(o, g):
     return [reshape(g, _shape_of(o.inputs[0])), None]
 
 
-@op("Reshape", infer=_reshape_infer, aliases=True, grad=_reshape_grad, inputs=("tensor", "shape"))
+@op(
+    "Reshape",
+    infer=_reshape_infer,
+    grad=_reshape_grad,
+    inputs=("tensor", "shape"),
+    flags=OpFlags(aliases=True),
+)
 def _reshape_kernel(xp, x, shape):
     # One copy to the host (iterating a device array copies each element on its own).
     return xp.reshape(x, list(shape.tolist()))
@@ -339,9 +374,10 @@ def _squeeze_infer(o):
 @op(
     "Squeeze",
     infer=_squeeze_infer,
-    aliases=True,
     grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0]))],
     inputs=("input",),
+    attrs=(Attr("squeeze_dims", "list(int)"),),
+    flags=OpFlags(aliases=True),
 )
 def _squeeze_kernel(xp, x, *, squeeze_dims):
     if not squeeze_dims:
@@ -391,9 +427,9 @@ def _expand_dims_infer(o):
 @op(
     "ExpandDims",
     infer=_expand_dims_infer,
-    aliases=True,
     grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0])), None],
     inputs=("input", "dim"),
+    flags=OpFlags(aliases=True),
 )
 def _expand_dims_kernel(xp, x, dim):
     if dim.size != 1:
@@ -451,7 +487,13 @@ def _transpose_grad(o, g):
     return [transpose(g, inverse), None]
 
 
-@op("Transpose", infer=_transpose_infer, aliases=True, grad=_transpose_grad, inputs=("x", "perm"))
+@op(
+    "Transpose",
+    infer=_transpose_infer,
+    grad=_transpose_grad,
+    inputs=("x", "perm"),
+    flags=OpFlags(aliases=True),
+)
 def _transpose_kernel(xp, x, perm):
     p = perm.tolist()
     n = x.ndim
@@ -714,6 +756,7 @@ def _one_hot_infer(o):
     infer=_one_hot_infer,
     differentiable=False,
     inputs=("indices", "depth", "on_value", "off_value"),
+    attrs=(Attr("axis", "int"),),
 )
 def _one_hot_kernel(xp, indices, depth, on_value, off_value, *, axis):
     d = int(depth)
@@ -777,26 +820,6 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 newaxis = None
 
-# The families split out of this module, re-exported under their old home. Imported last:
-# they build on the helpers and ops above.
-from engine.ops.array_transform import (  # noqa: E402
-    broadcast_to,
-    concat,
-    pad,
-    reverse,
-    split,
-    stack,
-    tile,
-    unstack,
-)
-from engine.ops.slicing import (  # noqa: E402
-    boolean_mask,
-    gather,
-    slice,  # noqa: A004 - TF's name
-    strided_slice,
-    where_indices,
-)
-
 __all__ = [
     "placeholder",
     "placeholder_with_default",
@@ -806,7 +829,6 @@ __all__ = [
     "size",
     "rank",
     "reshape",
-    "stack",
     "fill",
     "zeros",
     "ones",
@@ -816,19 +838,7 @@ __all__ = [
     "squeeze",
     "expand_dims",
     "transpose",
-    "concat",
-    "unstack",
-    "split",
-    "tile",
-    "slice",
-    "strided_slice",
-    "gather",
     "one_hot",
-    "pad",
-    "where_indices",
-    "boolean_mask",
-    "reverse",
-    "broadcast_to",
     "newaxis",
     "invert_permutation",
 ]

@@ -14,8 +14,9 @@ import numpy as np
 from engine import dtypes
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
+from engine.ops import math as math_ops
 from engine.ops._common import INDEX, base, check_dtype, check_same_dtype, create
 from engine.ops.array import (
     _const_ints,
@@ -80,6 +81,7 @@ def _pack_infer(o):
     "Pack",
     infer=_pack_infer,
     inputs=("values*",),
+    attrs=(Attr("axis", "int"),),
     grad=lambda o, g: unstack(g, num=len(o.inputs), axis=o.get_attr("axis")),
 )
 def _pack_kernel(xp, *values, axis):
@@ -165,8 +167,6 @@ def _concat_grad(o, g):
         sizes = [shape(t)[axis_t] for t in values]
         split_dim = axis_t
         if base(axis_t) is not dtypes.int32:
-            from engine.ops import math as math_ops
-
             split_dim = math_ops.cast(axis_t, dtypes.int32)
     if all(isinstance(s, int) for s in sizes):
         sizes = np.array(sizes, dtype=np.int32)
@@ -245,7 +245,17 @@ def _unpack_grad(o, *grads):
     return [stack(list(grads), axis=o.get_attr("axis"))]
 
 
-@op("Unpack", infer=_unpack_infer, aliases=True, grad=_unpack_grad, inputs=("value",))
+@op(
+    "Unpack",
+    infer=_unpack_infer,
+    grad=_unpack_grad,
+    inputs=("value",),
+    attrs=(
+        Attr("num", "int"),
+        Attr("axis", "int"),
+    ),
+    flags=OpFlags(aliases=True),
+)
 def _unpack_kernel(xp, x, *, num, axis):
     if not -x.ndim <= axis < x.ndim:
         raise _invalid(f"axis = {axis} not in [{-x.ndim}, {x.ndim})")
@@ -319,7 +329,14 @@ def _split_grad(o, *grads):
     return [None, concat(list(grads), o.inputs[0])]
 
 
-@op("Split", infer=_split_infer, aliases=True, grad=_split_grad, inputs=("split_dim", "value"))
+@op(
+    "Split",
+    infer=_split_infer,
+    grad=_split_grad,
+    inputs=("split_dim", "value"),
+    attrs=(Attr("num_split", "int"),),
+    flags=OpFlags(aliases=True),
+)
 def _split_kernel(xp, axis, x, *, num_split):
     a = int(axis)
     if not -x.ndim <= a < x.ndim:
@@ -378,9 +395,10 @@ def _split_v_grad(o, *grads):
 @op(
     "SplitV",
     infer=_split_v_infer,
-    aliases=True,
     grad=_split_v_grad,
     inputs=("value", "size_splits", "split_dim"),
+    attrs=(Attr("num_split", "int"),),
+    flags=OpFlags(aliases=True),
 )
 def _split_v_kernel(xp, x, size_splits, axis, *, num_split):
     a = int(axis)
@@ -591,7 +609,13 @@ def _mirror_pad_grad(o, g):
     return [_mirror_pad_grad_op(g, o.inputs[1], o.get_attr("mode")), None]
 
 
-@op("MirrorPad", infer=_pad_infer, grad=_mirror_pad_grad, inputs=("input", "paddings"))
+@op(
+    "MirrorPad",
+    infer=_pad_infer,
+    grad=_mirror_pad_grad,
+    inputs=("input", "paddings"),
+    attrs=(Attr("mode", "string"),),
+)
 def _mirror_pad_kernel(xp, x, paddings, *, mode):
     pads = _check_paddings(x, paddings)
     for (a, b), d in zip(pads, x.shape):
@@ -611,6 +635,7 @@ def _mirror_pad_kernel(xp, x, paddings, *, mode):
     infer=lambda o: _pad_infer(o, sign=-1),
     grad=lambda o, g: [pad(g, o.inputs[1], mode=o.get_attr("mode")), None],
     inputs=("input", "paddings"),
+    attrs=(Attr("mode", "string"),),
 )
 def _mirror_pad_grad_kernel(xp, g, paddings, *, mode):
     # Each padded strip mirrors a strip of the input (REFLECT skips the edge element, so its
@@ -701,9 +726,9 @@ def _check_reverse_axes(axes, rank, err) -> list:
 @op(
     "ReverseV2",
     infer=_reverse_infer,
-    aliases=True,
     grad=lambda o, g: [reverse(g, o.inputs[1]), None],
     inputs=("tensor", "axis"),
+    flags=OpFlags(aliases=True),
 )
 def _reverse_kernel(xp, x, axis):
     axes = _check_reverse_axes(axis.tolist(), x.ndim, _invalid)

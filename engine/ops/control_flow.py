@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import builtins
 
-from engine.framework.constant_op import convert_to_tensor
+from engine import dtypes
+from engine import dtypes as _dt
+from engine.framework.constant_op import constant, convert_to_tensor
+from engine.framework.func_graph import FuncGraph, copy_function_ops
 from engine.framework.graph import (
     Operation,
     Tensor,
@@ -12,8 +15,14 @@ from engine.framework.graph import (
     get_default_graph,
     name_scope,
 )
-from engine.framework.registry import op
+from engine.framework.registry import Attr, OpFlags, op
+from engine.gradients import gradients
+from engine.ops import array as array_ops
+from engine.ops import math as math_ops
 from engine.ops._common import create
+from engine.ops.tensor_array import TensorArray
+from engine.tensor_shape import as_shape
+from engine.util import nest
 
 
 @op("NoOp", infer=lambda o: [], differentiable=False)
@@ -55,7 +64,6 @@ def group(*inputs, name=None) -> Operation:
 
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
     """Identities of ``tensors`` that are each available only when all of them are."""
-    from engine.ops import array as array_ops
 
     with name_scope(name, "tuple", [t for t in tensors if t is not None]) as scope:
         ts = [
@@ -79,7 +87,6 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
 
 def with_dependencies(dependencies, output_tensor, name=None):
     """``output_tensor``'s value, produced only after ``dependencies`` have run."""
-    from engine.ops import array as array_ops
 
     with name_scope(name, "control_dependency", list(dependencies) + [output_tensor]) as scope:
         with control_dependencies(dependencies):
@@ -137,7 +144,6 @@ def _control_captures(graphs, outer):
 
 def _as_output(value, graph, what):
     """A function's returned value as an output tensor of ``graph`` (refs become values)."""
-    from engine.ops import array as array_ops
 
     t = convert_to_tensor(value)
     if t.dtype._is_ref or t.graph is not graph:
@@ -146,8 +152,6 @@ def _as_output(value, graph, what):
 
 
 def _build_branch(fn, outer, name):
-    from engine.framework.func_graph import FuncGraph
-
     fg = FuncGraph(name, outer)
     with fg.as_default():
         result = fn()
@@ -163,20 +167,15 @@ def _if_infer(o):
 
 
 def _if_bind(o, ctx):
-    session = ctx.session
     inner = ctx.input_devices[1:] if ctx.input_devices is not None else None
     return {
-        "then_fn": session._compile_function(o._attrs["then_branch"], ctx.device, inner),
-        "else_fn": session._compile_function(o._attrs["else_branch"], ctx.device, inner),
+        "then_fn": ctx.compile_function(o._attrs["then_branch"], inner),
+        "else_fn": ctx.compile_function(o._attrs["else_branch"], inner),
         "n_out": len(o._outputs),
     }
 
 
 def _if_grad(o, *grads):
-    from engine.framework.func_graph import FuncGraph, copy_function_ops
-    from engine.gradients import gradients
-    from engine.ops import array as array_ops
-
     then_g, else_g = o.get_attr("then_branch"), o.get_attr("else_branch")
     inputs = list(o.inputs[1:])
     trainable = [i for i, t in enumerate(inputs) if _is_float(t)]
@@ -222,12 +221,14 @@ def _if_grad(o, *grads):
 @op(
     "If",
     infer=_if_infer,
-    stateful=True,
-    aliases=True,
     bind=_if_bind,
-    ref_inputs="all",
     grad=_if_grad,
     inputs=("cond", "input*"),
+    attrs=(
+        Attr("then_branch", "func"),
+        Attr("else_branch", "func"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, ref_inputs="all"),
 )
 def _if_kernel(xp, pred, *args, then_branch, else_branch, then_fn, else_fn, n_out):
     outs = (then_fn if pred else else_fn)(*args)
@@ -243,7 +244,6 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     functions run whenever the cond runs, as in TF1. Both functions must return the same
     structure of tensors with matching dtypes.
     """
-    from engine.util import nest
 
     true_fn = true_fn if true_fn is not None else fn1
     false_fn = false_fn if false_fn is not None else fn2
@@ -340,27 +340,20 @@ def _while_infer(o):
     body = o._attrs["body"]
     n = o._attrs["num_loop_vars"]
     specs = [(t.dtype.base_dtype, t.shape) for t in body.inputs[:n]]
-    from engine import dtypes as _dt
 
     return specs + [(_dt.variant, ())]
 
 
 def _while_bind(o, ctx):
-    session = ctx.session
     inner = ctx.input_devices
     return {
-        "cond_fn": session._compile_function(o._attrs["cond"], ctx.device, inner),
-        "body_fn": session._compile_function(o._attrs["body"], ctx.device, inner),
+        "cond_fn": ctx.compile_function(o._attrs["cond"], inner),
+        "body_fn": ctx.compile_function(o._attrs["body"], inner),
         "record": bool(ctx.outputs_used[-1]),
     }
 
 
 def _while_grad(o, *grads):
-    from engine.framework.func_graph import FuncGraph, copy_function_ops
-    from engine.gradients import gradients
-    from engine.ops import array as array_ops
-    from engine.ops import math as math_ops
-
     body = o.get_attr("body")
     n = o.get_attr("num_loop_vars")
     loop_inputs = list(o.inputs[:n])
@@ -416,7 +409,7 @@ def _while_grad_infer(o):
 
 def _while_grad_bind(o, ctx):
     return {
-        "grad_fn": ctx.session._compile_function(o._attrs["grad_body"], ctx.device),
+        "grad_fn": ctx.compile_function(o._attrs["grad_body"]),
         "n_out": len(o._outputs),
     }
 
@@ -424,12 +417,15 @@ def _while_grad_bind(o, ctx):
 @op(
     "WhileGrad",
     infer=_while_grad_infer,
-    stateful=True,
-    aliases=True,
     bind=_while_grad_bind,
-    ref_inputs="all",
     differentiable=False,
     inputs=("record", "input*"),
+    attrs=(
+        Attr("grad_body", "func"),
+        Attr("num_dv", "int"),
+        Attr("num_acc", "int"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, ref_inputs="all"),
 )
 def _while_grad_kernel(xp, record, *args, grad_body, num_dv, num_acc, grad_fn, n_out):
     if record is None:
@@ -447,12 +443,16 @@ def _while_grad_kernel(xp, record, *args, grad_body, num_dv, num_acc, grad_fn, n
 @op(
     "While",
     infer=_while_infer,
-    stateful=True,
-    aliases=True,
     bind=_while_bind,
-    ref_inputs="all",
     grad=_while_grad,
     inputs=("input*",),
+    attrs=(
+        Attr("cond", "func"),
+        Attr("body", "func"),
+        Attr("num_loop_vars", "int"),
+        Attr("parallel_iterations", "int"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, ref_inputs="all"),
 )
 def _while_kernel(
     xp, *args, cond, body, num_loop_vars, parallel_iterations, cond_fn, body_fn, record
@@ -485,12 +485,6 @@ def while_loop(
     shape changes across iterations needs a less specific ``shape_invariants`` entry; without
     one, building the loop raises ValueError. The loop runs with no ops created per iteration.
     """
-    from engine import dtypes
-    from engine.framework.func_graph import FuncGraph
-    from engine.ops import math as math_ops
-    from engine.ops.tensor_array import TensorArray
-    from engine.tensor_shape import as_shape
-    from engine.util import nest
 
     if not callable(cond):
         raise TypeError("'cond' must be callable.")
@@ -514,8 +508,6 @@ def while_loop(
             else:
                 t = convert_to_tensor(v)
                 if t.dtype._is_ref:
-                    from engine.ops import array as array_ops
-
                     t = array_ops.identity(t)
                 tensors.append(t)
         if shape_invariants is None:
@@ -550,7 +542,6 @@ def while_loop(
                     f"maximum_iterations must be an int32 or int64 scalar, got "
                     f"{max_iter.dtype.name}"
                 )
-            from engine.framework.constant_op import constant
 
             counter = constant(0, dtype=max_iter.dtype.base_dtype, name="iteration_counter")
         outer = get_default_graph()

@@ -10,8 +10,9 @@ from __future__ import annotations
 from engine import dtypes
 from engine.framework.constant_op import constant
 from engine.framework.graph import Tensor
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
+from engine.ops import array as array_ops
 from engine.ops._common import INDEX, NUMERIC, check_dtype, create
 
 __all__ = ["unbroadcast", "sum_to_shape"]
@@ -35,17 +36,18 @@ def _sum_to_shape_infer(o):
 
 
 def _sum_to_shape_grad(o, dy):
-    from engine.ops import array as array_ops
+    # array_transform builds on this module (its gradients unbroadcast).
+    from engine.ops import array_transform  # noqa: PLC0415
 
-    return [array_ops.broadcast_to(dy, array_ops.shape(o.inputs[0])), None]
+    return [array_transform.broadcast_to(dy, array_ops.shape(o.inputs[0])), None]
 
 
 @op(
     "SumToShape",
     infer=_sum_to_shape_infer,
-    aliases=True,
     grad=_sum_to_shape_grad,
     inputs=("grad", "shape"),
+    flags=OpFlags(aliases=True),
 )
 def _sum_to_shape_kernel(xp, g, shape):
     target = tuple(shape.tolist())  # one copy to the host, not one per element
@@ -77,6 +79,5 @@ def unbroadcast(grad: Tensor | None, x: Tensor) -> Tensor | None:
         return grad
     if xs.is_fully_defined():
         return sum_to_shape(grad, xs.as_list())
-    from engine.ops import array as array_ops
 
     return sum_to_shape(grad, array_ops.shape(x))

@@ -9,8 +9,8 @@ from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
+from engine.ops import array_transform, reduction, slicing
 from engine.ops import math as math_ops
-from engine.ops import reduction
 
 __all__ = ["tensordot"]
 
@@ -40,7 +40,7 @@ def tensordot(a, b, axes, name=None) -> Tensor:
         a_free_dims = convert_to_tensor(a_free_dims, dtype=dtypes.int32)
         b_free_dims = convert_to_tensor(b_free_dims, dtype=dtypes.int32)
         out = array_ops.reshape(
-            product, array_ops.concat([a_free_dims, b_free_dims], 0), name=scope
+            product, array_transform.concat([a_free_dims, b_free_dims], 0), name=scope
         )
         if a_free_static is not None and b_free_static is not None:
             out.set_shape(a_free_static + b_free_static)
@@ -133,16 +133,16 @@ def _to_matrix(a, axes, free=None, flipped=False):
             free = _complement(array_ops.range(0, rank_a), axes)
         elif not isinstance(axes, Tensor):
             axes = convert_to_tensor(axes, dtype=dtypes.int32, name="axes")
-    free_dims = array_ops.gather(shape_a, free)
-    axes_dims = array_ops.gather(shape_a, axes)
+    free_dims = slicing.gather(shape_a, free)
+    axes_dims = slicing.gather(shape_a, axes)
     prod_free = reduction.reduce_prod(free_dims)
     prod_axes = reduction.reduce_prod(axes_dims)
     if flipped:
-        perm = array_ops.concat([axes, free], 0)
-        new_shape = array_ops.stack([prod_axes, prod_free])
+        perm = array_transform.concat([axes, free], 0)
+        new_shape = array_transform.stack([prod_axes, prod_free])
     else:
-        perm = array_ops.concat([free, axes], 0)
-        new_shape = array_ops.stack([prod_free, prod_axes])
+        perm = array_transform.concat([free, axes], 0)
+        new_shape = array_transform.stack([prod_free, prod_axes])
     matrix = array_ops.reshape(array_ops.transpose(a, perm), new_shape)
     return matrix, free_dims, free_dims_static
 

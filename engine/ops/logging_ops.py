@@ -17,7 +17,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Operation, Tensor, name_scope
-from engine.framework.registry import op
+from engine.framework.registry import Attr, OpFlags, op
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
 from engine.ops import control_flow, reduction
@@ -182,12 +182,15 @@ def _print_grad(o, g):
 @op(
     "Print",
     infer=_print_infer,
-    stateful=True,
-    aliases=True,
     bind=_print_bind,
     grad=_print_grad,
     inputs=("input", "data*"),
-    device_types=("CPU",),
+    attrs=(
+        Attr("message", "string"),
+        Attr("first_n", "int"),
+        Attr("summarize", "int"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True, device_types=("CPU",)),
 )
 def _print_kernel(xp, x, *data, message, first_n, summarize, counter):
     if first_n >= 0:
@@ -239,10 +242,10 @@ def _assert_infer(o):
 @op(
     "Assert",
     infer=_assert_infer,
-    stateful=True,
     differentiable=False,
     inputs=("condition", "data*"),
-    device_types=("CPU",),
+    attrs=(Attr("summarize", "int"),),
+    flags=OpFlags(stateful=True, device_types=("CPU",)),
 )
 def _assert_kernel(xp, cond, *data, summarize):
     if cond.ndim > 1 or cond.size != 1:

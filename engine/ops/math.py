@@ -4,14 +4,12 @@ operator overloads (``+ - * / // % ** @``, unary ``-``, ``abs``, ``< <= > >=``, 
 
 from __future__ import annotations
 
-import numpy as np
-
-from engine import dtypes
+from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
+from engine.ops import array as array_ops
 from engine.ops._common import (
-    ALL,
     BOOL,
     EQUALITY,
     FLOATS,
@@ -36,8 +34,6 @@ from engine.tensor_shape import TensorShape, unknown_shape
 
 def _check_int_divisor(x, y):
     if x.dtype.kind in "iu" and not y.all():
-        from engine import errors
-
         raise errors.InvalidArgumentError(None, None, "Integer division by zero")
 
 
@@ -54,8 +50,6 @@ def _safe_mod(xp, x, y):
 
 def _int_pow(xp, x, y):
     if x.dtype.kind in "iu" and (y < 0).any():
-        from engine import errors
-
         raise errors.InvalidArgumentError(
             None, None, "Integers to negative integer powers are not allowed"
         )
@@ -134,8 +128,6 @@ def _sqdiff_grad(o, g):
 
 
 def _zeros_like_rt(t):
-    from engine.ops import array as array_ops
-
     return array_ops.zeros_like(t)
 
 
@@ -520,7 +512,17 @@ def _cast_grad(o, g):
     return [None]
 
 
-@op("Cast", infer=_cast_infer, aliases=True, grad=_cast_grad, inputs=("x",))
+@op(
+    "Cast",
+    infer=_cast_infer,
+    grad=_cast_grad,
+    inputs=("x",),
+    attrs=(
+        Attr("DstT", "type"),
+        Attr("Truncate", "bool", default=False),
+    ),
+    flags=OpFlags(aliases=True),
+)
 def _cast_kernel(xp, x, *, DstT, Truncate=False):  # noqa: N803 - TF's attr names
     if x.dtype == DstT.np:
         return x
@@ -621,9 +623,10 @@ def where(condition, x=None, y=None, name=None):
     ``condition`` may also be a vector selecting whole rows (TF1 semantics).
     """
     if x is None and y is None:
-        from engine.ops import array as array_ops
+        # slicing builds on this module (it casts indices).
+        from engine.ops import slicing  # noqa: PLC0415
 
-        return array_ops.where_indices(condition, name=name)
+        return slicing.where_indices(condition, name=name)
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     with name_scope(name, "Select", [condition, x, y]) as scope:
@@ -635,9 +638,10 @@ def where(condition, x=None, y=None, name=None):
 def where_v2(condition, x=None, y=None, name=None):
     """Elementwise select with full broadcasting of condition, x and y."""
     if x is None and y is None:
-        from engine.ops import array as array_ops
+        # slicing builds on this module (it casts indices).
+        from engine.ops import slicing  # noqa: PLC0415
 
-        return array_ops.where_indices(condition, name=name)
+        return slicing.where_indices(condition, name=name)
     with name_scope(name, "SelectV2", [condition, x, y]) as scope:
         c = convert_to_tensor(condition, name="condition")
         x, y = _convert_pair(x, y)
@@ -676,8 +680,6 @@ def add_n(inputs, name=None):
     with name_scope(name, "AddN", list(inputs)) as scope:
         ts = [convert_to_tensor(x) for x in inputs]
         if len(ts) == 1:
-            from engine.ops import array as array_ops
-
             return array_ops.identity(ts[0], name=scope)
         return create("AddN", ts, {}, scope).outputs[0]
 
@@ -774,11 +776,18 @@ def _matmul_grad(o, g):
     ]
 
 
-@op("MatMul", infer=_matmul_infer, grad=_matmul_grad, inputs=("a", "b"))
+@op(
+    "MatMul",
+    infer=_matmul_infer,
+    grad=_matmul_grad,
+    inputs=("a", "b"),
+    attrs=(
+        Attr("transpose_a", "bool"),
+        Attr("transpose_b", "bool"),
+    ),
+)
 def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
     if a.ndim != 2 or b.ndim != 2:
-        from engine import errors
-
         raise errors.InvalidArgumentError(
             None,
             None,
@@ -830,7 +839,16 @@ def _batch_matmul_grad(o, g):
     return [_ub(gx, x), _ub(gy, y)]
 
 
-@op("BatchMatMulV2", infer=_batch_matmul_infer, grad=_batch_matmul_grad, inputs=("x", "y"))
+@op(
+    "BatchMatMulV2",
+    infer=_batch_matmul_infer,
+    grad=_batch_matmul_grad,
+    inputs=("x", "y"),
+    attrs=(
+        Attr("adj_x", "bool"),
+        Attr("adj_y", "bool"),
+    ),
+)
 def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
     if adj_x:
         a = xp.swapaxes(a, -1, -2)
@@ -936,4 +954,3 @@ for _k, _fn in OVERLOADS.items():
     Tensor._override_operator(_k, _fn)
 
 # Silence "imported but unused" for names re-exported to engine's namespace.
-_ = (ALL, np)

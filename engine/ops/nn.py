@@ -12,12 +12,12 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, control_dependencies, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops import array as array_ops
+from engine.ops import array_transform, logging_ops, reduction, slicing
 from engine.ops import math as math_ops
 from engine.ops import random as random_ops
-from engine.ops import reduction
 from engine.ops._common import (
     FLOATS,
     INDEX,
@@ -131,7 +131,13 @@ def _leaky_relu_grad(o, g):
     return [_grad_op("LeakyReluGrad", g, o.inputs[0], {"alpha": o.get_attr("alpha")})]
 
 
-@op("LeakyRelu", infer=unary(FLOATS), inputs=("features",), grad=_leaky_relu_grad)
+@op(
+    "LeakyRelu",
+    infer=unary(FLOATS),
+    inputs=("features",),
+    attrs=(Attr("alpha", "float"),),
+    grad=_leaky_relu_grad,
+)
 def _leaky_relu(xp, x, *, alpha):
     return xp.where(x > 0, x, x * x.dtype.type(alpha))
 
@@ -140,6 +146,7 @@ def _leaky_relu(xp, x, *, alpha):
     "LeakyReluGrad",
     infer=binary(FLOATS),
     inputs=("gradients", "features"),
+    attrs=(Attr("alpha", "float"),),
     grad=lambda o, g: [
         _grad_op("LeakyReluGrad", g, o.inputs[1], {"alpha": o.get_attr("alpha")}),
         _zeros(o.inputs[1]),
@@ -588,7 +595,7 @@ def _flatten_outer_dims(t: Tensor) -> Tensor:
     else:
         last = array_ops.shape(t)[-1]
     out = array_ops.reshape(
-        t, array_ops.stack([-1, last]) if isinstance(last, Tensor) else [-1, last]
+        t, array_transform.stack([-1, last]) if isinstance(last, Tensor) else [-1, last]
     )
     if s.rank is not None:
         rows = s[:-1].num_elements()
@@ -600,7 +607,9 @@ def _move_axis_to_end(t: Tensor, axis: int, rank) -> Tensor:
     if isinstance(rank, int):
         perm = [i for i in range(rank) if i != axis] + [axis]
         return array_ops.transpose(t, perm)
-    perm = array_ops.concat([array_ops.range(0, axis), array_ops.range(axis + 1, rank), [axis]], 0)
+    perm = array_transform.concat(
+        [array_ops.range(0, axis), array_ops.range(axis + 1, rank), [axis]], 0
+    )
     return array_ops.transpose(t, perm)
 
 
@@ -732,8 +741,6 @@ def sparse_softmax_cross_entropy_with_logits(
             return _half_back(cost, half)
         checks = []
         if not static:
-            from engine.ops import logging_ops
-
             checks.append(
                 logging_ops.assert_equal(array_ops.shape(labels), array_ops.shape(logits)[:-1])
             )
@@ -814,7 +821,13 @@ def _bias_add_grad(o, g):
     return [g, create("BiasAddGrad", [g], {"data_format": fmt}, None).outputs[0]]
 
 
-@op("BiasAdd", infer=_bias_add_infer, inputs=("value", "bias"), grad=_float_only(_bias_add_grad))
+@op(
+    "BiasAdd",
+    infer=_bias_add_infer,
+    inputs=("value", "bias"),
+    attrs=(Attr("data_format", "string"),),
+    grad=_float_only(_bias_add_grad),
+)
 def _bias_add_kernel(xp, x, b, *, data_format):
     if x.ndim < 2:
         raise errors.InvalidArgumentError(
@@ -856,7 +869,13 @@ def _bias_add_grad_grad(o, g):
     ]
 
 
-@op("BiasAddGrad", infer=_bias_add_grad_infer, inputs=("out_backprop",), grad=_bias_add_grad_grad)
+@op(
+    "BiasAddGrad",
+    infer=_bias_add_grad_infer,
+    inputs=("out_backprop",),
+    attrs=(Attr("data_format", "string"),),
+    grad=_bias_add_grad_grad,
+)
 def _bias_add_grad_kernel(xp, dy, *, data_format):
     """The sum of ``dy`` over every axis but the channel axis."""
     channel = _channel_axis(data_format, dy.ndim)
@@ -921,7 +940,13 @@ def _top_k_grad(o, g, _):
     return [create("TopKV2Grad", [g, o.outputs[1], shape], {}, None).outputs[0], None]
 
 
-@op("TopKV2", infer=_top_k_infer, inputs=("input", "k"), grad=_float_only(_top_k_grad))
+@op(
+    "TopKV2",
+    infer=_top_k_infer,
+    inputs=("input", "k"),
+    attrs=(Attr("sorted", "bool"),),
+    grad=_float_only(_top_k_grad),
+)
 def _top_k_kernel(xp, x, k, *, sorted):  # noqa: A002 - TF's attr name
     k = int(k)
     if x.ndim < 1:
@@ -955,10 +980,10 @@ def _gather_last_axis(params: Tensor, indices: Tensor) -> Tensor:
     from a flat gather as TF's TopK gradient composes its scatter."""
     shape_p = array_ops.shape(params)
     n = shape_p[-1]
-    flat_ind = array_ops.reshape(indices, array_ops.stack([-1, array_ops.shape(indices)[-1]]))
+    flat_ind = array_ops.reshape(indices, array_transform.stack([-1, array_ops.shape(indices)[-1]]))
     rows = array_ops.shape(flat_ind)[0]
     offsets = array_ops.reshape(array_ops.range(0, rows * n, n), [-1, 1])
-    taken = array_ops.gather(
+    taken = slicing.gather(
         array_ops.reshape(params, [-1]), array_ops.reshape(flat_ind + offsets, [-1])
     )
     return array_ops.reshape(taken, array_ops.shape(indices))

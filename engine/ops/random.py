@@ -12,8 +12,9 @@ import numpy as np
 from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import get_default_graph, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
+from engine.ops import math as math_ops
 from engine.ops._common import FLOATS, INDEX, create
 
 DEFAULT_GRAPH_SEED = 87654321
@@ -55,7 +56,7 @@ def _random_infer(o):
 
 
 def _rng_bind(o, ctx):
-    return {"rng": ctx.session._rng_for(o, (o._attrs["seed"], o._attrs["seed2"]))}
+    return {"rng": ctx.rng(o._attrs["seed"], o._attrs["seed2"])}
 
 
 def _dims(shape):
@@ -72,10 +73,15 @@ def _draw(xp, values, dtype):
 @op(
     "RandomStandardNormal",
     infer=_random_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.standard_normal(_dims(shape)), dtype)
@@ -84,10 +90,15 @@ def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
 @op(
     "RandomUniform",
     infer=_random_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _uniform(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.random(_dims(shape)), dtype)
@@ -96,10 +107,15 @@ def _uniform(xp, shape, *, dtype, seed, seed2, rng):
 @op(
     "TruncatedNormal",
     infer=_random_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _truncated_normal(xp, shape, *, dtype, seed, seed2, rng):
     dims = _dims(shape)
@@ -122,10 +138,14 @@ def _uniform_int_infer(o):
 @op(
     "RandomUniformInt",
     infer=_uniform_int_infer,
-    stateful=True,
     bind=_rng_bind,
     differentiable=False,
     inputs=("shape", "minval", "maxval"),
+    attrs=(
+        Attr("seed", "int?"),
+        Attr("seed2", "int?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _uniform_int(xp, shape, lo, hi, *, seed, seed2, rng):
     if not lo < hi:
@@ -153,7 +173,6 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
         rnd = create(
             "RandomStandardNormal", [s], {"dtype": dtype, **_seed_attrs(seed)}, None
         ).outputs[0]
-        from engine.ops import math as math_ops
 
         return math_ops.add(math_ops.multiply(rnd, sd, name="mul"), m, name=scope)
 
@@ -166,7 +185,6 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
         m = convert_to_tensor(mean, dtype=dtype, name="mean")
         sd = convert_to_tensor(stddev, dtype=dtype, name="stddev")
         rnd = create("TruncatedNormal", [s], {"dtype": dtype, **_seed_attrs(seed)}, None).outputs[0]
-        from engine.ops import math as math_ops
 
         return math_ops.add(math_ops.multiply(rnd, sd, name="mul"), m, name=scope)
 
@@ -185,7 +203,6 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         lo = convert_to_tensor(minval, dtype=dtype, name="min")
         hi = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
         rnd = create("RandomUniform", [s], {"dtype": dtype, **_seed_attrs(seed)}, None).outputs[0]
-        from engine.ops import math as math_ops
 
         rng = math_ops.subtract(hi, lo, name="sub")
         return math_ops.add(math_ops.multiply(rnd, rng, name="mul"), lo, name=scope)

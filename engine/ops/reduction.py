@@ -12,9 +12,10 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
+from engine.ops import array_transform, slicing
 from engine.ops import math as math_ops
 from engine.ops._common import BOOL, INDEX, NUMERIC, check_dtype, create
 from engine.tensor_shape import TensorShape, unknown_shape
@@ -246,7 +247,7 @@ def _broadcast_back(o, dy: Tensor) -> Tensor:
     target = _input_shape(x)
     if isinstance(target, list) and dy.shape.is_fully_defined() and dy.shape.as_list() == target:
         return dy
-    return array_ops.broadcast_to(dy, target)
+    return array_transform.broadcast_to(dy, target)
 
 
 def _sum_grad(o, dy):
@@ -304,10 +305,10 @@ def _prod_grad(o, dy):
     else:
         idx = array_ops.range(0, array_ops.rank(x))
         mask = _reduced_mask(o)
-        perm = array_ops.concat(
+        perm = array_transform.concat(
             [
-                array_ops.boolean_mask(idx, mask),
-                array_ops.boolean_mask(idx, math_ops.logical_not(mask)),
+                slicing.boolean_mask(idx, mask),
+                slicing.boolean_mask(idx, math_ops.logical_not(mask)),
             ],
             0,
         )
@@ -318,7 +319,7 @@ def _prod_grad(o, dy):
         flat_shape = [reduced_num, x.shape.num_elements() // max(reduced_num, 1)]
     else:
         mask, shape_x = _reduced_mask(o), array_ops.shape(x)
-        flat_shape = array_ops.stack(
+        flat_shape = array_transform.stack(
             [
                 reduce_prod(math_ops.where_v2(mask, shape_x, 1)),
                 reduce_prod(math_ops.where_v2(mask, 1, shape_x)),
@@ -352,6 +353,7 @@ for _name, _allowed, _kernel, _grad in _REDUCTIONS:
         grad=_grad,
         differentiable=_grad is not None,
         inputs=("input", "reduction_indices"),
+        attrs=(Attr("keep_dims", "bool"),),
     )(_kernel)
 
 
@@ -548,12 +550,20 @@ def _arg_kernel(fn_name, nan_fill):
     return kernel
 
 
-op("ArgMax", infer=_arg_infer, differentiable=False, inputs=("input", "dimension"))(
-    _arg_kernel("argmax", -np.inf)
-)
-op("ArgMin", infer=_arg_infer, differentiable=False, inputs=("input", "dimension"))(
-    _arg_kernel("argmin", np.inf)
-)
+op(
+    "ArgMax",
+    infer=_arg_infer,
+    differentiable=False,
+    inputs=("input", "dimension"),
+    attrs=(Attr("output_type", "type"),),
+)(_arg_kernel("argmax", -np.inf))
+op(
+    "ArgMin",
+    infer=_arg_infer,
+    differentiable=False,
+    inputs=("input", "dimension"),
+    attrs=(Attr("output_type", "type"),),
+)(_arg_kernel("argmin", np.inf))
 
 
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
@@ -654,10 +664,26 @@ def _cumprod_grad(o, dy):
     ]
 
 
-op("Cumsum", infer=_scan_infer, grad=_cumsum_grad, inputs=("x", "axis"))(_scan_kernel("cumsum", 0))
-op("Cumprod", infer=_scan_infer, grad=_cumprod_grad, inputs=("x", "axis"))(
-    _scan_kernel("cumprod", 1)
-)
+op(
+    "Cumsum",
+    infer=_scan_infer,
+    grad=_cumsum_grad,
+    inputs=("x", "axis"),
+    attrs=(
+        Attr("exclusive", "bool"),
+        Attr("reverse", "bool"),
+    ),
+)(_scan_kernel("cumsum", 0))
+op(
+    "Cumprod",
+    infer=_scan_infer,
+    grad=_cumprod_grad,
+    inputs=("x", "axis"),
+    attrs=(
+        Attr("exclusive", "bool"),
+        Attr("reverse", "bool"),
+    ),
+)(_scan_kernel("cumprod", 1))
 
 
 def _scan(op_type, x, axis, exclusive, reverse, name):

@@ -17,7 +17,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Operation, Tensor, get_default_graph, name_scope
-from engine.framework.registry import op
+from engine.framework.registry import Attr, OpFlags, op
 from engine.ops._common import create
 from engine.tensor_shape import unknown_shape
 
@@ -137,13 +137,11 @@ for _type, _stateful in (("PyFunc", True), ("PyFuncStateless", False)):
     op(
         _type,
         infer=_py_func_infer,
-        stateful=_stateful,
-        serializable=False,
-        aliases=True,
         differentiable=False,
         bind=_py_func_bind,
         inputs=("input*",),
-        device_types=("CPU",),
+        attrs=(Attr("token", "string"), Attr("Tin", "list(type)"), Attr("Tout", "list(type)")),
+        flags=OpFlags(stateful=_stateful, serializable=False, aliases=True, device_types=("CPU",)),
     )(_py_func_kernel)
 
 

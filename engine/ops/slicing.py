@@ -12,8 +12,9 @@ import numpy as np
 from engine import dtypes
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
+from engine.ops import math as math_ops
 from engine.ops._common import (
     BOOL,
     INDEX,
@@ -100,7 +101,13 @@ def _slice_grad(o, g):
     return [pad(g, paddings), None, None]
 
 
-@op("Slice", infer=_slice_infer, aliases=True, grad=_slice_grad, inputs=("input", "begin", "size"))
+@op(
+    "Slice",
+    infer=_slice_infer,
+    grad=_slice_grad,
+    inputs=("input", "begin", "size"),
+    flags=OpFlags(aliases=True),
+)
 def _slice_kernel(xp, x, begin, size):
     b, s = begin.tolist(), size.tolist()
     if len(b) != x.ndim or len(s) != x.ndim:
@@ -286,9 +293,16 @@ def _strided_slice_grad(o, g):
 @op(
     "StridedSlice",
     infer=_strided_slice_infer,
-    aliases=True,
     grad=_strided_slice_grad,
     inputs=("input", "begin", "end", "strides"),
+    attrs=(
+        Attr("begin_mask", "int"),
+        Attr("end_mask", "int"),
+        Attr("ellipsis_mask", "int"),
+        Attr("new_axis_mask", "int"),
+        Attr("shrink_axis_mask", "int"),
+    ),
+    flags=OpFlags(aliases=True),
 )
 def _strided_slice_kernel(
     xp,
@@ -385,6 +399,13 @@ def _strided_slice_grad_infer(o):
         [None] * 4 + [strided_slice(g, *o.inputs[1:4], **{k: o.get_attr(k) for k in _MASKS})]
     ),
     inputs=("shape", "begin", "end", "strides", "dy"),
+    attrs=(
+        Attr("begin_mask", "int"),
+        Attr("end_mask", "int"),
+        Attr("ellipsis_mask", "int"),
+        Attr("new_axis_mask", "int"),
+        Attr("shrink_axis_mask", "int"),
+    ),
 )
 def _strided_slice_grad_kernel(
     xp,
@@ -484,8 +505,6 @@ def _pack_indices(values, name):
         big = any(not -(2**31) <= v < 2**31 for v in values)
         return constant(np.array(values, dtype=np.int64 if big else np.int32), name=name)
     if any(isinstance(v, Tensor) and v.dtype.base_dtype is dtypes.int64 for v in values):
-        from engine.ops import math as math_ops
-
         values = [math_ops.cast(v, dtypes.int64) if isinstance(v, Tensor) else v for v in values]
     return stack(values, name=name)
 
@@ -535,8 +554,6 @@ def _slice_helper(tensor, slice_spec):
         if begin:
             packed = [_pack_indices(v, "stack") for v in (begin, end, strides)]
             if any(t.dtype.base_dtype is dtypes.int64 for t in packed):
-                from engine.ops import math as math_ops
-
                 packed = [math_ops.cast(t, dtypes.int64) for t in packed]
         else:
             packed = [constant([], dtype=dtypes.int32)] * 3
@@ -589,7 +606,13 @@ def _gather_grad(o, g):
     return [dx, None, None]
 
 
-@op("GatherV2", infer=_gather_infer, grad=_gather_grad, inputs=("params", "indices", "axis"))
+@op(
+    "GatherV2",
+    infer=_gather_infer,
+    grad=_gather_grad,
+    inputs=("params", "indices", "axis"),
+    attrs=(Attr("batch_dims", "int"),),
+)
 def _gather_kernel(xp, params, indices, axis, *, batch_dims):
     a = int(axis)
     if not -params.ndim <= a < params.ndim:
@@ -641,6 +664,7 @@ def _gather_grad_grad(o, g):
     infer=_gather_grad_infer,
     grad=_gather_grad_grad,
     inputs=("grad", "indices", "params_shape", "axis"),
+    attrs=(Attr("batch_dims", "int"),),
 )
 def _gather_grad_kernel(xp, grad, indices, params_shape, axis, *, batch_dims):
     dims = [int(d) for d in params_shape.tolist()]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from engine import dtypes, errors
+from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, get_default_graph, name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import create
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
@@ -22,16 +23,21 @@ def _variable_infer(o):
 
 
 def _slot_bind(o, ctx):
-    return {"slot": ctx.session._slot_for(o, ctx.device)}
+    return {"slot": ctx.variable_slot()}
 
 
 @op(
     "VariableV2",
     infer=_variable_infer,
-    stateful=True,
-    hoist=True,
+    attrs=(
+        Attr("shape", "shape"),
+        Attr("dtype", "type"),
+        Attr("container", "string"),
+        Attr("shared_name", "string"),
+    ),
     bind=_slot_bind,
     differentiable=False,
+    flags=OpFlags(stateful=True, hoist=True),
 )
 def _variable_kernel(xp, *, shape, dtype, container, shared_name, slot):
     return slot
@@ -97,12 +103,14 @@ def _check_declared(slot, value, op_name):
 @op(
     "Assign",
     infer=_assign_infer,
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     bind=_assign_bind,
     differentiable=False,
     inputs=("ref", "value"),
+    attrs=(
+        Attr("validate_shape", "bool"),
+        Attr("use_locking", "bool"),
+    ),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )
 def _assign_kernel(xp, ref, value, *, validate_shape, use_locking, copy):
     if validate_shape:
@@ -149,20 +157,18 @@ def _update_kernel(fn):
 op(
     "AssignAdd",
     infer=_update_infer("AssignAdd"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("ref", "value"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )(_update_kernel(lambda a, b: a + b))
 op(
     "AssignSub",
     infer=_update_infer("AssignSub"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("ref", "value"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )(_update_kernel(lambda a, b: a - b))
 
 
@@ -178,7 +184,6 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """Assigns ``value`` to the variable ``ref``; returns the variable's reference tensor."""
     if hasattr(ref, "assign") and not isinstance(ref, Tensor):
         return ref.assign(value, use_locking=use_locking, name=name, validate_shape=validate_shape)
-    from engine.framework.constant_op import convert_to_tensor
 
     r = _ref_of(ref)
     with name_scope(name, "Assign", [r, value]) as scope:
@@ -195,8 +200,6 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
 
 
 def _update(op_type, ref, value, use_locking, name):
-    from engine.framework.constant_op import convert_to_tensor
-
     r = _ref_of(ref)
     with name_scope(name, op_type, [r, value]) as scope:
         v = convert_to_tensor(value, dtype=r.dtype.base_dtype, name="value")
@@ -222,10 +225,10 @@ def _is_init_infer(o):
 @op(
     "IsVariableInitialized",
     infer=_is_init_infer,
-    stateful=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("ref",),
+    attrs=(Attr("dtype", "type"),),
+    flags=OpFlags(stateful=True, ref_inputs=(0,)),
 )
 def _is_initialized_kernel(xp, ref, *, dtype):
     return xp.asarray(ref.value is not None)
@@ -248,10 +251,10 @@ def _report_infer(o):
 @op(
     "ReportUninitializedVariables",
     infer=_report_infer,
-    stateful=True,
-    ref_inputs="all",
     differentiable=False,
     inputs=("refs*",),
+    attrs=(Attr("names", "list(string)"),),
+    flags=OpFlags(stateful=True, ref_inputs="all"),
 )
 def _report_kernel(xp, *refs, names):
     out = [n.encode() for n, r in zip(names, refs) if r.value is None]
@@ -260,18 +263,13 @@ def _report_kernel(xp, *refs, names):
     return arr
 
 
-def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
-    """A 1-D string tensor of the names of the variables not yet initialized."""
-    from engine import variables
-
-    if var_list is None:
-        var_list = variables.global_variables() + variables.local_variables()
+def report_uninitialized_variables(var_list, name="report_uninitialized_variables"):
+    """A 1-D string tensor of the names of the variables of ``var_list`` not yet initialized
+    (``tf.report_uninitialized_variables`` in ``engine.variables`` defaults the list)."""
     refs = [_ref_of(v) for v in var_list]
     g = refs[0].graph if refs else get_default_graph()
     with g.as_default(), name_scope(name) as scope:
         if not refs:
-            from engine.framework.constant_op import constant
-
             return constant(np.array([], dtype=object), dtype=dtypes.string, name=scope)
         return create(
             "ReportUninitializedVariables", refs, {"names": [r.op.name for r in refs]}, scope

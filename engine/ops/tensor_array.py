@@ -13,8 +13,9 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import name_scope
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, op
 from engine.framework.tensor_util import constant_value
+from engine.ops import array as array_ops
 from engine.ops._common import create
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
@@ -101,7 +102,19 @@ def _read(ta: TensorArrayValue, i: int, xp):
     return v
 
 
-@op("TensorArrayV3", infer=_flow_infer, stateful=True, differentiable=False, inputs=("size",))
+@op(
+    "TensorArrayV3",
+    infer=_flow_infer,
+    differentiable=False,
+    inputs=("size",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("element_shape", "shape?"),
+        Attr("dynamic_size", "bool"),
+        Attr("tensor_array_name", "string"),
+    ),
+    flags=OpFlags(stateful=True),
+)
 def _ta_create(xp, size, *, dtype, element_shape, dynamic_size, tensor_array_name):
     n = int(size)
     if n < 0:
@@ -113,10 +126,9 @@ def _ta_create(xp, size, *, dtype, element_shape, dynamic_size, tensor_array_nam
 @op(
     "TensorArrayWriteV3",
     infer=_flow_infer,
-    stateful=True,
     differentiable=False,
-    aliases=True,
     inputs=("handle", "index", "value"),
+    flags=OpFlags(stateful=True, aliases=True),
 )
 def _ta_write(xp, ta, index, value):
     _write(ta, _index(index, ta, "write to"), value)
@@ -130,10 +142,13 @@ def _read_infer(o):
 @op(
     "TensorArrayReadV3",
     infer=_read_infer,
-    stateful=True,
     differentiable=False,
-    aliases=True,
     inputs=("handle", "index"),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("element_shape", "shape?"),
+    ),
+    flags=OpFlags(stateful=True, aliases=True),
 )
 def _ta_read(xp, ta, index, *, dtype, element_shape):
     return _read(ta, _index(index, ta, "read from"), xp)
@@ -176,9 +191,13 @@ def _stack(ta, indices, xp):
 @op(
     "TensorArrayGatherV3",
     infer=_gather_infer,
-    stateful=True,
     differentiable=False,
     inputs=("handle", "indices"),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("element_shape", "shape?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _ta_gather(xp, ta, indices, *, dtype, element_shape):
     return _stack(ta, [_index(i, ta, "gather") for i in indices.reshape(-1).tolist()], xp)
@@ -187,9 +206,13 @@ def _ta_gather(xp, ta, indices, *, dtype, element_shape):
 @op(
     "TensorArrayStackV3",
     infer=_gather_infer,
-    stateful=True,
     differentiable=False,
     inputs=("handle",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("element_shape", "shape?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _ta_stack(xp, ta, *, dtype, element_shape):
     return _stack(ta, range(len(ta.items)), xp)
@@ -198,10 +221,9 @@ def _ta_stack(xp, ta, *, dtype, element_shape):
 @op(
     "TensorArrayScatterV3",
     infer=_flow_infer,
-    stateful=True,
     differentiable=False,
-    aliases=True,
     inputs=("handle", "indices", "value"),
+    flags=OpFlags(stateful=True, aliases=True),
 )
 def _ta_scatter(xp, ta, indices, value):
     idx = [int(i) for i in indices.reshape(-1).tolist()]
@@ -221,9 +243,9 @@ def _ta_scatter(xp, ta, indices, value):
 @op(
     "TensorArraySizeV3",
     infer=lambda o: [(dtypes.int32, TensorShape([]))],
-    stateful=True,
     differentiable=False,
     inputs=("handle",),
+    flags=OpFlags(stateful=True),
 )
 def _ta_size(xp, ta):
     return xp.asarray(len(ta.items), np.int32)
@@ -237,9 +259,13 @@ def _concat_infer(o):
 @op(
     "TensorArrayConcatV3",
     infer=_concat_infer,
-    stateful=True,
     differentiable=False,
     inputs=("handle",),
+    attrs=(
+        Attr("dtype", "type"),
+        Attr("element_shape_except0", "shape?"),
+    ),
+    flags=OpFlags(stateful=True),
 )
 def _ta_concat(xp, ta, *, dtype, element_shape_except0):
     values = [_read(ta, i, xp) for i in range(len(ta.items))]
@@ -259,10 +285,9 @@ def _ta_concat(xp, ta, *, dtype, element_shape_except0):
 @op(
     "TensorArraySplitV3",
     infer=_flow_infer,
-    stateful=True,
     differentiable=False,
-    aliases=True,
     inputs=("handle", "value", "lengths"),
+    flags=OpFlags(stateful=True, aliases=True),
 )
 def _ta_split(xp, ta, value, lengths):
     lens = [int(n) for n in lengths.reshape(-1).tolist()]
@@ -440,8 +465,6 @@ class TensorArray:
         return self._with_flow(flow)
 
     def unstack(self, value, name=None) -> TensorArray:
-        from engine.ops import array as array_ops
-
         with name_scope(name, "TensorArrayUnstack", [self._flow, value]):
             v = self._check_value(value, "unstack")
             n = v.shape.as_tuple()[0] if v.shape.rank else None
@@ -468,8 +491,6 @@ class TensorArray:
             return create("TensorArraySizeV3", [self._flow], {}, scope).outputs[0]
 
     def identity(self) -> TensorArray:
-        from engine.ops import array as array_ops
-
         return self._with_flow(array_ops.identity(self._flow))
 
     def close(self, name=None):
@@ -482,6 +503,3 @@ class TensorArray:
 
     def __repr__(self) -> str:
         return f"<TensorArray dtype={self._dtype.name} element_shape={self.element_shape}>"
-
-
-_ = ShapeError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from engine import errors
-from engine.framework.registry import ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import FLOATS
 
 _getrefcount = sys.getrefcount
@@ -68,11 +68,10 @@ def _read(ref):
 @op(
     "ApplyGradientDescent",
     infer=_apply_infer(1, "ApplyGradientDescent"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0,),
     differentiable=False,
     inputs=("var", "alpha", "delta"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )
 def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
     w = _read(var)
@@ -87,11 +86,13 @@ def _apply_gradient_descent(xp, var, alpha, delta, *, use_locking):
 @op(
     "ApplyMomentum",
     infer=_apply_infer(2, "ApplyMomentum", grad_index=3),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0, 1),
     differentiable=False,
     inputs=("var", "accum", "lr", "grad", "momentum"),
+    attrs=(
+        Attr("use_locking", "bool"),
+        Attr("use_nesterov", "bool"),
+    ),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1)),
 )
 def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nesterov):
     w, a = _read(var), _read(accum)
@@ -109,9 +110,6 @@ def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nest
 @op(
     "ApplyAdam",
     infer=_apply_infer(3, "ApplyAdam"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0, 1, 2),
     differentiable=False,
     inputs=(
         "var",
@@ -125,6 +123,11 @@ def _apply_momentum(xp, var, accum, lr, grad, momentum, *, use_locking, use_nest
         "epsilon",
         "grad",
     ),
+    attrs=(
+        Attr("use_locking", "bool"),
+        Attr("use_nesterov", "bool"),
+    ),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1, 2)),
 )
 def _apply_adam(
     xp,
@@ -176,11 +179,13 @@ def _apply_adam(
 @op(
     "ApplyAdagrad",
     infer=_apply_infer(2, "ApplyAdagrad"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0, 1),
     differentiable=False,
     inputs=("var", "accum", "lr", "grad"),
+    attrs=(
+        Attr("use_locking", "bool"),
+        Attr("update_slots", "bool"),
+    ),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1)),
 )
 def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
     w, a = _read(var), _read(accum)
@@ -199,11 +204,10 @@ def _apply_adagrad(xp, var, accum, lr, grad, *, use_locking, update_slots):
 @op(
     "ApplyRMSProp",
     infer=_apply_infer(3, "ApplyRMSProp"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0, 1, 2),
     differentiable=False,
     inputs=("var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1, 2)),
 )
 def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_locking):
     w, msv, momv = _read(var), _read(ms), _read(mom)
@@ -223,11 +227,10 @@ def _apply_rmsprop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad, *, use_lo
 @op(
     "ApplyCenteredRMSProp",
     infer=_apply_infer(4, "ApplyCenteredRMSProp"),
-    stateful=True,
-    writes_variables=True,
-    ref_inputs=(0, 1, 2, 3),
     differentiable=False,
     inputs=("var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"),
+    attrs=(Attr("use_locking", "bool"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1, 2, 3)),
 )
 def _apply_centered_rmsprop(xp, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, *, use_locking):
     w, mgv, msv, momv = _read(var), _read(mg), _read(ms), _read(mom)

@@ -15,7 +15,7 @@ dtypes and shapes are re-inferred and checked rather than trusted from the file.
 
 from __future__ import annotations
 
-import inspect
+import os
 
 import msgpack
 import numpy as np
@@ -23,6 +23,8 @@ import numpy as np
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework import registry
+from engine.framework.constant_op import convert_to_tensor
+from engine.framework.func_graph import FuncGraph
 from engine.framework.graph import Graph, NodeDef, Operation, Tensor
 from engine.tensor_shape import TensorShape
 
@@ -233,7 +235,7 @@ def _tensor_ref(t: Tensor) -> str:
 def _nodes_of(graph: Graph) -> list[dict]:
     nodes = []
     for op in graph.get_operations():
-        if not op._opdef.serializable:
+        if not op._opdef.flags.serializable:
             raise ValueError(
                 f"Cannot serialize op '{op.name}' of type {op.type}: it runs "
                 "Python code that cannot be saved (e.g. py_func). Remove it from "
@@ -263,8 +265,6 @@ def _function_to_dict(fg) -> dict:
 
 
 def _function_from_dict(d: dict, outer: Graph, where: str, depth: int):
-    from engine.framework.func_graph import FuncGraph
-
     name = d.get("name")
     if not isinstance(name, str):
         raise GraphDefError(f"{where}: function without a name")
@@ -298,6 +298,9 @@ def _names(v, where):
 
 def graph_to_def(graph: Graph) -> GraphDef:
     return GraphDef({"format": FORMAT_NAME, "version": FORMAT_VERSION, "nodes": _nodes_of(graph)})
+
+
+ops.set_graph_def_writer(graph_to_def)  # Graph.as_graph_def writes through this module
 
 
 class GraphDef:
@@ -472,87 +475,30 @@ def _topological(nodes: list[dict], where: str) -> list[dict]:
     return order
 
 
-_KERNEL_ATTRS: dict[str, tuple[frozenset | None, frozenset]] = {}
-# Keyword arguments that an op's ``bind`` function supplies from the session (compiled
-# branches, variable slots, RNGs, ...): never attrs. Every registered op is round-tripped by
-# tests/engine/test_graph_def.py, which fails here ("lacks the attrs") if one is missing.
-_SESSION_BOUND = frozenset(
-    [
-        "slot",
-        "copy",
-        "then_fn",
-        "else_fn",
-        "n_out",
-        "cond_fn",
-        "body_fn",
-        "record",
-        "grad_fn",
-        "counter",
-        "rng",
-        "callback",
-    ]
-)
-
-
-def _kernel_attrs(opdef) -> tuple[frozenset | None, frozenset]:
-    """(accepted, required) attr names of ``opdef``: its kernel's keyword-only parameters
-    (less those a session binds); ``accepted`` is None when the kernel takes ``**kwargs``."""
-    cached = _KERNEL_ATTRS.get(opdef.type)
-    if cached is None:
-        try:
-            params = list(inspect.signature(opdef.kernel).parameters.values())
-        except (TypeError, ValueError):
-            params = None
-        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
-            cached = (None, frozenset())
-        else:
-            kw = [p for p in params if p.kind is p.KEYWORD_ONLY]
-            if opdef.bind is not None:
-                kw = [p for p in kw if p.name not in _SESSION_BOUND]
-            cached = (
-                frozenset(p.name for p in kw),
-                frozenset(p.name for p in kw if p.default is p.empty),
-            )
-        _KERNEL_ATTRS[opdef.type] = cached
-    return cached
-
-
-# The kinds (encoding tags) an attr of this name may have. Checked up front because some are
-# only used when a session compiles the op (a While's ``cond``, a random op's seeds).
-_ATTR_TAGS = {
-    "then_branch": ("func",),
-    "else_branch": ("func",),
-    "cond": ("func",),
-    "body": ("func",),
-    "grad_body": ("func",),
-    "seed": ("i", "none"),
-    "seed2": ("i", "none"),
-    "dtype": ("dtype", "none"),
-    "DstT": ("dtype", "none"),
-    "SrcT": ("dtype", "none"),
-    "out_type": ("dtype", "none"),
-    "shape": ("shape", "none"),
-}
-
-
-def _check_attr_names(opdef, attrs: dict, where: str) -> None:
-    """Every attr the kernel would receive must be a parameter of it, and none missing:
-    a misnamed attr would otherwise only fail when the op runs."""
-    accepted, required = _kernel_attrs(opdef)
-    if accepted is not None:
-        unknown = sorted(k for k in attrs if k[:1] != "_" and k not in accepted)
-        if unknown:
-            raise GraphDefError(f"{where} has unknown attrs {unknown}")
-    missing = sorted(required.difference(attrs))
+def _check_attrs(opdef, attrs: dict, where: str) -> None:
+    """The serialized ``attrs`` of a node against its op's declared attributes: no unknown
+    names, every required one present, each of its declared kind. Checked before the op is
+    created because some attrs are only read when a session compiles it (a While's ``cond``,
+    a random op's seeds)."""
+    declared = opdef.attr_by_name
+    unknown = sorted(k for k in attrs if k[:1] != "_" and k not in declared)
+    if unknown:
+        raise GraphDefError(f"{where} has unknown attrs {unknown}")
+    missing = sorted(a.name for a in opdef.attrs if a.required and a.name not in attrs)
     if missing:
         raise GraphDefError(f"{where} lacks the attrs {missing}")
     for k, v in attrs.items():
-        tags = _ATTR_TAGS.get(k)
-        if tags is not None and not (isinstance(v, list) and v and v[0] in tags):
-            raise GraphDefError(
-                f"{where}: attr {k!r} must be a {' or '.join(tags)} attr, "
-                f"got {v[0] if isinstance(v, list) and v else v!r}"
-            )
+        a = declared.get(k)
+        if a is None:
+            continue
+        if not (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)):
+            continue  # malformed: decoding reports it
+        if v[0] not in a.serialized_kinds():
+            raise GraphDefError(f"{where}: attr {k!r} must be a {a.type} attr, got {v[0]!r}")
+        elems = a.element_kinds()
+        if elems is not None and v[0] == "list" and isinstance(v[1], list):
+            if not all(isinstance(x, list) and x and x[0] in elems for x in v[1]):
+                raise GraphDefError(f"{where}: attr {k!r} must be a {a.type} attr")
 
 
 def _build_nodes(
@@ -570,12 +516,12 @@ def _build_nodes(
                 f"{where}: node {name!r} uses op type not registered "
                 f"'{op_type}' in this version of flowserve"
             )
-        if not opdef.serializable:
+        if not opdef.flags.serializable:
             raise GraphDefError(
                 f"{where}: node {name!r} has op type '{op_type}', which runs "
                 "Python code of this process and is never loaded from a file"
             )
-        _check_attr_names(opdef, n["attrs"], f"{where}: node {name!r} ({op_type})")
+        _check_attrs(opdef, n["attrs"], f"{where}: node {name!r} ({op_type})")
         attrs = {
             k: _decode_attr(v, f"{where} node {name!r} attr {k!r}", graph, depth)
             for k, v in n["attrs"].items()
@@ -675,7 +621,6 @@ def import_graph_def(
             normalized[k] = v
             continue
         key = k if ":" in k else k + ":0"
-        from engine.framework.constant_op import convert_to_tensor
 
         normalized[key] = convert_to_tensor(v)
     graph = ops.get_default_graph()
@@ -714,7 +659,6 @@ def import_graph_def(
 
 def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True) -> str:
     """Writes a graph to ``logdir/name``: msgpack bytes, or a readable listing with as_text."""
-    import os
 
     gd = (
         graph_or_graph_def

@@ -13,9 +13,13 @@ import msgpack
 
 from engine import dtypes, errors
 from engine.framework import graph as ops
+from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor
 from engine.saving.graph_def import GraphDef, GraphDefError, graph_to_def, import_graph_def
 from engine.tensor_shape import TensorShape
+from engine.training.saver import Saver
+from engine.variables import Variable
+from engine.version import __version__
 
 __all__ = [
     "MetaGraphDef",
@@ -126,8 +130,6 @@ class SignatureDef:
 def build_tensor_info(tensor) -> TensorInfo:
     """The signature entry describing ``tensor``."""
     if not isinstance(tensor, Tensor):
-        from engine.framework.constant_op import convert_to_tensor
-
         tensor = convert_to_tensor(tensor)
     return TensorInfo(tensor.name, tensor.dtype.base_dtype, tensor.shape)
 
@@ -324,8 +326,6 @@ def meta_graph_from_graph(
 
 
 def encode(meta_graphs: list[MetaGraphDef], kind: str) -> bytes:
-    from engine import __version__
-
     return msgpack.packb(
         {
             "format": META_FORMAT,
@@ -414,7 +414,6 @@ def read_file(path: str, limit: int = _MAX_META_BYTES) -> bytes:
 
 def import_into_default_graph(meta: MetaGraphDef, path: str, import_scope=None):
     """Imports ``meta``'s graph and rebuilds its Variable objects and collections."""
-    from engine.variables import Variable
 
     graph = ops.get_default_graph()
     try:
@@ -470,7 +469,6 @@ def export_meta_graph(filename=None, graph=None, saver=None, **kwargs) -> MetaGr
 
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):  # noqa: ARG001 - TF API compatibility
     """Imports a ``.meta`` file into the default graph; returns a Saver for its variables."""
-    from engine.training.saver import Saver
 
     if isinstance(meta_graph_or_file, MetaGraphDef):
         meta, path = meta_graph_or_file, "<MetaGraphDef>"

@@ -68,7 +68,7 @@ class _Node:
         self.attrs = dict(op._attrs)
         self.device = op.device
         self.op = op
-        self.stateful = op._opdef.stateful
+        self.stateful = op._opdef.flags.stateful
 
 
 def _attr_key(v):

@@ -20,6 +20,9 @@ import tempfile
 from engine import errors
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
+from engine.ops import array as array_ops
+from engine.ops import state as state_ops
+from engine.ops.control_flow import group
 from engine.saving import bundle, meta_graph
 from engine.saving.meta_graph import (
     CLASSIFY_METHOD_NAME,
@@ -30,6 +33,7 @@ from engine.saving.meta_graph import (
     TensorInfo,
     build_tensor_info,
 )
+from engine.saving.optimize import optimize
 
 __all__ = [
     "Builder",
@@ -358,8 +362,6 @@ def load(
     meta = _select(read_saved_model(export_dir), tags, export_dir)
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
     if options.optimize:
-        from engine.saving.optimize import optimize
-
         keep = [
             i.name
             for s in meta.signature_def.values()
@@ -428,10 +430,6 @@ def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None
 
 
 def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
-    from engine.ops import array as array_ops
-    from engine.ops import state as state_ops
-    from engine.ops.control_flow import group
-
     prefix = _variables_prefix(export_dir)
     _, entries = bundle.read_index(prefix)
     by_name = {e.name: e for e in entries}

@@ -10,9 +10,12 @@ from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, name_scope
 from engine.gradients import gradients
+from engine.ops import array as array_ops
+from engine.ops import math as math_ops
 from engine.ops import state as state_ops
 from engine.ops._common import create
 from engine.ops.control_flow import group
+from engine.variables import Variable
 
 __all__ = [
     "Optimizer",
@@ -179,8 +182,6 @@ class Optimizer:
 
     # -- slots ------------------------------------------------------------------------------
     def _slot_variable(self, var, initial_value_fn):
-        from engine.variables import Variable
-
         with ops.control_dependencies(None), ops.name_scope(None), ops.colocate_with(var.op):
             return Variable(
                 initial_value_fn,
@@ -197,15 +198,11 @@ class Optimizer:
         return slots[key]
 
     def _zeros_slot(self, var, slot_name: str):
-        from engine.ops import array as array_ops
-
         shape = var.shape.as_list()
         dtype = var.dtype.base_dtype
         return self._get_or_make_slot(var, lambda: array_ops.zeros(shape, dtype), slot_name)
 
     def _filled_slot(self, var, value, slot_name: str):
-        from engine.ops import array as array_ops
-
         shape = var.shape.as_list()
         dtype = var.dtype.base_dtype
         return self._get_or_make_slot(
@@ -213,8 +210,6 @@ class Optimizer:
         )
 
     def _non_slot_variable(self, name: str, initial_value, colocate_with):
-        from engine.variables import Variable
-
         graph = colocate_with.graph
         key = (name, graph)
         v = self._non_slot.get(key)
@@ -239,8 +234,6 @@ def _scalar(value, var, name):
     t = value if isinstance(value, Tensor) else convert_to_tensor(value, name=name)
     d = var.dtype.base_dtype
     if t.dtype.base_dtype is not d:
-        from engine.ops import math as math_ops
-
         t = math_ops.cast(t, d)
     return t
 
@@ -336,7 +329,6 @@ class AdamOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         b1p, b2p = self._get_beta_accumulators()
-        from engine.ops import math as math_ops
 
         d = var.dtype.base_dtype
         return create(

@@ -17,6 +17,9 @@ import numpy as np
 from engine import errors
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
+from engine.ops import array as array_ops
+from engine.ops import state as state_ops
+from engine.ops.control_flow import group, no_op
 from engine.saving import bundle
 
 __all__ = [
@@ -185,10 +188,6 @@ class Saver:
         self._build_restore_ops(name)
 
     def _build_restore_ops(self, name) -> None:
-        from engine.ops import array as array_ops
-        from engine.ops import state as state_ops
-        from engine.ops.control_flow import group, no_op
-
         self._feeds = {}
         with self._graph.as_default(), ops.control_dependencies(None), ops.name_scope(name, "save"):
             assigns = []

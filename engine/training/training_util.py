@@ -5,6 +5,7 @@ from __future__ import annotations
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
+from engine.variables import Variable
 
 __all__ = [
     "get_global_step",
@@ -35,7 +36,6 @@ def get_global_step(graph=None):
 
 def create_global_step(graph=None):
     """Creates the global step; raises ValueError if one exists already."""
-    from engine.variables import Variable
 
     graph = graph or ops.get_default_graph()
     if get_global_step(graph) is not None:

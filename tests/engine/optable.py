@@ -131,7 +131,7 @@ def check_no_alias(case: Case) -> None:
     """Outputs must not share memory with inputs unless the op type is registered aliasing."""
     g, out, _ = _build(case, "const")
     outs = _as_list(out)
-    aliasing_ok = all(t.op._opdef.aliases for t in outs)
+    aliasing_ok = all(t.op._opdef.flags.aliases for t in outs)
     if aliasing_ok:
         return
     with tf.Session(graph=g) as sess:

@@ -9,17 +9,27 @@ from engine.saving.graph_def import GraphDef, GraphDefError
 from tests.engine import (
     test_array_grads,
     test_array_ops,
+    test_conv_ops,
+    test_data,
+    test_embedding,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
     test_nn_ops,
     test_reduction_grads,
     test_reduction_ops,
+    test_summary,
 )
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
-# Arg only exists inside function bodies (it is covered through If/While).
-NOT_ROUND_TRIPPED = {"PyFunc", "PyFuncStateless", "TestOpWithoutGradient"}
+# Arg only exists inside function bodies (it is covered through If/While); the Test* ops are
+# registered by tests.
+NOT_ROUND_TRIPPED = {
+    "PyFunc",
+    "PyFuncStateless",
+    "TestOpWithoutGradient",
+    "TestOpDeclaredNotDifferentiable",
+}
 
 
 def _as_list(x):
@@ -126,12 +136,21 @@ SPECIAL = {
     "random": _random_ops,
     "control_flow": _control_flow,
     "logging_misc": _logging_and_misc,
+    "summaries": test_summary.round_trip_builder,
+    "candidate_samplers": test_embedding.round_trip_builder,
+    "datasets": test_data.round_trip_builder,
 }
 
 
 def _all_builders():
     out = {}
-    for mod in (test_math_elementwise, test_array_ops, test_reduction_ops, test_nn_ops):
+    for mod in (
+        test_math_elementwise,
+        test_array_ops,
+        test_reduction_ops,
+        test_nn_ops,
+        test_conv_ops,
+    ):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
     for mod, attr in (
@@ -140,6 +159,7 @@ def _all_builders():
         (test_reduction_grads, "GRAD_CASES"),
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
+        (test_conv_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

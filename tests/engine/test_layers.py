@@ -164,7 +164,9 @@ def test_dense_errors():
 
 
 def test_layers_namespace():
-    assert sorted(tf.layers.__all__) == ["dense", "dropout", "flatten"]
+    names = set(tf.layers.__all__)
+    assert {"dense", "dropout", "flatten", "conv2d", "max_pooling2d", "Dense", "Conv2D"} <= names
+    assert all(callable(getattr(tf.layers, n)) for n in names)
 
 
 # -----------------------------------------------------------------------------------------

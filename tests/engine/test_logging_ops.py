@@ -370,8 +370,8 @@ def test_assert_rank_with_fed_rank_checks_rank_is_scalar():
 
 
 def test_assert_ops_registered():
-    assert registry.get("Assert").stateful and registry.get("Print").stateful
-    assert registry.get("Print").aliases
+    assert registry.get("Assert").flags.stateful and registry.get("Print").flags.stateful
+    assert registry.get("Print").flags.aliases
 
 
 # -----------------------------------------------------------------------------------------
@@ -524,9 +524,9 @@ def test_py_func_cannot_write_its_inputs():
 
 def test_py_func_registration_is_local_and_unserializable():
     d = registry.get("PyFunc")
-    assert d.serializable is False and d.stateful is True
-    assert d.device_types == frozenset(["CPU"])
-    assert registry.get("PyFuncStateless").serializable is False
+    assert d.flags.serializable is False and d.flags.stateful is True
+    assert d.flags.device_types == frozenset(["CPU"])
+    assert registry.get("PyFuncStateless").flags.serializable is False
 
 
 def test_py_func_registry_forgets_functions_with_their_graph():

@@ -723,12 +723,12 @@ META_CASES = [
     (
         "string_where_a_dtype_is_expected",
         lambda doc, mg, n: _set(n["x"]["attrs"], "dtype", ["s", "float32"]),
-        r"node 'x' \(Placeholder\): attr 'dtype' must be a dtype or none attr, got 's'",
+        r"node 'x' \(Placeholder\): attr 'dtype' must be a type attr, got 's'",
     ),
     (
         "int_where_a_dtype_is_expected",
         lambda doc, mg, n: _set(n["w1"]["attrs"], "dtype", ["i", 1]),
-        r"node 'w1' \(VariableV2\): attr 'dtype' must be a dtype or none attr, got 'i'",
+        r"node 'w1' \(VariableV2\): attr 'dtype' must be a type attr, got 'i'",
     ),
     (
         "string_where_a_function_is_expected",
@@ -743,17 +743,17 @@ META_CASES = [
     (
         "string_where_an_output_dtype_is_expected",
         lambda doc, mg, n: _set(n["Cast"]["attrs"], "DstT", ["s", "float32"]),
-        r"node 'Cast' \(Cast\): attr 'DstT' must be a dtype or none attr",
+        r"node 'Cast' \(Cast\): attr 'DstT' must be a type attr",
     ),
     (
         "string_where_a_tensor_is_expected",
         lambda doc, mg, n: _set(n["Greater/y"]["attrs"], "value", ["s", "0.0"]),
-        r"node 'Greater/y' \(Const\) is invalid",
+        r"node 'Greater/y' \(Const\): attr 'value' must be a tensor attr, got 's'",
     ),
     (
         "string_where_a_shape_is_expected",
         lambda doc, mg, n: _set(n["w1"]["attrs"], "shape", ["s", "[4, 3]"]),
-        r"node 'w1' \(VariableV2\): attr 'shape' must be a shape or none attr",
+        r"node 'w1' \(VariableV2\): attr 'shape' must be a shape attr",
     ),
     (
         "dtype_unknown",
@@ -901,13 +901,14 @@ def test_optimizing_on_load_never_folds_a_huge_constant(tmp_path):
     assert [op.type for op in g.get_operations()].count("Fill") == 1
 
 
-def test_scalar_attr_of_the_wrong_kind_read_only_at_run_time_fails_typed(model, tmp_path):
-    """Attrs without a fixed kind (here a bool flag given a string) pass import when the op's
-    inference does not read them; the kernel's failure is an InvalidArgumentError."""
+def test_scalar_attr_of_the_wrong_kind_is_refused_at_import(model, tmp_path):
+    """Every attr has a declared type, so a bool flag given a string is refused when the graph
+    is read, even though the op's inference never reads it."""
     d = _copy_model(model, tmp_path / "m")
     _edit_meta(d, lambda doc, mg, n: _set(n["Sum"]["attrs"], "keep_dims", ["s", "yes"]))
-    err = _load_and_serve(d)
-    assert isinstance(err, errors.InvalidArgumentError) and "Sum" in str(err)
+    _load_fails(
+        d, errors.DataLossError, r"node 'Sum' \(Sum\): attr 'keep_dims' must be a bool attr"
+    )
 
 
 def test_deeply_nested_list_attrs_do_not_recurse(model, tmp_path):

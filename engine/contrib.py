@@ -1,0 +1,117 @@
+"""The ``tf.contrib`` namespace: the engine's equivalents of the contrib APIs classic TF1
+programs use (``contrib.rnn``, ``contrib.layers``). Anything else raises an AttributeError
+that says it is not available, instead of a bare missing attribute."""
+
+from __future__ import annotations
+
+import types
+
+from engine import conv_layers, core_layers, init_ops, rnn
+from engine.ops import math as math_ops
+from engine.ops import nn as nn_ops
+from engine.ops import reduction
+
+
+class _Namespace(types.ModuleType):
+    """A module whose missing attributes name what the engine lacks."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"{self.__name__}.{name} is not available in flowserve's engine (it covers "
+            f"{', '.join(sorted(k for k in self.__dict__ if not k.startswith('_')))})"
+        )
+
+
+def _namespace(name: str, **members) -> _Namespace:
+    mod = _Namespace(name)
+    mod.__dict__.update(members)
+    return mod
+
+
+def _l2_regularizer(scale, scope=None):
+    if scale < 0:
+        raise ValueError(f"Setting a scale less than 0 on a regularizer: {scale}")
+
+    def l2(weights):
+        with_scope = scope or "l2_regularizer"
+        return math_ops.multiply(scale, nn_ops.l2_loss(weights), name=with_scope)
+
+    return l2
+
+
+def _l1_regularizer(scale, scope=None):
+    if scale < 0:
+        raise ValueError(f"Setting a scale less than 0 on a regularizer: {scale}")
+
+    def l1(weights):
+        total = reduction.reduce_sum(math_ops.abs(weights))
+        return math_ops.multiply(scale, total, name=scope or "l1_regularizer")
+
+    return l1
+
+
+def _xavier_initializer(uniform=True, seed=None, dtype=None):
+    del dtype
+    return init_ops.GlorotUniform(seed=seed) if uniform else init_ops.GlorotNormal(seed=seed)
+
+
+def _fully_connected(inputs, num_outputs, activation_fn=nn_ops.relu, scope=None, **kwargs):
+    """``contrib.layers.fully_connected``: a dense layer with ReLU by default."""
+    allowed = {"weights_initializer": "kernel_initializer", "biases_initializer": None,
+               "weights_regularizer": "kernel_regularizer", "reuse": "reuse",
+               "trainable": "trainable"}  # fmt: skip
+    args = {}
+    for k, v in kwargs.items():
+        if k not in allowed:
+            raise TypeError(f"fully_connected() got an unsupported argument '{k}'")
+        if allowed[k] is not None:
+            args[allowed[k]] = v
+        elif v is None:
+            args["use_bias"] = False
+    return core_layers.dense(
+        inputs, num_outputs, activation=activation_fn, name=scope or "fully_connected", **args
+    )
+
+
+rnn_namespace = _namespace(
+    "tf.contrib.rnn",
+    BasicRNNCell=rnn.BasicRNNCell,
+    BasicLSTMCell=rnn.BasicLSTMCell,
+    LSTMCell=rnn.LSTMCell,
+    GRUCell=rnn.GRUCell,
+    MultiRNNCell=rnn.MultiRNNCell,
+    DropoutWrapper=rnn.DropoutWrapper,
+    LSTMStateTuple=rnn.LSTMStateTuple,
+    RNNCell=rnn.RNNCell,
+    static_rnn=rnn.static_rnn,
+    static_bidirectional_rnn=rnn.static_bidirectional_rnn,
+)
+
+layers_namespace = _namespace(
+    "tf.contrib.layers",
+    flatten=core_layers.flatten,
+    fully_connected=_fully_connected,
+    xavier_initializer=_xavier_initializer,
+    xavier_initializer_conv2d=_xavier_initializer,
+    l2_regularizer=_l2_regularizer,
+    l1_regularizer=_l1_regularizer,
+    conv2d_transpose=conv_layers.conv2d_transpose,
+)
+
+_OUT_OF_SCOPE = ("learn", "factorization", "tensor_forest", "boosted_trees", "estimator")
+
+
+class _Contrib(_Namespace):
+    def __getattr__(self, name):
+        if name in _OUT_OF_SCOPE:
+            raise AttributeError(
+                f"tf.contrib.{name} is not available in flowserve's engine and is out of its "
+                "scope (it runs TF1 graph-mode programs, not estimators)"
+            )
+        return super().__getattr__(name)
+
+
+contrib = _Contrib("tf.contrib")
+contrib.__dict__.update(rnn=rnn_namespace, layers=layers_namespace)

@@ -1,0 +1,12 @@
+"""The ``tf.nn.rnn_cell`` namespace (also ``tf.contrib.rnn``): TF1's RNN cells."""
+
+from engine.rnn import (  # noqa: F401
+    BasicLSTMCell,
+    BasicRNNCell,
+    DropoutWrapper,
+    GRUCell,
+    LSTMCell,
+    LSTMStateTuple,
+    MultiRNNCell,
+    RNNCell,
+)

@@ -1,0 +1,227 @@
+"""The interpreter: runs a plan's steps over a list of value slots.
+
+A step is ``(fn, ins, out, nout, free, op)``: call ``fn`` on the values in slots ``ins``,
+write its ``nout`` outputs from slot ``out`` on, then clear the slots in ``free`` (values
+whose last reader this was). ``op`` is the graph op the step runs (for copies and variable
+reads, the op they serve). A failure is re-raised, by the loop that knows the step, as a
+typed ``OpError`` naming the op, its type and its inputs' dtypes and shapes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from engine import errors
+from engine.runtime.values import Copy, VariableSlot, deref, deref_to
+
+__all__ = ["CHECK_KERNELS", "execute", "execute_checked", "coerce_output", "copy_error"]
+
+_ndarray = np.ndarray
+# FLOWSERVE_CHECK_KERNELS=1 verifies every kernel output against the op's static dtype and
+# shape (the test suite turns it on); off, the interpreter only checks the container type.
+CHECK_KERNELS = os.environ.get("FLOWSERVE_CHECK_KERNELS", "") not in ("", "0")
+
+
+def execute(steps, vals) -> None:
+    """Read inputs, call the kernel, write outputs, free dead values."""
+    fn = op = None
+    ins = ()
+    try:
+        for fn, ins, out, nout, free, op in steps:
+            if nout == 1:
+                r = fn(*[vals[i] for i in ins])
+                if r.__class__ is not _ndarray:
+                    r = coerce_output(r, op, 0)
+                vals[out] = r
+            elif nout == 0:
+                fn(*[vals[i] for i in ins])
+            else:
+                r = fn(*[vals[i] for i in ins])
+                if r.__class__ is not tuple or len(r) != nout:
+                    r = _coerce_outputs(r, op, nout)
+                vals[out : out + nout] = r
+            for i in free:
+                vals[i] = None
+    except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
+        raise _step_error(op, exc, vals, ins, fn) from _cause(exc)
+
+
+def execute_checked(steps, vals, trace=None) -> None:
+    """The interpreter with output verification (``CHECK_KERNELS``) and, given a ``trace``
+    list, per-step timing: ``(op, fn, start_ns, end_ns)`` appended for each step."""
+    fn = op = None
+    ins = ()
+    try:
+        for fn, ins, out, nout, free, op in steps:
+            t0 = time.perf_counter_ns() if trace is not None else 0
+            r = fn(*[vals[i] for i in ins])
+            if nout == 1:
+                r = (r if r.__class__ is _ndarray else coerce_output(r, op, 0),)
+            elif nout and (r.__class__ is not tuple or len(r) != nout):
+                r = _coerce_outputs(r, op, nout)
+            if nout:
+                if (
+                    CHECK_KERNELS
+                    and op is not None
+                    and fn.__class__ is not Copy
+                    and not _is_read(fn, op)
+                ):
+                    _verify_outputs(op, r)
+                vals[out : out + nout] = r
+            if trace is not None:
+                trace.append((op, fn, t0, time.perf_counter_ns()))
+            for i in free:
+                vals[i] = None
+    except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
+        raise _step_error(op, exc, vals, ins, fn) from _cause(exc)
+
+
+def coerce_output(r, op, i):
+    """Output ``i`` of ``op``'s kernel as a runtime value, or InternalError for a kernel that
+    returned something else than an array (numpy scalars become 0-d arrays)."""
+    if isinstance(r, np.generic):
+        return np.asarray(r)
+    if (
+        r.__class__ is VariableSlot
+        or isinstance(r, _ndarray)
+        or hasattr(r, "__cuda_array_interface__")
+    ):
+        return r
+    if op is not None and op._outputs[i]._dtype.base_dtype.name in ("resource", "variant"):
+        return r
+    raise errors.InternalError(
+        None,
+        op,
+        f"Kernel for {op._type if op else 'step'} op '{op._name if op else ''}' "
+        f"returned {type(r).__name__}, expected an array",
+    )
+
+
+def _coerce_outputs(r, op, nout):
+    if isinstance(r, list) and len(r) == nout:
+        r = tuple(r)
+    if r.__class__ is not tuple or len(r) != nout:
+        raise errors.InternalError(
+            None,
+            op,
+            f"Kernel for {op._type} op '{op._name}' returned "
+            f"{type(r).__name__}, expected a tuple of {nout} arrays",
+        )
+    return tuple(x if x.__class__ is _ndarray else coerce_output(x, op, i) for i, x in enumerate(r))
+
+
+def _is_read(fn, op) -> bool:
+    """A variable read made for a consumer op (attributed to it for error messages): its
+    value is the variable's, not one of the consumer's outputs."""
+    read = fn is deref or getattr(fn, "func", None) is deref_to
+    return read and op._type != "Identity"
+
+
+def _verify_outputs(op, values):
+    for t, v in zip(op._outputs, values):
+        if t._dtype._is_ref or t._dtype.base_dtype.name in ("resource", "variant"):
+            continue
+        if not hasattr(v, "dtype"):
+            raise errors.InternalError(
+                None, op, f"{op._type} kernel returned {type(v).__name__} for {t.name}"
+            )
+        want = t._dtype.np
+        if v.dtype != want:
+            raise errors.InternalError(
+                None,
+                op,
+                f"{op._type} kernel returned dtype {v.dtype} for {t.name}, "
+                f"expected {t._dtype.name}",
+            )
+        if not t._shape.is_compatible_with(v.shape):
+            raise errors.InternalError(
+                None,
+                op,
+                f"{op._type} kernel returned shape {v.shape} for {t.name}, "
+                f"incompatible with its static shape {t._shape}",
+            )
+
+
+# -----------------------------------------------------------------------------------------
+# Errors
+# -----------------------------------------------------------------------------------------
+
+_EXC_MAP = (
+    (MemoryError, errors.ResourceExhaustedError),
+    (NotImplementedError, errors.UnimplementedError),
+    (StopIteration, errors.OutOfRangeError),
+    (
+        (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, KeyError),
+        errors.InvalidArgumentError,
+    ),
+)
+
+
+def _error_class(exc: BaseException) -> type:
+    name = type(exc).__name__
+    if name == "OutOfMemoryError" or (
+        name == "CUDARuntimeError" and "MemoryAllocation" in str(exc)
+    ):
+        return errors.ResourceExhaustedError  # cupy's device out-of-memory errors
+    for types, target in _EXC_MAP:
+        if isinstance(exc, types):
+            return target
+    return errors.UnknownError
+
+
+def _cause(exc: BaseException):
+    # An OpError is already typed and named (e.g. raised inside a control-flow body).
+    return None if isinstance(exc, errors.OpError) else exc
+
+
+def copy_error(exc: BaseException, what: str) -> errors.OpError:
+    """A failure moving a value between devices, typed."""
+    if isinstance(exc, errors.OpError):
+        return exc
+    return _error_class(exc)(None, None, f"{what} failed: {type(exc).__name__}: {exc}")
+
+
+def op_error(op, exc: BaseException) -> errors.OpError:
+    """A failure while compiling ``op`` (a bad attr or binding), typed and naming the op."""
+    return _step_error(op, exc, [], ())
+
+
+def _step_error(op, exc: BaseException, vals, ins, fn=None) -> errors.OpError:
+    """``exc`` raised by the step running ``op`` on the values in slots ``ins``, as an
+    OpError naming the op, its type and its inputs."""
+    where = ""
+    if op is not None:
+        where = (
+            f"\n\t [[node {op._name} (defined at {op._defined_at})]]"
+            if op._defined_at
+            else f"\n\t [[node {op._name}]]"
+        )
+    if isinstance(exc, errors.OpError):
+        if exc.op is None and op is not None:
+            return type(exc)(op.node_def, op, exc.message + where)
+        return exc
+    cls = _error_class(exc)
+    if fn.__class__ is Copy:
+        return cls(
+            None,
+            None,
+            f"Copying {fn.tensor_name} from {fn.src.name} to "
+            f"{fn.dst.name} failed: {type(exc).__name__}: {exc}",
+        )
+    if op is None:
+        return cls(None, None, f"{type(exc).__name__}: {exc}")
+    desc = []
+    for i in ins:
+        v = vals[i] if i < len(vals) else None
+        if hasattr(v, "shape") and hasattr(v, "dtype"):
+            desc.append(f"{v.dtype}{list(v.shape)}")
+        else:
+            desc.append(type(v).__name__)
+    msg = (
+        f"{op._type} op '{op._name}' failed on inputs ({', '.join(desc)}): "
+        f"{type(exc).__name__}: {exc}{where}"
+    )
+    return cls(op.node_def, op, msg)

@@ -1,0 +1,49 @@
+"""The small TF1 names classic programs use: arg_max/arg_min, tf.logging, tf.contrib."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import engine as tf
+
+
+def test_arg_max_and_arg_min_aliases():
+    x = tf.constant([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    with tf.Session() as sess:
+        a, b = sess.run([tf.arg_max(x, 1), tf.arg_min(x, 1)])
+    np.testing.assert_array_equal(a, [1, 0])
+    np.testing.assert_array_equal(b, [0, 1])
+
+
+def test_tf_logging_uses_the_tensorflow_logger(caplog):
+    tf.logging.set_verbosity(tf.logging.INFO)
+    assert tf.logging.get_verbosity() == logging.INFO
+    with caplog.at_level(logging.INFO, logger="tensorflow"):
+        tf.logging.info("step %d", 3)
+        for i in range(5):
+            tf.logging.log_every_n(tf.logging.INFO, "every %d", 2, i)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "tensorflow"]
+    assert msgs == ["step 3", "every 0", "every 2", "every 4"]
+
+
+def test_contrib_rnn_and_layers():
+    assert tf.contrib.rnn.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
+    x = tf.placeholder(tf.float32, [None, 2, 3])
+    flat = tf.contrib.layers.flatten(x)
+    h = tf.contrib.layers.fully_connected(
+        flat, 4, weights_initializer=tf.contrib.layers.xavier_initializer()
+    )
+    reg = tf.contrib.layers.l2_regularizer(0.5)(tf.constant([3.0, 4.0]))
+    assert flat.shape.as_list() == [None, 6] and h.name == "fully_connected/Relu:0"
+    with tf.Session() as sess:
+        assert sess.run(reg) == pytest.approx(0.5 * 25 / 2)
+
+
+def test_contrib_names_what_it_lacks():
+    with pytest.raises(AttributeError, match="tf.contrib.learn is not available.*out of its"):
+        tf.contrib.learn  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tf.contrib.slim is not available.*covers layers"):
+        tf.contrib.slim  # noqa: B018
+    with pytest.raises(AttributeError, match="tf.contrib.rnn.NASCell is not available"):
+        tf.contrib.rnn.NASCell  # noqa: B018
