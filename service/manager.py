@@ -195,6 +195,19 @@ class ModelManager:
             return True
         return self._scanned and all(m.ready() for m in self._models.values() if not m.disabled)
 
+    def unready_models(self) -> dict[str, str]:
+        """Why the server is not ready: each model meant to serve that is not, with its
+        state (LOADING, FAILED, ...); ``{"": "..."}`` before the first scan or when draining."""
+        if self._draining:
+            return {"": "SHUTTING_DOWN"}
+        if not self._scanned:
+            return {"": "STARTING"}
+        return {
+            name: self.readiness(name)[0]
+            for name, m in sorted(self._models.items())
+            if not m.disabled and not m.ready()
+        }
+
     @property
     def draining(self) -> bool:
         return self._draining

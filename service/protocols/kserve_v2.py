@@ -142,8 +142,11 @@ async def health_live(_request: web.Request) -> web.Response:
 
 
 async def health_ready(request: web.Request) -> web.Response:
-    ready = request.app[MANAGER].ready
-    return json_response({"ready": ready}, status=200 if ready else 503)
+    manager = request.app[MANAGER]
+    if manager.ready:
+        return json_response({"ready": True})
+    # flowserve's extension: what readiness waits for (model -> LOADING, FAILED, ...)
+    return json_response({"ready": False, "waiting_for": manager.unready_models()}, status=503)
 
 
 def _target(request: web.Request) -> tuple[str, str | None]:

@@ -69,7 +69,8 @@ async def test_listener_answers_before_models_load_and_fast_models_serve_first(
     client = await aiohttp_client(create_app(config, load_in_background=True))
     try:
         assert (await client.get("/v2/health/live")).status == 200
-        assert (await client.get("/v2/health/ready")).status == 503
+        resp = await client.get("/v2/health/ready")
+        assert resp.status == 503 and (await resp.json())["ready"] is False
 
         async def fast_ready():
             return (await client.get("/v2/models/fast/ready")).status == 200
@@ -85,7 +86,9 @@ async def test_listener_answers_before_models_load_and_fast_models_serve_first(
         status = await (await client.get("/v1/models/slow")).json()
         assert status["model_version_status"][0]["state"] in ("START", "LOADING")
         assert status["model_version_status"][0]["status"]["error_code"] == "OK"
-        assert (await client.get("/v2/health/ready")).status == 503
+        resp = await client.get("/v2/health/ready")
+        assert resp.status == 503
+        assert (await resp.json())["waiting_for"] == {"slow": "LOADING"}
     finally:
         gate.release.set()
 
@@ -100,7 +103,9 @@ async def test_strict_readiness_stays_503_when_a_model_failed(tmp_path, aiohttp_
     repo_with(tmp_path, "good")
     models.stateful(tmp_path / "broken" / "1")
     strict = await aiohttp_client(create_app(manager_config(tmp_path)))
-    assert (await strict.get("/v2/health/ready")).status == 503
+    resp = await strict.get("/v2/health/ready")
+    assert resp.status == 503
+    assert (await resp.json()) == {"ready": False, "waiting_for": {"broken": "FAILED"}}
     resp = await strict.get("/v2/models/broken/ready")
     doc = await resp.json()
     assert resp.status == 503 and doc["state"] == "FAILED"
