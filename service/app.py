@@ -10,6 +10,7 @@ before the first repository scan, and models load behind it.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import re
@@ -34,7 +35,7 @@ from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, r
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols import kserve_v2, tfserving
-from service.protocols.common import json_response
+from service.protocols.common import BODY_TIMEOUT, MAX_BODY, json_response
 
 __all__ = ["create_app", "metrics_app", "in_flight_requests", "endpoint_of"]
 
@@ -73,13 +74,16 @@ async def _errors(request: web.Request, handler):
 
 
 def _auth(token: str):
-    expected = f"Bearer {token}".encode()
+    expected = token.encode("utf-8")
 
     @web.middleware
     async def auth(request: web.Request, handler):
         if request.path not in _OPEN_PATHS:
-            given = request.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            # The scheme is case-insensitive (RFC 9110); the header may hold any bytes,
+            # which aiohttp hands over surrogate-escaped: compare bytes, never decode.
+            scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+            given = credentials.strip().encode("utf-8", "surrogateescape")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
                 return json_response(
                     {
                         "error": "Missing or invalid bearer token (send "
@@ -91,6 +95,76 @@ def _auth(token: str):
         return await handler(request)
 
     return auth
+
+
+class _Budget:
+    """The requests and request-body bytes being handled at once, against the limits."""
+
+    def __init__(self, max_requests: int, max_bytes: int):
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes
+        self.requests = 0
+        self.bytes = 0
+
+    def try_take(self, nbytes: int) -> str | None:
+        """Takes one request of ``nbytes``; or says which limit it would exceed."""
+        if self.max_requests and self.requests >= self.max_requests:
+            return f"{self.requests} requests are in flight (max_inflight_requests)"
+        if self.max_bytes and self.requests and self.bytes + nbytes > self.max_bytes:
+            return f"{self.bytes} request bytes are in flight (max_inflight_bytes)"
+        self.requests += 1
+        self.bytes += nbytes
+        return None
+
+    def give(self, nbytes: int) -> None:
+        self.requests -= 1
+        self.bytes -= nbytes
+
+
+def _limits(config: ServerConfig):
+    """Refuses a declared body over the size limit before reading it (413), and sheds load
+    past the global in-flight budget (503 with Retry-After). A body whose size is not known
+    up front (chunked, or compressed) counts as ``max_request_bytes``."""
+    budget = _Budget(config.max_inflight_requests, config.max_inflight_bytes)
+
+    @web.middleware
+    async def limits(request: web.Request, handler):
+        if request.path in _OPEN_PATHS:
+            return await handler(request)
+        length = request.content_length
+        limit = config.max_request_bytes
+        if length is not None and length > limit:
+            response = json_response(
+                {
+                    "error": f"Request body too large: Content-Length {length} is over the "
+                    f"limit of {limit} bytes (max_request_bytes)"
+                },
+                status=413,
+            )
+            response.force_close()  # the body is not read, so the connection is unusable
+            return response
+        if not request.body_exists:
+            nbytes = 0
+        elif length is None or request.headers.get("Content-Encoding", "identity") != "identity":
+            nbytes = limit
+        else:
+            nbytes = length
+        refused = budget.try_take(nbytes)
+        if refused is not None:
+            response = json_response(
+                {"error": f"Server busy: {refused}; retry shortly"},
+                status=503,
+                headers={"Retry-After": "1"},
+            )
+            if request.body_exists:
+                response.force_close()
+            return response
+        try:
+            return await handler(request)
+        finally:
+            budget.give(nbytes)
+
+    return limits
 
 
 # (method or "*", path pattern) -> endpoint label; first match wins. Fixed values keep the
@@ -162,9 +236,13 @@ async def _observe(request: web.Request, handler):
     finally:
         path = request.path
         endpoint = request.get(ENDPOINT) or endpoint_of(request.method, path)
+        # Only names the repository knows become labels: names from URLs are unbounded.
+        model, version = request.app[MANAGER].known_labels(
+            request.get(MODEL, ""), request.get(VERSION, "")
+        )
         request.app[METRICS].observe_request(
-            request.get(MODEL, ""),
-            request.get(VERSION, ""),
+            model,
+            version,
             request.get(PROTOCOL) or _protocol_of(path),
             status,
             time.perf_counter() - start,
@@ -173,7 +251,10 @@ async def _observe(request: web.Request, handler):
 
 
 async def _metrics_handler(request: web.Request) -> web.Response:
-    return web.Response(body=request.app[METRICS].render(), headers={"Content-Type": CONTENT_TYPE})
+    # Rendering walks every series: off the event loop, so a scrape never stalls requests.
+    loop = asyncio.get_running_loop()
+    body = await loop.run_in_executor(None, request.app[METRICS].render)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 async def _manager_ctx(app: web.Application):
@@ -216,8 +297,23 @@ def create_app(
         middlewares.insert(1, tracing.middleware)
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
-    app = web.Application(client_max_size=config.max_request_bytes, middlewares=middlewares)
+    middlewares.append(_limits(config))
+    app = web.Application(
+        client_max_size=config.max_request_bytes,
+        middlewares=middlewares,
+        handler_args={
+            # A connection without a complete request (idle, or headers sent byte by byte)
+            # closes after idle_timeout; an unread refused body is drained for at most a
+            # second (so the client can read the answer), not aiohttp's default ten.
+            "keepalive_timeout": config.idle_timeout,
+            "lingering_time": 1.0,
+            # Bodies are decompressed by read_body (bounded, every error a 4xx).
+            "auto_decompress": False,
+        },
+    )
     app[CONFIG] = config
+    app[BODY_TIMEOUT] = config.body_timeout
+    app[MAX_BODY] = config.max_request_bytes
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
     app[LOAD_IN_BACKGROUND] = load_in_background

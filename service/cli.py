@@ -214,11 +214,13 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
 async def _start_listeners(app, config: ServerConfig, close_allowance: float) -> list:
     """Starts the serving port (and the metrics port); returns their runners."""
     from service.app import metrics_app
+    from service.http import HardenedRunner
 
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
-    runner = web.AppRunner(
+    runner = HardenedRunner(
         app,
+        max_connections=config.max_connections,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
         shutdown_timeout=close_allowance / 2,

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from service.batching import Batcher, DirectScheduler
+from service.batching import Batcher, DirectScheduler, Overdue
 from service.config import BatchingConfig, ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
 from service.metrics import ServingMetrics
@@ -67,7 +66,7 @@ class _Model:
     config: ModelConfig = field(default_factory=ModelConfig)
     config_error: str | None = None
     disabled: bool = False  # unloaded through the repository API
-    failed_stamp: dict[int, int] = field(default_factory=dict)
+    failed_stamp: dict[int, str | None] = field(default_factory=dict)
     desired: set[int] = field(default_factory=set)  # versions the policy asks to serve
 
     def ready(self) -> bool:
@@ -85,13 +84,6 @@ class _Model:
             if (s is None or s.state is not VersionState.AVAILABLE) and not stand_in:
                 return False
         return True
-
-
-def _stamp(path) -> int:
-    try:
-        return os.stat(os.path.join(path, "saved_model.msgpack")).st_mtime_ns
-    except OSError:
-        return -1
 
 
 class ModelManager:
@@ -114,6 +106,9 @@ class ModelManager:
             thread_name_prefix="fs-compute",
         )
         self._poller: asyncio.Task | None = None
+        self.stuck_loads = 0  # loads past load_timeout whose threads still run
+        self.overdue = Overdue()  # computations past their deadline, still on a thread
+        self._compute_threads = max(config.compute_threads, config.batching.threads)
         self._first_scan: asyncio.Task | None = None
         self._loads: set[asyncio.Task] = set()
         self._started = False
@@ -189,24 +184,30 @@ class ModelManager:
     @property
     def ready(self) -> bool:
         """Whether the server should receive traffic (``/v2/health/ready``)."""
-        if not self._started or self._draining:
-            return False
+        if not self._started or self._draining or self._saturated():
+            return False  # saturated: every compute thread runs past a deadline
         if not self.config.strict_readiness:
             return True
         return self._scanned and all(m.ready() for m in self._models.values() if not m.disabled)
 
     def unready_models(self) -> dict[str, str]:
         """Why the server is not ready: each model meant to serve that is not, with its
-        state (LOADING, FAILED, ...); ``{"": "..."}`` before the first scan or when draining."""
+        state (LOADING, FAILED, ...); ``{"": "..."}`` before the first scan, when draining or
+        when saturated."""
         if self._draining:
             return {"": "SHUTTING_DOWN"}
         if not self._scanned:
             return {"": "STARTING"}
+        if self._saturated():
+            return {"": "SATURATED"}  # every compute thread runs past a deadline
         return {
             name: self.readiness(name)[0]
             for name, m in sorted(self._models.items())
             if not m.disabled and not m.ready()
         }
+
+    def _saturated(self) -> bool:
+        return len(self.overdue) >= self._compute_threads
 
     @property
     def draining(self) -> bool:
@@ -226,9 +227,7 @@ class ModelManager:
         """Scans the repository and brings every model to its desired versions. Loads run
         as tasks of their own; ``wait``: return once the loads this scan started are done."""
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(
-            self._scan_pool, scan_repository, self.config.model_repository
-        )
+        sources = await loop.run_in_executor(self._scan_pool, self._scan)
         async with self._lock:
             if self._stopping:
                 return
@@ -242,6 +241,9 @@ class ModelManager:
         await asyncio.gather(*(self._unload(s) for s in retired))
         if wait and loads:
             await asyncio.gather(*loads)
+
+    def _scan(self) -> dict[str, ModelSource]:
+        return scan_repository(self.config.model_repository, self.config.follow_symlinks)
 
     def _detach_model(self, name: str) -> list[Servable]:
         model = self._models.pop(name, None)
@@ -285,7 +287,7 @@ class ModelManager:
                 if (
                     current.state is VersionState.END
                     and current.error
-                    and model.failed_stamp.get(v) != _stamp(source.versions[v])
+                    and model.failed_stamp.get(v) != source.stamps.get(v)
                 ):
                     del model.versions[v]  # the files changed since it failed: retry
                 else:
@@ -298,8 +300,18 @@ class ModelManager:
                 device=source.config.device or self.config.device,
             )
             model.versions[v] = s
+            refused = source.refused.get(v)
+            if refused:  # e.g. a symlink out of the repository: never read
+                s.state, s.error = VersionState.END, refused
+                model.failed_stamp[v] = source.stamps.get(v)
+                log.error("model %s version %d refused: %s", name, v, refused)
+                self._set_state(s)
+                if self.metrics is not None:
+                    self.metrics.model_load_failed(name, str(v))
+                continue
             self._set_state(s)
-            task = asyncio.create_task(self._load(model, s), name=f"fs-load-{name}-{v}")
+            stamp = source.stamps.get(v)
+            task = asyncio.create_task(self._load(model, s, stamp), name=f"fs-load-{name}-{v}")
             self._loads.add(task)
             task.add_done_callback(self._loads.discard)
             loads.append(task)
@@ -324,10 +336,9 @@ class ModelManager:
             retire.append(v)
         return self._detach(model, retire)
 
-    async def _load(self, model: _Model, s: Servable) -> None:
+    async def _load(self, model: _Model, s: Servable, stamp: str | None = None) -> None:
         """Loads one version (at most ``model_load_threads`` at once), publishes it as soon
         as it is warm, then retires what it replaces."""
-        loop = asyncio.get_running_loop()
         async with self._load_slots:
             if self._stopping or model.versions.get(s.version) is not s:
                 self._set_state(s, removed=True)
@@ -335,7 +346,7 @@ class ModelManager:
             s.state = VersionState.LOADING
             self._set_state(s)
             t0 = time.perf_counter()
-            ok = await loop.run_in_executor(self._load_pool, s.load)
+            ok = await self._load_within_timeout(s)
         orphan = None
         async with self._lock:
             current = (
@@ -351,7 +362,7 @@ class ModelManager:
             elif ok:
                 orphan = s  # detached while it loaded
             else:
-                model.failed_stamp[s.version] = _stamp(s.path)
+                model.failed_stamp[s.version] = stamp
                 if self.metrics is not None:
                     self.metrics.model_load_failed(s.model, str(s.version))
             self._set_state(s, removed=not current)
@@ -362,6 +373,30 @@ class ModelManager:
         elif orphan is not None:
             await self._unload(orphan)
         await asyncio.gather(*(self._unload(r) for r in retired))
+
+    async def _load_within_timeout(self, s: Servable) -> bool:
+        """Runs ``s.load`` in a thread for at most ``load_timeout`` seconds. Past it the
+        version fails with that reason; a load that cannot be stopped keeps its thread, is
+        counted in ``stuck_loads``, and frees its sessions whenever it ends."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._load_pool, s.load)
+        timeout = self.config.load_timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            pass
+        s.load_cancellation.cancel("load_timeout")  # stops warmup runs at their next op
+        s.state = VersionState.END
+        s.error = f"loading and warming up took longer than load_timeout ({timeout:g}s)"
+        log.error("model %s version %d: %s", s.model, s.version, s.error)
+        self.stuck_loads += 1
+
+        def finished(_future) -> None:
+            self.stuck_loads -= 1
+            s.discard(s.error)
+
+        future.add_done_callback(finished)
+        return False
 
     def batching_for(self, s: Servable) -> BatchingConfig:
         """The batching parameters of a version: the server's, with its model's overrides."""
@@ -380,8 +415,11 @@ class ModelManager:
                 s.model,
                 str(s.version),
                 instances=len(s.instances),
+                overdue=self.overdue,
             )
-        return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
+        return DirectScheduler(
+            self.compute_pool, self.metrics, s.model, str(s.version), overdue=self.overdue
+        )
 
     async def _unload(self, s: Servable, drain_timeout: float | None = None) -> None:
         """Unloads a detached version: no new request reaches it; in-flight ones get up to
@@ -407,6 +445,18 @@ class ModelManager:
             self.metrics.set_version_state(
                 s.model, str(s.version), None if removed else s.state.value
             )
+
+    def known_labels(self, model: str, version: str) -> tuple[str, str]:
+        """(model, version) as metric labels: "" for a name the repository does not know,
+        so that names taken from request URLs cannot grow the metrics without bound."""
+        m = self._models.get(model)
+        if m is None:
+            return "", ""
+        if version:
+            v = parse_version(version)
+            if v is None or v not in m.versions:
+                return model, ""
+        return model, version
 
     # -- lookup -----------------------------------------------------------------------------
     def _model(self, name: str) -> _Model:
@@ -497,6 +547,11 @@ class ModelManager:
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
+        if self._saturated():
+            raise Unavailable(
+                f"all {self._compute_threads} compute threads are still running computations "
+                "past their deadline; retry later"
+            )
         for attempt in range(2):
             if servable is not None and not attempt:
                 s = servable
@@ -560,7 +615,7 @@ class ModelManager:
             return [VersionStatus(name, 0, VersionState.END.value, model.config_error)]
         return [_status_of(s) for v, s in sorted(model.versions.items(), reverse=True)]
 
-    def readiness(self, name: str, version: int | str | None = None) -> tuple[str, str | None]:
+    def readiness(self, name: str, version: str | int | None = None) -> tuple[str, str | None]:
         """(state, error) of a model or version for readiness probes: READY, LOADING,
         FAILED (with the load error), UNLOADING or UNAVAILABLE. Raises NotFound."""
         model = self._model(name)
@@ -619,9 +674,7 @@ class ModelManager:
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(
-            self._scan_pool, scan_repository, self.config.model_repository
-        )
+        sources = await loop.run_in_executor(self._scan_pool, self._scan)
         source = sources.get(name)
         if source is None:
             raise NotFound(f"failed to load '{name}': no such model in the repository")

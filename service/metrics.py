@@ -193,7 +193,7 @@ class ServingMetrics:
         self.load_seconds.labels(model).observe(seconds)
         self.loads.labels(model).inc()
 
-    def model_unloaded(self, model: str, version: str) -> None:  # noqa: ARG002 - as model_loaded
+    def model_unloaded(self, model: str, version: str) -> None:  # noqa: ARG002 - event interface
         self.unloads.labels(model).inc()
 
     def inflight(self, model: str, delta: int) -> None:

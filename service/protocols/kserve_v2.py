@@ -61,7 +61,7 @@ from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service import tracing
 from service.errors import Internal, InvalidInput, Unavailable
-from service.keys import MANAGER
+from service.keys import CONFIG, MANAGER
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,
@@ -76,7 +76,7 @@ from service.protocols.common import (
     wants_msgpack,
 )
 from service.protocols.msgpack_codec import packb, unpackb
-from service.tensors import TensorSpec, coerce, from_json_value
+from service.tensors import MAX_ELEMENTS, TensorSpec, check_shape, coerce, from_json_value
 
 __all__ = ["add_routes", "DATATYPES"]
 
@@ -336,7 +336,7 @@ async def infer(request: web.Request) -> web.Response:
     if signature is not None and not isinstance(signature, str):
         raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
     default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
-    inputs = _parse_inputs(doc.get("inputs"), binary)
+    inputs = _parse_inputs(doc.get("inputs"), binary, request.app[CONFIG].max_tensor_elements)
     wanted, binary_outputs = _requested_outputs(doc.get("outputs"), default_binary)
     deadlines = [
         t
@@ -432,7 +432,7 @@ def _shape(value, what: str) -> list[int]:
     return value
 
 
-def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
+def _parse_inputs(value, binary: bytes, max_elements: int = MAX_ELEMENTS) -> dict[str, np.ndarray]:
     if not isinstance(value, list):
         raise InvalidInput(
             "The inference request needs 'inputs': a list of {name, shape, datatype, data} objects"
@@ -449,6 +449,7 @@ def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
         datatype = item.get("datatype")
         dtype = _datatype(datatype, what)
         shape = _shape(item.get("shape"), what)
+        check_shape(shape, what, max_elements)
         params = _parameters(item.get("parameters"), what)
         if "shared_memory_region" in params:
             raise InvalidInput(

@@ -20,7 +20,6 @@ import io
 import os
 import re
 import shutil
-import time
 import tokenize
 import tracemalloc
 import zlib
@@ -363,17 +362,18 @@ def test_fuzzed_checkpoint_state_file_gives_a_path_none_or_a_typed_error(tmp_pat
 
 
 @contextlib.contextmanager
-def _cheap(seconds=1.0, mib=64):
-    """Asserts the block takes under ``seconds`` and allocates under ``mib`` MiB at peak."""
+def _cheap(mib=64):
+    """Asserts the block allocates under ``mib`` MiB at peak (a claimed size is never trusted).
+
+    Memory, not time, is what a hostile size could exhaust; timing bounds would only make the
+    test depend on how busy the machine is.
+    """
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         yield
     finally:
-        elapsed = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert elapsed < seconds, f"took {elapsed:.2f}s"
     assert peak < mib << 20, f"allocated {peak >> 20} MiB"
 
 
@@ -398,10 +398,10 @@ def _edit_index(d, fn):
     _write_doc(d, INDEX, doc)
 
 
-def _load_fails(d, etype, *patterns, file=None, options=None, seconds=1.0, mib=64):
+def _load_fails(d, etype, *patterns, file=None, options=None, mib=64):
     """Loads ``d`` expecting ``etype`` whose message names ``file`` (default: the directory)
-    and matches every regex of ``patterns``; fast and small."""
-    with _cheap(seconds, mib), tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+    and matches every regex of ``patterns``, allocating little."""
+    with _cheap(mib), tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
         with pytest.raises(etype) as info:
             tf.saved_model.load(sess, ["serve"], d, options=options)
     msg = str(info.value)
@@ -510,7 +510,7 @@ def test_huge_claimed_shape_fails_fast_without_allocating(model, tmp_path):
     _edit_index(
         d, lambda doc, t: (_set(t["w1"], "shape", [2**40, 2**40]), _set(t["w1"], "size", 2**64 - 1))
     )
-    _load_fails(d, errors.DataLossError, r"size of 'w1'", file=INDEX, seconds=0.5, mib=16)
+    _load_fails(d, errors.DataLossError, r"size of 'w1'", file=INDEX, mib=16)
 
 
 def test_data_file_shorter_than_the_index_claims(model, tmp_path):

@@ -222,10 +222,10 @@ class RunGate:
         original = servable_module.Signature.run
         gate = self
 
-        def run(sig, arrays, instance=None):
+        def run(sig, arrays, instance=None, **kw):
             gate.started.set()
             gate.release.wait(30)
-            return original(sig, arrays, instance)
+            return original(sig, arrays, instance, **kw)
 
         monkeypatch.setattr(servable_module.Signature, "run", run)
 

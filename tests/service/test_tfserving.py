@@ -1,5 +1,6 @@
 """The TensorFlow Serving REST adapter (``/v1/models/...``), end to end over HTTP."""
 
+import asyncio
 import base64
 import json
 import math
@@ -654,7 +655,19 @@ async def test_body_over_the_limit_is_413(aiohttp_client, make_config):
     client = await aiohttp_client(create_app(make_config(max_request_bytes=2048)))
     assert await predict(client, HPT, {"instances": [1.0] * 100}) == {"predictions": [3.5] * 100}
     message = await error(client, "POST", HPT, 413, {"instances": [1.0] * 1000})
-    assert message == "Request body too large (the limit is 2048 bytes)"
+    # Refused from its Content-Length, before the body is read.
+    assert message.startswith("Request body too large: Content-Length 5015 ")
+    assert message.endswith("is over the limit of 2048 bytes (max_request_bytes)")
+
+
+async def overdue_finished(client):
+    """Waits until no computation that missed its deadline still holds a compute thread."""
+    manager = client.app[MANAGER]
+    for _ in range(500):
+        if not len(manager.overdue):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("an overdue computation did not finish in 5 s")
 
 
 async def test_deadline_from_header_or_body(slow_client):
@@ -666,8 +679,10 @@ async def test_deadline_from_header_or_body(slow_client):
         slow_client, "POST", path, 504, {"instances": [1.0]}, headers={"Request-Timeout": "0.02"}
     )
     assert "deadline exceeded" in message
+    await overdue_finished(slow_client)
     message = await error(slow_client, "POST", path, 504, {"inputs": [1.0], "timeout": 0.02})
     assert "deadline exceeded" in message
+    await overdue_finished(slow_client)
     # Both given: the stricter deadline wins.
     await error(
         slow_client,
