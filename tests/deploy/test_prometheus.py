@@ -257,6 +257,7 @@ async def test_a_real_prometheus_scrapes_flowserve(deploy_dir, tmp_path):
         port=port,
         metrics_port=metrics_port,
         poll_interval=0,
+        grpc_port=0,  # gRPC is not under test here
     ).validate()
     stop = asyncio.Event()
     server = asyncio.create_task(serve(config, stop))

@@ -238,6 +238,7 @@ async def _serve(tmp_path, grace):
         host="127.0.0.1",
         port=port,
         poll_interval=0,
+        grpc_port=0,  # gRPC is not under test here
         shutdown_grace_period=grace,
         request_timeout=60,
     ).validate()
@@ -327,6 +328,7 @@ async def test_metrics_port_in_the_server(tmp_path):
         port=port,
         metrics_port=metrics_port,
         poll_interval=0,
+        grpc_port=0,  # gRPC is not under test here
     ).validate()
     stop = asyncio.Event()
     task = asyncio.create_task(serve(config, stop))

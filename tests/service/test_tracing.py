@@ -152,7 +152,17 @@ async def test_the_server_exports_spans_over_otlp(tmp_path, aiohttp_server):
     }
     script = os.path.join(os.path.dirname(sys.executable), "flowserve")
     proc = subprocess.Popen(
-        [script, "--model-repository", str(tmp_path), "--host", "127.0.0.1", "--port", str(port)],
+        [
+            script,
+            "--model-repository",
+            str(tmp_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--grpc-port",
+            "0",
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

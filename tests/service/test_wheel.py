@@ -85,7 +85,15 @@ def test_installed_wheel_serves_the_bundled_models(wheel, tmp_path):
     env.pop("PYTHONPATH", None)
     log = open(tmp_path / "server.log", "w+")
     proc = subprocess.Popen(
-        [str(bin_dir / "flowserve"), "--host", "127.0.0.1", "--port", str(port)],
+        [
+            str(bin_dir / "flowserve"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--grpc-port",
+            "0",
+        ],
         cwd=empty,
         env=env,
         stdout=log,
