@@ -221,6 +221,7 @@ async def serve(
     runner = HardenedRunner(
         app,
         max_connections=config.max_connections,
+        header_timeout=config.header_timeout,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
         shutdown_timeout=close_allowance / 2,
