@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.runtime import Cancellation
+from service import tracing
 from service.config import BatchingConfig
 from service.errors import (
     DeadlineExceeded,
@@ -105,6 +106,13 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
+        run_span = tracing.start_span(
+            "session_run",
+            None,
+            model=self._labels[0],
+            version=self._labels[1],
+            batch_size=_rows(arrays) if signature.batchable else 1,
+        )
         token = Cancellation()
         work = self._executor.submit(_timed_run, signature, arrays, token)
         future = asyncio.wrap_future(work, loop=loop)
@@ -128,6 +136,7 @@ class DirectScheduler:
             ) from None
         finally:
             timer.cancel()
+            tracing.end_span(run_span)
         if self._metrics is not None:
             self._metrics.session_run(*self._labels, seconds)
         return values
@@ -156,7 +165,7 @@ def _timed_run(signature, arrays, cancellation=None):
 
 
 class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer")
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer", "trace", "wait")
 
     def __init__(self, arrays, rows, future, deadline, enqueued):
         self.arrays = arrays
@@ -165,6 +174,8 @@ class _Request:
         self.deadline = deadline
         self.enqueued = enqueued
         self.timer = None
+        self.trace = None  # the request's trace context (OpenTelemetry), for its batch
+        self.wait = None  # its queue_wait span
 
 
 class _Batch:
@@ -284,6 +295,11 @@ class Batcher:
             batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
         request.timer = loop.call_at(deadline, self._expire, request)
+        if tracing.active():
+            request.trace = tracing.capture()
+            request.wait = tracing.start_span(
+                "queue_wait", request.trace, model=self._labels[0], version=self._labels[1]
+            )
         batch.requests.append(request)
         batch.rows += rows
         self._queued_requests += 1
@@ -294,6 +310,7 @@ class Batcher:
             return await request.future
         finally:
             request.timer.cancel()
+            tracing.end_span(request.wait)  # already ended when its batch started
 
     def _close_batch(self, batch: _Batch) -> None:
         if batch.closed:
@@ -389,7 +406,24 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        signature = batch.signature
+        if tracing.active():
+            for r in live:
+                tracing.end_span(r.wait)
+                r.wait = None
+            rows = sum(r.rows for r in live)
+            with tracing.batch_span(
+                [r.trace for r in live],
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=rows,
+                requests=len(live),
+            ):
+                await self._execute(batch.signature, live)
+            return
+        await self._execute(batch.signature, live)
+
+    async def _execute(self, signature, live: list[_Request]) -> None:
+        loop = asyncio.get_running_loop()
         try:
             merged, real_rows, padding = _merge(live, self.config)
         except ServingError as e:
@@ -400,7 +434,13 @@ class Batcher:
         work = self._executor.submit(_timed_run, signature, merged, token)
         submitted.append(work)
         try:
-            values, seconds = await asyncio.wrap_future(work, loop=loop)
+            with tracing.span(
+                "session_run",
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=real_rows + padding,
+            ):
+                values, seconds = await asyncio.wrap_future(work, loop=loop)
         except ServingError as e:
             _fail(live, e)
             return

@@ -39,9 +39,13 @@ def _bounded(name: str, value, lo, hi, where: str = "") -> None:
 
 
 def default_model_repository() -> str:
-    """The bundled ``models/`` directory of a source checkout, else ``./models``."""
-    bundled = Path(__file__).resolve().parent.parent / "models"
-    return str(bundled if bundled.is_dir() else Path.cwd() / "models")
+    """The bundled example models: a source checkout's ``models/``, else the copy an
+    installed wheel ships (``service/bundled_models/``), else ``./models``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "models", here / "bundled_models"):
+        if candidate.is_dir():
+            return str(candidate)
+    return str(Path.cwd() / "models")
 
 
 # -----------------------------------------------------------------------------------------

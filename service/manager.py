@@ -174,9 +174,9 @@ class ModelManager:
                 except asyncio.CancelledError:
                     pass
         if self._loads:
-            # A load's thread cannot be interrupted; its task unloads it when it sees
-            # _stopping.
-            await asyncio.gather(*list(self._loads), return_exceptions=True)
+            # A load's thread cannot be interrupted: wait for it within the deadline only
+            # (its task unloads what it loaded when it sees _stopping).
+            await asyncio.wait(list(self._loads), timeout=max(0.0, deadline - time.monotonic()))
         async with self._lock:
             retired = [s for m in self._models.values() for s in m.versions.values()]
             for m in self._models.values():
@@ -198,6 +198,22 @@ class ModelManager:
         if not self.config.strict_readiness:
             return True
         return self._scanned and all(m.ready() for m in self._models.values() if not m.disabled)
+
+    def unready_models(self) -> dict[str, str]:
+        """Why the server is not ready: each model meant to serve that is not, with its
+        state (LOADING, FAILED, ...); ``{"": "..."}`` before the first scan, when draining or
+        when saturated."""
+        if self._draining:
+            return {"": "SHUTTING_DOWN"}
+        if not self._scanned:
+            return {"": "STARTING"}
+        if self._saturated():
+            return {"": "SATURATED"}  # every compute thread runs past a deadline
+        return {
+            name: self.readiness(name)[0]
+            for name, m in sorted(self._models.items())
+            if not m.disabled and not m.ready()
+        }
 
     def _saturated(self) -> bool:
         return len(self.overdue) >= self._compute_threads
@@ -370,7 +386,10 @@ class ModelManager:
                     self.metrics.model_load_failed(s.model, str(s.version))
             self._set_state(s, removed=not current)
             retired = self._retirable(model) if current else []
-        if orphan is not None:
+        if orphan is not None and self._stopping:
+            orphan.unload(0.0)  # the pools are shut down; nothing can be in flight on it
+            self._set_state(orphan, removed=True)
+        elif orphan is not None:
             await self._unload(orphan)
         await asyncio.gather(*(self._unload(r) for r in retired))
 
