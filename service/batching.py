@@ -406,13 +406,14 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        if tracing.active():
-            for r in live:
+        traced = [r for r in live if r.trace is not None]
+        if traced:
+            for r in traced:
                 tracing.end_span(r.wait)
                 r.wait = None
             rows = sum(r.rows for r in live)
             with tracing.batch_span(
-                [r.trace for r in live],
+                [r.trace for r in traced],
                 model=self._labels[0],
                 version=self._labels[1],
                 batch_size=rows,
