@@ -246,6 +246,7 @@ async def _start_listeners(
     runner = HardenedRunner(
         app,
         max_connections=config.max_connections,
+        header_timeout=config.header_timeout,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
         shutdown_timeout=close_allowance / 2,
