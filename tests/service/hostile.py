@@ -63,6 +63,8 @@ def start_server(repo: Path, log_path: Path, *flags: str, env=None):
     proc = subprocess.Popen(
         flowserve_command()
         + ["--model-repository", str(repo), "--host", "127.0.0.1", "--port", str(port)]
+        # gRPC off: its default port (8500) may be held by another server on the machine.
+        + ["--grpc-port", "0"]
         + list(flags),
         stdout=log,
         stderr=subprocess.STDOUT,
