@@ -17,6 +17,7 @@ from engine import (
     dtypes,
     errors,
     image,
+    io,
     layers,
     lookup,
     losses,
@@ -175,6 +176,7 @@ from engine.ops.math import (  # noqa: A004
     where,
     where_v2,
 )
+from engine.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example
 from engine.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403

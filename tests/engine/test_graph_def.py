@@ -17,6 +17,7 @@ from tests.engine import (
     test_nn_grads,
     test_nn_ops,
     test_onnx_ops,
+    test_parsing_ops,
     test_reduction_grads,
     test_reduction_ops,
     test_summary,
@@ -196,6 +197,7 @@ SPECIAL = {
     "summaries": test_summary.round_trip_builder,
     "candidate_samplers": test_embedding.round_trip_builder,
     "datasets": test_data.round_trip_builder,
+    "parse_examples": test_parsing_ops.round_trip_builder,
 }
 
 
