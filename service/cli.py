@@ -23,7 +23,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
-from service.keys import MODEL, REQUEST_ID, VERSION
+from service.keys import MANAGER, MODEL, REQUEST_ID, VERSION
 from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
