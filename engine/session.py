@@ -32,7 +32,13 @@ from engine.framework.graph import (
     get_default_session,
 )
 from engine.runtime.feeds import FetchStructure, collect
-from engine.runtime.interpreter import CHECK_KERNELS, execute, execute_checked
+from engine.runtime.interpreter import (
+    CHECK_KERNELS,
+    Cancellation,
+    activated,
+    execute,
+    execute_checked,
+)
 from engine.runtime.placement import Placer
 from engine.runtime.plan import Plan, compile_plan, function_callable
 from engine.runtime.values import Copy, VariableSlot
@@ -173,6 +179,8 @@ class BaseSession:
         ``fetches`` may be a Tensor, Operation, Variable or name, or any nesting of lists,
         tuples, namedtuples and dicts of those; the result has the same structure (None for
         operations). ``feed_dict`` maps tensors (or names) to values that replace them.
+        ``options=RunOptions(timeout_in_ms=N)`` stops the run after N ms with
+        ``DeadlineExceededError`` (checked between ops and per while_loop iteration).
         """
         self._check_open()
         structure = FetchStructure(self._graph, fetches)
@@ -183,7 +191,8 @@ class BaseSession:
             and getattr(options, "trace_level", 0) > 0
             and run_metadata is not None
         )
-        values = self._run_plan(plan, feed_values, trace, run_metadata)
+        token = _cancellation(options)
+        values = self._run_plan(plan, feed_values, trace, run_metadata, token)
         return structure.build(values)
 
     def _resolve_feeds(self, feed_dict):
@@ -223,16 +232,25 @@ class BaseSession:
         plan = self._plan_for(feed_tensors, tuple(structure.elements), owned_feeds=True)
         return structure.build(self._run_plan(plan, feed_values))
 
-    def _run_plan(self, plan: Plan, feed_values, trace=False, run_metadata=None):
+    def _run_plan(self, plan: Plan, feed_values, trace=False, run_metadata=None, token=None):
         vals = plan.template.copy()
         specs = plan.feed_specs
         for spec, slot, value in zip(specs, plan.feed_slots, feed_values):
             vals[slot] = spec.convert(value)
-        self._execute_plan(plan, vals, trace, run_metadata)
+        self._execute_plan(plan, vals, trace, run_metadata, token)
         return collect(plan, vals)
 
-    def _execute_plan(self, plan, vals, trace=False, run_metadata=None):
+    def _execute_plan(self, plan, vals, trace=False, run_metadata=None, token=None):
         steps = plan.steps
+        if token is not None:
+            # Function bodies (while_loop iterations) find the token as the thread's active one.
+            events = [] if trace else None
+            start, base = time.time_ns(), time.perf_counter_ns()
+            with np.errstate(all="ignore"), activated(token):
+                execute_checked(steps, vals, events, token)
+            if trace:
+                self._fill_metadata(run_metadata, events, start, base, plan.placement)
+            return
         with np.errstate(all="ignore"):
             if trace:
                 events = []
@@ -302,7 +320,7 @@ class BaseSession:
         build = structure.build
         session = self
 
-        def run_callable(*feed_values, options=None, run_metadata=None):
+        def run_callable(*feed_values, options=None, run_metadata=None, cancellation=None):
             if session._closed:
                 raise RuntimeError("Attempted to use a closed Session.")
             if len(feed_values) != n_feeds:
@@ -314,12 +332,21 @@ class BaseSession:
             for spec, slot, value in zip(specs, feed_slots, feed_values):
                 vals[slot] = spec.convert(value)
             trace = options is not None and options.trace_level > 0 and run_metadata is not None
-            execute_plan(plan, vals, trace, run_metadata)
+            token = cancellation if cancellation is not None else _cancellation(options)
+            execute_plan(plan, vals, trace, run_metadata, token)
             return build(collect(plan, vals))
 
         if accept_options:
             return run_callable
         return lambda *feed_values: run_callable(*feed_values)
+
+
+def _cancellation(options) -> Cancellation | None:
+    """The token of a run with ``RunOptions(timeout_in_ms=N)`` (N > 0), else None."""
+    timeout_ms = getattr(options, "timeout_in_ms", 0) if options is not None else 0
+    if timeout_ms and timeout_ms > 0:
+        return Cancellation.after(timeout_ms / 1000.0)
+    return None
 
 
 class Session(BaseSession):

@@ -1,14 +1,19 @@
 """The aiohttp application: routes, middlewares and the model manager's lifetime.
 
-``create_app(config)`` builds it. Middlewares turn every error into a JSON ``{"error": ...}``
-body with the right status, check the bearer token (health and metrics stay open), and record
-metrics and the access log. The manager starts and stops in one ``cleanup_ctx``.
+``create_app(config)`` builds it. Middlewares give every request an ID (``X-Request-ID``,
+echoed on every response and in every log line), turn every error into a JSON
+``{"error": ...}`` body with the right status, check the bearer token (health and metrics stay
+open), and record metrics (by endpoint) and the access log. The manager starts and stops in
+one ``cleanup_ctx``; with ``load_in_background`` the app starts (and its listeners open)
+before the first repository scan, and models load behind it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
+import re
 import time
 
 from aiohttp import web
@@ -16,14 +21,26 @@ from aiohttp import web
 from service.config import ServerConfig
 from service.errors import ServingError
 from service.keys import CONFIG, MANAGER, METRICS, MODEL, PROTOCOL, VERSION
+from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, request_id_var
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols import kserve_v2, tfserving
-from service.protocols.common import json_response
+from service.protocols.common import (
+    BODY_TIMEOUT,
+    ENDPOINT,
+    MAX_BODY,
+    REQUEST_ID,
+    json_response,
+)
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "metrics_app", "in_flight_requests", "MANAGER", "CONFIG", "METRICS"]
 
 log = logging.getLogger("flowserve.app")
+
+LOAD_IN_BACKGROUND = web.AppKey("load_in_background", bool)
+# Requests being handled right now, all endpoints (a one-element list: the app is frozen
+# once started, its contents are not).
+IN_FLIGHT = web.AppKey("in_flight", list)
 
 _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 
@@ -53,13 +70,16 @@ async def _errors(request: web.Request, handler):
 
 
 def _auth(token: str):
-    expected = f"Bearer {token}".encode()
+    expected = token.encode("utf-8")
 
     @web.middleware
     async def auth(request: web.Request, handler):
         if request.path not in _OPEN_PATHS:
-            given = request.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            # The scheme is case-insensitive (RFC 9110); the header may hold any bytes,
+            # which aiohttp hands over surrogate-escaped: compare bytes, never decode.
+            scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+            given = credentials.strip().encode("utf-8", "surrogateescape")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
                 return json_response(
                     {
                         "error": "Missing or invalid bearer token (send "
@@ -71,6 +91,131 @@ def _auth(token: str):
         return await handler(request)
 
     return auth
+
+
+class _Budget:
+    """The requests and request-body bytes being handled at once, against the limits."""
+
+    def __init__(self, max_requests: int, max_bytes: int):
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes
+        self.requests = 0
+        self.bytes = 0
+
+    def try_take(self, nbytes: int) -> str | None:
+        """Takes one request of ``nbytes``; or says which limit it would exceed."""
+        if self.max_requests and self.requests >= self.max_requests:
+            return f"{self.requests} requests are in flight (max_inflight_requests)"
+        if self.max_bytes and self.requests and self.bytes + nbytes > self.max_bytes:
+            return f"{self.bytes} request bytes are in flight (max_inflight_bytes)"
+        self.requests += 1
+        self.bytes += nbytes
+        return None
+
+    def give(self, nbytes: int) -> None:
+        self.requests -= 1
+        self.bytes -= nbytes
+
+
+def _limits(config: ServerConfig):
+    """Refuses a declared body over the size limit before reading it (413), and sheds load
+    past the global in-flight budget (503 with Retry-After). A body whose size is not known
+    up front (chunked, or compressed) counts as ``max_request_bytes``."""
+    budget = _Budget(config.max_inflight_requests, config.max_inflight_bytes)
+
+    @web.middleware
+    async def limits(request: web.Request, handler):
+        if request.path in _OPEN_PATHS:
+            return await handler(request)
+        length = request.content_length
+        limit = config.max_request_bytes
+        if length is not None and length > limit:
+            response = json_response(
+                {
+                    "error": f"Request body too large: Content-Length {length} is over the "
+                    f"limit of {limit} bytes (max_request_bytes)"
+                },
+                status=413,
+            )
+            response.force_close()  # the body is not read, so the connection is unusable
+            return response
+        if not request.body_exists:
+            nbytes = 0
+        elif length is None or request.headers.get("Content-Encoding", "identity") != "identity":
+            nbytes = limit
+        else:
+            nbytes = length
+        refused = budget.try_take(nbytes)
+        if refused is not None:
+            response = json_response(
+                {"error": f"Server busy: {refused}; retry shortly"},
+                status=503,
+                headers={"Retry-After": "1"},
+            )
+            if request.body_exists:
+                response.force_close()
+            return response
+        try:
+            return await handler(request)
+        finally:
+            budget.give(nbytes)
+
+    return limits
+
+
+# (method or "*", path pattern) -> endpoint label; first match wins. Fixed values keep the
+# label bounded whatever paths clients send.
+_ENDPOINTS = [
+    ("POST", re.compile(r"^/v1/models/.*:predict$"), "predict"),
+    ("POST", re.compile(r"^/v1/models/.*:(classify|regress)$"), "predict"),
+    ("GET", re.compile(r"^/v1/models/.*/metadata$"), "metadata"),
+    ("GET", re.compile(r"^/v1/models/"), "status"),
+    ("POST", re.compile(r"^/v2/models/.*/infer$"), "infer"),
+    ("GET", re.compile(r"^/v2/health/"), "health"),
+    ("GET", re.compile(r"^/v2/models/.*/ready$"), "health"),
+    ("GET", re.compile(r"^/v2/models/.*/config$"), "config"),
+    ("GET", re.compile(r"^/v2(/models/[^/]+(/versions/[^/]+)?)?$"), "metadata"),
+    ("*", re.compile(r"^/v2/repository/"), "repository"),
+    ("GET", re.compile(r"^/metrics$"), "metrics"),
+]
+
+
+def endpoint_of(method: str, path: str) -> str:
+    """The ``endpoint`` metrics label of a request: infer, predict, metadata, status,
+    health, config, repository, metrics, or other."""
+    for m, pattern, name in _ENDPOINTS:
+        if (m == "*" or m == method) and pattern.match(path):
+            return name
+    return "other"
+
+
+def _protocol_of(path: str) -> str:
+    if path.startswith("/v1/"):
+        return "tfserving"
+    if path.startswith("/v2"):
+        return "v2"
+    return ""
+
+
+@web.middleware
+async def _request_id(request: web.Request, handler):
+    """Outermost: the request's ID, in the log context and on every response."""
+    request_id = accept_request_id(request.headers.get(REQUEST_ID_HEADER)) or new_request_id()
+    request[REQUEST_ID] = request_id
+    token = request_id_var.set(request_id)
+    counter = request.app[IN_FLIGHT]
+    counter[0] += 1
+    try:
+        response = await handler(request)
+    except web.HTTPException as e:
+        e.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
+        raise
+    finally:
+        counter[0] -= 1
+        request_id_var.reset(token)
+    # A handler may adopt an ID from the body (V2's "id") when no header was sent.
+    response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
+    return response
 
 
 @web.middleware
@@ -85,39 +230,88 @@ async def _observe(request: web.Request, handler):
         status = e.status
         raise
     finally:
-        protocol = request.get(PROTOCOL)
-        if protocol is not None:
-            request.app[METRICS].observe_request(
-                request.get(MODEL, ""),
-                request.get(VERSION, ""),
-                protocol,
-                status,
-                time.perf_counter() - start,
-            )
+        path = request.path
+        endpoint = request.get(ENDPOINT) or endpoint_of(request.method, path)
+        # Only names the repository knows become labels: names from URLs are unbounded.
+        model, version = request.app[MANAGER].known_labels(
+            request.get(MODEL, ""), request.get(VERSION, "")
+        )
+        request.app[METRICS].observe_request(
+            model,
+            version,
+            request.get(PROTOCOL) or _protocol_of(path),
+            status,
+            time.perf_counter() - start,
+            endpoint=endpoint,
+        )
 
 
 async def _metrics_handler(request: web.Request) -> web.Response:
-    return web.Response(body=request.app[METRICS].render(), headers={"Content-Type": CONTENT_TYPE})
+    # Rendering walks every series: off the event loop, so a scrape never stalls requests.
+    loop = asyncio.get_running_loop()
+    body = await loop.run_in_executor(None, request.app[METRICS].render)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 async def _manager_ctx(app: web.Application):
     manager = app[MANAGER]
-    await manager.start()
+    await manager.start(wait=not app[LOAD_IN_BACKGROUND])
     yield
     await manager.stop()
 
 
-def create_app(config: ServerConfig, manager: ModelManager | None = None) -> web.Application:
-    """The server application for ``config`` (validated by the caller or here)."""
+def in_flight_requests(app: web.Application) -> int:
+    """Requests ``app`` is handling right now (every endpoint)."""
+    return app[IN_FLIGHT][0]
+
+
+def metrics_app(app: web.Application) -> web.Application:
+    """An application serving only ``GET /metrics`` of ``app`` (for ``--metrics-port``)."""
+    side = web.Application(middlewares=[_errors])
+    side[CONFIG] = app[CONFIG]
+    side[METRICS] = app[METRICS]
+    side.router.add_get("/metrics", _metrics_handler)
+    return side
+
+
+def create_app(
+    config: ServerConfig,
+    manager: ModelManager | None = None,
+    *,
+    load_in_background: bool = False,
+) -> web.Application:
+    """The server application for ``config`` (validated by the caller or here).
+
+    ``load_in_background``: the app starts before the first repository scan and models
+    load behind it (the ``flowserve`` command); otherwise starting it waits until the
+    first scan's models have loaded (convenient in tests and embedding)."""
     metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
-    # Outermost first: metrics see the final status of every response, errors included.
-    middlewares = [_observe, _errors]
+    # Outermost first: the request ID reaches every response; metrics see the final status
+    # of every response, errors included.
+    middlewares = [_request_id, _observe, _errors]
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
-    app = web.Application(client_max_size=config.max_request_bytes, middlewares=middlewares)
+    middlewares.append(_limits(config))
+    app = web.Application(
+        client_max_size=config.max_request_bytes,
+        middlewares=middlewares,
+        handler_args={
+            # A connection without a complete request (idle, or headers sent byte by byte)
+            # closes after idle_timeout; an unread refused body is drained for at most a
+            # second (so the client can read the answer), not aiohttp's default ten.
+            "keepalive_timeout": config.idle_timeout,
+            "lingering_time": 1.0,
+            # Bodies are decompressed by read_body (bounded, every error a 4xx).
+            "auto_decompress": False,
+        },
+    )
     app[CONFIG] = config
+    app[BODY_TIMEOUT] = config.body_timeout
+    app[MAX_BODY] = config.max_request_bytes
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
+    app[LOAD_IN_BACKGROUND] = load_in_background
+    app[IN_FLIGHT] = [0]
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     tfserving.add_routes(app)

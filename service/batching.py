@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.runtime import Cancellation
 from service.config import BatchingConfig
 from service.errors import (
     DeadlineExceeded,
@@ -44,14 +45,40 @@ from service.errors import (
 )
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
+    from concurrent.futures import Executor, Future
 
     from service.metrics import ServingMetrics
     from service.servable import Signature
 
-__all__ = ["DirectScheduler", "Batcher"]
+__all__ = ["DirectScheduler", "Batcher", "Overdue"]
 
 log = logging.getLogger("flowserve.batching")
+
+
+class Overdue:
+    """Computations still running after their request's deadline. Threads cannot be
+    interrupted, so each holds a compute thread until it ends; the manager reports them in
+    readiness and refuses new work while they occupy every thread."""
+
+    def __init__(self):
+        self._running: set = set()
+
+    # A cancelled computation stops at its next op or loop iteration; one still running
+    # after this many seconds is inside a long kernel.
+    grace = 0.25
+
+    def add(self, future: Future) -> None:
+        self._running.add(future)
+        future.add_done_callback(self._running.discard)  # set ops are atomic under the GIL
+
+    def watch(self, future: Future) -> None:
+        """Counts ``future`` (a cancelled computation) if it still runs after ``grace``."""
+        if not future.done():
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.grace, lambda: None if future.done() else self.add(future))
+
+    def __len__(self) -> int:
+        return len(self._running)
 
 
 class DirectScheduler:
@@ -63,10 +90,12 @@ class DirectScheduler:
         metrics: ServingMetrics | None = None,
         model: str = "",
         version: str = "",
+        overdue: Overdue | None = None,
     ):
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
+        self._overdue = overdue
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -76,14 +105,21 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
-        future = loop.run_in_executor(self._executor, _timed_run, signature, arrays)
-        # A timer rather than asyncio.wait_for: no extra task per request. On expiry the
-        # awaiting stops; the computation finishes in its thread and is discarded.
+        token = Cancellation()
+        work = self._executor.submit(_timed_run, signature, arrays, token)
+        future = asyncio.wrap_future(work, loop=loop)
+        # A timer rather than asyncio.wait_for: no extra task per request. On expiry (or when
+        # the client goes away) the awaiting stops and the computation is cancelled: it stops
+        # at its next op or loop iteration. One inside a long single kernel runs on, counted
+        # as overdue until it ends.
         expired = []
         timer = loop.call_at(deadline, _expire, future, expired)
         try:
             values, seconds = await future
         except asyncio.CancelledError:
+            token.cancel("deadline exceeded" if expired else "request cancelled")
+            if self._overdue is not None:
+                self._overdue.watch(work)
             if not expired:
                 raise
             self._reject("deadline")
@@ -110,9 +146,12 @@ def _expire(future, expired: list) -> None:
         future.cancel()
 
 
-def _timed_run(signature, arrays):
+def _timed_run(signature, arrays, cancellation=None):
     t0 = time.perf_counter()
-    values = signature.run(arrays)
+    if cancellation is None:
+        values = signature.run(arrays)
+    else:
+        values = signature.run(arrays, cancellation=cancellation)
     return values, time.perf_counter() - t0
 
 
@@ -151,15 +190,17 @@ class Batcher:
         model: str = "",
         version: str = "",
         instances: int = 1,
+        overdue: Overdue | None = None,
     ):
         self.config = config
+        self._overdue = overdue
         # Batches running at once: the batch threads, and at least one per model instance so
         # that every instance can be busy.
         self._concurrency = max(config.threads, instances)
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
-        self._direct = DirectScheduler(executor, metrics, model, version)
+        self._direct = DirectScheduler(executor, metrics, model, version, overdue=overdue)
         self._open: dict[tuple, _Batch] = {}
         # Closed batches waiting for a worker (a deque, so workers can merge compatible
         # waiting batches into the one they take).
@@ -318,6 +359,25 @@ class Batcher:
             except Exception:  # noqa: BLE001 - the worker must survive anything
                 log.exception("batch execution failed unexpectedly")
 
+    def _watch(self, live: list, work: list) -> Cancellation:
+        """The batch run's token: cancelled once every request in the batch has gone (missed
+        its deadline or was cancelled), so nobody waits on a computation that runs on; one
+        that runs on anyway (a long kernel) is counted as overdue. ``work``: [its future]."""
+        token = Cancellation()
+        pending = [len(live)]
+
+        def gone(future) -> None:
+            if future.cancelled() or future.exception() is not None:
+                pending[0] -= 1
+                if pending[0] == 0:
+                    token.cancel("every request in the batch missed its deadline or left")
+                    if work and self._overdue is not None:
+                        self._overdue.watch(work[0])
+
+        for r in live:
+            r.future.add_done_callback(gone)
+        return token
+
     async def _run(self, batch: _Batch) -> None:
         loop = asyncio.get_running_loop()
         live = [r for r in batch.requests if not r.future.done()]
@@ -335,10 +395,12 @@ class Batcher:
         except ServingError as e:
             _fail(live, e)
             return
+        submitted: list = []
+        token = self._watch(live, submitted)
+        work = self._executor.submit(_timed_run, signature, merged, token)
+        submitted.append(work)
         try:
-            values, seconds = await loop.run_in_executor(
-                self._executor, _timed_run, signature, merged
-            )
+            values, seconds = await asyncio.wrap_future(work, loop=loop)
         except ServingError as e:
             _fail(live, e)
             return

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 
 from aiohttp import web
@@ -22,6 +23,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
 from service.keys import MODEL, VERSION
+from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
 
@@ -83,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
             )
+            parser.add_argument(
+                "--no-" + name.replace("_", "-"),
+                dest=name,
+                action="store_false",
+                help=f"same as {flag} false",
+            )
         else:
             parser.add_argument(
                 flag,
@@ -134,40 +142,16 @@ def resolve_config(
 # -----------------------------------------------------------------------------------------
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        extra = getattr(record, "access", None)
-        if extra:
-            doc.update(extra)
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return json.dumps(doc, ensure_ascii=False)
-
-
-def setup_logging(fmt: str, level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-
-
 class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        from service.protocols.common import REQUEST_ID
+
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
+        # The access log is written outside the handler's task: pass the ID explicitly.
+        request_id = request.get(REQUEST_ID)
         fields = {
             "method": request.method,
             "path": request.path,
@@ -185,7 +169,7 @@ class AccessLogger(AbstractAccessLogger):
             f" version={version}" if version else "",
             response.status,
             time * 1000,
-            extra={"access": fields},
+            extra={"access": fields, "request_id": request_id},
         )
 
     @property
@@ -199,32 +183,56 @@ class AccessLogger(AbstractAccessLogger):
 
 
 async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
-    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down."""
-    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
-    from service.app import create_app
+    """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down.
 
-    app = create_app(config)
+    The listeners open before the first repository scan (models load in the background,
+    ``/v2/health/live`` answers at once, ready waits for the models). Shutdown, bounded by
+    ``shutdown_grace_period``: readiness turns 503 while the listeners keep serving, until no
+    request is in flight (or the grace period is nearly spent); then the listeners close,
+    and the models unload with what is left of the grace period for stragglers.
+    """
+    from service.app import MANAGER, create_app, in_flight_requests, metrics_app
+    from service.http import HardenedRunner
+
+    app = create_app(config, load_in_background=True)
+    grace = config.shutdown_grace_period
+    close_allowance = min(1.0, grace / 4)  # for closing connections once drained
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
-    runner = web.AppRunner(
+    runner = HardenedRunner(
         app,
+        max_connections=config.max_connections,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
-        shutdown_timeout=config.shutdown_grace_period,
+        shutdown_timeout=close_allowance / 2,
         handle_signals=False,
         handler_cancellation=True,
     )
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
-    await site.start()
-    for address in runner.addresses:  # the bound port, also when config.port is 0
-        host, port = address[:2]
-        log.info(
-            "flowserve listening on http://%s:%d (model repository %s)",
-            host,
-            port,
-            config.model_repository,
-        )
+    runners = [runner]
+    sites = [web.TCPSite(runner, config.host, config.port, reuse_address=True)]
+    if config.metrics_port is not None:
+        metrics_runner = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
+        await metrics_runner.setup()
+        runners.append(metrics_runner)
+        sites.append(web.TCPSite(metrics_runner, config.host, config.metrics_port))
+    try:
+        for site in sites:
+            await site.start()
+    except OSError:
+        for r in reversed(runners):
+            await r.cleanup()
+        raise
+    for site, what in zip(sites, ("flowserve listening on", "metrics on")):
+        for sock in getattr(site._server, "sockets", None) or []:
+            host, port = sock.getsockname()[:2]
+            log.info(
+                "%s http://%s:%d (model repository %s)",
+                what,
+                host,
+                port,
+                config.model_repository,
+            )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -235,11 +243,20 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
     try:
         await stop.wait()
     finally:
+        deadline = loop.time() + grace
         log.info(
-            "shutting down: finishing in-flight requests (grace period %.1fs)",
-            config.shutdown_grace_period,
+            "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
+            grace,
         )
-        await runner.cleanup()
+        app[MANAGER].begin_shutdown(deadline)
+        drained_by = deadline - close_allowance
+        while in_flight_requests(app) and loop.time() < drained_by:
+            await asyncio.sleep(0.02)
+        left = in_flight_requests(app)
+        if left:
+            log.warning("grace period over with %d request(s) in flight; closing", left)
+        for r in reversed(runners):
+            await r.cleanup()
         log.info("stopped")
 
 
@@ -278,4 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         log.error("cannot start the server: %s", e)
         return 1
+    workers = [t for t in threading.enumerate() if t.name.startswith("fs-")]
+    for t in workers:  # idle pool threads exit at once; a stuck computation does not
+        t.join(timeout=0.2)
+    if any(t.is_alive() for t in workers):
+        # A computation outlived the grace period; exiting normally would join its thread.
+        log.warning("exiting with computations still running (grace period over)")
+        logging.shutdown()
+        os._exit(0)
     return 0

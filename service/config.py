@@ -31,6 +31,12 @@ class ConfigError(ValueError):
     """A setting has an invalid value; the message names it and what was expected."""
 
 
+def _bounded(name: str, value, lo, hi, where: str = "") -> None:
+    """ConfigError unless ``lo <= value <= hi`` (NaN fails too)."""
+    if not lo <= value <= hi:
+        raise ConfigError(f"{where}{name} must be from {lo:g} to {hi:g}, got {_short(value)}")
+
+
 def default_model_repository() -> str:
     """The bundled ``models/`` directory of a source checkout, else ``./models``."""
     bundled = Path(__file__).resolve().parent.parent / "models"
@@ -58,14 +64,11 @@ class BatchingConfig:
     enable_large_batch_splitting: bool = False
 
     def validate(self, where: str) -> BatchingConfig:
-        for name in ("max_batch_size", "max_enqueued_batches"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{where}: {name} must be >= 1, got {getattr(self, name)}")
-        if self.batch_timeout_micros < 0:
-            raise ConfigError(f"{where}: batch_timeout_micros must be >= 0")
-        if self.num_batch_threads < 0:
-            raise ConfigError(f"{where}: num_batch_threads must be >= 0")
+        for name, (lo, hi) in _BATCHING_BOUNDS.items():
+            _bounded(name, getattr(self, name), lo, hi, f"{where}: ")
         sizes = list(self.allowed_batch_sizes)
+        if len(sizes) > _BATCHING_BOUNDS["max_batch_size"][1]:
+            raise ConfigError(f"{where}: allowed_batch_sizes has {len(sizes)} entries")
         if sizes:
             if sizes != sorted(set(sizes)) or sizes[0] < 1:
                 raise ConfigError(
@@ -97,6 +100,16 @@ class BatchingConfig:
         return replace(self, **values).validate(where)
 
 
+# Each batching number's range: beyond these a model's config would stall the server (two
+# million batch threads) or make every request time out (a batch timeout of years).
+_BATCHING_BOUNDS = {
+    "max_batch_size": (1, 1 << 16),
+    "batch_timeout_micros": (0, 60_000_000),
+    "max_enqueued_batches": (1, 1 << 20),
+    "num_batch_threads": (0, 1024),
+}
+
+
 def _unwrap(value):
     # The TF Serving batching file wraps scalars: {"max_batch_size": {"value": 32}}.
     if isinstance(value, dict) and set(value) == {"value"}:
@@ -109,19 +122,28 @@ def _coerce_field(obj, key, value, where):
     current = getattr(obj, key)
     if isinstance(current, bool):
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be true or false, got {_short(value)}")
         return value
     if isinstance(current, int):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be an integer, got {_short(value)}")
         return value
     if isinstance(current, tuple):
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise ConfigError(f"{where}: {key} must be a list of integers, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be a list of integers, got {_short(value)}")
         return tuple(value)
     return value
+
+
+def _short(value) -> str:
+    """``repr(value)`` cut to a readable length (a hostile file may hold huge values)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return "an integer of more than 4300 digits"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -----------------------------------------------------------------------------------------
@@ -162,7 +184,7 @@ def parse_device(value: object, where: str) -> str:
         or (m.group(1) == "cpu" and m.group(2) not in (None, ":0"))
     ):
         raise ConfigError(
-            f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got {value!r}"
+            f"{where}device must be 'cpu', 'gpu' (every GPU) or 'gpu:N', got {_short(value)}"
         )
     return "cpu" if m.group(1) == "cpu" else m.group(0)
 
@@ -192,21 +214,29 @@ _MODEL_KEYS = {
 }
 
 
+_MAX_VERSION = 10**18 - 1  # version directories have at most 18 digits
+
+
+def _is_version(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= _MAX_VERSION
+
+
 def _parse_policy(value, where) -> VersionPolicy:
     if not isinstance(value, dict) or len(value) != 1:
         raise ConfigError(
             f'{where}: version_policy must be one of {{"latest": '
             f'{{"num_versions": N}}}}, {{"all": {{}}}} or {{"specific": '
-            f'{{"versions": [...]}}}}, got {value!r}'
+            f'{{"versions": [...]}}}}, got {_short(value)}'
         )
     ((kind, body),) = value.items()
     if kind == "all":
         return VersionPolicy("all")
     if kind == "latest":
         n = (body or {}).get("num_versions", 1) if isinstance(body, dict) else None
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_VERSION:
             raise ConfigError(
-                f"{where}: version_policy.latest.num_versions must be a positive integer, got {n!r}"
+                f"{where}: version_policy.latest.num_versions must be an integer from 1 "
+                f"to {_MAX_VERSION}, got {_short(n)}"
             )
         return VersionPolicy("latest", num_versions=n)
     if kind == "specific":
@@ -214,11 +244,11 @@ def _parse_policy(value, where) -> VersionPolicy:
         if (
             not isinstance(versions, list)
             or not versions
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in versions)
+            or not all(_is_version(v) for v in versions)
         ):
             raise ConfigError(
                 f"{where}: version_policy.specific.versions must be a non-empty "
-                f"list of positive integers, got {versions!r}"
+                f"list of versions (integers from 1 to {_MAX_VERSION}), got {_short(versions)}"
             )
         return VersionPolicy("specific", versions=tuple(sorted(set(versions))))
     raise ConfigError(f"{where}: unknown version policy {kind!r} (use latest, all or specific)")
@@ -239,16 +269,12 @@ def parse_model_config(doc: object, where: str) -> ModelConfig:
         values["version_policy"] = _parse_policy(policy, where)
     labels = doc.get("version_labels", {})
     if not isinstance(labels, dict) or not all(
-        isinstance(k, str)
-        and re.match(r"^[A-Za-z0-9_.-]+$", k)
-        and isinstance(v, int)
-        and not isinstance(v, bool)
-        and v > 0
+        isinstance(k, str) and re.match(r"^[A-Za-z0-9_.-]+$", k) and _is_version(v)
         for k, v in labels.items()
     ):
         raise ConfigError(
             f"{where}: version_labels must map label names to positive version "
-            f"numbers, got {labels!r}"
+            f"numbers, got {_short(labels)}"
         )
     values["version_labels"] = dict(labels)
     batching = doc.get("batching")
@@ -267,7 +293,9 @@ def parse_model_config(doc: object, where: str) -> ModelConfig:
         values["device"] = parse_device(device, f"{where}: ")
     instances = doc.get("instances", 1)
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= 64:
-        raise ConfigError(f"{where}: instances must be an integer from 1 to 64, got {instances!r}")
+        raise ConfigError(
+            f"{where}: instances must be an integer from 1 to 64, got {_short(instances)}"
+        )
     values["instances"] = instances
     for key in ("allow_soft_placement", "optimize"):
         if key in doc:
@@ -297,9 +325,16 @@ def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return ModelConfig()
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read JSON (nested too deeply)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # ValueError: JSON, huge numbers
         raise ConfigError(f"{path}: cannot read JSON ({e})") from None
-    return parse_model_config(doc, str(path))
+    try:
+        return parse_model_config(doc, str(path))
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a hostile value must fail this model only
+        raise ConfigError(f"{path}: invalid settings ({type(e).__name__}: {e})") from None
 
 
 # -----------------------------------------------------------------------------------------
@@ -342,11 +377,45 @@ class ServerConfig:
     shutdown_grace_period: float = _setting(
         10.0, doc="seconds to finish in-flight requests on SIGTERM/SIGINT"
     )
+    strict_readiness: bool = _setting(
+        True,
+        doc="ready only when every model meant to serve is available (false: when the server "
+        "is up)",
+    )
+    model_load_threads: int = _setting(4, doc="model versions loading at once")
+    metrics_port: int | None = _setting(
+        None,
+        doc="serve /metrics on this port of --host as well (default: only on the serving port)",
+    )
     num_threads: int = _setting(0, doc="threads running model computations (0: one per CPU core)")
     intra_op_threads: int = _setting(
         1,
         doc="threads one computation may use inside numpy's BLAS "
         "(requests already run in parallel on num_threads)",
+    )
+    max_tensor_elements: int = _setting(
+        1 << 28, doc="most elements one request tensor (and each of its dimensions) may declare"
+    )
+    max_inflight_requests: int = _setting(
+        1024, doc="requests read or computed at once; more get 503 with Retry-After (0: no limit)"
+    )
+    max_inflight_bytes: int = _setting(
+        256 << 20,
+        doc="request body bytes held at once across requests; more get 503 with Retry-After "
+        "(0: no limit)",
+    )
+    max_connections: int = _setting(1024, doc="open client connections; more are refused with 503")
+    idle_timeout: float = _setting(
+        60.0,
+        doc="seconds a connection may sit without a complete request (idle keep-alive or "
+        "half-sent headers) before it is closed",
+    )
+    body_timeout: float = _setting(60.0, doc="seconds a request body may take to arrive; then 408")
+    load_timeout: float = _setting(
+        600.0, doc="seconds one model version may take to load and warm up; then it fails"
+    )
+    follow_symlinks: bool = _setting(
+        False, doc="serve model files that are symlinks leading out of the model repository"
     )
     # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
@@ -371,10 +440,27 @@ class ServerConfig:
             raise ConfigError(f"request_timeout must be > 0, got {self.request_timeout}")
         if self.shutdown_grace_period < 0:
             raise ConfigError("shutdown_grace_period must be >= 0")
+        if not 1 <= self.model_load_threads <= 64:
+            raise ConfigError(
+                f"model_load_threads must be from 1 to 64, got {self.model_load_threads}"
+            )
+        if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
+            raise ConfigError(f"metrics_port must be 0-65535, got {self.metrics_port}")
         if self.num_threads < 0:
             raise ConfigError("num_threads must be >= 0")
         if self.intra_op_threads < 1:
             raise ConfigError(f"intra_op_threads must be >= 1, got {self.intra_op_threads}")
+        _bounded("max_tensor_elements", self.max_tensor_elements, 1, 1 << 40)
+        _bounded("max_inflight_requests", self.max_inflight_requests, 0, 1 << 20)
+        _bounded("max_inflight_bytes", self.max_inflight_bytes, 0, 1 << 50)
+        _bounded("max_connections", self.max_connections, 1, 1 << 20)
+        for name in ("idle_timeout", "body_timeout", "load_timeout"):
+            _bounded(name, getattr(self, name), 0.001, 7 * 24 * 3600.0)
+        _bounded("request_timeout", self.request_timeout, 0.001, 7 * 24 * 3600.0)
+        _bounded("shutdown_grace_period", self.shutdown_grace_period, 0, 24 * 3600.0)
+        _bounded("num_threads", self.num_threads, 0, 4096)
+        _bounded("intra_op_threads", self.intra_op_threads, 1, 4096)
+        _bounded("poll_interval", self.poll_interval, 0, 24 * 3600.0)
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")
         if not Path(self.model_repository).is_dir():

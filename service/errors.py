@@ -14,6 +14,7 @@ __all__ = [
     "QueueFull",
     "DeadlineExceeded",
     "TooLarge",
+    "RequestTimeout",
     "Unauthenticated",
     "Internal",
     "Cancelled",
@@ -51,6 +52,14 @@ class TooLarge(InvalidInput):
     """A request (or one of its inputs) is over a size limit."""
 
     reason = "too_large"
+
+
+class RequestTimeout(ServingError):
+    """The client did not send its request in time."""
+
+    http_status = 408
+    code = "DEADLINE_EXCEEDED"
+    reason = "request_timeout"
 
 
 class NotFound(ServingError):

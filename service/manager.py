@@ -6,20 +6,26 @@ only once a newer one is available, so no request fails during a swap. A version
 to load is kept with state END and its error, and does not disturb the versions serving.
 ``infer`` resolves model/version/label/signature, validates inputs and runs the request off
 the event loop.
+
+Loading is concurrent and never blocks the rest: a scan only *plans* under the manager lock
+(which versions to load, which to retire), then each load runs as its own task, bounded by
+``model_load_threads``, and publishes its version the moment it is warm. The lock is never
+held across a load or an unload's drain, so a slow or broken model holds nothing back.
+Readiness (``ready``) is false until the first scan has been planned and, with
+``strict_readiness``, until every model meant to serve is available.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from service.batching import Batcher, DirectScheduler
+from service.batching import Batcher, DirectScheduler, Overdue
 from service.config import BatchingConfig, ModelConfig, ServerConfig
 from service.errors import InvalidInput, NotFound, Unavailable
 from service.metrics import ServingMetrics
@@ -60,14 +66,24 @@ class _Model:
     config: ModelConfig = field(default_factory=ModelConfig)
     config_error: str | None = None
     disabled: bool = False  # unloaded through the repository API
-    failed_stamp: dict[int, int] = field(default_factory=dict)
+    failed_stamp: dict[int, str | None] = field(default_factory=dict)
+    desired: set[int] = field(default_factory=set)  # versions the policy asks to serve
 
-
-def _stamp(path) -> int:
-    try:
-        return os.stat(os.path.join(path, "saved_model.msgpack")).st_mtime_ns
-    except OSError:
-        return -1
+    def ready(self) -> bool:
+        """Every desired version serves, or an older version still serves in its place
+        (a rolling update: the replacement is loading, or failed to load)."""
+        if self.config_error and not self.versions:
+            return False
+        stand_in = any(
+            s.state is VersionState.AVAILABLE
+            for v, s in self.versions.items()
+            if v not in self.desired
+        )
+        for v in self.desired:
+            s = self.versions.get(v)
+            if (s is None or s.state is not VersionState.AVAILABLE) and not stand_in:
+                return False
+        return True
 
 
 class ModelManager:
@@ -78,79 +94,162 @@ class ModelManager:
         self.metrics = metrics
         self._models: dict[str, _Model] = {}
         self._lock: asyncio.Lock | None = None
-        self._load_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fs-load")
+        self._load_slots: asyncio.Semaphore | None = None
+        # Loads hold a thread each (bounded by _load_slots); two more so that unloads never
+        # wait behind slow loads. Scans get their own thread for the same reason.
+        self._load_pool = ThreadPoolExecutor(
+            max_workers=config.model_load_threads + 2, thread_name_prefix="fs-load"
+        )
+        self._scan_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fs-scan")
         self.compute_pool = ThreadPoolExecutor(
             max_workers=max(config.compute_threads, config.batching.threads),
             thread_name_prefix="fs-compute",
         )
         self._poller: asyncio.Task | None = None
-        self._ready = False
+        self.stuck_loads = 0  # loads past load_timeout whose threads still run
+        self.overdue = Overdue()  # computations past their deadline, still on a thread
+        self._compute_threads = max(config.compute_threads, config.batching.threads)
+        self._first_scan: asyncio.Task | None = None
+        self._loads: set[asyncio.Task] = set()
+        self._started = False
+        self._scanned = False  # the first scan has been planned
+        self._draining = False  # shutting down: not ready, still serving
+        self._shutdown_deadline: float | None = None
         self._stopping = False
         if metrics is not None:
             metrics.device_source = self.device_usage
 
     # -- lifecycle ------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, wait: bool = True) -> None:
+        """Starts scanning and loading. ``wait``: return once the first scan's loads have
+        finished (tests, embedding); otherwise at once, loading in the background (the
+        server, so that its listeners open before the first scan)."""
         self._lock = asyncio.Lock()
-        await self.poll_once()
-        self._ready = True
-        if self.config.poll_interval > 0:
+        self._load_slots = asyncio.Semaphore(self.config.model_load_threads)
+        self._started = True
+        self._first_scan = asyncio.create_task(self._start_scanning(), name="fs-first-scan")
+        if wait:
+            await asyncio.shield(self._first_scan)
+
+    async def _start_scanning(self) -> None:
+        try:
+            await self.poll_once()
+        except Exception:  # noqa: BLE001 - the server stays up (and not ready) to report it
+            log.exception("model repository scan failed")
+        if self.config.poll_interval > 0 and not self._stopping:
             self._poller = asyncio.create_task(self._poll_forever(), name="fs-repo-poller")
 
-    async def stop(self) -> None:
+    def begin_shutdown(self, deadline: float | None = None) -> None:
+        """Readiness turns false; requests are still served (the first step of a drain).
+        ``deadline`` (the loop's clock): when ``stop`` must be done draining."""
+        self._draining = True
+        self._shutdown_deadline = deadline
+
+    async def stop(self, drain_timeout: float | None = None) -> None:
+        """Stops scanning, waits for loads under way, then unloads every version, giving
+        in-flight requests up to ``drain_timeout`` seconds (default: the grace period)."""
+        self._draining = True
         self._stopping = True
-        self._ready = False
-        if self._poller is not None:
-            self._poller.cancel()
-            try:
-                await self._poller
-            except asyncio.CancelledError:
-                pass
+        if drain_timeout is None:
+            if self._shutdown_deadline is not None:
+                loop_now = asyncio.get_running_loop().time()
+                drain_timeout = max(0.0, self._shutdown_deadline - loop_now)
+            else:
+                drain_timeout = self.config.shutdown_grace_period
+        deadline = time.monotonic() + drain_timeout
+        for task in (self._first_scan, self._poller):
+            if task is not None and not task.done():
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        if self._loads:
+            # A load's thread cannot be interrupted; its task unloads it when it sees
+            # _stopping.
+            await asyncio.gather(*list(self._loads), return_exceptions=True)
         async with self._lock:
-            for model in list(self._models.values()):
-                for s in list(model.versions.values()):
-                    await self._unload(s)
+            retired = [s for m in self._models.values() for s in m.versions.values()]
+            for m in self._models.values():
+                m.versions.clear()
             self._models.clear()
-        self._load_pool.shutdown(wait=True)
-        self.compute_pool.shutdown(wait=True)
+        await asyncio.gather(
+            *(self._unload(s, max(0.0, deadline - time.monotonic())) for s in retired)
+        )
+        # A computation still running past the deadline is not waited for (its thread
+        # cannot be interrupted): shutdown never overruns the grace period.
+        for pool in (self._load_pool, self._scan_pool, self.compute_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """Whether the server should receive traffic (``/v2/health/ready``)."""
+        if not self._started or self._draining or self._saturated():
+            return False  # saturated: every compute thread runs past a deadline
+        if not self.config.strict_readiness:
+            return True
+        return self._scanned and all(m.ready() for m in self._models.values() if not m.disabled)
+
+    def _saturated(self) -> bool:
+        return len(self.overdue) >= self._compute_threads
+
+    @property
+    def draining(self) -> bool:
+        return self._draining
 
     async def _poll_forever(self) -> None:
         while True:
             await asyncio.sleep(self.config.poll_interval)
             try:
-                await self.poll_once()
+                await self.poll_once(wait=False)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - the poller must survive anything
                 log.exception("model repository scan failed")
 
-    async def poll_once(self) -> None:
-        """Scans the repository and brings every model to its desired versions."""
+    async def poll_once(self, wait: bool = True) -> None:
+        """Scans the repository and brings every model to its desired versions. Loads run
+        as tasks of their own; ``wait``: return once the loads this scan started are done."""
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(
-            self._load_pool, scan_repository, self.config.model_repository
-        )
+        sources = await loop.run_in_executor(self._scan_pool, self._scan)
         async with self._lock:
             if self._stopping:
                 return
-            await asyncio.gather(*(self._reconcile(name, src) for name, src in sources.items()))
+            loads, retired = [], []
+            for name, src in sources.items():
+                self._plan(name, src, loads, retired)
             for name in list(self._models):
                 if name not in sources:
-                    await self._remove_model(name)
+                    retired.extend(self._detach_model(name))
+            self._scanned = True
+        await asyncio.gather(*(self._unload(s) for s in retired))
+        if wait and loads:
+            await asyncio.gather(*loads)
 
-    async def _remove_model(self, name: str) -> None:
+    def _scan(self) -> dict[str, ModelSource]:
+        return scan_repository(self.config.model_repository, self.config.follow_symlinks)
+
+    def _detach_model(self, name: str) -> list[Servable]:
         model = self._models.pop(name, None)
         if model is None:
-            return
+            return []
         log.info("model %s removed from the repository; unloading", name)
-        for s in list(model.versions.values()):
-            await self._unload(s)
+        return self._detach(model, list(model.versions))
 
-    async def _reconcile(self, name: str, source: ModelSource) -> None:
+    def _detach(self, model: _Model, versions) -> list[Servable]:
+        """Takes versions out of ``model`` (no request reaches them any more); returns those
+        to unload. A version still loading is left to its load task, which unloads it."""
+        out = []
+        for v in versions:
+            s = model.versions.pop(v)
+            model.failed_stamp.pop(v, None)
+            if s.state not in (VersionState.START, VersionState.LOADING):
+                out.append(s)
+        return out
+
+    def _plan(self, name: str, source: ModelSource, loads: list, retired: list) -> None:
+        """Under the lock: starts a load task per desired version not loaded (appended to
+        ``loads``) and detaches the versions to retire (appended to ``retired``)."""
         model = self._models.get(name)
         if model is None:
             model = self._models[name] = _Model(name)
@@ -165,15 +264,14 @@ class ModelManager:
         model.config_error = None
         model.config = source.config
         model.labels = dict(source.config.version_labels)
-        desired = source.config.version_policy.select(list(source.versions))
-        loads = []
+        model.desired = desired = source.config.version_policy.select(list(source.versions))
         for v in sorted(desired):
             current = model.versions.get(v)
             if current is not None:
                 if (
                     current.state is VersionState.END
                     and current.error
-                    and model.failed_stamp.get(v) != _stamp(source.versions[v])
+                    and model.failed_stamp.get(v) != source.stamps.get(v)
                 ):
                     del model.versions[v]  # the files changed since it failed: retry
                 else:
@@ -186,39 +284,100 @@ class ModelManager:
                 device=source.config.device or self.config.device,
             )
             model.versions[v] = s
+            refused = source.refused.get(v)
+            if refused:  # e.g. a symlink out of the repository: never read
+                s.state, s.error = VersionState.END, refused
+                model.failed_stamp[v] = source.stamps.get(v)
+                log.error("model %s version %d refused: %s", name, v, refused)
+                self._set_state(s)
+                if self.metrics is not None:
+                    self.metrics.model_load_failed(name, str(v))
+                continue
             self._set_state(s)
-            loads.append(s)
-        if loads:
-            await asyncio.gather(*(self._load(model, s) for s in loads))
+            stamp = source.stamps.get(v)
+            task = asyncio.create_task(self._load(model, s, stamp), name=f"fs-load-{name}-{v}")
+            self._loads.add(task)
+            task.add_done_callback(self._loads.discard)
+            loads.append(task)
+        retired.extend(self._retirable(model))
+
+    def _retirable(self, model: _Model) -> list[Servable]:
+        """Under the lock: detaches the versions the policy no longer wants, once a desired
+        version serves (or at once when their files are gone)."""
+        source = model.source
         serving_desired = any(
             model.versions[v].state is VersionState.AVAILABLE
-            for v in desired
+            for v in model.desired
             if v in model.versions
         )
+        retire = []
         for v, s in sorted(model.versions.items()):
-            if v in desired:
+            if v in model.desired or s.state in (VersionState.START, VersionState.LOADING):
                 continue
-            gone = v not in source.versions
+            gone = source is None or v not in source.versions
             if s.state is VersionState.AVAILABLE and not (serving_desired or gone):
                 continue  # keep serving until a replacement is available
-            await self._unload(s)
-            model.versions.pop(v, None)
-            model.failed_stamp.pop(v, None)
+            retire.append(v)
+        return self._detach(model, retire)
 
-    async def _load(self, model: _Model, s: Servable) -> None:
+    async def _load(self, model: _Model, s: Servable, stamp: str | None = None) -> None:
+        """Loads one version (at most ``model_load_threads`` at once), publishes it as soon
+        as it is warm, then retires what it replaces."""
+        async with self._load_slots:
+            if self._stopping or model.versions.get(s.version) is not s:
+                self._set_state(s, removed=True)
+                return  # retired or shut down while waiting for a slot
+            s.state = VersionState.LOADING
+            self._set_state(s)
+            t0 = time.perf_counter()
+            ok = await self._load_within_timeout(s)
+        orphan = None
+        async with self._lock:
+            current = (
+                not self._stopping
+                and not model.disabled
+                and self._models.get(model.name) is model
+                and model.versions.get(s.version) is s
+            )
+            if ok and current:
+                s.publish(self._scheduler_for(s))
+                if self.metrics is not None:
+                    self.metrics.model_loaded(s.model, str(s.version), time.perf_counter() - t0)
+            elif ok:
+                orphan = s  # detached while it loaded
+            else:
+                model.failed_stamp[s.version] = stamp
+                if self.metrics is not None:
+                    self.metrics.model_load_failed(s.model, str(s.version))
+            self._set_state(s, removed=not current)
+            retired = self._retirable(model) if current else []
+        if orphan is not None:
+            await self._unload(orphan)
+        await asyncio.gather(*(self._unload(r) for r in retired))
+
+    async def _load_within_timeout(self, s: Servable) -> bool:
+        """Runs ``s.load`` in a thread for at most ``load_timeout`` seconds. Past it the
+        version fails with that reason; a load that cannot be stopped keeps its thread, is
+        counted in ``stuck_loads``, and frees its sessions whenever it ends."""
         loop = asyncio.get_running_loop()
-        s.state = VersionState.LOADING
-        self._set_state(s)
-        t0 = time.perf_counter()
-        if await loop.run_in_executor(self._load_pool, s.load):
-            s.publish(self._scheduler_for(s))
-            if self.metrics is not None:
-                self.metrics.model_loaded(s.model, str(s.version), time.perf_counter() - t0)
-        else:
-            model.failed_stamp[s.version] = _stamp(s.path)
-            if self.metrics is not None:
-                self.metrics.model_load_failed(s.model, str(s.version))
-        self._set_state(s)
+        future = loop.run_in_executor(self._load_pool, s.load)
+        timeout = self.config.load_timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            pass
+        s.load_cancellation.cancel("load_timeout")  # stops warmup runs at their next op
+        s.state = VersionState.END
+        s.error = f"loading and warming up took longer than load_timeout ({timeout:g}s)"
+        log.error("model %s version %d: %s", s.model, s.version, s.error)
+        self.stuck_loads += 1
+
+        def finished(_future) -> None:
+            self.stuck_loads -= 1
+            s.discard(s.error)
+
+        future.add_done_callback(finished)
+        return False
 
     def batching_for(self, s: Servable) -> BatchingConfig:
         """The batching parameters of a version: the server's, with its model's overrides."""
@@ -237,22 +396,29 @@ class ModelManager:
                 s.model,
                 str(s.version),
                 instances=len(s.instances),
+                overdue=self.overdue,
             )
-        return DirectScheduler(self.compute_pool, self.metrics, s.model, str(s.version))
+        return DirectScheduler(
+            self.compute_pool, self.metrics, s.model, str(s.version), overdue=self.overdue
+        )
 
-    async def _unload(self, s: Servable) -> None:
-        if s.state is VersionState.END and s.signatures == {}:
+    async def _unload(self, s: Servable, drain_timeout: float | None = None) -> None:
+        """Unloads a detached version: no new request reaches it; in-flight ones get up to
+        ``drain_timeout`` seconds (default: the grace period) to finish."""
+        if s.state in (VersionState.START, VersionState.END) and not s.signatures:
             self._set_state(s, removed=True)
             return
         log.info("unloading model %s version %d", s.model, s.version)
         s.state = VersionState.UNLOADING
         self._set_state(s)
+        if drain_timeout is None:
+            drain_timeout = self.config.shutdown_grace_period
         if s.scheduler is not None:
             await s.scheduler.close()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(
-            self._load_pool, s.unload, self.config.shutdown_grace_period + 5.0
-        )
+        await loop.run_in_executor(self._load_pool, s.unload, drain_timeout)
+        if self.metrics is not None:
+            self.metrics.model_unloaded(s.model, str(s.version))
         self._set_state(s, removed=True)
 
     def _set_state(self, s: Servable, removed: bool = False) -> None:
@@ -260,6 +426,18 @@ class ModelManager:
             self.metrics.set_version_state(
                 s.model, str(s.version), None if removed else s.state.value
             )
+
+    def known_labels(self, model: str, version: str) -> tuple[str, str]:
+        """(model, version) as metric labels: "" for a name the repository does not know,
+        so that names taken from request URLs cannot grow the metrics without bound."""
+        m = self._models.get(model)
+        if m is None:
+            return "", ""
+        if version:
+            v = parse_version(version)
+            if v is None or v not in m.versions:
+                return model, ""
+        return model, version
 
     # -- lookup -----------------------------------------------------------------------------
     def _model(self, name: str) -> _Model:
@@ -350,6 +528,11 @@ class ModelManager:
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
+        if self._saturated():
+            raise Unavailable(
+                f"all {self._compute_threads} compute threads are still running computations "
+                "past their deadline; retry later"
+            )
         for attempt in range(2):
             if servable is not None and not attempt:
                 s = servable
@@ -363,6 +546,9 @@ class ModelManager:
                 if version is not None or label is not None or attempt:
                     raise
                 continue
+            metrics = self.metrics
+            if metrics is not None:
+                metrics.inflight(s.model, 1)
             try:
                 sig = s.signature(signature)
                 arrays = sig.validate(inputs)
@@ -370,6 +556,11 @@ class ModelManager:
                 values = await s.scheduler.submit(sig, arrays, deadline)
             finally:
                 s.release()
+                if metrics is not None:
+                    metrics.inflight(s.model, -1)
+            if metrics is not None:
+                rows = arrays[0].shape[0] if sig.batchable and arrays and arrays[0].ndim else 1
+                metrics.inferred(s.model, str(s.version), rows)
             return InferResult(s.model, s.version, sig.key, {a: values[a] for a in wanted})
         raise Unavailable(f"Model '{name}' has no available version")
 
@@ -405,6 +596,32 @@ class ModelManager:
             return [VersionStatus(name, 0, VersionState.END.value, model.config_error)]
         return [_status_of(s) for v, s in sorted(model.versions.items(), reverse=True)]
 
+    def readiness(self, name: str, version: str | int | None = None) -> tuple[str, str | None]:
+        """(state, error) of a model or version for readiness probes: READY, LOADING,
+        FAILED (with the load error), UNLOADING or UNAVAILABLE. Raises NotFound."""
+        model = self._model(name)
+        if version is not None:
+            v = version if isinstance(version, int) else parse_version(str(version))
+            s = model.versions.get(v) if v is not None else None
+            if s is None:
+                raise NotFound(f"Servable not found for request: model '{name}' version {version}")
+            candidates = [s]
+        else:
+            candidates = list(model.versions.values())
+        states = {s.state for s in candidates}
+        if VersionState.AVAILABLE in states:
+            return "READY", None
+        if states & {VersionState.START, VersionState.LOADING}:
+            return "LOADING", None
+        errors = [f"version {s.version}: {s.error}" for s in candidates if s.error]
+        if model.config_error:
+            errors.append(f"config: {model.config_error}")
+        if errors:
+            return "FAILED", "; ".join(errors)
+        if VersionState.UNLOADING in states:
+            return "UNLOADING", None
+        return "UNAVAILABLE", None
+
     def index(self) -> list[VersionStatus]:
         """Every model and version known (the V2 repository index)."""
         out = []
@@ -438,12 +655,11 @@ class ModelManager:
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
         loop = asyncio.get_running_loop()
-        sources = await loop.run_in_executor(
-            self._load_pool, scan_repository, self.config.model_repository
-        )
+        sources = await loop.run_in_executor(self._scan_pool, self._scan)
         source = sources.get(name)
         if source is None:
             raise NotFound(f"failed to load '{name}': no such model in the repository")
+        loads, retired = [], []
         async with self._lock:
             model = self._models.get(name)
             if model is not None:
@@ -452,25 +668,34 @@ class ModelManager:
                 for v, s in list(model.versions.items()):
                     if s.state is VersionState.END:
                         del model.versions[v]
-            await self._reconcile(name, source)
+            self._plan(name, source, loads, retired)
             model = self._models[name]
-            if model.config_error:
-                raise InvalidInput(f"failed to load '{name}': {model.config_error}")
-            if not any(s.state is VersionState.AVAILABLE for s in model.versions.values()):
-                errors = [
-                    f"version {v}: {s.error}" for v, s in sorted(model.versions.items()) if s.error
-                ]
-                raise InvalidInput(
-                    f"failed to load '{name}': " + ("; ".join(errors) or "no version to load")
-                )
+            pending = [
+                s
+                for s in model.versions.values()
+                if s.state in (VersionState.START, VersionState.LOADING)
+            ]
+        await asyncio.gather(*(self._unload(s) for s in retired))
+        await asyncio.gather(*loads)
+        # Versions another scan had already started loading: wait for them too.
+        while any(s.state in (VersionState.START, VersionState.LOADING) for s in pending):
+            await asyncio.sleep(0.05)
+        if model.config_error:
+            raise InvalidInput(f"failed to load '{name}': {model.config_error}")
+        if not any(s.state is VersionState.AVAILABLE for s in model.versions.values()):
+            errors = [
+                f"version {v}: {s.error}" for v, s in sorted(model.versions.items()) if s.error
+            ]
+            raise InvalidInput(
+                f"failed to load '{name}': " + ("; ".join(errors) or "no version to load")
+            )
 
     async def unload_model(self, name: str) -> None:
         model = self._model(name)
         async with self._lock:
             model.disabled = True
-            for s in list(model.versions.values()):
-                await self._unload(s)
-            model.versions.clear()
+            retired = self._detach(model, list(model.versions))
+        await asyncio.gather(*(self._unload(s) for s in retired))
 
 
 def _status_of(s: Servable) -> VersionStatus:

@@ -54,15 +54,46 @@ class ServingMetrics:
         self._children: dict = {}  # label children of the scheduling metrics
         self.requests = Counter(
             "flowserve_requests",
-            "Inference and metadata requests by model, version, protocol and HTTP status code.",
-            ["model", "version", "protocol", "code"],
+            "Requests by model, version, protocol, endpoint and HTTP status code.",
+            ["model", "version", "protocol", "endpoint", "code"],
             registry=r,
         )
         self.request_seconds = Histogram(
             "flowserve_request_duration_seconds",
             "End-to-end request latency in seconds, from the request's arrival to its response.",
-            ["model", "version", "protocol"],
+            ["model", "version", "protocol", "endpoint"],
             buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "flowserve_requests_in_flight",
+            "Inference requests a model is working on (queued or running).",
+            ["model"],
+            registry=r,
+        )
+        self.inference_rows = Counter(
+            "flowserve_inference_rows",
+            "Rows (inferences) answered: a request of N rows counts N (Triton's inference count).",
+            ["model", "version"],
+            registry=r,
+        )
+        self.executions = Counter(
+            "flowserve_model_executions",
+            "Session runs: one per batch, or per request without batching (Triton's "
+            "execution count).",
+            ["model", "version"],
+            registry=r,
+        )
+        self.loads = Counter(
+            "flowserve_model_loads",
+            "Model versions loaded and made available.",
+            ["model"],
+            registry=r,
+        )
+        self.unloads = Counter(
+            "flowserve_model_unloads",
+            "Model versions unloaded.",
+            ["model"],
             registry=r,
         )
         self.version_state = Gauge(
@@ -127,15 +158,21 @@ class ServingMetrics:
         r.register(_DeviceCollector(self))
 
     def observe_request(
-        self, model: str, version: str, protocol: str, code: int, seconds: float
+        self,
+        model: str,
+        version: str,
+        protocol: str,
+        code: int,
+        seconds: float,
+        endpoint: str = "other",
     ) -> None:
         # Label children are cached: labels() costs a few microseconds per call.
-        key = (model, version, protocol, code)
+        key = (model, version, protocol, endpoint, code)
         children = self._request_children.get(key)
         if children is None:
             children = (
-                self.requests.labels(model, version, protocol, str(code)),
-                self.request_seconds.labels(model, version, protocol),
+                self.requests.labels(model, version, protocol, endpoint, str(code)),
+                self.request_seconds.labels(model, version, protocol, endpoint),
             )
             if len(self._request_children) < 10_000:
                 self._request_children[key] = children
@@ -154,6 +191,16 @@ class ServingMetrics:
 
     def model_loaded(self, model: str, version: str, seconds: float) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_seconds.labels(model).observe(seconds)
+        self.loads.labels(model).inc()
+
+    def model_unloaded(self, model: str, version: str) -> None:  # noqa: ARG002 - event interface
+        self.unloads.labels(model).inc()
+
+    def inflight(self, model: str, delta: int) -> None:
+        self._child(self.in_flight, model).inc(delta)
+
+    def inferred(self, model: str, version: str, rows: int) -> None:
+        self._child(self.inference_rows, model, version).inc(rows)
 
     def model_load_failed(self, model: str, version: str) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_failures.labels(model).inc()
@@ -171,10 +218,11 @@ class ServingMetrics:
         if padding:
             self._child(self.batch_padding, model, version).inc(padding)
         self._child(self.batches, model, version).inc()
-        self._child(self.compute_seconds, model, version).observe(seconds)
+        self.session_run(model, version, seconds)
 
     def session_run(self, model: str, version: str, seconds: float) -> None:
         self._child(self.compute_seconds, model, version).observe(seconds)
+        self._child(self.executions, model, version).inc()
 
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
         self._child(self.queue_wait_seconds, model, version).observe(seconds)

@@ -2,13 +2,19 @@
 
 A directory is a model when its name is valid and it holds at least one version directory
 (a positive integer) or a ``config.json``; anything else (scripts, data, hidden entries) is
-ignored. A version is ready once its ``saved_model.msgpack`` exists: exports are renamed into
-place whole, so a version never appears half-written.
+ignored. A version is ready once its ``saved_model.msgpack`` exists. A version copied in file
+by file may be read before it is complete, so each version has a *stamp* (the names, sizes
+and modification times of every file under it): a version that failed to load is retried
+when its stamp changes. Symlinks that lead out of the repository are refused (the version
+fails with the reason) unless ``follow_symlinks`` is set. A model whose directory or
+``config.json`` cannot be read fails alone, with the reason; the others are unaffected.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +27,7 @@ log = logging.getLogger("flowserve.repository")
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _SAVED_MODEL = "saved_model.msgpack"
+_MAX_FILES = 10_000  # files looked at per version for its stamp
 
 
 def valid_model_name(name: str) -> bool:
@@ -42,42 +49,106 @@ class ModelSource:
     versions: dict[int, Path] = field(default_factory=dict)
     config: ModelConfig = field(default_factory=ModelConfig)
     config_error: str | None = None
+    # Per version: its stamp (changes when any file under it does) and, when it must not be
+    # loaded, why (e.g. a symlink out of the repository).
+    stamps: dict[int, str] = field(default_factory=dict)
+    refused: dict[int, str] = field(default_factory=dict)
 
 
-def scan_repository(root: str | Path) -> dict[str, ModelSource]:
+def scan_repository(root: str | Path, follow_symlinks: bool = False) -> dict[str, ModelSource]:
     """Every model found under ``root`` with its ready versions and parsed config."""
     root = Path(root)
     models: dict[str, ModelSource] = {}
     try:
         entries = sorted(root.iterdir())
-    except OSError as e:
+        real_root = root.resolve()
+    except (OSError, RuntimeError) as e:
         log.error("cannot list model repository %s: %s", root, e)
         return models
     for entry in entries:
         name = entry.name
-        if name.startswith((".", "_")) or not entry.is_dir():
-            continue
-        if not valid_model_name(name):
-            log.warning("ignoring %s: not a valid model name", entry)
-            continue
-        versions = {}
         try:
-            children = list(entry.iterdir())
-        except OSError as e:
-            log.warning("cannot list model directory %s: %s", entry, e)
-            continue
-        for child in children:
-            v = parse_version(child.name)
-            if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
-                versions[v] = child
-        has_config = (entry / "config.json").is_file()
-        if not versions and not has_config:
-            if not any(parse_version(c.name) is not None for c in children):
-                continue  # not a model (e.g. scripts or data)
-        source = ModelSource(name, entry, versions)
-        try:
-            source.config = load_model_config(entry / "config.json")
-        except ConfigError as e:
-            source.config_error = str(e)
-        models[name] = source
+            if name.startswith((".", "_")) or not entry.is_dir():
+                continue
+            if not valid_model_name(name):
+                log.warning("ignoring %s: not a valid model name", entry)
+                continue
+            source = _scan_model(entry, real_root, follow_symlinks)
+        except Exception as e:  # noqa: BLE001 - one unreadable model must not stop the scan
+            log.warning("model directory %s cannot be read: %s", entry, e)
+            source = ModelSource(name, entry, config_error=f"cannot read {entry}: {e}")
+        if source is not None:
+            models[name] = source
     return models
+
+
+def _scan_model(entry: Path, real_root: Path, follow_symlinks: bool) -> ModelSource | None:
+    versions = {}
+    children = list(entry.iterdir())
+    for child in children:
+        v = parse_version(child.name)
+        if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
+            versions[v] = child
+    has_config = (entry / "config.json").is_file()
+    if not versions and not has_config:
+        if not any(parse_version(c.name) is not None for c in children):
+            return None  # not a model (e.g. scripts or data)
+    source = ModelSource(entry.name, entry, versions)
+    outside = None if follow_symlinks else _escapes(entry, real_root)
+    try:
+        if outside:
+            raise ConfigError(outside)
+        if not follow_symlinks and (entry / "config.json").is_symlink():
+            reason = _escapes(entry / "config.json", real_root)
+            if reason:
+                raise ConfigError(reason)
+        source.config = load_model_config(entry / "config.json")
+    except ConfigError as e:
+        source.config_error = str(e)
+    for v, path in versions.items():
+        stamp, reason = version_stamp(path, real_root, follow_symlinks)
+        source.stamps[v] = stamp
+        if reason or outside:
+            source.refused[v] = reason or outside
+    return source
+
+
+def _escapes(path: Path, real_root: Path) -> str | None:
+    """Why ``path`` may not be served (it resolves outside ``real_root``), or None."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    if target == real_root or real_root in target.parents:
+        return None
+    return (
+        f"{path} is a symlink to {target}, outside the model repository "
+        "(start the server with --follow-symlinks to serve it)"
+    )
+
+
+def version_stamp(
+    path: Path, real_root: Path | None = None, follow_symlinks: bool = True
+) -> tuple[str, str | None]:
+    """A digest of the names, sizes and modification times of every file under ``path``
+    (at most 10,000), and why the version must not be loaded (a symlink leading out of
+    ``real_root`` when ``follow_symlinks`` is off), or None."""
+    digest = hashlib.blake2b(digest_size=16)
+    reason = None
+    if real_root is not None and not follow_symlinks:
+        reason = _escapes(path, real_root)
+    count = 0
+    for directory, dirs, files in os.walk(path, followlinks=follow_symlinks):
+        dirs.sort()
+        for name in sorted(dirs) + sorted(files):
+            count += 1
+            if count > _MAX_FILES:
+                return digest.hexdigest(), f"{path} holds more than {_MAX_FILES} files"
+            full = Path(directory, name)
+            try:
+                st = full.stat() if follow_symlinks else full.lstat()
+            except OSError:
+                continue  # a dangling link or a file removed meanwhile: not a stamp change
+            digest.update(f"{full}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "replace"))
+            if reason is None and real_root is not None and not follow_symlinks:
+                reason = _escapes(full, real_root)
+    return digest.hexdigest(), reason

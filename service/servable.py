@@ -27,8 +27,16 @@ import engine as tf
 from engine import devices as engine_devices
 from engine import errors as engine_errors
 from engine import graph_inspection
+from engine.runtime import Cancellation
 from service.config import ModelConfig
-from service.errors import Internal, InvalidInput, NotFound, Unavailable
+from service.errors import (
+    Cancelled,
+    DeadlineExceeded,
+    Internal,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+)
 from service.tensors import TensorSpec, coerce, from_json_value
 
 if TYPE_CHECKING:
@@ -114,22 +122,33 @@ class Signature:
             )
         return [coerce(self.inputs[a], inputs[a]) for a in self.input_order]
 
-    def run(self, arrays: list[np.ndarray], instance: int | None = None) -> dict[str, np.ndarray]:
+    def run(
+        self,
+        arrays: list[np.ndarray],
+        instance: int | None = None,
+        cancellation: Cancellation | None = None,
+    ) -> dict[str, np.ndarray]:
         """Runs the signature (blocking; call off the event loop) on ``instance``, or on the
-        least busy instance."""
+        least busy instance. ``cancellation`` (an engine ``Cancellation``) stops it early."""
         try:
             if instance is not None:
-                values = self.fns[instance](*arrays)
+                values = self.fns[instance](*arrays, cancellation=cancellation)
             elif self.pool is None:
-                values = self.fns[0](*arrays)
+                values = self.fns[0](*arrays, cancellation=cancellation)
             else:
                 i = self.pool.acquire()
                 try:
-                    values = self.fns[i](*arrays)
+                    values = self.fns[i](*arrays, cancellation=cancellation)
                 finally:
                     self.pool.release(i)
         except (engine_errors.InvalidArgumentError, engine_errors.OutOfRangeError) as e:
             raise InvalidInput(f"model rejected the input: {_first_line(e)}") from None
+        except engine_errors.DeadlineExceededError as e:
+            raise DeadlineExceeded(
+                f"deadline exceeded running the model: {_first_line(e)}"
+            ) from None
+        except engine_errors.CancelledError as e:
+            raise Cancelled(f"the run was cancelled: {_first_line(e)}") from None
         except engine_errors.ResourceExhaustedError as e:
             raise Unavailable(f"out of resources running the model: {_first_line(e)}") from None
         except engine_errors.OpError as e:
@@ -171,6 +190,8 @@ class Servable:
         self._inflight = 0
         self._idle = threading.Condition()
         self.scheduler = None  # set by the manager: runs requests (batching or direct)
+        # Cancelled when the manager gives up on the load (load_timeout): stops warmup runs.
+        self.load_cancellation = Cancellation()
 
     def __repr__(self) -> str:
         return f"<Servable {self.model}:{self.version} {self.state.value}>"
@@ -315,7 +336,7 @@ class Servable:
                     f"(its computation includes {', '.join(sorted(set(bad))[:5])})"
                     "; export a signature that only reads the model"
                 )
-            fn = session.make_callable(out_tensors, feed_list=in_tensors)
+            fn = session.make_callable(out_tensors, feed_list=in_tensors, accept_options=True)
             if i == 0:
                 self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
             else:
@@ -345,7 +366,7 @@ class Servable:
                         }
                     )
                     for k in range(len(sig.fns)):
-                        sig.run(arrays, instance=k)
+                        sig.run(arrays, instance=k, cancellation=self.load_cancellation)
                 except Exception as e:  # noqa: BLE001
                     raise LoadError(f"warmup request {i} failed: {_first_line(e)}") from None
             return
@@ -353,7 +374,7 @@ class Servable:
             arrays = [_synthetic(spec) for spec in (sig.inputs[a] for a in sig.input_order)]
             try:
                 for k in range(len(sig.fns)):
-                    sig.run(arrays, instance=k)
+                    sig.run(arrays, instance=k, cancellation=self.load_cancellation)
             except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
                 log.warning(
                     "synthetic warmup of %s:%d signature %r failed (serving anyway): %s",
@@ -373,6 +394,13 @@ class Servable:
         self._close_session()
         self.signatures = {}
         self.state = VersionState.END
+
+    def discard(self, error: str) -> None:
+        """Frees whatever a load that was given up on (load_timeout) left behind."""
+        self._close_session()
+        self.signatures = {}
+        self.state = VersionState.END
+        self.error = error
 
     def _close_session(self) -> None:
         for session in self._sessions:

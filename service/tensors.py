@@ -15,9 +15,14 @@ import numpy as np
 
 from engine import dtypes
 from engine.tensor_shape import TensorShape
-from service.errors import InvalidInput
+from service.errors import InvalidInput, TooLarge
 
-__all__ = ["TensorSpec", "from_json_value", "coerce", "shape_str"]
+__all__ = ["TensorSpec", "from_json_value", "coerce", "shape_str", "check_shape", "MAX_ELEMENTS"]
+
+# The default cap on the elements of one request tensor (and on each of its dimensions), so
+# that a declared shape is refused before anything is allocated for it.
+MAX_ELEMENTS = 1 << 28
+_EXACT_FLOAT = 2.0**53  # floats at or above this magnitude may have lost integer digits
 
 
 class TensorSpec:
@@ -77,9 +82,58 @@ def from_json_value(value: object, what: str) -> np.ndarray:
         ) from None
     if arr.dtype.kind in "US":
         raise InvalidInput(f"{what}: mixes strings with numbers or bools")
+    if arr.dtype.kind == "O":
+        _refuse_wide_integers(arr, what)
+    if arr.dtype.kind == "f" and arr.size:
+        with np.errstate(invalid="ignore"):
+            big = float(np.nanmax(np.abs(arr))) >= _EXACT_FLOAT if arr.size else False
+        if big:
+            arr = _exact_integers(value, arr)
     if arr.dtype.kind not in "biuf":
         raise InvalidInput(f"{what}: values must all be numbers, all bools or all strings")
     return arr
+
+
+def _refuse_wide_integers(arr: np.ndarray, what: str) -> None:
+    for v in arr.reshape(-1):
+        if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
+            text = str(v) if len(str(v)) <= 40 else str(v)[:20] + "..."
+            raise InvalidInput(f"{what}: integer {text} does not fit in 64 bits")
+
+
+def _exact_integers(value, approx: np.ndarray) -> np.ndarray:
+    """``value`` as an exact int64/uint64 array when every leaf is an integer that one of
+    them holds (numpy turns a mix of int64 and uint64 values into rounded float64), else the
+    float array ``approx`` (the client sent floats, or no 64-bit type holds every value)."""
+    flat = np.array(value, dtype=object).reshape(-1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+        return approx
+    lo, hi = min(flat), max(flat)
+    for np_type in (np.int64, np.uint64):
+        info = np.iinfo(np_type)
+        if info.min <= lo and hi <= info.max:
+            return np.array(flat.tolist(), dtype=np_type).reshape(approx.shape)
+    return approx
+
+
+def check_shape(shape: list[int], what: str, max_elements: int = MAX_ELEMENTS) -> int:
+    """The element count of a request's declared ``shape`` (a list of ints checked by the
+    caller); InvalidInput (TooLarge) if a dimension or the count is over ``max_elements``.
+    Checked before anything is allocated, so ``[0, 2**63]`` is refused, not a crash."""
+    count = 1
+    for i, d in enumerate(shape):
+        if d > max_elements:
+            raise TooLarge(
+                f"{what}: dimension {i} of shape {shape} is {d}; a dimension may be at most "
+                f"{max_elements} (max_tensor_elements)"
+            )
+        count *= d
+    if count > max_elements:
+        raise TooLarge(
+            f"{what}: shape {shape} holds {count} elements; a tensor may hold at most "
+            f"{max_elements} (max_tensor_elements)"
+        )
+    return count
 
 
 def _first_leaf(value, what):
@@ -108,6 +162,16 @@ def _encode_strings(arr: np.ndarray, what: str) -> np.ndarray:
         else:
             raise InvalidInput(f"{what}: mixes strings with {type(v).__name__} values")
     return out.reshape(arr.shape)
+
+
+def _in_range(arr: np.ndarray, info: np.iinfo) -> bool:
+    """Whether every value of ``arr`` lies in ``info``'s range, compared exactly: a float
+    bound would round 2**63 - 1 up to 2**63 and let 2**63 through (then wrap)."""
+    lo, hi = arr.min(), arr.max()
+    if arr.dtype.kind == "f":
+        # info.max + 1 is a power of two, exact as a float; NaN fails both comparisons.
+        return bool(lo >= float(info.min)) and bool(hi < float(info.max + 1))
+    return info.min <= int(lo) and int(hi) <= info.max
 
 
 _FLOAT_LIMITS = {np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.4028234663852886e38}
@@ -139,7 +203,15 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
                 raise InvalidInput(
                     f"{what} expects integers ({target.name}), got non-integral numbers"
                 )
-        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        if kind == "f" and target.np == np.int64 and arr.size and (arr == -(2.0**63)).any():
+            # orjson reads an integer below -2**63 as the float -2**63 (as it reads one above
+            # 2**64 - 1 as a float, refused by the range check below): the exact int64
+            # minimum written as an integer arrives as an integer, so this one is refused.
+            raise InvalidInput(
+                f"{what}: values out of range for {target.name} [{info.min}, {info.max}] "
+                "(a value rounds to -2**63; write the int64 minimum as an integer)"
+            )
+        if arr.size and not _in_range(arr, info):
             raise InvalidInput(
                 f"{what}: values out of range for {target.name} [{info.min}, {info.max}]"
             )

@@ -2,7 +2,8 @@
 
 - ``plan``: ``compile_plan`` turns (feeds, fetches) into a ``Plan`` through named phases
   (order, slots, placement, binding, fetches, frees).
-- ``interpreter``: the loop running a plan's steps, and the typed errors naming the failing op.
+- ``interpreter``: the loop running a plan's steps, the typed errors naming the failing op,
+  and ``Cancellation``, the token that stops a run between ops and loop iterations.
 - ``placement``: ``Placer``, the device of each op.
 - ``bind``: ``BindContext``, what an op's ``bind`` hook sees and may ask the session for.
 - ``feeds``: fed-value conversion, fetch structures, collecting results.
@@ -12,7 +13,8 @@
 """
 
 from engine.runtime.bind import BindContext
+from engine.runtime.interpreter import Cancellation
 from engine.runtime.plan import Plan, compile_plan
 from engine.runtime.values import VariableSlot
 
-__all__ = ["BindContext", "Plan", "VariableSlot", "compile_plan"]
+__all__ = ["BindContext", "Cancellation", "Plan", "VariableSlot", "compile_plan"]

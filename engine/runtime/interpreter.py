@@ -5,11 +5,19 @@ write its ``nout`` outputs from slot ``out`` on, then clear the slots in ``free`
 whose last reader this was). ``op`` is the graph op the step runs (for copies and variable
 reads, the op they serve). A failure is re-raised, by the loop that knows the step, as a
 typed ``OpError`` naming the op, its type and its inputs' dtypes and shapes.
+
+Cancellation: a run may carry a ``Cancellation`` token (``RunOptions(timeout_in_ms=...)``, or
+one the caller cancels from another thread). Its loop checks the token before every step, and
+function bodies (each ``while_loop`` iteration's condition and body) check it too, through
+the token the running thread has active; a cancelled run raises ``CancelledError``, one past
+its deadline ``DeadlineExceededError``. A run without a token takes the loop without checks,
+so the check costs nothing there. A single long kernel still runs to its end.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -17,7 +25,15 @@ import numpy as np
 from engine import errors
 from engine.runtime.values import Copy, VariableSlot, deref, deref_to
 
-__all__ = ["CHECK_KERNELS", "execute", "execute_checked", "coerce_output", "copy_error"]
+__all__ = [
+    "CHECK_KERNELS",
+    "Cancellation",
+    "active_cancellation",
+    "execute",
+    "execute_checked",
+    "coerce_output",
+    "copy_error",
+]
 
 _ndarray = np.ndarray
 # FLOWSERVE_CHECK_KERNELS=1 verifies every kernel output against the op's static dtype and
@@ -25,8 +41,61 @@ _ndarray = np.ndarray
 CHECK_KERNELS = os.environ.get("FLOWSERVE_CHECK_KERNELS", "") not in ("", "0")
 
 
-def execute(steps, vals) -> None:
+class Cancellation:
+    """A run's cancellation token: ``cancel()`` (from any thread) stops the run at its next
+    step or loop iteration with ``CancelledError``; past ``deadline`` (``time.monotonic()``
+    seconds) it stops with ``DeadlineExceededError``."""
+
+    __slots__ = ("cancelled", "deadline", "reason")
+
+    def __init__(self, deadline: float | None = None):
+        self.cancelled = False
+        self.deadline = deadline
+        self.reason = "Run cancelled"
+
+    @classmethod
+    def after(cls, seconds: float) -> Cancellation:
+        return cls(time.monotonic() + seconds)
+
+    def cancel(self, reason: str = "Run cancelled") -> None:
+        self.reason = reason
+        self.cancelled = True
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise errors.CancelledError(None, None, self.reason)
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise errors.DeadlineExceededError(None, None, "Timed out waiting for the run")
+
+
+_active = threading.local()
+
+
+def active_cancellation() -> Cancellation | None:
+    """The token of the run executing on this thread (function bodies check it)."""
+    return getattr(_active, "token", None)
+
+
+class activated:  # noqa: N801 - used as a context manager, like a function
+    """Makes ``token`` the active cancellation of this thread for the ``with`` block."""
+
+    __slots__ = ("token", "previous")
+
+    def __init__(self, token: Cancellation | None):
+        self.token = token
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_active, "token", None)
+        _active.token = self.token
+
+    def __exit__(self, *exc) -> None:
+        _active.token = self.previous
+
+
+def execute(steps, vals, token: Cancellation | None = None) -> None:
     """Read inputs, call the kernel, write outputs, free dead values."""
+    if token is not None:
+        return execute_checked(steps, vals, None, token, verify=CHECK_KERNELS)
     fn = op = None
     ins = ()
     try:
@@ -49,13 +118,19 @@ def execute(steps, vals) -> None:
         raise _step_error(op, exc, vals, ins, fn) from _cause(exc)
 
 
-def execute_checked(steps, vals, trace=None) -> None:
-    """The interpreter with output verification (``CHECK_KERNELS``) and, given a ``trace``
-    list, per-step timing: ``(op, fn, start_ns, end_ns)`` appended for each step."""
+def execute_checked(
+    steps, vals, trace=None, token: Cancellation | None = None, verify: bool = True
+) -> None:
+    """The interpreter with output verification (``CHECK_KERNELS`` and ``verify``), given a
+    ``trace`` list, per-step timing: ``(op, fn, start_ns, end_ns)`` appended for each step,
+    and given a ``token``, a cancellation check before each step."""
     fn = op = None
     ins = ()
+    verify = verify and CHECK_KERNELS
     try:
         for fn, ins, out, nout, free, op in steps:
+            if token is not None:
+                token.check()
             t0 = time.perf_counter_ns() if trace is not None else 0
             r = fn(*[vals[i] for i in ins])
             if nout == 1:
@@ -64,7 +139,7 @@ def execute_checked(steps, vals, trace=None) -> None:
                 r = _coerce_outputs(r, op, nout)
             if nout:
                 if (
-                    CHECK_KERNELS
+                    verify
                     and op is not None
                     and fn.__class__ is not Copy
                     and not _is_read(fn, op)

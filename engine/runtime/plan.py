@@ -29,6 +29,7 @@ from engine.runtime.bind import BindContext, bind_kernel
 from engine.runtime.feeds import FeedSpec
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
+    active_cancellation,
     coerce_output,
     execute,
     execute_checked,
@@ -439,7 +440,13 @@ def function_callable(plan: Plan, n_out: int):
         vals = template.copy()
         for i in range(n_in):
             vals[feed_slots[i]] = args[i]
-        run(steps, vals)
+        # Once per call (each while_loop iteration): the run's cancellation, if it has one.
+        token = active_cancellation()
+        if token is None:
+            run(steps, vals)
+        else:
+            token.check()
+            execute_checked(steps, vals, None, token)
         return [vals[s] for s in out_slots]
 
     return call

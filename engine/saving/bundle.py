@@ -348,10 +348,12 @@ def read_bundle(prefix: str, names=None, verify: bool = True) -> dict[str, np.nd
         actual = os.path.getsize(path)
     except FileNotFoundError:
         raise errors.DataLossError(None, None, f"Bundle data file {path} is missing") from None
-    if actual < metadata["_data_size"]:
-        raise _loss(
-            path, f"data file is {actual} bytes, index expects {metadata['_data_size']} (truncated)"
-        )
+    expected = metadata["_data_size"]
+    if actual != expected:
+        # Checked before reading anything: a truncated file, or one grown past what its index
+        # describes (e.g. a huge sparse file), is refused without reading its contents.
+        why = "truncated" if actual < expected else "larger than its index declares"
+        raise _loss(path, f"data file is {actual} bytes, index expects {expected} ({why})")
     out = {}
     try:
         f = open(path, "rb")

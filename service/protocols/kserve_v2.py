@@ -60,10 +60,11 @@ import service
 from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service.errors import Internal, InvalidInput, Unavailable
-from service.keys import MANAGER
+from service.keys import CONFIG, MANAGER
 from service.manager import InferResult
 from service.protocols.common import (
     MSGPACK,
+    adopt_request_id,
     dumps,
     is_msgpack,
     json_response,
@@ -74,7 +75,7 @@ from service.protocols.common import (
     wants_msgpack,
 )
 from service.protocols.msgpack_codec import packb, unpackb
-from service.tensors import TensorSpec, coerce, from_json_value
+from service.tensors import MAX_ELEMENTS, TensorSpec, check_shape, coerce, from_json_value
 
 __all__ = ["add_routes", "DATATYPES"]
 
@@ -250,10 +251,14 @@ def _instance_group(name: str, i: int, entry: dict) -> dict:
 
 async def model_ready(request: web.Request) -> web.Response:
     name, version = _target(request)
+    manager = request.app[MANAGER]
     try:
-        request.app[MANAGER].resolve(name, version)
+        manager.resolve(name, version)
     except Unavailable as e:  # NotFound (404) goes to the error middleware
-        return json_response({"name": name, "ready": False, "error": e.message}, status=503)
+        # state: LOADING, FAILED (error: the load error), UNLOADING or UNAVAILABLE
+        state, _ = manager.readiness(name, version)
+        doc = {"name": name, "ready": False, "state": state, "error": e.message}
+        return json_response(doc, status=503)
     return json_response({"name": name, "ready": True})
 
 
@@ -321,11 +326,12 @@ async def infer(request: web.Request) -> web.Response:
     request_id = doc.get("id")
     if request_id is not None and not isinstance(request_id, str):
         raise InvalidInput(f"'id' must be a string, got {request_id!r}")
+    request_id = adopt_request_id(request, request_id)
     signature = params.get("signature_name")
     if signature is not None and not isinstance(signature, str):
         raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
     default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
-    inputs = _parse_inputs(doc.get("inputs"), binary)
+    inputs = _parse_inputs(doc.get("inputs"), binary, request.app[CONFIG].max_tensor_elements)
     wanted, binary_outputs = _requested_outputs(doc.get("outputs"), default_binary)
     deadlines = [
         t
@@ -419,7 +425,7 @@ def _shape(value, what: str) -> list[int]:
     return value
 
 
-def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
+def _parse_inputs(value, binary: bytes, max_elements: int = MAX_ELEMENTS) -> dict[str, np.ndarray]:
     if not isinstance(value, list):
         raise InvalidInput(
             "The inference request needs 'inputs': a list of {name, shape, datatype, data} objects"
@@ -436,6 +442,7 @@ def _parse_inputs(value, binary: bytes) -> dict[str, np.ndarray]:
         datatype = item.get("datatype")
         dtype = _datatype(datatype, what)
         shape = _shape(item.get("shape"), what)
+        check_shape(shape, what, max_elements)
         params = _parameters(item.get("parameters"), what)
         if "shared_memory_region" in params:
             raise InvalidInput(

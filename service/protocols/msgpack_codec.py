@@ -14,6 +14,7 @@ import numpy as np
 
 from engine import dtypes
 from service.errors import InvalidInput
+from service.tensors import MAX_ELEMENTS, check_shape
 
 __all__ = ["encode_tensor", "decode_tensor", "unpackb", "packb", "is_tensor_map"]
 
@@ -70,7 +71,7 @@ def encode_tensor(arr: np.ndarray) -> dict:
     }
 
 
-def decode_tensor(value: object, what: str) -> np.ndarray:
+def decode_tensor(value: object, what: str, max_elements: int = MAX_ELEMENTS) -> np.ndarray:
     if not is_tensor_map(value):
         raise InvalidInput(f"{what}: expected a tensor map {{dtype, shape, data}}")
     name = value.get("dtype")
@@ -87,9 +88,7 @@ def decode_tensor(value: object, what: str) -> np.ndarray:
         or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
     ):
         raise InvalidInput(f"{what}: shape must be a list of non-negative integers")
-    count = 1
-    for d in shape:
-        count *= d
+    count = check_shape(shape, what, max_elements)
     data = value.get("data")
     if dtype is dtypes.string:
         if (

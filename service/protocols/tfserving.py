@@ -48,7 +48,7 @@ import numpy as np
 from aiohttp import web
 
 from service.errors import InvalidInput, NotFound
-from service.keys import MANAGER
+from service.keys import CONFIG, MANAGER
 from service.protocols.common import (
     MSGPACK,
     is_msgpack,
@@ -158,7 +158,8 @@ async def _predict(request: web.Request) -> web.Response:
     signature = servable.signature(body.get("signature_name") or None)
     row_format = "instances" in body
     if packed:
-        inputs = _msgpack_inputs(body["inputs"], signature)
+        limit = request.app[CONFIG].max_tensor_elements
+        inputs = _msgpack_inputs(body["inputs"], signature, limit)
     elif row_format:
         inputs = _row_inputs(body["instances"], signature, fast)
     else:
@@ -324,16 +325,16 @@ def _columnar_inputs(inputs, signature) -> dict[str, np.ndarray]:
     return {alias: _to_array(inputs, f"input '{alias}'")}
 
 
-def _msgpack_inputs(inputs, signature) -> dict[str, np.ndarray]:
+def _msgpack_inputs(inputs, signature, max_elements: int) -> dict[str, np.ndarray]:
     if is_tensor_map(inputs):
         alias = _sole_input(signature, "'inputs'")
-        return {alias: decode_tensor(inputs, f"input '{alias}'")}
+        return {alias: decode_tensor(inputs, f"input '{alias}'", max_elements)}
     if not isinstance(inputs, dict) or not all(isinstance(a, str) for a in inputs):
         raise InvalidInput(
             "'inputs' must be a tensor map {dtype, shape, data} or a map from "
             "input names to tensor maps"
         )
-    return {a: decode_tensor(v, f"input '{a}'") for a, v in inputs.items()}
+    return {a: decode_tensor(v, f"input '{a}'", max_elements) for a, v in inputs.items()}
 
 
 def _to_array(value, what: str) -> np.ndarray:

@@ -8,8 +8,9 @@ import aiohttp
 import pytest
 
 from service.app import create_app
-from service.cli import AccessLogger, _JsonFormatter, serve
+from service.cli import AccessLogger, serve
 from service.keys import MODEL, VERSION
+from service.logs import JsonFormatter
 from tests.service import models
 
 
@@ -74,17 +75,25 @@ async def test_metrics_reference(slow_client):
     assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain")
     text = await resp.text()
     for line in [
-        'flowserve_requests_total{code="200",model="hpt",protocol="tfserving",version="1"} 1.0',
-        'flowserve_requests_total{code="400",model="hpt",protocol="tfserving",version="1"} 1.0',
-        'flowserve_requests_total{code="404",model="",protocol="tfserving",version=""} 1.0',
-        'flowserve_requests_total{code="200",model="hpt",protocol="v2",version="1"} 1.0',
+        'flowserve_requests_total{code="200",endpoint="predict",model="hpt",'
+        'protocol="tfserving",version="1"} 1.0',
+        'flowserve_requests_total{code="400",endpoint="predict",model="hpt",'
+        'protocol="tfserving",version="1"} 1.0',
+        'flowserve_requests_total{code="404",endpoint="predict",model="",'
+        'protocol="tfserving",version=""} 1.0',
+        'flowserve_requests_total{code="200",endpoint="infer",model="hpt",'
+        'protocol="v2",version="1"} 1.0',
         'flowserve_model_version_state{model="hpt",state="AVAILABLE",version="1"} 1.0',
         'flowserve_model_version_state{model="hpt",state="LOADING",version="1"} 0.0',
         'flowserve_model_version_state{model="broken",state="END",version="1"} 1.0',
         'flowserve_model_load_failures_total{model="broken"} 1.0',
         'flowserve_model_load_duration_seconds_count{model="hpt"} 1.0',
-        'flowserve_request_duration_seconds_count{model="hpt",protocol="tfserving",version="1"}'
-        " 2.0",
+        'flowserve_model_loads_total{model="hpt"} 1.0',
+        'flowserve_request_duration_seconds_count{endpoint="predict",model="hpt",'
+        'protocol="tfserving",version="1"} 2.0',
+        'flowserve_requests_in_flight{model="hpt"} 0.0',
+        'flowserve_inference_rows_total{model="hpt",version="1"} 2.0',
+        'flowserve_model_executions_total{model="hpt",version="1"} 2.0',
     ]:
         assert line in text, line
     assert "process_cpu_seconds_total" in text and "python_info" in text
@@ -127,7 +136,7 @@ def test_access_log_lines_text_and_json(caplog):
     assert record.getMessage() == (
         "POST /v1/models/hpt:predict model=hpt version=2 status=200 latency_ms=12.30"
     )
-    doc = json.loads(_JsonFormatter().format(record))
+    doc = json.loads(JsonFormatter().format(record))
     assert doc["method"] == "POST" and doc["model"] == "hpt" and doc["status"] == 200
     assert doc["latency_ms"] == pytest.approx(12.3) and doc["path"] == "/v1/models/hpt:predict"
 

@@ -26,7 +26,7 @@ class FakeSignature:
         self.gate.set()
         self.fail_next = None
 
-    def run(self, arrays):
+    def run(self, arrays, cancellation=None):  # noqa: ARG002 - Signature.run's signature
         self.gate.wait(timeout=30)
         self.runs.append([a.copy() for a in arrays])
         if self.fail_next is not None:

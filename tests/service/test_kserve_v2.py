@@ -228,7 +228,7 @@ async def test_infer_half_plus_two_latest_and_pinned(client):
 
 async def test_infer_multi_io_every_output(client):
     body = await post_infer(client, "multi_io", {"inputs": multi_io_inputs()})
-    assert "id" not in body
+    assert len(body["id"]) == 32  # no id sent: the generated request ID (X-Request-ID)
     assert body["model_version"] == "1"
     assert body["outputs"] == [
         {"name": "doubled", "datatype": "INT32", "shape": [2], "data": [2, -200]},
@@ -285,7 +285,8 @@ async def test_infer_records_v2_metrics(client):
     )
     text = await (await client.get("/metrics")).text()
     assert (
-        'flowserve_requests_total{code="200",model="half_plus_two",protocol="v2",version="1"}'
+        'flowserve_requests_total{code="200",endpoint="infer",model="half_plus_two",'
+        'protocol="v2",version="1"}'
     ) in text
 
 

@@ -1,5 +1,6 @@
 """The TensorFlow Serving REST adapter (``/v1/models/...``), end to end over HTTP."""
 
+import asyncio
 import base64
 import json
 import math
@@ -654,7 +655,19 @@ async def test_body_over_the_limit_is_413(aiohttp_client, make_config):
     client = await aiohttp_client(create_app(make_config(max_request_bytes=2048)))
     assert await predict(client, HPT, {"instances": [1.0] * 100}) == {"predictions": [3.5] * 100}
     message = await error(client, "POST", HPT, 413, {"instances": [1.0] * 1000})
-    assert message == "Request body too large (the limit is 2048 bytes)"
+    # Refused from its Content-Length, before the body is read.
+    assert message.startswith("Request body too large: Content-Length 5015 ")
+    assert message.endswith("is over the limit of 2048 bytes (max_request_bytes)")
+
+
+async def overdue_finished(client):
+    """Waits until no computation that missed its deadline still holds a compute thread."""
+    manager = client.app[MANAGER]
+    for _ in range(500):
+        if not len(manager.overdue):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("an overdue computation did not finish in 5 s")
 
 
 async def test_deadline_from_header_or_body(slow_client):
@@ -666,8 +679,10 @@ async def test_deadline_from_header_or_body(slow_client):
         slow_client, "POST", path, 504, {"instances": [1.0]}, headers={"Request-Timeout": "0.02"}
     )
     assert "deadline exceeded" in message
+    await overdue_finished(slow_client)
     message = await error(slow_client, "POST", path, 504, {"inputs": [1.0], "timeout": 0.02})
     assert "deadline exceeded" in message
+    await overdue_finished(slow_client)
     # Both given: the stricter deadline wins.
     await error(
         slow_client,
@@ -686,7 +701,8 @@ async def tfserving_request_counts(client) -> dict:
     for family in text_string_to_metric_families(await r.text()):
         for s in family.samples:
             if s.name == "flowserve_requests_total" and s.labels["protocol"] == "tfserving":
-                counts[s.labels["model"], s.labels["version"], s.labels["code"]] = s.value
+                key = (s.labels["endpoint"], s.labels["model"], s.labels["version"])
+                counts[key + (s.labels["code"],)] = s.value
     return counts
 
 
@@ -698,10 +714,11 @@ async def test_metrics_count_requests_by_protocol_model_and_version(client):
     assert (await client.get("/v1/models/half_plus_two")).status == 200
     assert (await client.get("/v1/models/half_plus_two/versions/1")).status == 200
     assert await tfserving_request_counts(client) == {
-        ("half_plus_two", "2", "200"): 2.0,
-        ("half_plus_two", "1", "200"): 2.0,
-        ("multi_io", "1", "200"): 1.0,
-        ("half_plus_two", "", "200"): 1.0,
+        ("predict", "half_plus_two", "2", "200"): 2.0,
+        ("predict", "half_plus_two", "1", "200"): 1.0,
+        ("metadata", "multi_io", "1", "200"): 1.0,
+        ("status", "half_plus_two", "", "200"): 1.0,
+        ("status", "half_plus_two", "1", "200"): 1.0,
     }
 
 
@@ -710,8 +727,9 @@ async def test_metrics_count_errors_under_their_status_code(client):
     await error(client, "POST", "/v1/models/nosuch:predict", 404, {"instances": [1.0]})
     await error(client, "GET", "/v1/models/half_plus_two:predict", 405)
     assert await tfserving_request_counts(client) == {
-        ("half_plus_two", "2", "400"): 1.0,
-        ("", "", "404"): 1.0,
+        ("predict", "half_plus_two", "2", "400"): 1.0,
+        ("predict", "", "", "404"): 1.0,
+        ("status", "", "", "405"): 1.0,  # the GET route there does not exist
     }
 
 
