@@ -138,12 +138,7 @@ def execute_checked(
             elif nout and (r.__class__ is not tuple or len(r) != nout):
                 r = _coerce_outputs(r, op, nout)
             if nout:
-                if (
-                    verify
-                    and op is not None
-                    and fn.__class__ is not Copy
-                    and not _is_read(fn, op)
-                ):
+                if verify and op is not None and fn.__class__ is not Copy and not _is_read(fn, op):
                     _verify_outputs(op, r)
                 vals[out : out + nout] = r
             if trace is not None:
