@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
 from service.keys import MODEL, VERSION
@@ -223,6 +224,7 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
         for r in reversed(runners):
             await r.cleanup()
         raise
+    log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
     for site, what in zip(sites, ("flowserve listening on", "metrics on")):
         for sock in getattr(site._server, "sockets", None) or []:
             host, port = sock.getsockname()[:2]
@@ -260,24 +262,36 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
         log.info("stopped")
 
 
-_BLAS_THREAD_VARIABLES = (
-    "OPENBLAS_NUM_THREADS",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
+def limit_blas_threads(n: int) -> list[dict]:
+    """Caps the threads one computation uses inside numpy's BLAS (and OpenMP) at ``n``: the
+    server already runs requests in parallel on its compute threads, and BLAS threads on top
+    of those oversubscribe the CPU. Applied with threadpoolctl, which sets the limit on the
+    loaded libraries themselves, so it holds whether numpy was imported before or not.
+    Returns threadpoolctl's description of the pools after the change."""
+    import numpy  # noqa: F401 - loads the BLAS library the limit is applied to
+
+    threadpool_limits(limits=n, user_api="blas")
+    threadpool_limits(limits=n, user_api="openmp")
+    pools = threadpool_info()
+    log.debug("BLAS/OpenMP thread pools: %s", pools)
+    return pools
 
 
-def limit_blas_threads(n: int) -> None:
-    """Caps the threads numpy's BLAS uses per computation (unless the environment already
-    does). Must run before numpy is imported: the server runs requests in parallel on its
-    compute threads, and BLAS threads on top of those oversubscribe the CPU."""
-    if "numpy" in sys.modules:
-        log.warning("numpy was imported before the BLAS thread limit could be set")
-    for var in _BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(var, str(n))
+def loop_factory(choice: str):
+    """The event loop factory for ``--event-loop``: uvloop's when asked for, or for ``auto``
+    when it is installed (the ``fast`` extra); None (asyncio's default loop) otherwise.
+    Raises ConfigError when uvloop is asked for and missing."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise ConfigError(
+                "event_loop 'uvloop' needs the uvloop package (pip install 'flowserve[fast]')"
+            ) from None
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -291,7 +305,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(config.log_format, config.log_level)
     limit_blas_threads(config.intra_op_threads)
     try:
-        asyncio.run(serve(config))
+        new_loop = loop_factory(config.event_loop)
+    except ConfigError as e:
+        print(f"flowserve: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(serve(config))
     except OSError as e:
         log.error("cannot start the server: %s", e)
         return 1

@@ -366,6 +366,9 @@ class ServerConfig:
         64 << 20, doc="largest request body accepted (after decompression); larger gets 413"
     )
     log_format: str = _setting("text", doc="access log format: text or json")
+    event_loop: str = _setting(
+        "auto", doc="event loop: auto (uvloop when installed), uvloop or asyncio"
+    )
     log_level: str = _setting("info", doc="log level: debug, info, warning or error")
     enable_batching: bool = _setting(
         False, doc="batch concurrent requests for models that allow it"
@@ -429,6 +432,10 @@ class ServerConfig:
         if self.max_request_bytes < 1024:
             raise ConfigError(
                 f"max_request_bytes must be at least 1024, got {self.max_request_bytes}"
+            )
+        if self.event_loop not in ("auto", "uvloop", "asyncio"):
+            raise ConfigError(
+                f"event_loop must be 'auto', 'uvloop' or 'asyncio', got {self.event_loop!r}"
             )
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"log_format must be 'text' or 'json', got {self.log_format!r}")
