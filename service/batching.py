@@ -5,10 +5,12 @@
 ``Batcher`` (one per model version) merges concurrent requests into one session run. Requests
 for the same signature whose inputs all have an unknown leading (batch) dimension queue
 together; requests whose other dimensions differ go to separate batches unless
-``pad_variable_length_inputs`` is on. A batch runs when it holds ``max_batch_size`` rows or
-when its oldest request has waited ``batch_timeout_micros``. Up to ``num_batch_threads``
-batches (and at least one per model instance) run at once, off the event loop, each on the
-least busy instance; at most ``max_enqueued_batches`` batches wait, and
+``pad_variable_length_inputs`` is on. A free batch worker takes the oldest waiting batch at
+once (it never waits on a timer); while every worker is busy, requests keep joining the open
+batch until it holds ``max_batch_size`` rows or its oldest request has waited
+``batch_timeout_micros``, and a worker that frees up merges compatible waiting batches. Up
+to ``num_batch_threads`` batches (and at least one per model instance) run at once, off the
+event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
 beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. Results are
 split back by row count, each request getting exactly its rows in order.
 
@@ -208,6 +210,7 @@ class Batcher:
         self._wakeup: asyncio.Event | None = None
         self._workers: list[asyncio.Task] = []
         self._queued_requests = 0
+        self._idle = 0  # workers waiting for a batch
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------
@@ -290,6 +293,10 @@ class Batcher:
         self._set_depth()
         if batch.rows >= self.config.max_batch_size:
             self._close_batch(batch)
+        elif self._idle:
+            # A worker is free: it takes this batch on its next turn of the loop, with every
+            # request that arrives before then (requests read in the same turn merge).
+            self._wakeup.set()
         try:
             return await request.future
         finally:
@@ -349,8 +356,17 @@ class Batcher:
     async def _worker(self) -> None:
         while True:
             while not self._ready:
+                if self._open:
+                    # A free worker never waits on a batch's timer: it takes the oldest open
+                    # batch now (more rows join while all workers are busy).
+                    self._close_batch(next(iter(self._open.values())))
+                    break
+                self._idle += 1
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._idle -= 1
             batch = self._take()
             try:
                 await self._run(batch)
