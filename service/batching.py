@@ -93,11 +93,13 @@ class DirectScheduler:
         model: str = "",
         version: str = "",
         overdue: Overdue | None = None,
+        inline_seconds: float = 0.0,
     ):
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
         self._overdue = overdue
+        self._inline_seconds = inline_seconds
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -107,6 +109,12 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
+        if runs_inline(signature, arrays, self._inline_seconds):
+            values, seconds = _timed_run(signature, arrays)
+            signature.observe(arrays, seconds)
+            if self._metrics is not None:
+                self._metrics.session_run(*self._labels, seconds)
+            return values
         token = Cancellation()
         work = self._executor.submit(_timed_run, signature, arrays, token)
         future = asyncio.wrap_future(work, loop=loop)
@@ -130,6 +138,7 @@ class DirectScheduler:
             ) from None
         finally:
             timer.cancel()
+        signature.observe(arrays, seconds)
         if self._metrics is not None:
             self._metrics.session_run(*self._labels, seconds)
         return values
@@ -140,6 +149,17 @@ class DirectScheduler:
 
     async def close(self) -> None:
         return None
+
+
+def runs_inline(signature: Signature, arrays: list[np.ndarray], limit: float) -> bool:
+    """Whether a run is cheap enough to run on the event loop: its estimated compute time
+    (learned at warmup, kept current from every run) is under ``limit`` seconds. Handing a
+    run of a few microseconds to a thread costs more than the run (a queue, a wakeup, a
+    callback back to the loop); a big one stays off the loop."""
+    if limit <= 0:
+        return False
+    estimate = signature.estimated_seconds(arrays)
+    return estimate is not None and estimate < limit
 
 
 def _expire(future, expired: list) -> None:
@@ -193,8 +213,10 @@ class Batcher:
         version: str = "",
         instances: int = 1,
         overdue: Overdue | None = None,
+        inline_seconds: float = 0.0,
     ):
         self.config = config
+        self._inline_seconds = inline_seconds
         self._overdue = overdue
         # Batches running at once: the batch threads, and at least one per model instance so
         # that every instance can be busy.
@@ -202,7 +224,9 @@ class Batcher:
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
-        self._direct = DirectScheduler(executor, metrics, model, version, overdue=overdue)
+        self._direct = DirectScheduler(
+            executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
+        )
         self._open: dict[tuple, _Batch] = {}
         # Closed batches waiting for a worker (a deque, so workers can merge compatible
         # waiting batches into the one they take).
@@ -394,6 +418,19 @@ class Batcher:
             r.future.add_done_callback(gone)
         return token
 
+    async def _execute(self, signature, merged: list[np.ndarray], live: list):
+        """Runs a merged batch: on the loop when it is estimated cheap, else on a thread."""
+        if runs_inline(signature, merged, self._inline_seconds):
+            values, seconds = _timed_run(signature, merged)
+        else:
+            submitted: list = []
+            token = self._watch(live, submitted)
+            work = self._executor.submit(_timed_run, signature, merged, token)
+            submitted.append(work)
+            values, seconds = await asyncio.wrap_future(work, loop=asyncio.get_running_loop())
+        signature.observe(merged, seconds)
+        return values, seconds
+
     async def _run(self, batch: _Batch) -> None:
         loop = asyncio.get_running_loop()
         live = [r for r in batch.requests if not r.future.done()]
@@ -411,12 +448,8 @@ class Batcher:
         except ServingError as e:
             _fail(live, e)
             return
-        submitted: list = []
-        token = self._watch(live, submitted)
-        work = self._executor.submit(_timed_run, signature, merged, token)
-        submitted.append(work)
         try:
-            values, seconds = await asyncio.wrap_future(work, loop=loop)
+            values, seconds = await self._execute(signature, merged, live)
         except ServingError as e:
             _fail(live, e)
             return

@@ -391,6 +391,11 @@ class ServerConfig:
         doc="serve /metrics on this port of --host as well (default: only on the serving port)",
     )
     num_threads: int = _setting(0, doc="threads running model computations (0: one per CPU core)")
+    inline_compute_micros: int = _setting(
+        100,
+        doc="run a computation on the event loop instead of a compute thread when its time, "
+        "learned at warmup, is under this many microseconds (0: always on a thread)",
+    )
     intra_op_threads: int = _setting(
         1,
         doc="threads one computation may use inside numpy's BLAS "
@@ -467,6 +472,7 @@ class ServerConfig:
         _bounded("shutdown_grace_period", self.shutdown_grace_period, 0, 24 * 3600.0)
         _bounded("num_threads", self.num_threads, 0, 4096)
         _bounded("intra_op_threads", self.intra_op_threads, 1, 4096)
+        _bounded("inline_compute_micros", self.inline_compute_micros, 0, 1_000_000)
         _bounded("poll_interval", self.poll_interval, 0, 24 * 3600.0)
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")

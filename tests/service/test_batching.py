@@ -26,6 +26,12 @@ class FakeSignature:
         self.gate.set()
         self.fail_next = None
 
+    def estimated_seconds(self, arrays):  # noqa: ARG002 - never measured: runs on threads
+        return None
+
+    def observe(self, arrays, seconds):
+        pass
+
     def run(self, arrays, cancellation=None):  # noqa: ARG002 - Signature.run's signature
         self.gate.wait(timeout=30)
         self.runs.append([a.copy() for a in arrays])
