@@ -4,7 +4,7 @@
 #   GPU (CUDA 12):  docker build -t flowserve:gpu \
 #                     --build-arg BASE_IMAGE=nvidia/cuda:12.6.3-runtime-ubuntu24.04 \
 #                     --build-arg EXTRAS=fast,gpu .
-#   run:            docker run -p 8501:8501 [-v /path/to/repository:/models:ro] flowserve
+#   run:            docker run -p 8501:8501 -p 8500:8500 [-v /path/to/repository:/models:ro] flowserve
 #                   docker run --gpus all -p 8501:8501 -e FLOWSERVE_DEVICE=gpu:0 flowserve:gpu
 #
 # BASE_IMAGE may be any Debian/Ubuntu image; when it has no python3 (the CUDA images), the
@@ -53,7 +53,7 @@ RUN chmod -R a+rX /models
 
 ENV FLOWSERVE_MODEL_REPOSITORY=/models
 USER 10001:10001
-EXPOSE 8501
+EXPOSE 8501 8500
 VOLUME ["/models"]
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/v2/health/ready' % os.environ.get('FLOWSERVE_PORT', '8501'), timeout=4)"]

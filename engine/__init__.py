@@ -16,11 +16,14 @@ from engine import (
     data,
     dtypes,
     errors,
+    image,
     layers,
+    lookup,
     losses,
     metrics,
     nn,
     saved_model,
+    strings,
     summary,
     tensor_shape,
     test,
@@ -95,6 +98,7 @@ from engine.init_ops import (
     variance_scaling_initializer,
     zeros_initializer,
 )
+from engine.ops.activations import erf
 from engine.ops.array import *  # noqa: F403
 from engine.ops.array_transform import *  # noqa: F403
 from engine.ops.control_flow import (  # noqa: A004
@@ -107,6 +111,7 @@ from engine.ops.control_flow import (  # noqa: A004
 )
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.logging_ops import *  # noqa: F403
+from engine.ops.lookup import tables_initializer
 from engine.ops.math import (  # noqa: A004
     abs,
     add,
@@ -175,6 +180,7 @@ from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
+from engine.ops.string_ops import as_string, decode_base64, string_to_number, substr
 from engine.ops.tensor_array import TensorArray
 from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
@@ -219,3 +225,5 @@ sub = subtract
 mul = multiply
 arg_max = argmax  # noqa: F405 - from engine.ops.reduction
 arg_min = argmin  # noqa: F405
+
+from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above

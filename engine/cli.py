@@ -1,6 +1,7 @@
-"""``python -m engine``: inspect and run SavedModels from the command line.
+"""``python -m engine``: inspect and run SavedModels (and ONNX models) from the command line.
 
-    python -m engine inspect EXPORT_DIR [--tag serve]
+    python -m engine inspect EXPORT_DIR|model.onnx [--tag serve]
+    python -m engine convert EXPORT_DIR OUTPUT_DIR --format tensorflow|flowserve [--tag serve]
     python -m engine run EXPORT_DIR [--signature serving_default] --input x=path.npy
                          [--input y='[[1, 2]]'] [--output-dir DIR] [--optimize]
 
@@ -18,8 +19,11 @@ import numpy as np
 
 import engine as tf
 from engine import errors
+from engine.formats.tensorflow.inspect import describe
+from engine.formats.tensorflow.saved_model import is_tf_saved_model
 from engine.saving import bundle
 from engine.saving.saved_model import (
+    SAVED_MODEL_FILENAME,
     VARIABLES_DIRECTORY,
     VARIABLES_FILENAME,
     LoadOptions,
@@ -33,9 +37,83 @@ def _fmt_shape(info) -> str:
     return str(info.shape)
 
 
+def _inspect_tensorflow(export_dir: str) -> None:
+    print(f"TensorFlow SavedModel: {os.path.abspath(export_dir)}")
+    for meta in describe(export_dir):
+        version = meta["tensorflow_version"] or "unknown"
+        print(f"\nMeta graph with tags {meta['tags']} (written by TensorFlow {version}):")
+        for key, sig in meta["signatures"].items():
+            print(f"  signature {key!r} ({sig['method_name']}):")
+            for kind in ("inputs", "outputs"):
+                for alias, info in sig[kind].items():
+                    print(
+                        f"    {kind[:-1]:6} {alias!r:20} {info['name']:30} "
+                        f"{info['dtype']:8} {info['shape']}"
+                    )
+        counts = meta["op_counts"]
+        print(f"  ops: {sum(counts.values())} in total ({meta['functions']} functions included)")
+        for op_type, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"    {op_type:28} {n:>6}")
+        if meta["error"]:
+            print(f"  cannot be served: {meta['error']}")
+        elif meta["missing_ops"]:
+            listed = ", ".join(f"{t} ({n})" for t, n in meta["missing_ops"].items())
+            print(f"  missing ops (not implemented by flowserve): {listed}")
+        else:
+            print("  missing ops: none")
+
+
+def _onnx_path(path: str) -> str | None:
+    """The model.onnx to use for ``path`` (a .onnx file or a dir holding only one), or None."""
+    if os.path.isfile(path) and path.endswith(".onnx"):
+        return path
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "saved_model.msgpack")):
+        candidate = os.path.join(path, "model.onnx")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _fmt_dims(dims) -> str:
+    return (
+        "<unknown rank>"
+        if dims is None
+        else "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    )
+
+
+def inspect_onnx(path: str) -> int:
+    s = tf.onnx.summarize(path)
+    print(f"ONNX model: {os.path.abspath(path)}")
+    print(f"  ir_version {s.ir_version}, opset {s.opset}, producer {s.producer or '-'}")
+    for kind, infos in (("input", s.inputs), ("output", s.outputs)):
+        for name, dtype, dims in infos:
+            print(f"    {kind:6} {name!r:30} {dtype:8} {_fmt_dims(dims)}")
+    print(f"  initializers: {s.initializer_bytes} bytes ({s.initializer_bytes / 2**20:.2f} MiB)")
+    print(f"  operators: {sum(s.op_histogram.values())} in total")
+    for op_type, n in s.op_histogram.items():
+        print(f"    {op_type:28} {n:>6}")
+    if s.unsupported:
+        listed = ", ".join(f"{k} (x{v})" for k, v in s.unsupported.items())
+        print(f"  unsupported operators: {listed}")
+    else:
+        print("  unsupported operators: none")
+    return 0
+
+
 def cmd_inspect(args) -> int:
-    metas = read_saved_model(args.export_dir)
-    print(f"SavedModel: {os.path.abspath(args.export_dir)}")
+    onnx_path = _onnx_path(args.export_dir)
+    if onnx_path is not None:
+        return inspect_onnx(onnx_path)
+    tf_format = is_tf_saved_model(args.export_dir) and not os.path.isfile(
+        os.path.join(args.export_dir, SAVED_MODEL_FILENAME)
+    )
+    if tf_format:
+        _inspect_tensorflow(args.export_dir)
+        metas = []
+    else:
+        metas = read_saved_model(args.export_dir)
+        print(f"SavedModel: {os.path.abspath(args.export_dir)}")
     for meta in metas:
         print(f"\nMeta graph with tags {meta.tags}:")
         for key in sorted(meta.signature_def):
@@ -89,9 +167,13 @@ def cmd_run(args) -> int:
     inputs = dict(_parse_input(s) for s in args.input)
     graph = tf.Graph()
     with tf.Session(graph=graph) as sess:
-        meta = tf.saved_model.load(
-            sess, args.tag, args.export_dir, options=LoadOptions(optimize=args.optimize)
-        )
+        onnx_path = _onnx_path(args.export_dir)
+        if onnx_path is not None:
+            meta = tf.onnx.load(sess, onnx_path)
+        else:
+            meta = tf.saved_model.load(
+                sess, args.tag, args.export_dir, options=LoadOptions(optimize=args.optimize)
+            )
         sig = meta.signature_def.get(args.signature)
         if sig is None:
             raise ValueError(
@@ -122,6 +204,21 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_convert(args) -> int:
+    """Loads a SavedModel of either format and writes it in ``args.format``."""
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as sess:
+        meta = tf.saved_model.load(sess, args.tag, args.export_dir)
+        builder = tf.saved_model.Builder(args.output_dir)
+        with graph.as_default():
+            builder.add_meta_graph_and_variables(
+                sess, args.tag, signature_def_map=dict(meta.signature_def)
+            )
+    builder.save(format=args.format)
+    print(f"wrote {args.output_dir} ({args.format} format)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m engine", description="Inspect and run flowserve SavedModels."
@@ -140,6 +237,14 @@ def main(argv=None) -> int:
     p.add_argument("--output-dir", help="write each output to DIR/<alias>.npy")
     p.add_argument("--optimize", action="store_true", help="optimize the graph when loading")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("convert", help="write a SavedModel in TensorFlow's or flowserve's format")
+    p.add_argument("export_dir")
+    p.add_argument("output_dir")
+    p.add_argument("--format", choices=("tensorflow", "flowserve"), required=True)
+    p.add_argument(
+        "--tag", action="append", default=None, help="meta graph tag (repeatable; default: serve)"
+    )
+    p.set_defaults(fn=cmd_convert)
     args = parser.parse_args(argv)
     if getattr(args, "tag", None) is None:
         args.tag = ["serve"]

@@ -1,6 +1,7 @@
 """The ``engine.nn`` namespace (TF1's ``tf.nn``)."""
 
 from engine import rnn_cell  # noqa: F401
+from engine.ops.activations import gelu, selu  # noqa: F401
 from engine.ops.array import stop_gradient  # noqa: F401
 from engine.ops.embedding import (  # noqa: F401
     embedding_lookup,

@@ -1,7 +1,14 @@
 """The ``engine.train`` namespace (TF1's ``tf.train``): optimizers, global step, checkpoints."""
 
+from engine.formats.tensorflow.saved_model import import_meta_graph  # noqa: F401
 from engine.saving.graph_def import write_graph  # noqa: F401
-from engine.saving.meta_graph import export_meta_graph, import_meta_graph  # noqa: F401
+from engine.saving.meta_graph import export_meta_graph  # noqa: F401
+from engine.training.checkpoint_utils import (  # noqa: F401
+    CheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from engine.training.optimizer import (  # noqa: F401
     AdagradOptimizer,
     AdamOptimizer,

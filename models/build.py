@@ -32,9 +32,9 @@ if __package__ in (None, ""):  # run as a script: make ``models`` and ``engine``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import engine as tf  # noqa: E402
-from models import digits, half_plus_two  # noqa: E402
+from models import digits, digits_cnn, half_plus_two  # noqa: E402
 
-MODELS = {m.NAME: m for m in (half_plus_two, digits)}
+MODELS = {m.NAME: m for m in (half_plus_two, digits, digits_cnn)}
 DEFAULT_REPOSITORY = Path(__file__).resolve().parent
 
 

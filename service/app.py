@@ -20,7 +20,17 @@ from aiohttp import web
 
 from service.config import ServerConfig
 from service.errors import ServingError
-from service.keys import CONFIG, MANAGER, METRICS, MODEL, PROTOCOL, VERSION
+from service.keys import (
+    CONFIG,
+    LOG_SETTINGS,
+    MANAGER,
+    METRICS,
+    MODEL,
+    PROTOCOL,
+    SHARED_MEMORY,
+    VERSION,
+)
+from service.log_settings import LogSettings
 from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, request_id_var
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
@@ -32,6 +42,7 @@ from service.protocols.common import (
     REQUEST_ID,
     json_response,
 )
+from service.protocols.shared_memory import SharedMemoryRegistry
 
 __all__ = ["create_app", "metrics_app", "in_flight_requests", "MANAGER", "CONFIG", "METRICS"]
 
@@ -258,6 +269,7 @@ async def _manager_ctx(app: web.Application):
     await manager.start(wait=not app[LOAD_IN_BACKGROUND])
     yield
     await manager.stop()
+    app[SHARED_MEMORY].close()  # unmap every registered region
 
 
 def in_flight_requests(app: web.Application) -> int:
@@ -312,8 +324,12 @@ def create_app(
     app[MANAGER] = manager or ModelManager(config, metrics)
     app[LOAD_IN_BACKGROUND] = load_in_background
     app[IN_FLIGHT] = [0]
+    app[SHARED_MEMORY] = SharedMemoryRegistry()
+    app[LOG_SETTINGS] = LogSettings(config.log_format)
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
+    if config.prometheus_path and config.prometheus_path != "/metrics":
+        app.router.add_get(config.prometheus_path, _metrics_handler)
     tfserving.add_routes(app)
     kserve_v2.add_routes(app)
     return app

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -62,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowserve",
         description="Serve the saved models of a model repository over HTTP (TensorFlow "
-        "Serving REST and KServe V2 protocols on one port).",
+        "Serving REST and KServe V2 protocols on one port) and gRPC (KServe V2 and TF "
+        "Serving services on --grpc-port).",
         epilog="Every flag can also be set with an environment variable FLOWSERVE_<FLAG> "
         "(e.g. FLOWSERVE_PORT=9000) or a key of the --config JSON file.",
     )
@@ -76,7 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + name.replace("_", "-")
         shown = getattr(defaults, name)
         env = f"[env {_env_name(name)}]"
-        if typ is bool:
+        if name == "load_model":
+            parser.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                action="append",
+                metavar="MODEL",
+                help=f"{help_text} (default: {shown}) {env}",
+            )
+        elif typ is bool:
             parser.add_argument(
                 flag,
                 dest=name,
@@ -132,6 +142,8 @@ def resolve_config(
             values[name] = _convert(typ, raw, _env_name(name))
     for name, typ in known.items():
         raw = getattr(args, name, None)
+        if isinstance(raw, list):  # a repeatable flag
+            raw = ",".join(raw)
         if raw is not None:
             values[name] = _convert(typ, raw, "--" + name.replace("_", "-"))
     values = {k: v for k, v in values.items() if v is not None}
@@ -183,16 +195,23 @@ class AccessLogger(AbstractAccessLogger):
 # -----------------------------------------------------------------------------------------
 
 
-async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None:
+async def serve(
+    config: ServerConfig,
+    stop: asyncio.Event | None = None,
+    http: bool = True,
+    reload_models: Callable[..., Awaitable[None]] | None = None,
+) -> None:
     """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down.
 
+    ``http=False`` serves gRPC only (``tensorflow_model_server --rest_api_port=0``);
+    ``reload_models(models, manager)`` serves TF Serving's HandleReloadConfigRequest.
     The listeners open before the first repository scan (models load in the background,
     ``/v2/health/live`` answers at once, ready waits for the models). Shutdown, bounded by
     ``shutdown_grace_period``: readiness turns 503 while the listeners keep serving, until no
     request is in flight (or the grace period is nearly spent); then the listeners close,
     and the models unload with what is left of the grace period for stragglers.
     """
-    from service.app import MANAGER, create_app, in_flight_requests, metrics_app
+    from service.app import MANAGER, create_app, in_flight_requests
     from service.http import HardenedRunner
 
     app = create_app(config, load_in_background=True)
@@ -210,31 +229,8 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
         handler_cancellation=True,
     )
     await runner.setup()
-    runners = [runner]
-    sites = [web.TCPSite(runner, config.host, config.port, reuse_address=True)]
-    if config.metrics_port is not None:
-        metrics_runner = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
-        await metrics_runner.setup()
-        runners.append(metrics_runner)
-        sites.append(web.TCPSite(metrics_runner, config.host, config.metrics_port))
-    try:
-        for site in sites:
-            await site.start()
-    except OSError:
-        for r in reversed(runners):
-            await r.cleanup()
-        raise
+    runners, grpc_server = await _open_listeners(config, app, runner, http, reload_models)
     log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
-    for site, what in zip(sites, ("flowserve listening on", "metrics on")):
-        for sock in getattr(site._server, "sockets", None) or []:
-            host, port = sock.getsockname()[:2]
-            log.info(
-                "%s http://%s:%d (model repository %s)",
-                what,
-                host,
-                port,
-                config.model_repository,
-            )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -257,9 +253,75 @@ async def serve(config: ServerConfig, stop: asyncio.Event | None = None) -> None
         left = in_flight_requests(app)
         if left:
             log.warning("grace period over with %d request(s) in flight; closing", left)
+        if grpc_server is not None:
+            await grpc_server.stop(max(0.0, min(close_allowance, deadline - loop.time())))
         for r in reversed(runners):
             await r.cleanup()
         log.info("stopped")
+
+
+async def _open_listeners(
+    config: ServerConfig,
+    app: web.Application,
+    runner: web.AppRunner,
+    http: bool,
+    reload_models: Callable[..., Awaitable[None]] | None,
+) -> tuple[list[web.AppRunner], object | None]:
+    """Opens the HTTP site (unless ``http`` is off), the ``--metrics-port`` site and the gRPC
+    server; returns the runners to clean up and the gRPC server (or None). On a bind error
+    everything opened so far is closed again."""
+    from service.app import MANAGER, metrics_app
+
+    runners = [runner]
+    sites = []
+    if http:
+        sites.append(
+            web.TCPSite(
+                runner,
+                config.host,
+                config.port,
+                reuse_address=True,
+                ssl_context=config.ssl_context(),
+            )
+        )
+    if config.metrics_port is not None:
+        metrics_runner = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
+        await metrics_runner.setup()
+        runners.append(metrics_runner)
+        sites.append(web.TCPSite(metrics_runner, config.host, config.metrics_port))
+    grpc_server = None
+    try:
+        for site in sites:
+            await site.start()
+        if config.grpc_port:
+            from service.protocols.grpc_server import GrpcServer
+
+            reload = None
+            if reload_models is not None:
+
+                async def reload(models: list) -> None:
+                    await reload_models(models, app[MANAGER])
+
+            grpc_server = GrpcServer(app, reload_models=reload)
+            await grpc_server.start(config.host, config.grpc_port)
+    except OSError:
+        for r in reversed(runners):
+            await r.cleanup()
+        raise
+    scheme = "https" if config.tls_cert else "http"
+    for address in runner.addresses if http else []:  # the bound port, also when port is 0
+        host, port = address[:2]
+        log.info(
+            "flowserve listening on %s://%s:%d (model repository %s)",
+            scheme,
+            host,
+            port,
+            config.model_repository,
+        )
+    if config.metrics_port is not None:
+        for address in runners[-1].addresses:
+            log.info("metrics on http://%s:%d/metrics", *address[:2])
+    return runners, grpc_server
 
 
 def limit_blas_threads(n: int) -> list[dict]:

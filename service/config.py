@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from types import UnionType
@@ -356,9 +357,38 @@ class ServerConfig:
         default_factory=default_model_repository, doc="model repository directory"
     )
     host: str = _setting("0.0.0.0", doc="address to listen on")
-    port: int = _setting(8501, doc="port to listen on (both protocols)")
+    port: int = _setting(8501, doc="HTTP port (both REST protocols)")
+    grpc_port: int = _setting(
+        8500, doc="gRPC port (KServe V2 and TF Serving services; 0 disables gRPC)"
+    )
+    grpc_max_message_bytes: int = _setting(
+        64 << 20, doc="largest gRPC message received or sent; larger gets RESOURCE_EXHAUSTED"
+    )
+    grpc_keepalive_seconds: float = _setting(
+        0.0, doc="send gRPC keepalive pings this often on idle connections (0: off)"
+    )
+    grpc_keepalive_timeout_seconds: float = _setting(
+        20.0, doc="close a gRPC connection whose keepalive ping is not answered within this time"
+    )
     poll_interval: float = _setting(2.0, doc="seconds between model repository scans (0 disables)")
+    model_control_mode: str = _setting(
+        "poll",
+        doc="poll (scan the repository), none (load all at start, no changes) or explicit "
+        "(load only --load-model models; the repository API loads the rest)",
+    )
+    load_model: str | None = _setting(
+        None,
+        doc="with --model-control-mode explicit: a model to load at start (repeatable, or "
+        "comma-separated; '*' for all)",
+    )
     device: str = _setting("cpu", doc="default device for models: cpu, gpu:N, or gpu (every GPU)")
+    tls_cert: str | None = _setting(
+        None, doc="PEM certificate (chain): serve HTTPS and gRPC over TLS (with --tls-key)"
+    )
+    tls_key: str | None = _setting(None, doc="PEM private key of --tls-cert")
+    tls_client_ca: str | None = _setting(
+        None, doc="PEM CA bundle: require client certificates signed by it (mutual TLS)"
+    )
     auth_token: str | None = _setting(
         None, doc="require 'Authorization: Bearer TOKEN' (health and metrics stay open)"
     )
@@ -374,7 +404,10 @@ class ServerConfig:
         False, doc="batch concurrent requests for models that allow it"
     )
     batching_parameters_file: str | None = _setting(
-        None, doc="JSON file of TF Serving batching parameters"
+        None, doc="TF Serving batching parameters: JSON, or BatchingParameters text protobuf"
+    )
+    prometheus_path: str | None = _setting(
+        None, doc="also serve the metrics at this path (TF Serving's)"
     )
     request_timeout: float = _setting(30.0, doc="default per-request deadline in seconds")
     shutdown_grace_period: float = _setting(
@@ -429,11 +462,59 @@ class ServerConfig:
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
     def validate(self) -> ServerConfig:
+        """Checks every setting (ConfigError naming the setting and what it expects) and
+        resolves the batching parameters; returns ``self``."""
+        self._validate_transports()
+        self._validate_serving()
+        self._validate_limits()
+        self.batching = self._read_batching().validate("batching")
+        return self
+
+    def _validate_transports(self) -> None:
+        """Ports, gRPC options and TLS files."""
         if not 0 < self.port < 65536 and self.port != 0:
             raise ConfigError(f"port must be 1-65535 (or 0 for any free port), got {self.port}")
+        if not 0 <= self.grpc_port < 65536:
+            raise ConfigError(f"grpc_port must be 1-65535 (0 disables gRPC), got {self.grpc_port}")
+        if self.grpc_port and self.grpc_port == self.port:
+            raise ConfigError(f"grpc_port and port must differ (both are {self.port})")
+        if self.grpc_max_message_bytes < 1024:
+            raise ConfigError(
+                f"grpc_max_message_bytes must be at least 1024, got {self.grpc_max_message_bytes}"
+            )
+        if self.grpc_keepalive_seconds < 0 or self.grpc_keepalive_timeout_seconds <= 0:
+            raise ConfigError(
+                "grpc_keepalive_seconds must be >= 0 and grpc_keepalive_timeout_seconds > 0"
+            )
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ConfigError("tls_client_ca needs tls_cert and tls_key")
+        for name in ("tls_cert", "tls_key", "tls_client_ca"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(f"{name} {path} is not a readable file")
+        self.ssl_context()  # a certificate or key that does not load fails here, not at start
+
+    def _validate_serving(self) -> None:
+        """Model control, paths and the device."""
+        if self.model_control_mode not in ("none", "poll", "explicit"):
+            raise ConfigError(
+                f"model_control_mode must be none, poll or explicit, got "
+                f"{self.model_control_mode!r}"
+            )
+        if self.load_model and self.model_control_mode != "explicit":
+            raise ConfigError("load_model applies with model_control_mode explicit only")
+        if self.prometheus_path is not None and not re.match(
+            r"^/[A-Za-z0-9_./-]{0,200}$", self.prometheus_path
+        ):
+            raise ConfigError(f"prometheus_path must be a URL path, got {self.prometheus_path!r}")
         if self.poll_interval < 0:
             raise ConfigError(f"poll_interval must be >= 0, got {self.poll_interval}")
         self.device = parse_device(self.device, "")
+
+    def _validate_limits(self) -> None:
+        """Sizes, timeouts and thread counts, each within its bounds."""
         if self.max_request_bytes < 1024:
             raise ConfigError(
                 f"max_request_bytes must be at least 1024, got {self.max_request_bytes}"
@@ -478,11 +559,20 @@ class ServerConfig:
             raise ConfigError("auth_token must not be empty")
         if not Path(self.model_repository).is_dir():
             raise ConfigError(f"model repository {self.model_repository} is not a directory")
+
+    def _read_batching(self) -> BatchingConfig:
+        """The server-wide batching settings, with the parameters file applied."""
         batching = BatchingConfig(enabled=self.enable_batching)
         if self.batching_parameters_file:
             path = Path(self.batching_parameters_file)
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                text = path.read_text(encoding="utf-8")
+                if text.lstrip().startswith("{"):
+                    doc = json.loads(text)
+                else:  # tensorflow_model_server's BatchingParameters text protobuf
+                    from service.tfserving_config import parse_batching_parameters
+
+                    doc = parse_batching_parameters(text, f"batching parameters file {path}")
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise ConfigError(
                     f"batching parameters file {path}: cannot read JSON ({e})"
@@ -490,8 +580,40 @@ class ServerConfig:
             if not isinstance(doc, dict):
                 raise ConfigError(f"batching parameters file {path}: must be a JSON object")
             batching = batching.merged(doc, f"batching parameters file {path}")
-        self.batching = batching.validate("batching")
-        return self
+        return batching
+
+    @property
+    def startup_models(self) -> list[str] | None:
+        """Explicit mode: the models to load at start (``["*"]``: all); None otherwise."""
+        if self.model_control_mode != "explicit":
+            return None
+        return [n.strip() for n in (self.load_model or "").split(",") if n.strip()]
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The HTTPS server context (None without TLS); fails clearly on a bad cert or key."""
+        if not self.tls_cert:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(self.tls_cert, self.tls_key)
+            if self.tls_client_ca:
+                context.load_verify_locations(self.tls_client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"cannot use the TLS certificate/key: {e}") from None
+        return context
+
+    def grpc_credentials(self) -> tuple[bytes, bytes, bytes | None] | None:
+        """(key, certificate chain, client CA or None) PEM bytes for gRPC; None without TLS."""
+        if not self.tls_cert:
+            return None
+        read = lambda path: Path(path).read_bytes()  # noqa: E731
+        ca = read(self.tls_client_ca) if self.tls_client_ca else None
+        return read(self.tls_key), read(self.tls_cert), ca
+
+    @property
+    def polls(self) -> bool:
+        return self.model_control_mode == "poll" and self.poll_interval > 0
 
     @property
     def compute_threads(self) -> int:

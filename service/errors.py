@@ -10,6 +10,7 @@ __all__ = [
     "ServingError",
     "InvalidInput",
     "NotFound",
+    "ModelNotFound",
     "Unavailable",
     "QueueFull",
     "DeadlineExceeded",
@@ -68,6 +69,15 @@ class NotFound(ServingError):
     http_status = 404
     code = "NOT_FOUND"
     reason = "not_found"
+
+
+class ModelNotFound(NotFound):
+    """The model (or the version of it) asked for is not in the repository."""
+
+    def __init__(self, message: str, model: str, version: int | None = None):
+        super().__init__(message)
+        self.model = model
+        self.version = version
 
 
 class Unavailable(ServingError):

@@ -6,8 +6,9 @@ nothing heavier than aiohttp (the CLI reads the request keys before numpy may be
 the value types are named for type checkers only.
 
 Application keys (set by ``create_app``): ``MANAGER`` (the ``ModelManager``), ``CONFIG`` (the
-``ServerConfig``), ``METRICS`` (the ``ServingMetrics``). Request keys (set by the protocol
-adapters through ``service.protocols.common.note``, read by the metrics middleware and the
+``ServerConfig``), ``METRICS`` (the ``ServingMetrics``), ``SHARED_MEMORY`` (the system shared
+memory regions), ``LOG_SETTINGS`` (the logging extension's settings). Request keys (set by the
+protocol adapters through ``service.protocols.common.note``, read by the metrics middleware and the
 access log): ``PROTOCOL``, ``MODEL``, ``VERSION``.
 """
 
@@ -19,14 +20,28 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from service.config import ServerConfig
+    from service.log_settings import LogSettings
     from service.manager import ModelManager
     from service.metrics import ServingMetrics
+    from service.protocols.shared_memory import SharedMemoryRegistry
 
-__all__ = ["MANAGER", "CONFIG", "METRICS", "PROTOCOL", "MODEL", "VERSION"]
+__all__ = [
+    "MANAGER",
+    "CONFIG",
+    "METRICS",
+    "SHARED_MEMORY",
+    "LOG_SETTINGS",
+    "PROTOCOL",
+    "MODEL",
+    "VERSION",
+]
 
 MANAGER: web.AppKey[ModelManager] = web.AppKey("manager")
 CONFIG: web.AppKey[ServerConfig] = web.AppKey("config")
 METRICS: web.AppKey[ServingMetrics] = web.AppKey("metrics")
+# Triton's system shared memory regions and log settings (shared by REST and gRPC).
+SHARED_MEMORY: web.AppKey[SharedMemoryRegistry] = web.AppKey("shared_memory")
+LOG_SETTINGS: web.AppKey[LogSettings] = web.AppKey("log_settings")
 
 # What a request was about, for metrics and the access log.
 PROTOCOL: web.RequestKey[str] = web.RequestKey("fs_protocol", str)

@@ -27,10 +27,17 @@ import numpy as np
 
 from service.batching import Batcher, DirectScheduler, Overdue
 from service.config import BatchingConfig, ModelConfig, ServerConfig
-from service.errors import InvalidInput, NotFound, Unavailable
+from service.errors import (
+    FailedPrecondition,
+    InvalidInput,
+    ModelNotFound,
+    NotFound,
+    Unavailable,
+)
 from service.metrics import ServingMetrics
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
+from service.statistics import InferenceStatistics, SchedulingObserver
 
 __all__ = ["ModelManager", "InferResult", "VersionStatus"]
 
@@ -92,6 +99,8 @@ class ModelManager:
     def __init__(self, config: ServerConfig, metrics: ServingMetrics | None = None):
         self.config = config
         self.metrics = metrics
+        self.statistics = InferenceStatistics()
+        self._observer = SchedulingObserver(metrics, self.statistics)
         self._models: dict[str, _Model] = {}
         self._lock: asyncio.Lock | None = None
         self._load_slots: asyncio.Semaphore | None = None
@@ -133,10 +142,10 @@ class ModelManager:
 
     async def _start_scanning(self) -> None:
         try:
-            await self.poll_once()
+            await self.poll_once(startup=True)
         except Exception:  # noqa: BLE001 - the server stays up (and not ready) to report it
             log.exception("model repository scan failed")
-        if self.config.poll_interval > 0 and not self._stopping:
+        if self.config.polls and not self._stopping:
             self._poller = asyncio.create_task(self._poll_forever(), name="fs-repo-poller")
 
     def begin_shutdown(self, deadline: float | None = None) -> None:
@@ -207,14 +216,24 @@ class ModelManager:
             except Exception:  # noqa: BLE001 - the poller must survive anything
                 log.exception("model repository scan failed")
 
-    async def poll_once(self, wait: bool = True) -> None:
+    async def poll_once(self, wait: bool = True, startup: bool = False) -> None:
         """Scans the repository and brings every model to its desired versions. Loads run
-        as tasks of their own; ``wait``: return once the loads this scan started are done."""
+        as tasks of their own; ``wait``: return once the loads this scan started are done.
+        In explicit model control mode the first scan (``startup``) loads only the startup
+        models; the others are known (listed in the repository index) but not loaded."""
         loop = asyncio.get_running_loop()
         sources = await loop.run_in_executor(self._scan_pool, self._scan)
         async with self._lock:
             if self._stopping:
                 return
+            wanted = self.config.startup_models
+            if startup and wanted is not None and "*" not in wanted:
+                missing = sorted(set(wanted) - set(sources))
+                if missing:
+                    log.error("--load-model names models not in the repository: %s", missing)
+                for name in sources:
+                    if name not in wanted and name not in self._models:
+                        self._models[name] = _Model(name, source=sources[name], disabled=True)
             loads, retired = [], []
             for name, src in sources.items():
                 self._plan(name, src, loads, retired)
@@ -392,7 +411,7 @@ class ModelManager:
             return Batcher(
                 batching,
                 self.compute_pool,
-                self.metrics,
+                self._observer,
                 s.model,
                 str(s.version),
                 instances=len(s.instances),
@@ -401,7 +420,7 @@ class ModelManager:
             )
         return DirectScheduler(
             self.compute_pool,
-            self.metrics,
+            self._observer,
             s.model,
             str(s.version),
             overdue=self.overdue,
@@ -426,6 +445,7 @@ class ModelManager:
         if self.metrics is not None:
             self.metrics.model_unloaded(s.model, str(s.version))
         self._set_state(s, removed=True)
+        self.statistics.forget(s.model, s.version)
 
     def _set_state(self, s: Servable, removed: bool = False) -> None:
         if self.metrics is not None:
@@ -451,14 +471,16 @@ class ModelManager:
         if model is not None and not model.disabled:
             return model
         if not valid_model_name(name):
-            raise NotFound(
+            raise ModelNotFound(
                 f"Model name {name!r} is not valid (letters, digits, '_', '.', '-'; "
-                "no path separators)"
+                "no path separators)",
+                name,
             )
         model = self._models.get(name)
         if model is None:
-            raise NotFound(
-                f"Servable not found for request: model '{name}' is not in the model repository"
+            raise ModelNotFound(
+                f"Servable not found for request: model '{name}' is not in the model repository",
+                name,
             )
         if model.disabled and not model.versions:
             raise Unavailable(
@@ -489,7 +511,9 @@ class ModelManager:
                 )
             s = model.versions.get(v)
             if s is None:
-                raise NotFound(f"Servable not found for request: model '{name}' version {v}")
+                raise ModelNotFound(
+                    f"Servable not found for request: model '{name}' version {v}", name, v
+                )
             if s.state is not VersionState.AVAILABLE:
                 detail = f": {s.error}" if s.error else ""
                 raise Unavailable(
@@ -555,15 +579,24 @@ class ModelManager:
             metrics = self.metrics
             if metrics is not None:
                 metrics.inflight(s.model, 1)
+            started = time.perf_counter()
+            ok = False
+            rows = 1
             try:
                 sig = s.signature(signature)
                 arrays = sig.validate(inputs)
+                validated = time.perf_counter()
+                self.statistics.compute_input(s.model, s.version, validated - started)
+                if isinstance(s.scheduler, Batcher) and sig.batchable and arrays:
+                    rows = arrays[0].shape[0]
                 wanted = _check_outputs(sig, outputs)
                 values = await s.scheduler.submit(sig, arrays, deadline)
+                ok = True
             finally:
                 s.release()
                 if metrics is not None:
                     metrics.inflight(s.model, -1)
+                self.statistics.request(s.model, s.version, ok, time.perf_counter() - started, rows)
             if metrics is not None:
                 rows = arrays[0].shape[0] if sig.batchable and arrays and arrays[0].ndim else 1
                 metrics.inferred(s.model, str(s.version), rows)
@@ -583,6 +616,23 @@ class ModelManager:
     # -- status -----------------------------------------------------------------------------
     def model_names(self) -> list[str]:
         return sorted(self._models)
+
+    def model_statistics(
+        self, name: str | None = None, version: int | str | None = None
+    ) -> list[dict]:
+        """Triton's ``model_stats``: every loaded version of ``name`` (of every model when
+        ``name`` is empty), or the one ``version``."""
+        if name:
+            model = self._model(name)
+            if version:
+                s = self.resolve(name, version)
+                return [self.statistics.doc(name, s.version)]
+            versions = [(name, v) for v, s in sorted(model.versions.items())]
+        else:
+            versions = [
+                (n, v) for n in sorted(self._models) for v in sorted(self._models[n].versions)
+            ]
+        return [self.statistics.doc(n, v) for n, v in versions]
 
     def status(
         self, name: str, version: int | str | None = None, label: str | None = None
@@ -656,8 +706,18 @@ class ModelManager:
         return list(found.values()), versions
 
     # -- repository control (KServe V2 repository extension) --------------------------------
-    async def load_model(self, name: str) -> None:
-        """(Re)loads a model from the repository; raises if no version becomes available."""
+    def _check_model_control(self) -> None:
+        if self.config.model_control_mode == "none":
+            raise FailedPrecondition(
+                "explicit model load / unload is not allowed: the server runs with "
+                "--model-control-mode none"
+            )
+
+    async def load_model(self, name: str, config: ModelConfig | None = None) -> None:
+        """(Re)loads a model from the repository; raises if no version becomes available.
+        ``config`` replaces the repository's configuration of the model for this load (until
+        the next load or repository scan)."""
+        self._check_model_control()
         if not valid_model_name(name):
             raise InvalidInput(f"Model name {name!r} is not valid")
         loop = asyncio.get_running_loop()
@@ -665,6 +725,8 @@ class ModelManager:
         source = sources.get(name)
         if source is None:
             raise NotFound(f"failed to load '{name}': no such model in the repository")
+        if config is not None:
+            source.config, source.config_error = config, None
         loads, retired = [], []
         async with self._lock:
             model = self._models.get(name)
@@ -674,6 +736,13 @@ class ModelManager:
                 for v, s in list(model.versions.items()):
                     if s.state is VersionState.END:
                         del model.versions[v]
+                    elif (
+                        source.config_error is None
+                        and s.config != source.config
+                        and s.state is VersionState.AVAILABLE
+                    ):
+                        # Loaded with another configuration: a load reloads it (as Triton).
+                        retired.extend(self._detach(model, [v]))
             self._plan(name, source, loads, retired)
             model = self._models[name]
             pending = [
@@ -697,6 +766,7 @@ class ModelManager:
             )
 
     async def unload_model(self, name: str) -> None:
+        self._check_model_control()
         model = self._model(name)
         async with self._lock:
             model.disabled = True

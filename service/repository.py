@@ -1,9 +1,13 @@
 """The model repository on disk: ``<repo>/<model>/<version>/`` plus ``<model>/config.json``.
 
 A directory is a model when its name is valid and it holds at least one version directory
-(a positive integer) or a ``config.json``; anything else (scripts, data, hidden entries) is
-ignored. A version is ready once its ``saved_model.msgpack`` exists. A version copied in file
-by file may be read before it is complete, so each version has a *stamp* (the names, sizes
+(a positive integer) or a ``config.json`` (or Triton's ``config.pbtxt``, read where there is no
+``config.json``: ``service.triton_config``); anything else (scripts, data, hidden entries) is
+ignored. Every version directory is a version: one holding a model the server reads (the
+engine's ``saved_model.msgpack``, TensorFlow's ``saved_model.pb``, ``model.onnx``) is loaded
+as it is, and one holding none shows as a failed version with the reason, never silently
+skipped. A version copied in file by file may be read before it is complete, so each version
+has a *stamp* (the names, sizes
 and modification times of every file under it): a version that failed to load is retried
 when its stamp changes. Symlinks that lead out of the repository are refused (the version
 fails with the reason) unless ``follow_symlinks`` is set. A model whose directory or
@@ -19,14 +23,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.config import ConfigError, ModelConfig, load_model_config
+from service.config import ConfigError, ModelConfig, load_model_config, parse_model_config
+from service.triton_config import TRITON_CONFIG, parse_triton_config
 
 __all__ = ["ModelSource", "scan_repository", "valid_model_name", "parse_version"]
 
 log = logging.getLogger("flowserve.repository")
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_SAVED_MODEL = "saved_model.msgpack"
 _MAX_FILES = 10_000  # files looked at per version for its stamp
 
 
@@ -87,10 +91,11 @@ def _scan_model(entry: Path, real_root: Path, follow_symlinks: bool) -> ModelSou
     children = list(entry.iterdir())
     for child in children:
         v = parse_version(child.name)
-        if v is not None and child.is_dir() and (child / _SAVED_MODEL).is_file():
+        if v is not None and child.is_dir():
             versions[v] = child
     has_config = (entry / "config.json").is_file()
-    if not versions and not has_config:
+    triton = not has_config and (entry / TRITON_CONFIG).is_file()
+    if not versions and not (has_config or triton):
         if not any(parse_version(c.name) is not None for c in children):
             return None  # not a model (e.g. scripts or data)
     source = ModelSource(entry.name, entry, versions)
@@ -102,7 +107,11 @@ def _scan_model(entry: Path, real_root: Path, follow_symlinks: bool) -> ModelSou
             reason = _escapes(entry / "config.json", real_root)
             if reason:
                 raise ConfigError(reason)
-        source.config = load_model_config(entry / "config.json")
+        if triton:  # Triton's config.pbtxt, read where there is no config.json
+            path = entry / TRITON_CONFIG
+            source.config = parse_model_config(parse_triton_config(path, entry.name), str(path))
+        else:
+            source.config = load_model_config(entry / "config.json")
     except ConfigError as e:
         source.config_error = str(e)
     for v, path in versions.items():

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,6 +41,7 @@ from service.errors import (
 from service.tensors import TensorSpec, coerce, from_json_value
 
 if TYPE_CHECKING:
+    from engine.saving.meta_graph import MetaGraphDef
     from service.batching import Batcher, DirectScheduler
 
 __all__ = ["Servable", "Signature", "VersionState"]
@@ -196,7 +198,7 @@ class Servable:
     ):
         self.model = model
         self.version = version
-        self.path = path
+        self.path = Path(path)
         self.config = config
         self.device = device  # as requested: "cpu", "gpu", "gpu:N" (or a registered type)
         self.state = VersionState.START
@@ -316,12 +318,7 @@ class Servable:
             self._sessions.append(session)
             if i == 0:
                 self._graph = graph
-            meta = tf.saved_model.load(
-                session,
-                [tf.saved_model.SERVING],
-                str(self.path),
-                options=tf.saved_model.LoadOptions(optimize=self.config.optimize),
-            )
+            meta = self._load_meta(session)
             self._add_instance(i, graph, session, meta)
             graph.finalize()
             self.instances.append(label)
@@ -330,6 +327,23 @@ class Servable:
             for sig in self.signatures.values():
                 sig.pool = self.pool
         self._warmup()
+
+    def _load_meta(self, session: tf.Session) -> MetaGraphDef:
+        """Loads the version into ``session``: a SavedModel, else an ONNX ``model.onnx``."""
+        if (
+            not (self.path / "saved_model.msgpack").is_file()
+            and (self.path / tf.onnx.MODEL_FILENAME).is_file()
+        ):
+            try:
+                return tf.onnx.load(session, str(self.path))
+            except tf.onnx.OnnxFormatError as e:
+                raise LoadError(f"cannot load {tf.onnx.MODEL_FILENAME}: {e}") from None
+        return tf.saved_model.load(
+            session,
+            [tf.saved_model.SERVING],
+            str(self.path),
+            options=tf.saved_model.LoadOptions(optimize=self.config.optimize),
+        )
 
     def _add_instance(self, i: int, graph, session, meta) -> None:
         """Builds the signatures' callables on instance ``i`` (defines them when i == 0)."""

@@ -1,6 +1,7 @@
 """Op families. Importing this package registers every op type."""
 
 from engine.ops import (  # noqa: F401 - imported for their registrations
+    activations,
     array,
     array_transform,
     batch_norm,
@@ -9,8 +10,10 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     dataset_ops,
     embedding,
     grad_util,
+    image_ops,
     linalg,
     logging_ops,
+    lookup,
     math,
     nn,
     nn_conv,
@@ -20,6 +23,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     script,
     slicing,
     state,
+    string_ops,
     summary_ops,
     tensor_array,
     training_ops,

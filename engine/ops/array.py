@@ -196,6 +196,32 @@ def identity(input, name=None):  # noqa: A002
         return create("Identity", [x], {}, scope).outputs[0]
 
 
+def _identity_n_infer(o):
+    if not o._inputs:
+        raise ShapeError("IdentityN needs at least one input")
+    return [(t._dtype.base_dtype, t._shape) for t in o._inputs]
+
+
+@op(
+    "IdentityN",
+    infer=_identity_n_infer,
+    grad=lambda o, *g: list(g),
+    inputs=("input*",),
+    flags=OpFlags(aliases=True),
+)
+def _identity_n(xp, *xs):
+    return xs[0] if len(xs) == 1 else tuple(xs)
+
+
+def identity_n(input, name=None):  # noqa: A002
+    """Returns each of ``input`` (a list of tensors) unchanged, as one op with many outputs.
+
+    Imported TF2 function calls become an ``IdentityN`` of the function's results."""
+    with name_scope(name, "IdentityN", list(input)) as scope:
+        xs = [convert_to_tensor(x) for x in input]
+        return list(create("IdentityN", xs, {}, scope).outputs)
+
+
 @op(
     "StopGradient",
     infer=same_as_input,
@@ -824,6 +850,7 @@ __all__ = [
     "placeholder",
     "placeholder_with_default",
     "identity",
+    "identity_n",
     "stop_gradient",
     "shape",
     "size",

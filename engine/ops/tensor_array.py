@@ -494,9 +494,10 @@ class TensorArray:
         return self._with_flow(array_ops.identity(self._flow))
 
     def close(self, name=None):
-        from engine.ops.control_flow import no_op
-
-        return no_op(name=name)
+        # A NoOp, built here as control_flow.no_op builds it (control_flow builds on this
+        # module: while_loop accumulates into TensorArrays).
+        with name_scope(name, "NoOp") as scope:
+            return create("NoOp", [], {}, scope)
 
     def grad(self, source, flow=None, name=None):
         raise NotImplementedError("Gradients through TensorArray are not supported yet")

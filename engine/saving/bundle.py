@@ -22,6 +22,8 @@ import msgpack
 import numpy as np
 
 from engine import dtypes, errors
+from engine.formats.tensorflow import checkpoint as tf_checkpoint
+from engine.formats.tensorflow.tensors import TFFormatError
 
 __all__ = [
     "write_bundle",
@@ -63,7 +65,26 @@ def data_path(prefix: str) -> str:
 
 
 def bundle_exists(prefix: str) -> bool:
+    if tf_checkpoint.is_tf_bundle(prefix):
+        return True
     return os.path.isfile(index_path(prefix)) and os.path.isfile(data_path(prefix))
+
+
+def _read_tf_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
+    """``read_index`` of a TensorFlow bundle (entries carry no offset/crc of this format)."""
+    r = _tf_reader(prefix)
+    meta = {"format": "tensorflow", "metadata": {}}
+    return meta, [
+        BundleEntry(n, r.dtype(n), tuple(r.shape(n)), None, r.nbytes(n), None) for n in r.names()
+    ]
+
+
+def _tf_reader(prefix: str, verify: bool = True):
+    """A reader for a bundle TensorFlow wrote (its index is a table, not msgpack)."""
+    try:
+        return tf_checkpoint.BundleReader(prefix, verify=verify)
+    except TFFormatError as e:
+        raise errors.DataLossError(None, None, str(e)) from None
 
 
 class BundleEntry:
@@ -208,8 +229,11 @@ def _int(v, path, what, lo=0, hi=None):
 
 
 def read_index(prefix: str) -> tuple[dict, list[BundleEntry]]:
-    """The bundle's metadata and entries, validated; DataLossError if damaged."""
+    """The bundle's metadata and entries, validated; DataLossError if damaged. TensorFlow's
+    V2 checkpoints are read too (entries then have no offset/crc of this format)."""
     path = index_path(prefix)
+    if tf_checkpoint.is_tf_bundle(prefix):
+        return _read_tf_index(prefix)
     try:
         size = os.path.getsize(path)
         if size > Limits.max_index_bytes:
@@ -341,6 +365,15 @@ def _read_entry(f, entry: BundleEntry, path: str, verify: bool):
 
 def read_bundle(prefix: str, names=None, verify: bool = True) -> dict[str, np.ndarray]:
     """Reads the bundle at ``prefix`` (all tensors, or just ``names``) into numpy arrays."""
+    if tf_checkpoint.is_tf_bundle(prefix):
+        r = _tf_reader(prefix, verify)
+        wanted = r.names() if names is None else list(names)
+        try:
+            return {n: r.read(n) for n in wanted}
+        except KeyError as e:
+            raise errors.NotFoundError(None, None, f"{prefix}: no tensor {e}") from None
+        except TFFormatError as e:
+            raise errors.DataLossError(None, None, str(e)) from None
     metadata, entries = read_index(prefix)
     path = data_path(prefix)
     wanted = None if names is None else set(names)

@@ -21,6 +21,8 @@ import msgpack
 import numpy as np
 
 from engine import dtypes
+from engine.formats.tensorflow import graph_def as tf_graph_def
+from engine.formats.tensorflow.proto import graph_pb2 as tf_graph_pb2
 from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
@@ -342,6 +344,15 @@ class GraphDef:
             raise TypeError(f"GraphDef.from_bytes expects bytes, got {type(data).__name__}")
         if len(data) > GraphDefLimits.max_bytes:
             raise GraphDefError(f"serialized graph is {len(data)} bytes, over the limit")
+        if tf_graph_def.is_tf_graph_def_bytes(bytes(data[:1])):
+            try:
+                return cls.from_tensorflow(bytes(data))
+            except tf_graph_def.UnsupportedOpsError:
+                raise
+            except ValueError as e:
+                raise GraphDefError(
+                    f"serialized graph is not valid msgpack, and not a TensorFlow GraphDef: {e}"
+                ) from None
         try:
             doc = msgpack.unpackb(
                 bytes(data),
@@ -363,6 +374,27 @@ class GraphDef:
         ) as e:
             raise GraphDefError(f"serialized graph is not valid msgpack ({e})") from None
         return cls._from_doc(doc)
+
+    @classmethod
+    def from_tensorflow(cls, graph_def, keep=None, op_defaults=None) -> GraphDef:
+        """A graph TensorFlow wrote: binary ``GraphDef`` bytes, ``.pbtxt`` text, or a parsed
+        ``engine.formats.tensorflow.proto.graph_pb2.GraphDef``. Function calls are inlined
+        (``keep`` prunes to what those node names need); ops the engine lacks are all named
+        in one ``UnsupportedOpsError``."""
+        if not isinstance(graph_def, tf_graph_pb2.GraphDef):
+            graph_def = tf_graph_def.parse_graph_def(graph_def)
+        doc = tf_graph_def.graph_def_to_document(graph_def, keep=keep, op_defaults=op_defaults)
+        return cls._from_doc(doc)
+
+    @classmethod
+    def FromString(cls, data: bytes) -> GraphDef:  # noqa: N802 - protobuf's name
+        """``from_bytes``: this format's or TensorFlow's binary GraphDef."""
+        return cls.from_bytes(data)
+
+    @classmethod
+    def from_text(cls, text: str) -> GraphDef:
+        """A TensorFlow text-format graph (``.pbtxt``, as ``tf.io.write_graph`` writes it)."""
+        return cls.from_tensorflow(str(text))
 
     @classmethod
     def _from_doc(cls, doc) -> GraphDef:
@@ -608,6 +640,8 @@ def import_graph_def(
     """
     if isinstance(graph_def, (bytes, bytearray, memoryview)):
         graph_def = GraphDef.from_bytes(graph_def)
+    if isinstance(graph_def, tf_graph_pb2.GraphDef):
+        graph_def = GraphDef.from_tensorflow(graph_def)
     if not isinstance(graph_def, GraphDef):
         raise TypeError(f"graph_def must be a GraphDef, got {type(graph_def).__name__}")
     input_map = dict(input_map or {})

@@ -18,6 +18,10 @@ import shutil
 import tempfile
 
 from engine import errors
+from engine.formats.tensorflow import checkpoint as tf_checkpoint
+from engine.formats.tensorflow import saved_model as tf_saved_model
+from engine.formats.tensorflow import writer as tf_writer
+from engine.formats.tensorflow.tensors import TFFormatError
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 from engine.ops import array as array_ops
@@ -104,7 +108,10 @@ def build_signature_def(inputs=None, outputs=None, method_name=PREDICT_METHOD_NA
 
 
 def contains_saved_model(export_dir: str) -> bool:
-    return os.path.isfile(os.path.join(export_dir, SAVED_MODEL_FILENAME))
+    """True for this engine's SavedModels and TensorFlow's (``saved_model.pb``)."""
+    return os.path.isfile(
+        os.path.join(export_dir, SAVED_MODEL_FILENAME)
+    ) or tf_saved_model.is_tf_saved_model(export_dir)
 
 
 def _variables_prefix(export_dir: str) -> str:
@@ -223,8 +230,12 @@ class Builder:
                 n["device"] = ""
         self._meta_graphs.append(meta)
 
-    def save(self, as_text: bool = False) -> str:  # noqa: ARG002 - TF API compatibility
-        """Writes the SavedModel; returns the export directory."""
+    def save(self, as_text: bool = False, format: str = "flowserve") -> str:  # noqa: A002, ARG002 - TF API
+        """Writes the SavedModel; returns the export directory. ``format="tensorflow"`` writes
+        TensorFlow's layout instead (``saved_model.pb`` and a V2 checkpoint), which
+        ``tf.compat.v1.saved_model.load`` and TF Serving load."""
+        if format not in ("flowserve", "tensorflow"):
+            raise ValueError(f"format must be 'flowserve' or 'tensorflow', got {format!r}")
         if self._saved:
             raise AssertionError("This SavedModel was already saved.")
         if not self._meta_graphs:
@@ -234,19 +245,23 @@ class Builder:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix="." + os.path.basename(export_dir) + ".tmp-", dir=parent)
         try:
-            bundle.write_bundle(
-                _variables_prefix(tmp),
-                sorted((self._variables or {}).items()),
-                metadata={"kind": "saved_model_variables"},
-            )
+            if format == "tensorflow":
+                self._write_tensorflow(tmp)
+            else:
+                bundle.write_bundle(
+                    _variables_prefix(tmp),
+                    sorted((self._variables or {}).items()),
+                    metadata={"kind": "saved_model_variables"},
+                )
             if self._assets:
                 os.makedirs(os.path.join(tmp, ASSETS_DIRECTORY))
                 for name, src in self._assets.items():
                     shutil.copyfile(src, os.path.join(tmp, ASSETS_DIRECTORY, name))
-            with open(os.path.join(tmp, SAVED_MODEL_FILENAME), "wb") as f:
-                f.write(meta_graph.encode(self._meta_graphs, "saved_model"))
-                f.flush()
-                os.fsync(f.fileno())
+            if format != "tensorflow":
+                with open(os.path.join(tmp, SAVED_MODEL_FILENAME), "wb") as f:
+                    f.write(meta_graph.encode(self._meta_graphs, "saved_model"))
+                    f.flush()
+                    os.fsync(f.fileno())
             _make_readable(tmp)
             if os.path.isdir(export_dir):
                 if os.listdir(export_dir):
@@ -263,6 +278,23 @@ class Builder:
             raise
         self._saved = True
         return self._export_dir
+
+    def _write_tensorflow(self, directory: str) -> None:
+        pairs = []
+        for meta in self._meta_graphs:
+            graph = ops.Graph()
+            with graph.as_default():
+                meta_graph.import_graph_def(meta.graph_def, name="")
+            pairs.append((meta, graph))
+        try:
+            sm = tf_writer.saved_model_to_tf(pairs)
+        except TFFormatError as e:
+            raise ValueError(f"Cannot write the SavedModel in TensorFlow's format: {e}") from None
+        tf_checkpoint.write_bundle(_variables_prefix(directory), self._variables or {})
+        with open(os.path.join(directory, tf_saved_model.SAVED_MODEL_PB), "wb") as f:
+            f.write(sm.SerializeToString())
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def _make_readable(root: str) -> None:
@@ -281,9 +313,16 @@ def _make_readable(root: str) -> None:
 SavedModelBuilder = Builder
 
 
-def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None) -> str:
+def simple_save(
+    session,
+    export_dir,
+    inputs,
+    outputs,
+    legacy_init_op=None,
+    format="flowserve",  # noqa: A002
+) -> str:
     """Saves the session's graph and variables with one ``serving_default`` Predict signature
-    (tag ``serve``)."""
+    (tag ``serve``); ``format="tensorflow"`` writes TensorFlow's layout."""
     b = Builder(export_dir)
     b.add_meta_graph_and_variables(
         session,
@@ -293,7 +332,7 @@ def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None) -> st
         },
         main_op=legacy_init_op,
     )
-    return b.save()
+    return b.save(format=format)
 
 
 # -----------------------------------------------------------------------------------------
@@ -309,16 +348,21 @@ class LoadOptions:
         self.verify_checksums = verify_checksums
 
 
-def read_saved_model(export_dir: str) -> list[MetaGraphDef]:
-    """All meta graphs of the SavedModel at ``export_dir`` (validated)."""
+def read_saved_model(export_dir: str, tags=None) -> list[MetaGraphDef]:
+    """All meta graphs of the SavedModel at ``export_dir`` (validated). A directory holding
+    TensorFlow's ``saved_model.pb`` is read as TensorFlow wrote it (with ``tags``, only the
+    meta graph so tagged is converted; the others keep only their tags)."""
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
     if not os.path.isdir(export_dir):
         raise errors.NotFoundError(None, None, f"SavedModel directory {export_dir} does not exist")
+    if not os.path.isfile(path) and tf_saved_model.is_tf_saved_model(export_dir):
+        return tf_saved_model.read_meta_graphs(export_dir, tags)
     if not os.path.isfile(path):
         raise errors.NotFoundError(
             None,
             None,
-            f"{export_dir} holds no {SAVED_MODEL_FILENAME}; it is not a SavedModel directory",
+            f"{export_dir} holds no {SAVED_MODEL_FILENAME} (flowserve) or "
+            f"{tf_saved_model.SAVED_MODEL_PB} (TensorFlow); it is not a SavedModel directory",
         )
     return meta_graph.decode(meta_graph.read_file(path), path)
 
@@ -359,8 +403,10 @@ def load(
     """
     options = options or LoadOptions()
     export_dir = os.fspath(export_dir)
-    meta = _select(read_saved_model(export_dir), tags, export_dir)
+    meta = _select(read_saved_model(export_dir, tags), tags, export_dir)
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
+    if not os.path.isfile(path):
+        path = os.path.join(export_dir, tf_saved_model.SAVED_MODEL_PB)
     if options.optimize:
         keep = [
             i.name
@@ -368,6 +414,7 @@ def load(
             for i in list(s.inputs.values()) + list(s.outputs.values())
         ]
         keep += [meta.init_op] if meta.init_op else []
+        keep += list(getattr(meta, "restore_keys", {}))
         for rec in meta.variables:
             keep += [rec["initializer"], rec["snapshot"], rec["initial_value"]]
         try:
@@ -378,8 +425,12 @@ def load(
         variables = meta_graph.import_into_default_graph(meta, path, import_scope)
         prefix = f"{import_scope}/" if import_scope else ""
         _check_signatures(sess.graph, meta, prefix, path)
+        keys = getattr(meta, "restore_keys", None)
+        if keys is not None:
+            # TensorFlow's format: restore what the graph's saver restores, by its keys.
+            variables = _saver_targets(sess.graph, variables, keys, prefix, path)
         if variables:
-            _restore(sess, variables, export_dir, options.verify_checksums, prefix)
+            _restore(sess, variables, export_dir, options.verify_checksums, prefix, keys)
         if meta.init_op:
             try:
                 init = sess.graph.get_operation_by_name(prefix + meta.init_op)
@@ -429,7 +480,25 @@ def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None
                 )
 
 
-def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
+def _saver_targets(graph, variables, keys: dict, prefix: str, path: str) -> list:
+    """The variables (or variable tensors, for TF2 graphs without Variable records) that
+    ``keys`` restores."""
+    by_name = {v.op.name: v for v in variables}
+    targets = []
+    for name in keys:
+        v = by_name.get(prefix + name)
+        if v is None:
+            try:
+                v = graph.get_tensor_by_name(f"{prefix}{name}:0")
+            except (KeyError, ValueError):
+                raise errors.DataLossError(
+                    None, None, f"{path}: the saver restores {name!r}, which is not in the graph"
+                ) from None
+        targets.append(v)
+    return targets
+
+
+def _restore(sess, variables, export_dir, verify, scope_prefix="", keys=None) -> None:
     prefix = _variables_prefix(export_dir)
     _, entries = bundle.read_index(prefix)
     by_name = {e.name: e for e in entries}
@@ -438,6 +507,8 @@ def _restore(sess, variables, export_dir, verify, scope_prefix="") -> None:
     with ops.name_scope("saved_model_restore"):
         for v in variables:
             key = v.op.name[len(scope_prefix) :]
+            if keys is not None:
+                key = keys[key]
             e = by_name.get(key)
             if e is None:
                 raise errors.DataLossError(

@@ -15,6 +15,8 @@ import time
 import numpy as np
 
 from engine import errors
+from engine.formats.tensorflow import checkpoint as tf_checkpoint
+from engine.formats.tensorflow import writer as tf_writer
 from engine.framework import graph as ops
 from engine.framework.graph import GraphKeys
 from engine.ops import array as array_ops
@@ -156,7 +158,11 @@ class Saver:
         pad_step_number=False,
         save_relative_paths=False,  # noqa: ARG002 - TF API compatibility
         filename=None,
+        format="flowserve",  # noqa: A002
     ):
+        if format not in ("flowserve", "tensorflow"):
+            raise ValueError(f"format must be 'flowserve' or 'tensorflow', got {format!r}")
+        self._format = format
         self._graph = ops.get_default_graph()
         if var_list is None:
             var_list = self._graph.get_collection(
@@ -238,9 +244,15 @@ class Saver:
         if not os.path.isdir(save_dir):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         values = sess.run({key: v for key, v in self._vars}) if self._vars else {}
-        bundle.write_bundle(
-            prefix, sorted(values.items()), metadata={"kind": "checkpoint", "saved_at": time.time()}
-        )
+        if self._format == "tensorflow":
+            self._save_tensorflow(prefix, values, write_meta_graph, meta_graph_suffix)
+            write_meta_graph = False
+        else:
+            bundle.write_bundle(
+                prefix,
+                sorted(values.items()),
+                metadata={"kind": "checkpoint", "saved_at": time.time()},
+            )
         if write_meta_graph and hasattr(self._graph, "as_graph_def"):
             try:
                 from engine.saving import meta_graph
@@ -253,6 +265,19 @@ class Saver:
         if write_state:
             self._record(prefix, save_dir, latest_filename)
         return prefix
+
+    def _save_tensorflow(self, prefix, values, write_meta_graph, suffix) -> None:
+        """A V2 checkpoint TF reads, and (optionally) a ``.meta`` TF's import_meta_graph reads."""
+        from engine.saving import meta_graph  # as save() does: meta_graph imports this module
+
+        tf_checkpoint.write_bundle(prefix, values)
+        if write_meta_graph:
+            meta = meta_graph.meta_graph_from_graph(self._graph)
+            data = tf_writer.meta_graph_to_tf(meta, self._graph).SerializeToString()
+            tmp = f"{prefix}.{suffix}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, f"{prefix}.{suffix}")
 
     def _record(self, prefix, save_dir, latest_filename) -> None:
         now = time.time()

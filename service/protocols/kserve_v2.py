@@ -13,6 +13,10 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     POST /v2/models/{model}[/versions/{v}]/infer     inference
     POST /v2/repository/index                        [{"name", "version", "state", "reason"}]
     POST /v2/repository/models/{model}/load|unload   repository control
+    GET  /v2/models[/{model}[/versions/{v}]]/stats   Triton's statistics extension
+    GET|POST /v2/logging                             Triton's log settings (service.log_settings)
+    GET  /v2/systemsharedmemory[/region/{r}]/status  system shared memory regions
+    POST /v2/systemsharedmemory/region/{r}/register, [/region/{r}]/unregister
 
 Datatypes: BOOL, UINT8/16/32/64, INT8/16/32/64, FP16, FP32, FP64 and BYTES map to the engine's
 dtypes of the same width (BYTES to ``string``); BF16 is refused. An input's ``data`` is flat
@@ -22,9 +26,16 @@ its values must fit ``datatype``, which must then cast safely to the signature's
 decodes, and binary otherwise.
 
 Request ``parameters`` understood: ``signature_name`` (flowserve extension: which signature to
-run; the default signature otherwise), ``timeout`` in **seconds** (note: Triton's clients send
-microseconds; use the ``Request-Timeout`` header, also seconds, or pass seconds; the earlier of
+run; the default signature otherwise), ``timeout`` in **microseconds**, an integer, as
+Triton's clients send it (the ``Request-Timeout`` header gives one in seconds; the earlier of
 the two deadlines wins), and ``binary_data_output``. Other request parameters are ignored.
+
+System shared memory (Triton's extension): ``/v2/systemsharedmemory[/region/{r}]/status``,
+``.../region/{r}/register`` (``{"key", "offset", "byte_size"}``) and
+``[/region/{r}]/unregister``. An input with the parameters ``shared_memory_region``,
+``shared_memory_byte_size`` [, ``shared_memory_offset``] is read from that window of the region
+(raw, as the binary extension); an output asked for with them is written there and answered
+with those parameters and no data. CUDA shared memory registration is refused (400).
 
 Binary tensor data (Triton's extension): with the header ``Inference-Header-Content-Length: N``
 the first N body bytes are the JSON request and the rest the raw data of the inputs that set
@@ -50,18 +61,20 @@ a missed deadline 504.
 
 from __future__ import annotations
 
-import math
-import struct
+import contextlib
+import functools
+from collections.abc import Iterator
 
 import numpy as np
 from aiohttp import web
 
 import service
 from engine import dtypes
-from engine.tensor_shape import TensorShape
-from service.errors import Internal, InvalidInput, Unavailable
-from service.keys import CONFIG, MANAGER
-from service.manager import InferResult
+from service.config import ConfigError, parse_model_config
+from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
+from service.keys import CONFIG, LOG_SETTINGS, MANAGER, SHARED_MEMORY
+from service.manager import InferResult, ModelManager
+from service.protocols.classification import apply_classification, class_count
 from service.protocols.common import (
     MSGPACK,
     adopt_request_id,
@@ -75,28 +88,57 @@ from service.protocols.common import (
     wants_msgpack,
 )
 from service.protocols.msgpack_codec import packb, unpackb
-from service.tensors import MAX_ELEMENTS, TensorSpec, check_shape, coerce, from_json_value
+from service.protocols.v2_tensors import DATATYPE_OF as _DATATYPE_OF
+from service.protocols.v2_tensors import (
+    DATATYPES,
+    output_datatype,
+    parse_datatype,
+    parse_shape,
+    tensor_from_raw,
+    tensor_to_raw,
+)
+from service.protocols.v2_tensors import flat_bytes as _flat_bytes
+from service.protocols.v2_tensors import json_data as _json_data
+from service.protocols.v2_tensors import tensor_from_data as _from_data
+from service.tensors import MAX_ELEMENTS, TensorSpec, check_shape
+from service.triton_config import parse_triton_json
 
-__all__ = ["add_routes", "DATATYPES"]
+_datatype, _shape, _from_raw, _to_raw = parse_datatype, parse_shape, tensor_from_raw, tensor_to_raw
+_output_datatype = output_datatype
 
-DATATYPES: dict[str, dtypes.DType] = {
-    "BOOL": dtypes.bool,
-    "UINT8": dtypes.uint8,
-    "UINT16": dtypes.uint16,
-    "UINT32": dtypes.uint32,
-    "UINT64": dtypes.uint64,
-    "INT8": dtypes.int8,
-    "INT16": dtypes.int16,
-    "INT32": dtypes.int32,
-    "INT64": dtypes.int64,
-    "FP16": dtypes.float16,
-    "FP32": dtypes.float32,
-    "FP64": dtypes.float64,
-    "BYTES": dtypes.string,
-}
-_DATATYPE_OF = {d: name for name, d in DATATYPES.items()}
+__all__ = [
+    "add_routes",
+    "DATATYPES",
+    "EXTENSIONS",
+    "CUDA_SHM_REFUSED",
+    "triton_errors",
+    "model_metadata_doc",
+    "model_config_doc",
+    "repository_index_rows",
+    "load_model",
+    "timeout_micros",
+    "parse_datatype",
+    "parse_shape",
+    "tensor_from_raw",
+    "tensor_to_raw",
+    "output_datatype",
+]
+
 _HEADER_LENGTH = "Inference-Header-Content-Length"
-_EXTENSIONS = ["binary_tensor_data", "model_repository"]
+# Triton's names for the protocol extensions implemented (REST and gRPC alike).
+EXTENSIONS = [
+    "binary_tensor_data",
+    "model_repository",
+    "model_configuration",
+    "system_shared_memory",
+    "statistics",
+    "logging",
+    "classification",
+]
+CUDA_SHM_REFUSED = (
+    "CUDA shared memory is not supported: flowserve keeps tensors in host memory; use "
+    "system shared memory (/v2/systemsharedmemory) or send the data in the request"
+)
 _COMPRESS_MIN_BYTES = 1024  # smaller responses are not worth compressing
 # Manager version states (and the index's placeholders) as the repository extension names them.
 _INDEX_STATES = {
@@ -110,19 +152,55 @@ _INDEX_STATES = {
 }
 
 
+@contextlib.contextmanager
+def triton_errors(name: str) -> Iterator[None]:
+    """Rewrites an unknown-model error in the words Triton uses, which its clients (and
+    users' scripts) recognise: ``Request for unknown model: 'm' is not found``."""
+    try:
+        yield
+    except ModelNotFound as e:
+        at = f" version {e.version}" if e.version is not None else ""
+        raise NotFound(f"Request for unknown model: '{name}'{at} is not found") from None
+
+
+def _triton_route(handler):
+    @functools.wraps(handler)
+    async def wrapped(request: web.Request) -> web.Response:
+        with triton_errors(request.match_info.get("model", "")):
+            return await handler(request)
+
+    return wrapped
+
+
 def add_routes(app: web.Application) -> None:
     router = app.router
     router.add_get("/v2", server_metadata)
     router.add_get("/v2/health/live", health_live)
     router.add_get("/v2/health/ready", health_ready)
+    router.add_get("/v2/models/stats", _triton_route(model_statistics))  # before {model}
     for model in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
-        router.add_get(model, model_metadata)
-        router.add_get(model + "/ready", model_ready)
-        router.add_get(model + "/config", model_config)
-        router.add_post(model + "/infer", infer)
+        router.add_get(model, _triton_route(model_metadata))
+        router.add_get(model + "/ready", _triton_route(model_ready))
+        router.add_get(model + "/config", _triton_route(model_config))
+        router.add_get(model + "/stats", _triton_route(model_statistics))
+        router.add_post(model + "/infer", _triton_route(infer))
     router.add_post("/v2/repository/index", repository_index)
+    router.add_get("/v2/logging", log_settings)
+    router.add_post("/v2/logging", log_settings)
+    shm = "/v2/systemsharedmemory"
+    router.add_get(shm + "/status", shm_status)
+    router.add_get(shm + "/region/{region}/status", shm_status)
+    router.add_post(shm + "/region/{region}/register", shm_register)
+    router.add_post(shm + "/unregister", shm_unregister)
+    router.add_post(shm + "/region/{region}/unregister", shm_unregister)
+    cuda = "/v2/cudasharedmemory"
+    router.add_get(cuda + "/status", cuda_shm_status)
+    router.add_get(cuda + "/region/{region}/status", cuda_shm_status)
+    router.add_post(cuda + "/region/{region}/register", cuda_shm_refused)
+    router.add_post(cuda + "/unregister", cuda_shm_status)
+    router.add_post(cuda + "/region/{region}/unregister", cuda_shm_status)
     router.add_post("/v2/repository/models/{model}/load", repository_load)
-    router.add_post("/v2/repository/models/{model}/unload", repository_unload)
+    router.add_post("/v2/repository/models/{model}/unload", _triton_route(repository_unload))
 
 
 # -----------------------------------------------------------------------------------------
@@ -132,7 +210,7 @@ def add_routes(app: web.Application) -> None:
 
 async def server_metadata(_request: web.Request) -> web.Response:
     return json_response(
-        {"name": "flowserve", "version": service.__version__, "extensions": _EXTENSIONS}
+        {"name": "flowserve", "version": service.__version__, "extensions": EXTENSIONS}
     )
 
 
@@ -153,18 +231,20 @@ def _target(request: web.Request) -> tuple[str, str | None]:
 
 async def model_metadata(request: web.Request) -> web.Response:
     name, version = _target(request)
-    manager = request.app[MANAGER]
+    return json_response(model_metadata_doc(request.app[MANAGER], name, version))
+
+
+def model_metadata_doc(manager: ModelManager, name: str, version: str | None = None) -> dict:
+    """The V2 model metadata document (the default signature's tensors)."""
     _, sig = manager.signature_info(name, version)
     versions = sorted(s.version for s in manager.status(name) if s.state == "AVAILABLE")
-    return json_response(
-        {
-            "name": name,
-            "versions": [str(v) for v in versions],
-            "platform": "flowserve",
-            "inputs": [_tensor_metadata(sig.inputs[a]) for a in sig.input_order],
-            "outputs": [_tensor_metadata(sig.outputs[a]) for a in sig.output_order],
-        }
-    )
+    return {
+        "name": name,
+        "versions": [str(v) for v in versions],
+        "platform": "flowserve",
+        "inputs": [_tensor_metadata(sig.inputs[a]) for a in sig.input_order],
+        "outputs": [_tensor_metadata(sig.outputs[a]) for a in sig.output_order],
+    }
 
 
 def _tensor_metadata(spec: TensorSpec) -> dict:
@@ -183,7 +263,11 @@ async def model_config(request: web.Request) -> web.Response:
     """The version's configuration as Triton's ``GET .../config`` reports it (the subset that
     applies): what tritonclient's ``get_model_config`` reads."""
     name, version = _target(request)
-    manager = request.app[MANAGER]
+    return json_response(model_config_doc(request.app[MANAGER], name, version))
+
+
+def model_config_doc(manager: ModelManager, name: str, version: str | None = None) -> dict:
+    """Triton's model configuration (JSON form) of a version."""
     servable, sig = manager.signature_info(name, version)
     batching = manager.batching_for(servable)
     batched = batching.enabled and sig.batchable
@@ -193,7 +277,10 @@ async def model_config(request: web.Request) -> web.Response:
         "backend": "flowserve",
         "version_policy": _triton_version_policy(servable.config.version_policy),
         "max_batch_size": batching.max_batch_size if batched else 0,
-        "input": [_triton_tensor(sig.inputs[a], batched) for a in sig.input_order],
+        "input": [
+            {**_triton_tensor(sig.inputs[a], batched), "format": "FORMAT_NONE"}
+            for a in sig.input_order
+        ],
         "output": [_triton_tensor(sig.outputs[a], batched) for a in sig.output_order],
         "instance_group": [
             _instance_group(name, i, d) for i, d in enumerate(servable.device_status())
@@ -210,7 +297,7 @@ async def model_config(request: web.Request) -> web.Response:
         }
     if servable.device_note:
         config["parameters"]["device_note"] = {"string_value": servable.device_note}
-    return json_response(config)
+    return config
 
 
 def _triton_version_policy(policy) -> dict:
@@ -249,6 +336,15 @@ def _instance_group(name: str, i: int, entry: dict) -> dict:
     return group
 
 
+async def model_statistics(request: web.Request) -> web.Response:
+    """Triton's statistics extension: ``{"model_stats": [...]}`` of every loaded version, of
+    one model's, or of one version."""
+    name = request.match_info.get("model")
+    version = request.match_info.get("version")
+    note(request, protocol="v2", model=name, version=version)
+    return json_response({"model_stats": request.app[MANAGER].model_statistics(name, version)})
+
+
 async def model_ready(request: web.Request) -> web.Response:
     name, version = _target(request)
     manager = request.app[MANAGER]
@@ -266,8 +362,13 @@ async def repository_index(request: web.Request) -> web.Response:
     note(request, protocol="v2")
     params = await _optional_json(request, "the repository index request")
     ready_only = _bool(params.get("ready", False), "'ready'")
+    return json_response(repository_index_rows(request.app[MANAGER], ready_only))
+
+
+def repository_index_rows(manager: ModelManager, ready_only: bool = False) -> list[dict]:
+    """The repository index: one row per model version (or per model without versions)."""
     rows = []
-    for status in request.app[MANAGER].index():
+    for status in manager.index():
         state = _INDEX_STATES.get(status.state, status.state)
         if ready_only and state != "READY":
             continue
@@ -280,21 +381,38 @@ async def repository_index(request: web.Request) -> web.Response:
                 "reason": reason,
             }
         )
-    return json_response(rows)
+    return rows
 
 
 async def repository_load(request: web.Request) -> web.Response:
     name = request.match_info["model"]
     note(request, protocol="v2", model=name)
     doc = await _optional_json(request, "the load request")
-    overrides = sorted(_parameters(doc.get("parameters"), "the load request"))
-    if overrides:
-        raise InvalidInput(
-            f"load parameters {overrides} are not supported: flowserve loads "
-            "models from the model repository as they are on disk"
-        )
-    await request.app[MANAGER].load_model(name)
+    await load_model(request.app[MANAGER], name, _parameters(doc.get("parameters"), "the load"))
     return json_response({})
+
+
+async def load_model(manager: ModelManager, name: str, parameters: dict) -> None:
+    """The repository extension's load (REST and gRPC). ``parameters.config``: a Triton model
+    configuration (JSON text) that replaces the repository's for this load."""
+    unsupported = sorted(set(parameters) - {"config"})
+    if unsupported:
+        raise InvalidInput(
+            f"load parameters {unsupported} are not supported (only 'config'; model files "
+            "come from the model repository)"
+        )
+    override = None
+    if "config" in parameters:
+        text = parameters["config"]
+        if not isinstance(text, str):
+            raise InvalidInput("parameters.config must be a JSON string of the model config")
+        try:
+            override = parse_model_config(
+                parse_triton_json(text, name, "parameters.config"), "parameters.config"
+            )
+        except ConfigError as e:
+            raise InvalidInput(str(e)) from None
+    await manager.load_model(name, override)
 
 
 async def repository_unload(request: web.Request) -> web.Response:
@@ -314,6 +432,57 @@ async def _optional_json(request: web.Request, what: str) -> dict:
     return doc
 
 
+async def log_settings(request: web.Request) -> web.Response:
+    """Triton's logging extension: GET the settings, POST changes to them."""
+    note(request, protocol="v2")
+    settings = request.app[LOG_SETTINGS]
+    if request.method == "GET":
+        return json_response(settings.current())
+    return json_response(settings.update(await _optional_json(request, "the log settings")))
+
+
+# -----------------------------------------------------------------------------------------
+# System shared memory extension
+# -----------------------------------------------------------------------------------------
+
+
+async def shm_status(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    return json_response(request.app[SHARED_MEMORY].status(request.match_info.get("region")))
+
+
+async def shm_register(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    doc = await _optional_json(request, "the register request")
+    request.app[SHARED_MEMORY].register(
+        request.match_info["region"],
+        doc.get("key"),
+        doc.get("offset", 0),
+        doc.get("byte_size"),
+    )
+    return json_response({})
+
+
+async def shm_unregister(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    request.app[SHARED_MEMORY].unregister(request.match_info.get("region"))
+    return json_response({})
+
+
+async def cuda_shm_status(request: web.Request) -> web.Response:
+    """No CUDA regions can be registered, so none is ever listed or unregistered."""
+    note(request, protocol="v2")
+    region = request.match_info.get("region")
+    if region:
+        raise NotFound(f"Unable to find cuda shared memory region: '{region}'")
+    return json_response([] if request.method == "GET" else {})
+
+
+async def cuda_shm_refused(request: web.Request) -> web.Response:
+    note(request, protocol="v2")
+    raise InvalidInput(CUDA_SHM_REFUSED)
+
+
 # -----------------------------------------------------------------------------------------
 # Inference
 # -----------------------------------------------------------------------------------------
@@ -331,12 +500,16 @@ async def infer(request: web.Request) -> web.Response:
     if signature is not None and not isinstance(signature, str):
         raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
     default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
-    inputs = _parse_inputs(doc.get("inputs"), binary, request.app[CONFIG].max_tensor_elements)
-    wanted, binary_outputs = _requested_outputs(doc.get("outputs"), default_binary)
+    shm = request.app[SHARED_MEMORY]
+    max_elements = request.app[CONFIG].max_tensor_elements
+    inputs = _parse_inputs(doc.get("inputs"), binary, shm, max_elements)
+    wanted, binary_outputs, shm_outputs, classes = _requested_outputs(
+        doc.get("outputs"), default_binary, shm
+    )
     deadlines = [
         t
         for t in (
-            parse_timeout(params.get("timeout"), "parameters.timeout"),
+            timeout_micros(params.get("timeout")),
             parse_timeout(request.headers.get("Request-Timeout"), "the Request-Timeout header"),
         )
         if t is not None
@@ -353,7 +526,11 @@ async def infer(request: web.Request) -> web.Response:
     as_msgpack = wants_msgpack(request) or (
         is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
     )
-    response = _response(result, request_id, binary_outputs, default_binary, as_msgpack)
+    apply_classification(request.app[MANAGER], result, classes)
+    _write_shm_outputs(result, shm_outputs, shm)
+    response = _response(
+        result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
+    )
     accepted = request.headers.get("Accept-Encoding", "").lower()
     if len(response.body) >= _COMPRESS_MIN_BYTES and ("gzip" in accepted or "deflate" in accepted):
         response.enable_compression()
@@ -402,30 +579,9 @@ def _bool(value, what: str) -> bool:
     return value
 
 
-def _datatype(value, what: str) -> dtypes.DType:
-    dtype = DATATYPES.get(value) if isinstance(value, str) else None
-    if dtype is None:
-        detail = " (BF16 is not supported)" if value == "BF16" else ""
-        raise InvalidInput(
-            f"{what}: unsupported datatype {value!r}{detail}; expected one of "
-            f"{', '.join(DATATYPES)}"
-        )
-    return dtype
-
-
-def _shape(value, what: str) -> list[int]:
-    if (
-        not isinstance(value, list)
-        or len(value) > 32
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
-    ):
-        raise InvalidInput(
-            f"{what}: 'shape' must be a list of non-negative integers, got {value!r}"
-        )
-    return value
-
-
-def _parse_inputs(value, binary: bytes, max_elements: int = MAX_ELEMENTS) -> dict[str, np.ndarray]:
+def _parse_inputs(
+    value, binary: bytes, shm=None, max_elements: int = MAX_ELEMENTS
+) -> dict[str, np.ndarray]:
     if not isinstance(value, list):
         raise InvalidInput(
             "The inference request needs 'inputs': a list of {name, shape, datatype, data} objects"
@@ -445,10 +601,11 @@ def _parse_inputs(value, binary: bytes, max_elements: int = MAX_ELEMENTS) -> dic
         check_shape(shape, what, max_elements)
         params = _parameters(item.get("parameters"), what)
         if "shared_memory_region" in params:
-            raise InvalidInput(
-                f"{what}: the shared memory extension is not supported; send "
-                "the data in the request"
-            )
+            if "data" in item or "binary_data_size" in params:
+                raise InvalidInput(f"{what} has both data and a shared memory region; send one")
+            data = shm.read(*_shm_window(params, what), what)
+            inputs[name] = _from_raw(data, dtype, shape, datatype, what)
+            continue
         size = params.get("binary_data_size")
         if size is not None:
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
@@ -476,90 +633,48 @@ def _parse_inputs(value, binary: bytes, max_elements: int = MAX_ELEMENTS) -> dic
     return inputs
 
 
-def _from_raw(
-    raw: bytes, dtype: dtypes.DType, shape: list[int], datatype: str, what: str
-) -> np.ndarray:
-    """A tensor from the binary extension's encoding."""
-    count = math.prod(shape)
-    if dtype is dtypes.string:
-        return _unpack_bytes(raw, count, what).reshape(shape)
-    expected = count * dtype.size
-    if len(raw) != expected:
-        raise InvalidInput(
-            f"{what}: {len(raw)} bytes of binary data, but shape {shape} of "
-            f"{datatype} takes {expected} ({count} x {dtype.size} bytes)"
-        )
-    if dtype is dtypes.bool:
-        octets = np.frombuffer(raw, dtype=np.uint8)
-        if octets.size and octets.max() > 1:
-            raise InvalidInput(f"{what}: BOOL binary data must be bytes 0 or 1")
-        return octets.astype(np.bool_).reshape(shape)
-    return np.frombuffer(raw, dtype=dtype.np.newbyteorder("<")).astype(dtype.np).reshape(shape)
+def _shm_window(params: dict, what: str) -> tuple[str, int, int]:
+    """(region, offset, byte size) of a tensor's ``shared_memory_*`` parameters."""
+    region = params["shared_memory_region"]
+    if not isinstance(region, str):
+        raise InvalidInput(f"{what}: shared_memory_region must be a string")
+    size = params.get("shared_memory_byte_size")
+    if size is None:
+        raise InvalidInput(f"{what}: shared_memory_region needs shared_memory_byte_size")
+    return region, params.get("shared_memory_offset", 0), size
 
 
-def _unpack_bytes(raw: bytes, count: int, what: str) -> np.ndarray:
-    values, offset = [], 0
-    while offset < len(raw) and len(values) < count:
-        if offset + 4 > len(raw):
-            raise InvalidInput(f"{what}: BYTES binary data ends inside an element's 4-byte length")
-        (length,) = struct.unpack_from("<I", raw, offset)
-        offset += 4
-        if offset + length > len(raw):
-            raise InvalidInput(
-                f"{what}: BYTES element {len(values)} declares {length} bytes "
-                f"but only {len(raw) - offset} remain"
-            )
-        values.append(raw[offset : offset + length])
-        offset += length
-    if len(values) != count or offset != len(raw):
-        raise InvalidInput(
-            f"{what}: BYTES binary data must hold exactly {count} "
-            f"length-prefixed element(s) (4-byte little-endian length, then "
-            f"the bytes) in {len(raw)} bytes"
-        )
-    out = np.empty(count, dtype=object)
-    out[:] = values
-    return out
-
-
-def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what: str) -> np.ndarray:
-    """A tensor from ``data``: a (nested) list of values, or raw bytes in msgpack bodies."""
-    if isinstance(data, bytes):
-        return _from_raw(data, dtype, shape, datatype, what)
-    count = math.prod(shape)
-    arr = from_json_value(data if isinstance(data, list) else [data], what)
-    if arr.size != count:
-        raise InvalidInput(
-            f"{what}: shape {shape} holds {count} element(s) but 'data' has {arr.size}"
-        )
-    if count == 0:
-        return np.empty(shape, dtype=dtype.np)
-    declared = TensorSpec(what, "", dtype, TensorShape(None))
-    return coerce(declared, arr.reshape(shape), what=f"{what} (datatype {datatype})")
-
-
-def _requested_outputs(value, default_binary: bool) -> tuple[list[str] | None, dict[str, bool]]:
-    """The names of the outputs asked for (None: all) and which ones want binary data."""
+def _requested_outputs(
+    value, default_binary: bool, shm=None
+) -> tuple[list[str] | None, dict[str, bool], dict[str, tuple[str, int, int]]]:
+    """The names of the outputs asked for (None: all), which ones want binary data, and the
+    shared memory window of those written to shared memory."""
     if value is None:
-        return None, {}
+        return None, {}, {}, {}
     if not isinstance(value, list):
         raise InvalidInput("'outputs' must be a list of {name, parameters} objects")
-    names, binary = [], {}
+    names, binary, windows, classes = [], {}, {}, {}
     for i, item in enumerate(value):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str):
             raise InvalidInput(f"outputs[{i}] must be an object with a string 'name'")
         params = _parameters(item.get("parameters"), f"output '{name}'")
-        for extension in ("classification", "shared_memory_region"):
-            if extension in params:
-                raise InvalidInput(
-                    f"output '{name}': parameter {extension!r} (Triton extension) is not supported"
-                )
+        if "classification" in params:
+            classes[name] = class_count(params["classification"], f"output '{name}'")
+        if "shared_memory_region" in params:
+            what = f"output '{name}'"
+            windows[name] = _shm_window(params, what)
+            shm.check_write(*windows[name], what)
         names.append(name)
         binary[name] = _bool(
             params.get("binary_data", default_binary), f"output '{name}': parameters.binary_data"
         )
-    return names or None, binary
+    return names or None, binary, windows, classes
+
+
+def _write_shm_outputs(result: InferResult, windows: dict, shm) -> None:
+    for name, (region, offset, size) in windows.items():
+        shm.write(region, offset, size, _to_raw(result.outputs[name]), f"output '{name}'")
 
 
 def _response(
@@ -568,6 +683,7 @@ def _response(
     binary_outputs: dict[str, bool],
     default_binary: bool,
     as_msgpack: bool,
+    shm_outputs: dict | None = None,
 ) -> web.Response:
     doc = {"model_name": result.model, "model_version": str(result.version)}
     if request_id is not None:
@@ -575,7 +691,15 @@ def _response(
     outputs, buffers = [], []
     for name, arr in result.outputs.items():
         entry = {"name": name, "datatype": _output_datatype(name, arr), "shape": list(arr.shape)}
-        if as_msgpack:
+        if shm_outputs and name in shm_outputs:
+            region, offset, _ = shm_outputs[name]
+            entry["parameters"] = {
+                "shared_memory_region": region,
+                "shared_memory_byte_size": len(_to_raw(arr)),
+            }
+            if offset:
+                entry["parameters"]["shared_memory_offset"] = offset
+        elif as_msgpack:
             entry["data"] = _flat_bytes(arr) if arr.dtype.kind == "O" else _to_raw(arr)
         else:
             data = None if binary_outputs.get(name, default_binary) else _json_data(arr)
@@ -599,37 +723,13 @@ def _response(
     )
 
 
-def _output_datatype(name: str, arr: np.ndarray) -> str:
-    try:
-        return _DATATYPE_OF[dtypes.as_dtype(arr.dtype)]
-    except (TypeError, KeyError):
-        raise Internal(
-            f"output '{name}' has dtype {arr.dtype}, which V2 cannot represent"
-        ) from None
-
-
-def _flat_bytes(arr: np.ndarray) -> list[bytes]:
-    return [
-        v
-        if isinstance(v, bytes)
-        else bytes(v)
-        if isinstance(v, bytearray)
-        else str(v).encode("utf-8")
-        for v in arr.reshape(-1)
-    ]
-
-
-def _to_raw(arr: np.ndarray) -> bytes:
-    if arr.dtype.kind == "O":
-        return b"".join(struct.pack("<I", len(v)) + v for v in _flat_bytes(arr))
-    return np.ascontiguousarray(arr, arr.dtype.newbyteorder("<")).tobytes()
-
-
-def _json_data(arr: np.ndarray) -> list | None:
-    """Flat JSON values, or None for BYTES that are not all UTF-8 (sent as binary then)."""
-    if arr.dtype.kind != "O":
-        return arr.reshape(-1).tolist()
-    try:
-        return [v.decode("utf-8") for v in _flat_bytes(arr)]
-    except UnicodeDecodeError:
+def timeout_micros(value: object) -> float | None:
+    """Triton's ``timeout`` request parameter: microseconds, as seconds (None if absent)."""
+    if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(
+            f"parameters.timeout must be a non-negative integer number of microseconds, "
+            f"got {value!r}"
+        )
+    return value * 1e-6 if value else None

@@ -34,9 +34,14 @@ str, "inputs": {alias: tensor} | tensor, "timeout": seconds}`` where a tensor is
 msgpack or ``Accept`` names ``application/msgpack``, the answer is the msgpack map
 ``{"outputs": {alias: tensor}, "model_version": "2"}``. Errors are always JSON.
 
-Differences from TF Serving: ``:classify`` and ``:regress`` answer 400 (not supported); an
-unknown signature is 404 (TF Serving: 400); unknown top-level request fields are rejected
-rather than ignored; non-UTF-8 string outputs are base64 objects instead of invalid JSON.
+``POST {target}:classify`` / ``:regress``: ``{"signature_name", "context", "examples"}`` (each
+example an object of features: ints, floats, strings or ``{"b64": ...}``, or lists of them)
+for signatures of those methods (``service.protocols.tf_examples``); answers ``{"result":
+[[[label, score], ...], ...]}`` / ``{"result": [value, ...]}``.
+
+Differences from TF Serving: an unknown signature is 404 (TF Serving: 400); unknown top-level
+request fields are rejected rather than ignored; non-UTF-8 string outputs are base64 objects
+instead of invalid JSON.
 """
 
 from __future__ import annotations
@@ -65,6 +70,15 @@ from service.protocols.msgpack_codec import (
     is_tensor_map,
     packb,
     unpackb,
+)
+from service.protocols.tf_examples import (
+    CLASSIFY,
+    REGRESS,
+    classification_result,
+    examples_from_json,
+    regression_result,
+    serialized_examples,
+    single_string_input,
 )
 from service.tensors import from_json_value
 
@@ -140,9 +154,11 @@ async def _predict(request: web.Request) -> web.Response:
     model, version, label = _target(request)
     verb = request.match_info["verb"]
     if verb in ("classify", "regress"):
-        raise InvalidInput(f"The :{verb} API is not supported by this server; use :predict")
+        return await _classify_or_regress(request, model, version, label, verb)
     if verb != "predict":
-        raise NotFound(f"Unknown API ':{verb}' (this server supports ':predict')")
+        raise NotFound(
+            f"Unknown API ':{verb}' (this server supports :predict, :classify, :regress)"
+        )
     manager = request.app[MANAGER]
     servable = manager.resolve(model, version, label)
     note(request, model=servable.model, version=servable.version)
@@ -189,6 +205,41 @@ async def _predict(request: web.Request) -> web.Response:
         return json_response({"predictions": _predictions(result.outputs)})
     values = {a: _to_json(v, a) for a, v in result.outputs.items()}
     return json_response({"outputs": next(iter(values.values())) if len(values) == 1 else values})
+
+
+async def _classify_or_regress(
+    request: web.Request, model: str, version: str | None, label: str | None, verb: str
+) -> web.Response:
+    """``{"signature_name", "context", "examples"}`` in, ``{"result": ...}`` out (TF Serving's
+    Classify: per example ``[[label, score], ...]``; Regress: per example a value)."""
+    manager = request.app[MANAGER]
+    body = parse_json(await read_body(request))
+    if not isinstance(body, dict):
+        raise InvalidInput("The request body must be a JSON object with 'examples'")
+    unknown = sorted(set(body) - {"signature_name", "context", "examples", "timeout"})
+    if unknown:
+        raise InvalidInput(f"Unknown field(s) {unknown} in the :{verb} request")
+    method = CLASSIFY if verb == "classify" else REGRESS
+    servable, sig = manager.signature_info(model, version, label, body.get("signature_name"))
+    note(request, model=servable.model, version=servable.version)
+    if sig.method_name != method:
+        raise InvalidInput(
+            f"Expected {verb} signature method_name to be {method}. Was: {sig.method_name}"
+        )
+    examples = serialized_examples(examples_from_json(body.get("examples"), body.get("context")))
+    result = await manager.infer(
+        model,
+        {single_string_input(sig): examples},
+        version=version,
+        label=label,
+        signature=sig.key,
+        timeout=_timeout(request.headers.get("Request-Timeout"), body.get("timeout")),
+        servable=servable,
+    )
+    if verb == "classify":
+        rows = classification_result(result).classifications
+        return json_response({"result": [[[c.label, c.score] for c in r.classes] for r in rows]})
+    return json_response({"result": [r.value for r in regression_result(result).regressions]})
 
 
 # -- requests -------------------------------------------------------------------------------

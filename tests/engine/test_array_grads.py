@@ -42,6 +42,7 @@ def _weighted(parts, axis=None):
 
 CASES = [
     G("identity", tf.identity, [x23]),
+    G("identity_n", lambda x: _weighted(tf.identity_n([x, x * 2.0])), [x23]),
     G("print", lambda x: tf.Print(x, [tf.shape(x)], message="grad test ", first_n=1), [x23]),
     # reshaping
     G("reshape", lambda x: tf.reshape(x, [3, 2]), [x23]),

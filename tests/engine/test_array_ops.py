@@ -30,6 +30,8 @@ def _split_at(x, cuts, axis):
 
 
 CASES = [
+    Case("identity_n", lambda a, b: tf.identity_n([a, b]), [a23, a121], lambda a, b: [a, b]),
+    Case("identity_n_one", lambda a: tf.identity_n([a]), [a23], lambda a: [a]),
     # squeeze / expand_dims
     Case("squeeze_all", tf.squeeze, [a121], np.squeeze, [2]),
     Case("squeeze_axis", lambda x: tf.squeeze(x, [2]), [a121], lambda x: np.squeeze(x, 2), [1, 2]),

@@ -16,6 +16,7 @@ from tests.engine import (
     test_math_elementwise,
     test_nn_grads,
     test_nn_ops,
+    test_onnx_ops,
     test_reduction_grads,
     test_reduction_ops,
     test_summary,
@@ -30,6 +31,7 @@ NOT_ROUND_TRIPPED = {
     "TestOpWithoutGradient",
     "TestOpDeclaredNotDifferentiable",
 }
+_VOCAB = str(__import__("pathlib").Path(__file__).parent / "lookup_vocab.txt")
 
 
 def _as_list(x):
@@ -131,7 +133,53 @@ def _logging_and_misc():
     return [y, p + 1.0, tf.invert_permutation([2, 0, 1]), tf.rank(p)], {"p:0": [1.0, 2.0]}, []
 
 
+def _lookup_tables():
+    keys = tf.constant(np.array([b"a", b"b"], dtype=object))
+    t = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(keys, tf.constant(np.array([3, 4], np.int64))), -1
+    )
+    vocab = tf.lookup.StaticHashTable(
+        tf.lookup.TextFileInitializer(
+            tf.constant(_VOCAB), tf.string, -2, tf.int64, -1, delimiter=" "
+        ),
+        -7,
+    )
+    words = tf.constant(np.array([b"b", b"x", b"a"], dtype=object))
+    init = tf.tables_initializer()
+    return [t.lookup(words), vocab.lookup(words), t.size()], {}, [init.name]
+
+
+def _string_ops():
+    s = tf.constant(np.array([b"12.5", b"-3"], dtype=object))
+    b64 = tf.constant(np.array([b"aGVsbG8", b"d29ybGQ_"], dtype=object))
+    return (
+        [
+            tf.string_to_number(s),
+            tf.as_string(tf.constant([1.5, 2.0]), precision=2),
+            tf.decode_base64(b64),
+            tf.substr(s, 1, 2),
+        ],
+        {},
+        [],
+    )
+
+
+def _resizes():
+    images = tf.constant(np.arange(24, dtype=np.float32).reshape(1, 3, 4, 2))
+    return (
+        [
+            tf.image.resize_bilinear(images, (5, 3), half_pixel_centers=True),
+            tf.image.resize_nearest_neighbor(images, (2, 7), align_corners=True),
+        ],
+        {},
+        [],
+    )
+
+
 SPECIAL = {
+    "resizes": _resizes,
+    "lookup_tables": _lookup_tables,
+    "string_ops": _string_ops,
     "variables_and_training": _variables_and_training,
     "random": _random_ops,
     "control_flow": _control_flow,
@@ -149,6 +197,7 @@ def _all_builders():
         test_array_ops,
         test_reduction_ops,
         test_nn_ops,
+        test_onnx_ops,
         test_conv_ops,
     ):
         for case in mod.CASES:

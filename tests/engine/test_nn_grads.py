@@ -85,6 +85,8 @@ def _sigmoid(labels, logits):
 
 
 GRAD_CASES = [
+    Case("erf", tf.erf, [wide / 3], None),
+    Case("selu", tf.nn.selu, [kinked - 3], None),
     Case("relu", tf.nn.relu, [kinked], None),
     Case("relu6", tf.nn.relu6, [kinked], None),
     Case("leaky_relu", tf.nn.leaky_relu, [kinked - 3], None),

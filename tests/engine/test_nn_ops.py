@@ -73,7 +73,28 @@ def np_batchnorm(x, mean, var, offset, scale, eps):
     return (x * inv + (offset - mean * inv)).astype(x.dtype)
 
 
+def np_erf(x):
+    import math
+
+    return np.vectorize(math.erf)(x.astype(D)).astype(x.dtype)
+
+
+def np_selu(x):
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return np.where(x > 0, scale * x, scale * alpha * np.expm1(np.minimum(x, 0))).astype(x.dtype)
+
+
 CASES = [
+    Case("erf", tf.erf, [a], np_erf, [2, 3]),
+    Case("selu", tf.nn.selu, [a], np_selu, [2, 3]),
+    Case(
+        "gelu",
+        tf.nn.gelu,
+        [a],
+        lambda x: (x * 0.5 * (1 + np_erf(x / np.sqrt(2)))).astype(x.dtype),
+        [2, 3],
+        rtol=1e-5,
+    ),
     Case("relu", tf.nn.relu, [a], lambda x: np.maximum(x, 0), [2, 3]),
     Case("relu_extreme", tf.nn.relu, [extreme], lambda x: np.maximum(x, 0)),
     Case("relu_int32", tf.nn.relu, [ia], lambda x: np.maximum(x, 0).astype(I32)),

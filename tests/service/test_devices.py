@@ -158,7 +158,9 @@ async def test_device_status_config_endpoint_and_metrics_over_http(aiohttp_clien
         "max_queue_delay_microseconds": 0,
         "preferred_batch_size": [],
     }
-    assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": []}]
+    assert config["input"] == [
+        {"name": "x", "data_type": "TYPE_FP32", "format": "FORMAT_NONE", "dims": []}
+    ]
     assert config["parameters"]["device"] == {"string_value": "test:1"}
     text = await (await client.get("/metrics")).text()
     assert 'flowserve_model_instances{device="test:1",model="hpt",version="1"} 2.0' in text
@@ -175,6 +177,8 @@ async def test_config_endpoint_on_cpu_without_batching(client):
     config = await (await client.get("/v2/models/half_plus_two/versions/1/config")).json()
     assert config["instance_group"] == [{"name": "half_plus_two_0", "count": 1, "kind": "KIND_CPU"}]
     assert config["max_batch_size"] == 0 and "dynamic_batching" not in config
-    assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1]}]
+    assert config["input"] == [
+        {"name": "x", "data_type": "TYPE_FP32", "format": "FORMAT_NONE", "dims": [-1]}
+    ]
     resp = await client.get("/v2/models/ghost/config")
     assert resp.status == 404 and "error" in await resp.json()

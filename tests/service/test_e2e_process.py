@@ -61,6 +61,8 @@ def server(tmp_path):
             "127.0.0.1",
             "--port",
             str(port),
+            "--grpc-port",
+            str(_free_port()),
             "--poll-interval",
             "0.2",
             "--shutdown-grace-period",

@@ -82,8 +82,9 @@ async def test_runaway_computations_stop_at_their_deadline(tmp_path, cleanup):
         # they kept, readiness would stay 503 for the minutes the loops take).
         for _ in range(2):
             results = await asyncio.gather(
-                infer(session, base, "spin", [1.0], 504, timeout=0.3),
-                infer(session, base, "spin", [1.0], 504, timeout=0.3),
+                # parameters.timeout is in microseconds, as Triton's clients send it
+                infer(session, base, "spin", [1.0], 504, timeout=300_000),
+                infer(session, base, "spin", [1.0], 504, timeout=300_000),
             )
             assert all("deadline" in body["error"] for body, _ in results)
             await wait_for(ready, timeout=10, what="the cancelled loops to stop")
@@ -94,8 +95,8 @@ async def test_runaway_computations_stop_at_their_deadline(tmp_path, cleanup):
         # hold every compute thread, readiness says so and new work is refused at once with
         # 503 instead of queueing into more 504s; once they end, all is well again.
         await asyncio.gather(
-            infer(session, base, "big", [1.0], 504, timeout=1.0),
-            infer(session, base, "big", [1.0], 504, timeout=1.0),
+            infer(session, base, "big", [1.0], 504, timeout=1_000_000),
+            infer(session, base, "big", [1.0], 504, timeout=1_000_000),
         )
 
         async def not_ready():

@@ -584,7 +584,8 @@ async def slow_client(aiohttp_client, make_config, tmp_path):
 
 
 async def test_timeout_parameter_504(slow_client):
-    doc = {"inputs": [tensor("x", "FP32", [1], [1])], "parameters": {"timeout": 0.01}}
+    # Microseconds, as Triton's clients send it: 10 ms.
+    doc = {"inputs": [tensor("x", "FP32", [1], [1])], "parameters": {"timeout": 10_000}}
     resp = await slow_client.post("/v2/models/slow/infer", json=doc)
     await expect_error(resp, 504, "deadline")
 
@@ -606,6 +607,7 @@ async def test_request_timeout_header_504(slow_client):
     [
         ({"timeout": -1}, {}, "parameters.timeout"),
         ({"timeout": "soon"}, {}, "parameters.timeout"),
+        ({"timeout": 0.5}, {}, "microseconds"),
         ({}, {"Request-Timeout": "0"}, "Request-Timeout"),
     ],
 )
@@ -682,9 +684,14 @@ async def test_repository_errors(client):
     await expect_error(await client.post("/v2/repository/models/nope/load"), 404, "nope")
     await expect_error(await client.post("/v2/repository/models/nope/unload"), 404, "nope")
     resp = await client.post(
-        "/v2/repository/models/strings/load", json={"parameters": {"config": "{}"}}
+        "/v2/repository/models/strings/load", json={"parameters": {"file:1/model": "x"}}
     )
-    await expect_error(resp, 400, "'config'", "not supported")
+    await expect_error(resp, 400, "'file:1/model'", "not supported")
+    resp = await client.post(
+        "/v2/repository/models/strings/load",
+        json={"parameters": {"config": '{"optimization": {}}'}},
+    )
+    await expect_error(resp, 400, "parameters.config", "optimization")
     resp = await client.post("/v2/repository/models/strings/load", data=b"[1]")
     await expect_error(resp, 400, "JSON object")
     resp = await client.post("/v2/repository/models/strings/load", data=b"{nope")
@@ -741,8 +748,8 @@ _X = tensor("x", "FP32", [2], [1, 2])
             ["output 'y'", "binary_data"],
         ),
         (
-            {"inputs": [_X], "outputs": [{"name": "y", "parameters": {"classification": 2}}]},
-            ["output 'y'", "'classification'", "not supported"],
+            {"inputs": [_X], "outputs": [{"name": "y", "parameters": {"classification": 0}}]},
+            ["output 'y'", "classification must be a positive integer"],
         ),
     ],
 )

@@ -608,15 +608,15 @@ MULTI = "/v1/models/multi_io:predict"
         ),
         (
             "/v1/models/half_plus_two:classify",
-            {"examples": []},
+            {"examples": [{"x": 1}]},
             400,
-            "The :classify API is not supported by this server; use :predict",
+            "Expected classify signature method_name to be tensorflow/serving/classify",
         ),
         (
             "/v1/models/half_plus_two/versions/1:regress",
             {"examples": []},
             400,
-            "The :regress API is not supported",
+            "Expected regress signature method_name",
         ),
         ("/v1/models/half_plus_two:explain", {"instances": [1.0]}, 404, "Unknown API ':explain'"),
     ],

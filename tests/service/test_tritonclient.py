@@ -118,8 +118,8 @@ def test_model_config(triton):
     config = triton.get_model_config("multi_io")
     assert config["name"] == "multi_io" and config["max_batch_size"] == 0
     assert config["input"] == [
-        {"name": "a", "data_type": "TYPE_FP32", "dims": [-1, 3]},
-        {"name": "b", "data_type": "TYPE_INT32", "dims": [-1]},
+        {"name": "a", "data_type": "TYPE_FP32", "format": "FORMAT_NONE", "dims": [-1, 3]},
+        {"name": "b", "data_type": "TYPE_INT32", "format": "FORMAT_NONE", "dims": [-1]},
     ]
     assert {o["name"]: o["data_type"] for o in config["output"]}["label"] == "TYPE_STRING"
     assert config["instance_group"] == [{"name": "multi_io_0", "count": 1, "kind": "KIND_CPU"}]
@@ -280,5 +280,5 @@ def test_model_repository_errors(triton):
         triton.unload_model("nope")
     assert info.value.status() == "404"
     with pytest.raises(InferenceServerException) as info:
-        triton.load_model("strings", config='{"max_batch_size": 8}')
-    assert info.value.status() == "400" and "not supported" in info.value.message()
+        triton.load_model("strings", config='{"name": "other"}')
+    assert info.value.status() == "400" and "does not match" in info.value.message()

@@ -1,0 +1,385 @@
+"""Op-table rows for the vision operators: Conv, ConvTranspose, the pooling family, Resize.
+
+Convolutions and pools run on the engine's ``Conv2D``/``DepthwiseConv2dNative``/
+``Conv2DBackpropInput``/``MaxPool``/``AvgPool`` kernels (NCHW, as ONNX lays tensors out).
+ONNX's 1-D forms run as 2-D with a unit height. Explicit pads map onto TF's EXPLICIT padding
+for convolutions; pools (SAME/VALID only in TF) get their pads as an explicit pad op, with
+``-inf`` for max pooling and, for averages that exclude padding, a second pool of ones giving
+each window's count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.formats.onnx import _tf as tf
+from engine.formats.onnx.mapping import UnsupportedModelError, _const, register
+from engine.framework.graph import Tensor
+from engine.ops._common import create
+
+__all__: list[str] = []
+
+
+def _node_ints(ctx, node, name, n, default):
+    v = ctx.attr(node, name, None)
+    return [default] * n if v is None else [int(a) for a in v]
+
+
+def _spatial(x: Tensor) -> list | None:
+    dims = x.shape.as_tuple()
+    return None if dims is None else list(dims[2:])
+
+
+def _auto_pads(ctx, node, x, kernel, strides, dilations, *, transpose=False, out_pad=None):
+    """ONNX pads ``[b1, b2, ..., e1, e2, ...]`` for the node's auto_pad setting."""
+    n = len(kernel)
+    auto = ctx.attr(node, "auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        return _node_ints(ctx, node, "pads", 2 * n, 0)
+    if auto == "VALID":
+        return [0] * (2 * n)
+    sizes = _spatial(x)
+    if sizes is None or None in sizes:
+        raise UnsupportedModelError(
+            f"{node['op_type']} with auto_pad={auto} needs static spatial input dims"
+        )
+    begins, ends = [], []
+    for i in range(n):
+        eff = (kernel[i] - 1) * dilations[i] + 1
+        if transpose:
+            out = sizes[i] * strides[i]
+            total = max(strides[i] * (sizes[i] - 1) + out_pad[i] + eff - out, 0)
+        else:
+            out = -(-sizes[i] // strides[i])
+            total = max((out - 1) * strides[i] + eff - sizes[i], 0)
+        small, big = total // 2, total - total // 2
+        b, e = (small, big) if auto == "SAME_UPPER" else (big, small)
+        begins.append(b)
+        ends.append(e)
+    return begins + ends
+
+
+def _to_2d(x: Tensor, rank: int) -> Tensor:
+    return tf.expand_dims(x, 2) if rank == 3 else x
+
+
+def _from_2d(y: Tensor, rank: int) -> Tensor:
+    return tf.squeeze(y, [2]) if rank == 3 else y
+
+
+def _filter(ctx, node, i: int, perm, reshape=None) -> Tensor:
+    """The weight input transposed (folded at import when it is a constant)."""
+    w = ctx.const(node, i)
+    if w is not None:
+        w = np.asarray(w)
+        if reshape is not None:
+            w = w.reshape(reshape(w.shape))
+        return tf.constant(np.ascontiguousarray(w.transpose(perm)))
+    t = ctx.input(node, i)
+    if reshape is not None:
+        t = tf.reshape(t, list(reshape(tuple(t.shape.as_list()))))
+    return tf.transpose(t, perm)
+
+
+def _check_rank(ctx, node, x) -> int:
+    rank = ctx.rank(x, node)
+    if rank not in (3, 4):
+        raise UnsupportedModelError(f"{node['op_type']} on {rank - 2}-D data (1-D and 2-D run)")
+    return rank
+
+
+def _conv(ctx, node):
+    x = ctx.input(node, 0)
+    rank = _check_rank(ctx, node, x)
+    w_shape = ctx.input(node, 1).shape.as_tuple()
+    if w_shape is None or None in w_shape:
+        raise UnsupportedModelError("Conv needs a weight of static shape")
+    m, cg = w_shape[0], w_shape[1]
+    kernel = list(w_shape[2:])
+    n = len(kernel)
+    strides = _node_ints(ctx, node, "strides", n, 1)
+    dilations = _node_ints(ctx, node, "dilations", n, 1)
+    pads = _auto_pads(ctx, node, x, kernel, strides, dilations)
+    group = int(ctx.attr(node, "group", 1))
+    if rank == 3:
+        kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
+        pads = [0, pads[0], 0, pads[1]]
+    x2 = _to_2d(x, rank)
+    explicit = [[0, 0], [0, 0], [pads[0], pads[2]], [pads[1], pads[3]]]
+    common = dict(
+        strides=[1, 1] + strides[-2:],
+        padding=explicit,
+        data_format="NCHW",
+        dilations=[1, 1] + dilations[-2:],
+    )
+
+    def kernel_shape(s):
+        return (s[0], s[1], 1, s[2]) if rank == 3 else s
+
+    if group == 1:
+        w = _filter(ctx, node, 1, (2, 3, 1, 0), kernel_shape if rank == 3 else None)
+        y = tf.nn.conv2d(x2, w, **common)
+    elif cg == 1 and m % group == 0:
+        # Depthwise: input channel c feeds outputs c*mult .. c*mult+mult-1.
+        mult = m // group
+
+        def dw_shape(s):
+            return (group, mult) + tuple(kernel)
+
+        w = _filter(ctx, node, 1, (2, 3, 0, 1), dw_shape)
+        y = tf.nn.depthwise_conv2d_native(
+            x2, w, common["strides"], explicit, "NCHW", common["dilations"]
+        )
+    else:
+        if m % group:
+            raise UnsupportedModelError("Conv: output channels not divisible by group")
+        w_all = _filter(ctx, node, 1, (2, 3, 1, 0), kernel_shape if rank == 3 else None)
+        xs = tf.split(x2, group, axis=1)
+        ws = tf.split(w_all, group, axis=3)
+        y = tf.concat([tf.nn.conv2d(a, b, **common) for a, b in zip(xs, ws)], axis=1)
+    return [_add_bias(ctx, node, _from_2d(y, rank), rank)]
+
+
+def _add_bias(ctx, node, y: Tensor, rank: int) -> Tensor:
+    b = ctx.optional(node, 2)
+    if b is None:
+        return y
+    shape = [-1] + [1] * (rank - 2)
+    known = ctx.const(node, 2)
+    if known is not None:  # shaped once at import rather than on every run
+        return tf.add(y, tf.constant(np.asarray(known).reshape(shape)))
+    return tf.add(y, tf.reshape(b, shape))
+
+
+def _conv_transpose(ctx, node):
+    x = ctx.input(node, 0)
+    rank = _check_rank(ctx, node, x)
+    w_shape = ctx.input(node, 1).shape.as_tuple()
+    if w_shape is None or None in w_shape:
+        raise UnsupportedModelError("ConvTranspose needs a weight of static shape")
+    if int(ctx.attr(node, "group", 1)) != 1:
+        raise UnsupportedModelError("ConvTranspose with group > 1")
+    c_in, m = w_shape[0], w_shape[1]
+    kernel = list(w_shape[2:])
+    n = len(kernel)
+    strides = _node_ints(ctx, node, "strides", n, 1)
+    dilations = _node_ints(ctx, node, "dilations", n, 1)
+    out_pad = _node_ints(ctx, node, "output_padding", n, 0)
+    sizes = _spatial(x)
+    if sizes is None or None in sizes:
+        raise UnsupportedModelError("ConvTranspose needs static spatial input dims")
+    output_shape = ctx.attr(node, "output_shape", None)
+    if output_shape is not None:
+        out = [int(v) for v in output_shape[-n:]]
+        pads = []
+        for i in range(n):
+            eff = (kernel[i] - 1) * dilations[i] + 1
+            # A negative total (output_shape larger than the natural size) is extra output
+            # at the end, which receives no contributions, as output_padding does.
+            total = max(strides[i] * (sizes[i] - 1) + out_pad[i] + eff - out[i], 0)
+            small, big = total // 2, total - total // 2
+            upper = ctx.attr(node, "auto_pad", "NOTSET") != "SAME_LOWER"
+            pads.append((small, big) if upper else (big, small))
+        pads = [p[0] for p in pads] + [p[1] for p in pads]
+    else:
+        pads = _auto_pads(ctx, node, x, kernel, strides, dilations, transpose=True, out_pad=out_pad)
+        out = [
+            strides[i] * (sizes[i] - 1)
+            + out_pad[i]
+            + (kernel[i] - 1) * dilations[i]
+            + 1
+            - pads[i]
+            - pads[i + n]
+            for i in range(n)
+        ]
+    if rank == 3:
+        kernel, strides, dilations, out = [1] + kernel, [1] + strides, [1] + dilations, [1] + out
+        pads = [0, pads[0], 0, pads[1]]
+
+    def kernel_shape(s):
+        return (s[0], s[1], 1, s[2]) if rank == 3 else s
+
+    w = _filter(ctx, node, 1, (2, 3, 1, 0), kernel_shape if rank == 3 else None)
+    batch = tf.shape(x, out_type=tf.int32)[0:1]
+    shape = tf.concat([batch, _const([m] + out, tf.int32)], axis=0)
+    explicit = [[0, 0], [0, 0], [pads[0], pads[2]], [pads[1], pads[3]]]
+    y = tf.nn.conv2d_transpose(
+        _to_2d(x, rank),
+        w,
+        shape,
+        strides=[1, 1] + strides,
+        padding=explicit,
+        data_format="NCHW",
+        dilations=[1, 1] + dilations,
+    )
+    del c_in
+    y = _from_2d(y, rank)
+    b = ctx.optional(node, 2)
+    if b is not None:
+        y = tf.add(y, tf.reshape(b, [-1] + [1] * (rank - 2)))
+    return [y]
+
+
+def _pool(kind: str):
+    def convert(ctx, node):
+        x = ctx.input(node, 0)
+        rank = _check_rank(ctx, node, x)
+        if len(node.get("output", [])) > 1 and node["output"][1]:
+            raise UnsupportedModelError("MaxPool's Indices output")
+        kernel = [int(k) for k in ctx.attr(node, "kernel_shape")]
+        n = len(kernel)
+        strides = _node_ints(ctx, node, "strides", n, 1)
+        dilations = _node_ints(ctx, node, "dilations", n, 1)
+        if any(d != 1 for d in dilations):
+            raise UnsupportedModelError(f"{node['op_type']} with dilations")
+        count_pad = kind == "avg" and bool(ctx.attr(node, "count_include_pad", 0))
+        same_upper = ctx.attr(node, "auto_pad", "NOTSET") == "SAME_UPPER"
+        if same_upper and not count_pad and not ctx.attr(node, "ceil_mode", 0):
+            # TF's SAME is ONNX's SAME_UPPER, and its windows ignore the padding.
+            ks, st = [1, 1] + ([1] if rank == 3 else []) + kernel, [1, 1]
+            st += ([1] if rank == 3 else []) + strides
+            fn = tf.nn.max_pool if kind == "max" else tf.nn.avg_pool
+            y = fn(_to_2d(x, rank), ks, st, "SAME", data_format="NCHW")
+            return [_from_2d(y, rank)]
+        pads = _auto_pads(ctx, node, x, kernel, strides, dilations)
+        if ctx.attr(node, "ceil_mode", 0):
+            sizes = _spatial(x)
+            if sizes is None or None in sizes:
+                raise UnsupportedModelError("pooling with ceil_mode needs static spatial dims")
+            for i in range(n):
+                span = sizes[i] + pads[i] + pads[i + n] - kernel[i]
+                out = -(-span // strides[i]) + 1
+                # The last window must start inside the input or the begin padding.
+                if (out - 1) * strides[i] >= sizes[i] + pads[i]:
+                    out -= 1
+                pads[i + n] += max((out - 1) * strides[i] + kernel[i] - (span + kernel[i]), 0)
+        if rank == 3:
+            kernel, strides = [1] + kernel, [1] + strides
+            pads = [0, pads[0], 0, pads[1]]
+        x2 = _to_2d(x, rank)
+        ksize, stride = [1, 1] + kernel, [1, 1] + strides
+        if any(pads):
+            width = _const([0, 0] + list(pads[:2]) + [0, 0] + list(pads[2:]), tf.int64)
+            dt = x2.dtype.base_dtype
+            if kind == "max":
+                lowest = -np.inf if dt.is_floating else dt.min
+                fill = _const([lowest], dt)
+            else:
+                fill = _const([0], dt)
+            none = _const([], tf.int64)
+            padded = create("OnnxPad", [x2, width, fill, none], {"mode": "constant"}).outputs[0]
+            if kind == "max":
+                y = tf.nn.max_pool(padded, ksize, stride, "VALID", data_format="NCHW")
+            else:
+                total = tf.nn.avg_pool(padded, ksize, stride, "VALID", data_format="NCHW")
+                if count_pad:
+                    y = total
+                else:
+                    # Windows average only real input positions: divide by each window's
+                    # share of real positions, found by pooling a padded mask of ones.
+                    ones = tf.ones_like(x2[:1, :1])
+                    mask = create(
+                        "OnnxPad",
+                        [ones, width, _const([0], dt), none],
+                        {"mode": "constant"},
+                    ).outputs[0]
+                    share = tf.nn.avg_pool(mask, ksize, stride, "VALID", data_format="NCHW")
+                    y = tf.realdiv(total, share)
+        elif kind == "max":
+            y = tf.nn.max_pool(x2, ksize, stride, "VALID", data_format="NCHW")
+        else:
+            y = tf.nn.avg_pool(x2, ksize, stride, "VALID", data_format="NCHW")
+        return [_from_2d(y, rank)]
+
+    return convert
+
+
+register("Conv", (1, 11, 22), _conv)
+register("ConvTranspose", (1, 11, 22), _conv_transpose)
+register("MaxPool", (1, 8, 10, 11, 12, 22), _pool("max"))
+register("AveragePool", (1, 7, 10, 11, 19, 22), _pool("avg"))
+
+
+def _resize_static_shape(ctx, node, x, attrs, version):
+    """The output shape when the sizes (or scales and input dims) are constants."""
+    dims = x.shape.as_tuple()
+    if dims is None or attrs["axes"] or attrs["keep_aspect_ratio_policy"] != "stretch":
+        return None
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        return None
+    sizes = ctx.const(node, 3) if version >= 11 else None
+    if sizes is not None and np.asarray(sizes).size == len(dims):
+        return [int(v) for v in np.asarray(sizes).ravel()]
+    scales = ctx.const(node, 2 if version >= 11 else 1)
+    if scales is not None and np.asarray(scales).size == len(dims):
+        return [
+            None if d is None else int(np.floor(d * float(s)))
+            for d, s in zip(dims, np.asarray(scales).ravel())
+        ]
+    return None
+
+
+def _resize(version: int):
+    def convert(ctx, node):
+        x = ctx.input(node, 0)
+        empty_f = _const(np.zeros([0]), tf.float32)
+        if version < 11:
+            roi, scales, sizes = empty_f, ctx.input(node, 1 if version >= 9 else -1), None
+        else:
+            roi, scales, sizes = ctx.optional(node, 1), ctx.optional(node, 2), ctx.optional(node, 3)
+        if ctx.attr(node, "antialias", 0):
+            raise UnsupportedModelError("Resize with antialias=1")
+        mode = ctx.attr(node, "mode", "nearest")
+        default_ct = "half_pixel" if version >= 11 else "asymmetric"
+        attrs = {
+            "mode": mode,
+            "coordinate_transformation_mode": ctx.attr(
+                node, "coordinate_transformation_mode", default_ct
+            ),
+            "nearest_mode": ctx.attr(
+                node, "nearest_mode", "round_prefer_floor" if version >= 11 else "floor"
+            ),
+            "cubic_coeff_a": float(ctx.attr(node, "cubic_coeff_a", -0.75)),
+            "exclude_outside": int(ctx.attr(node, "exclude_outside", 0)),
+            "extrapolation_value": float(ctx.attr(node, "extrapolation_value", 0.0)),
+            "axes": [int(a) for a in ctx.attr(node, "axes", [])],
+            "keep_aspect_ratio_policy": ctx.attr(node, "keep_aspect_ratio_policy", "stretch"),
+        }
+        if mode == "linear" and version < 11:
+            attrs["coordinate_transformation_mode"] = "asymmetric"
+        static = _resize_static_shape(ctx, node, x, attrs, version)
+        roi = empty_f if roi is None else tf.cast(roi, tf.float32)
+        scales = empty_f if scales is None else tf.cast(scales, tf.float32)
+        sizes = _const(np.zeros([0]), tf.int64) if sizes is None else sizes
+        y = create("OnnxResize", [x, roi, scales, sizes], attrs).outputs[0]
+        if static is not None:
+            y.set_shape(static)
+        return [y]
+
+    return convert
+
+
+def _upsample(ctx, node):
+    x = ctx.input(node, 0)
+    if ctx.opset_of(node) >= 9:
+        scales = tf.cast(ctx.input(node, 1), tf.float32)
+    else:
+        scales = _const(ctx.attr(node, "scales"), tf.float32)
+    mode = ctx.attr(node, "mode", "nearest")
+    attrs = {
+        "mode": "linear" if mode in ("linear", "bilinear") else mode,
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": "floor",
+        "cubic_coeff_a": -0.75,
+        "exclude_outside": 0,
+        "extrapolation_value": 0.0,
+        "axes": [],
+        "keep_aspect_ratio_policy": "stretch",
+    }
+    empty_f = _const(np.zeros([0]), tf.float32)
+    sizes = _const(np.zeros([0]), tf.int64)
+    return [create("OnnxResize", [x, empty_f, scales, sizes], attrs).outputs[0]]
+
+
+register("Resize", (10, 11, 13, 18, 19), {10: _resize(10), 11: _resize(11)})
+register("Upsample", (7, 9, 10), _upsample)

@@ -1,0 +1,194 @@
+"""How TensorFlow's op types and attrs map onto the engine's ops.
+
+Most engine ops carry TF's own names and attr names, so a node maps one to one. This table
+holds the exceptions:
+
+- ``RENAMES``: TF op types served by an engine op of another name (resource-variable ops
+  become the engine's variable ops: a ``VarHandleOp`` is a variable, ``ReadVariableOp`` reads
+  it, ``AssignVariableOp`` assigns it).
+- ``DERIVED_ATTRS``: type attrs TF records but the engine infers from the inputs.
+- ``DEFAULT_ATTRS``: attrs the engine does not take, tolerated while they hold TF's default
+  value (a graph relying on a non-default value is refused, never silently run differently).
+- ``OUTPUT_ARGS``: the output args of ops with more than one, to resolve a function body's
+  ``node:arg:index`` references to flat output numbers.
+- ``SAVER_OPS``: ops of a graph's saver; loaders read checkpoints themselves, so the saver
+  subgraph is not imported.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RENAMES",
+    "DERIVED_ATTRS",
+    "DEFAULT_ATTRS",
+    "OP_DEFAULT_ATTRS",
+    "OUTPUT_ARGS",
+    "CALL_OPS",
+    "SAVER_OPS",
+    "DROPPED_ALWAYS",
+    "TF_DEFAULTS",
+]
+
+RENAMES: dict[str, str] = {
+    "Add": "AddV2",
+    "BatchMatMul": "BatchMatMulV2",
+    "BatchMatMulV3": "BatchMatMulV2",
+    "Snapshot": "Identity",
+    "VarHandleOp": "VariableV2",
+    "ReadVariableOp": "Identity",
+    "AssignVariableOp": "Assign",
+    "AssignAddVariableOp": "AssignAdd",
+    "AssignSubVariableOp": "AssignSub",
+    "VarIsInitializedOp": "IsVariableInitialized",
+    "ResourceGather": "GatherV2",
+}
+
+# Type attrs the engine re-infers from input dtypes (and input counts, for N).
+DERIVED_ATTRS = frozenset(
+    [
+        "T",
+        "Tidx",
+        "Tshape",
+        "Tpaddings",
+        "Tperm",
+        "Index",
+        "Tmultiples",
+        "Taxis",
+        "Tparams",
+        "Tindices",
+        "TI",
+        "N",
+        "SrcT",
+        "Tdim",
+        "Tlen",
+        "Tcond",
+        "Tin",
+        "Ta",
+        "Tb",
+        "Tsplits",
+        "Tkey",
+        "Tval",
+        "Tk",
+        "Tsegmentids",
+        "Tnumsegments",
+        "Tshift",
+        "Tblock_shape",
+        "Tcrops",
+        "Treal",
+    ]
+)
+
+# Attrs that only tune how TF runs an op; tolerated at these values on any op.
+DEFAULT_ATTRS: dict[str, object] = {
+    "use_cudnn_on_gpu": True,
+    "explicit_paddings": (),
+    "Truncate": False,
+    "validate_indices": True,
+    "allowed_devices": (),
+    "use_locking": False,
+    "validate_shape": True,
+    "grad_a": False,
+    "grad_b": False,
+    "container": "",
+    "shared_name": "",
+    "debug_name": "",
+    "Tout": None,  # BatchMatMulV3's output type: checked by dtype inference instead
+}
+
+# Per-op attrs tolerated at these values (or, for None, whatever their value).
+OP_DEFAULT_ATTRS: dict[str, dict[str, object]] = {
+    "TopKV2": {"index_type": "int32"},
+    "Fill": {"index_type": None},
+    "VariableV2": {"debug_name": None, "allowed_devices": None},
+    "Identity": {"dtype": None},  # ReadVariableOp's dtype: the variable's own
+    "Assign": {"dtype": None, "validate_shape": False},
+    "AssignAdd": {"dtype": None},
+    "AssignSub": {"dtype": None},
+    "GatherV2": {"dtype": None},
+    "PlaceholderWithDefault": {"dtype": None},  # the default value's dtype
+}
+
+OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
+    "TopKV2": ("values", "indices"),
+    "Unique": ("y", "idx"),
+    "UniqueWithCounts": ("y", "idx", "count"),
+    "Switch": ("output_false", "output_true"),
+    "Merge": ("output", "value_index"),
+    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
+    "FusedBatchNormV2": (
+        "y",
+        "batch_mean",
+        "batch_variance",
+        "reserve_space_1",
+        "reserve_space_2",
+    ),
+    "FusedBatchNormV3": (
+        "y",
+        "batch_mean",
+        "batch_variance",
+        "reserve_space_1",
+        "reserve_space_2",
+        "reserve_space_3",
+    ),
+    "MaxPoolWithArgmax": ("output", "argmax"),
+    "BroadcastGradientArgs": ("r0", "r1"),
+    "NonMaxSuppressionV4": ("selected_indices", "valid_outputs"),
+    "NonMaxSuppressionV5": ("selected_indices", "selected_scores", "valid_outputs"),
+    "TensorArrayV3": ("handle", "flow"),
+    "TensorArrayGradV3": ("grad_handle", "flow_out"),
+    "LookupTableExportV2": ("keys", "values"),
+}
+
+CALL_OPS = frozenset(["StatefulPartitionedCall", "PartitionedCall"])
+
+SAVER_OPS = frozenset(
+    [
+        "SaveV2",
+        "RestoreV2",
+        "MergeV2Checkpoints",
+        "ShardedFilename",
+        "StringJoin",
+        "StaticRegexFullMatch",
+        "DisableCopyOnRead",
+        "Save",
+        "SaveSlices",
+        "Restore",
+        "RestoreSlice",
+    ]
+)
+
+# Attrs of no meaning outside TF's runtime, dropped from every node.
+DROPPED_ALWAYS = frozenset(["_class", "_output_shapes"])
+
+# TF's default values of attrs the engine requires, for graphs written with default attrs
+# stripped (TF2 SavedModels are). A meta graph's stripped_op_list, when present, comes first.
+TF_DEFAULTS: dict[str, object] = {
+    "validate_shape": True,
+    "use_locking": False,
+    "container": "",
+    "shared_name": "",
+    "batch_dims": 0,
+    "keep_dims": False,
+    "transpose_a": False,
+    "transpose_b": False,
+    "adj_x": False,
+    "adj_y": False,
+    "data_format": "NHWC",
+    "Truncate": False,
+    "exclusive": False,
+    "reverse": False,
+    "begin_mask": 0,
+    "end_mask": 0,
+    "ellipsis_mask": 0,
+    "new_axis_mask": 0,
+    "shrink_axis_mask": 0,
+    "squeeze_dims": (),
+    "axis": 0,
+    "sorted": True,
+    "alpha": 0.2,
+    "output_type": "int64",
+    "out_type": "int32",
+    "mode": "REFLECT",
+}

@@ -1,0 +1,165 @@
+"""Per model version inference statistics, as Triton's statistics extension reports them.
+
+Counts and nanosecond totals: ``success``/``fail`` (whole requests, from arrival at the core to
+the result), ``queue`` (time waiting in the batching queue),
+``compute_input`` (validating and casting the inputs), ``compute_infer`` (the session run) and
+``compute_output`` (splitting a batch's outputs back: 0 ns without batching); per batch size
+(``batch_stats``), the runs of that many rows; ``inference_count`` (inferences: a request of n
+rows counts n) against ``execution_count`` (session runs: a batch counts once), and
+``last_inference`` in milliseconds since the epoch.
+
+``SchedulingObserver`` is what the schedulers report to: it forwards to the Prometheus metrics
+and records here, so batching keeps one reporting seam.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.metrics import ServingMetrics
+
+__all__ = ["InferenceStatistics", "SchedulingObserver"]
+
+
+@dataclass
+class _Duration:
+    count: int = 0
+    ns: int = 0
+
+    def add(self, seconds: float, count: int = 1) -> None:
+        self.count += count
+        self.ns += int(seconds * 1e9)
+
+    def doc(self) -> dict:
+        return {"count": self.count, "ns": self.ns}
+
+
+@dataclass
+class _Version:
+    last_inference: int = 0
+    inference_count: int = 0
+    execution_count: int = 0
+    stats: dict = field(
+        default_factory=lambda: {
+            k: _Duration()
+            for k in (
+                "success",
+                "fail",
+                "queue",
+                "compute_input",
+                "compute_infer",
+                "compute_output",
+                "cache_hit",
+                "cache_miss",
+            )
+        }
+    )
+    batches: dict = field(default_factory=dict)  # batch size -> {"compute_*": _Duration}
+
+
+class InferenceStatistics:
+    """Statistics of every model version served; safe to update from any thread."""
+
+    def __init__(self):
+        self._versions: dict[tuple[str, str], _Version] = {}
+        self._lock = threading.Lock()
+
+    def _entry(self, model: str, version: str) -> _Version:
+        key = (model, str(version))
+        entry = self._versions.get(key)
+        if entry is None:
+            entry = self._versions[key] = _Version()
+        return entry
+
+    def request(
+        self, model: str, version: int | str, ok: bool, seconds: float, rows: int = 0
+    ) -> None:
+        """A finished request (``rows``: its inferences, when it succeeded)."""
+        with self._lock:
+            entry = self._entry(model, version)
+            entry.stats["success" if ok else "fail"].add(seconds)
+            if ok:
+                entry.inference_count += rows
+                entry.last_inference = int(time.time() * 1000)
+
+    def compute_input(self, model: str, version: int | str, seconds: float) -> None:
+        with self._lock:
+            self._entry(model, version).stats["compute_input"].add(seconds)
+
+    def queue(self, model: str, version: int | str, seconds: float) -> None:
+        with self._lock:
+            self._entry(model, version).stats["queue"].add(seconds)
+
+    def execution(
+        self, model: str, version: int | str, rows: int, seconds: float, split: float = 0.0
+    ) -> None:
+        """One session run of ``rows`` rows taking ``seconds``; ``split``: output split time."""
+        with self._lock:
+            entry = self._entry(model, version)
+            entry.execution_count += 1
+            entry.stats["compute_infer"].add(seconds)
+            entry.stats["compute_output"].add(split)
+            batch = entry.batches.get(rows)
+            if batch is None:
+                batch = entry.batches[rows] = {
+                    k: _Duration() for k in ("compute_input", "compute_infer", "compute_output")
+                }
+            batch["compute_input"].add(0.0)
+            batch["compute_infer"].add(seconds)
+            batch["compute_output"].add(split)
+
+    def forget(self, model: str, version: int | str) -> None:
+        with self._lock:
+            self._versions.pop((model, str(version)), None)
+
+    def doc(self, model: str, version: int | str) -> dict:
+        """Triton's ``model_stats`` entry of one version."""
+        with self._lock:
+            entry = self._versions.get((model, str(version))) or _Version()
+            return {
+                "name": model,
+                "version": str(version),
+                "last_inference": entry.last_inference,
+                "inference_count": entry.inference_count,
+                "execution_count": entry.execution_count,
+                "inference_stats": {k: d.doc() for k, d in entry.stats.items()},
+                "batch_stats": [
+                    {"batch_size": size, **{k: d.doc() for k, d in batch.items()}}
+                    for size, batch in sorted(entry.batches.items())
+                ],
+            }
+
+
+class SchedulingObserver:
+    """The schedulers' reporting seam: Prometheus metrics (if any) and the statistics."""
+
+    def __init__(self, metrics: ServingMetrics | None, statistics: InferenceStatistics):
+        self.metrics = metrics
+        self.statistics = statistics
+
+    def batch(self, model: str, version: str, rows: int, padding: int, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.batch(model, version, rows, padding, seconds)
+        self.statistics.execution(model, version, rows + padding, seconds)
+
+    def session_run(self, model: str, version: str, seconds: float, rows: int = 1) -> None:
+        if self.metrics is not None:
+            self.metrics.session_run(model, version, seconds)
+        self.statistics.execution(model, version, rows, seconds)
+
+    def queue_wait(self, model: str, version: str, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_wait(model, version, seconds)
+        self.statistics.queue(model, version, seconds)
+
+    def queue_depth(self, model: str, version: str, depth: int) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_depth(model, version, depth)
+
+    def rejected(self, model: str, version: str, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.rejected(model, version, reason)

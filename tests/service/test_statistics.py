@@ -1,0 +1,128 @@
+"""Triton's statistics extension: the core's per-version counts, and the REST and gRPC
+documents that tritonclient reads."""
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from service.config import ServerConfig
+from tests.service import models
+from tests.service.serving import ServerThread
+
+httpclient = pytest.importorskip("tritonclient.http")
+grpcclient = pytest.importorskip("tritonclient.grpc")
+grpcaio = pytest.importorskip("tritonclient.grpc.aio")
+InferenceServerException = pytest.importorskip("tritonclient.utils").InferenceServerException
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stats-repo")
+    models.half_plus_two(root / "plain" / "1")
+    models.write_config(root / "plain", {"warmup": False, "batching": {"enabled": False}})
+    models.half_plus_two(root / "batched" / "1")
+    models.write_config(
+        root / "batched",
+        {"warmup": False, "batching": {"max_batch_size": 4, "batch_timeout_micros": 2_000_000}},
+    )
+    config = ServerConfig(
+        model_repository=str(root), poll_interval=0.0, port=0, enable_batching=True
+    ).validate()
+    with ServerThread(config) as s:
+        yield s
+
+
+def _x(module, rows):
+    inp = module.InferInput("x", [rows], "FP32")
+    inp.set_data_from_numpy(np.arange(rows, dtype=np.float32))
+    return inp
+
+
+def test_statistics_over_rest_and_grpc(server):
+    http = httpclient.InferenceServerClient(f"127.0.0.1:{server.port}")
+    grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+    try:
+        empty = http.get_inference_statistics("plain")["model_stats"][0]
+        assert empty["inference_count"] == 0 and empty["last_inference"] == 0
+        # plain has no batching: every request is one inference and one execution.
+        for rows in (3, 1, 2):
+            http.infer("plain", [_x(httpclient, rows)])
+        with pytest.raises(InferenceServerException):
+            bad = httpclient.InferInput("x", [1], "BYTES")
+            bad.set_data_from_numpy(np.array([b"a"], dtype=object))
+            http.infer("plain", [bad])
+        stats = http.get_inference_statistics("plain")["model_stats"]
+        assert [(s["name"], s["version"]) for s in stats] == [("plain", "1")]
+        s = stats[0]
+        assert s["inference_count"] == 3 and s["execution_count"] == 3
+        assert s["last_inference"] > 1_600_000_000_000  # ms since the epoch
+        inference = s["inference_stats"]
+        assert inference["success"]["count"] == 3 and inference["success"]["ns"] > 0
+        assert inference["fail"]["count"] == 1
+        assert inference["compute_infer"]["count"] == 3 and inference["compute_infer"]["ns"] > 0
+        assert inference["compute_input"]["count"] == 3
+        assert inference["success"]["ns"] >= inference["compute_infer"]["ns"]
+        assert [b["batch_size"] for b in s["batch_stats"]] == [1]
+        assert s["batch_stats"][0]["compute_infer"]["count"] == 3
+
+        # The same numbers over gRPC, and the all-models and per-version forms.
+        over_grpc = grpc.get_inference_statistics("plain", "1", as_json=True)["model_stats"][0]
+        assert int(over_grpc["inference_count"]) == 3
+        assert int(over_grpc["inference_stats"]["success"]["count"]) == 3
+        everything = http.get_inference_statistics()["model_stats"]
+        assert [(s["name"], s["version"]) for s in everything] == [
+            ("batched", "1"),
+            ("plain", "1"),
+        ]
+        for call in (
+            lambda: http.get_inference_statistics("nope"),
+            lambda: grpc.get_inference_statistics("nope"),
+        ):
+            with pytest.raises(InferenceServerException) as info:
+                call()
+            assert "Request for unknown model: 'nope' is not found" in info.value.message()
+    finally:
+        http.close()
+        grpc.close()
+
+
+def test_batched_statistics(server):
+    async def main():
+        client = grpcaio.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+        try:
+            await asyncio.gather(*(client.infer("batched", [_x(grpcclient, 1)]) for _ in range(4)))
+            return await client.get_inference_statistics("batched", as_json=True)
+        finally:
+            await client.close()
+
+    s = asyncio.run(main())["model_stats"][0]
+    # Four one-row requests, one session run of a four-row batch.
+    assert int(s["inference_count"]) == 4 and int(s["execution_count"]) == 1
+    assert [int(b["batch_size"]) for b in s["batch_stats"]] == [4]
+    assert int(s["inference_stats"]["queue"]["count"]) == 4
+
+
+def test_a_stream_fills_a_batch(server):
+    """A stream's requests run concurrently: four one-row requests on one stream make one
+    batch of four (run one at a time, each would wait out the 2 s batch timeout alone)."""
+    import queue
+
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+    try:
+        before = client.get_inference_statistics("batched", as_json=True)["model_stats"][0]
+        results: queue.Queue = queue.Queue()
+        client.start_stream(callback=lambda result, error: results.put((result, error)))
+        for i in range(4):
+            inp = grpcclient.InferInput("x", [1], "FP32")
+            inp.set_data_from_numpy(np.array([float(i)], dtype=np.float32))
+            client.async_stream_infer("batched", [inp], request_id=str(i))
+        got = [results.get(timeout=30) for _ in range(4)]
+        client.stop_stream()
+        assert [r.get_response().id for r, e in got] == ["0", "1", "2", "3"]
+        assert [float(r.as_numpy("y")[0]) for r, _ in got] == [2.0, 2.5, 3.0, 3.5]
+        after = client.get_inference_statistics("batched", as_json=True)["model_stats"][0]
+        executions = int(after["execution_count"]) - int(before.get("execution_count", 0))
+        assert executions == 1
+    finally:
+        client.close()

@@ -1,0 +1,77 @@
+"""TensorFlow SavedModels in the model repository: served as they are, over REST and V2,
+and versions the server cannot load shown as failed with the reason."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+
+from service.app import create_app
+from service.config import ServerConfig
+
+FIXTURES = pathlib.Path(__file__).parents[1] / "fixtures" / "tensorflow"
+
+
+def _repo(tmp_path):
+    shutil.copytree(FIXTURES / "saved_model_resource", tmp_path / "tf1" / "1")
+    shutil.copytree(FIXTURES / "tf2_module", tmp_path / "tf2" / "3")
+    (tmp_path / "tf2" / "4").mkdir()  # a version holding no model at all
+    bad = tmp_path / "tf1" / "2"
+    shutil.copytree(FIXTURES / "saved_model_resource", bad)
+    (bad / "saved_model.pb").write_bytes((bad / "saved_model.pb").read_bytes()[:700])
+    for model in ("tf1", "tf2"):
+        (tmp_path / model / "config.json").write_text('{"version_policy": {"all": {}}}')
+    return tmp_path
+
+
+async def _client(aiohttp_client, root, **kw):
+    config = ServerConfig(model_repository=str(root), poll_interval=0, port=0, **kw).validate()
+    return await aiohttp_client(create_app(config))
+
+
+async def test_tf_saved_models_are_served_over_rest_and_v2(aiohttp_client, tmp_path):
+    client = await _client(aiohttp_client, _repo(tmp_path))
+    io = np.load(FIXTURES / "saved_model_resource" / "io.npz")
+    body = {"inputs": {"x": io["x"].tolist(), "ids": io["ids"].tolist()}}
+    r = await client.post("/v1/models/tf1/versions/1:predict", data=json.dumps(body))
+    assert r.status == 200, await r.text()
+    out = (await r.json())["outputs"]
+    np.testing.assert_allclose(out["y"], io["y"], rtol=1e-5)
+    np.testing.assert_allclose(out["looked"], io["looked"])
+    assert out["count"] == int(io["count"])
+
+    io2 = np.load(FIXTURES / "tf2_module" / "io.npz")
+    v2 = {
+        "inputs": [
+            {
+                "name": "x",
+                "shape": list(io2["x"].shape),
+                "datatype": "FP32",
+                "data": io2["x"].ravel().tolist(),
+            }
+        ]
+    }
+    r = await client.post("/v2/models/tf2/infer", data=json.dumps(v2))
+    assert r.status == 200, await r.text()
+    outs = {o["name"]: o for o in (await r.json())["outputs"]}
+    np.testing.assert_allclose(
+        np.reshape(outs["out"]["data"], outs["out"]["shape"]), io2["out"], rtol=1e-5
+    )
+    np.testing.assert_allclose(outs["total"]["data"], io2["total"], rtol=1e-5)
+
+
+async def test_versions_that_cannot_load_show_failed_with_the_reason(aiohttp_client, tmp_path):
+    client = await _client(aiohttp_client, _repo(tmp_path))
+    r = await client.get("/v1/models/tf1")
+    status = {s["version"]: s for s in (await r.json())["model_version_status"]}
+    assert status["1"]["state"] == "AVAILABLE"
+    assert status["2"]["state"] == "END"
+    assert "saved_model.pb" in status["2"]["status"]["error_message"]
+    r = await client.get("/v1/models/tf2")
+    status = {s["version"]: s for s in (await r.json())["model_version_status"]}
+    assert status["4"]["state"] == "END"
+    assert "saved_model.pb" in status["4"]["status"]["error_message"]
+    assert "saved_model.msgpack" in status["4"]["status"]["error_message"]
