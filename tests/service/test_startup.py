@@ -235,6 +235,10 @@ async def _serve(tmp_path, monkeypatch, grace):  # noqa: ARG001 - callers hold t
         poll_interval=0,
         shutdown_grace_period=grace,
         request_timeout=60,
+        # RunGate holds computations like long ones, which run on compute threads; a cheap
+        # model's runs would otherwise run (and be held) on the event loop.
+        inline_compute_micros=0,
+        grpc_port=0,  # no fixed port: test runs may share the machine
     ).validate()
     stop = asyncio.Event()
     task = asyncio.create_task(serve(config, stop))
@@ -317,6 +321,7 @@ async def test_metrics_port_in_the_server(tmp_path, monkeypatch):  # noqa: ARG00
         host="127.0.0.1",
         port=port,
         metrics_port=metrics_port,
+        grpc_port=0,  # no fixed port: test runs may share the machine
         poll_interval=0,
     ).validate()
     stop = asyncio.Event()
