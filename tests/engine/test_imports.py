@@ -20,8 +20,6 @@ FLOORS = [
 LOCAL_IMPORTS = {
     ("engine.devices", "cupy"),  # optional dependency, imported on first use
     ("engine.ops._common", "cupyx"),  # optional dependency
-    # A development script regenerating the TF protos; grpcio-tools is not a dependency.
-    ("engine.formats.tensorflow.proto.generate", "grpc_tools"),
     ("engine.ops.array", "engine.ops.math"),
     ("engine.ops.array", "engine.ops.reduction"),
     ("engine.ops.array_transform", "engine.ops.reduction"),
