@@ -339,7 +339,7 @@ def limit_blas_threads(n: int) -> list[dict]:
     return pools
 
 
-def loop_factory(choice: str):
+def loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop factory for ``--event-loop``: uvloop's when asked for, or for ``auto``
     when it is installed (the ``fast`` extra); None (asyncio's default loop) otherwise.
     Raises ConfigError when uvloop is asked for and missing."""
