@@ -16,9 +16,11 @@ ARG BASE_IMAGE=python:3.11-slim
 # --- stage 1: build the flowserve wheel (pure Python, so one wheel fits every base) -------
 FROM python:3.11-slim AS wheel
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY engine ./engine
 COPY service ./service
+# The wheel ships the bundled models' artifacts (service/bundled_models), as on PyPI.
+COPY models ./models
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # --- stage 2: the runtime image ---------------------------------------------------------

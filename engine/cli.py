@@ -1,6 +1,6 @@
 """``python -m engine``: inspect and run SavedModels (and ONNX models) from the command line.
 
-    python -m engine inspect EXPORT_DIR|model.onnx [--tag serve]
+    python -m engine inspect EXPORT_DIR|model.onnx [--tag serve] [--html OUT.html]
     python -m engine convert EXPORT_DIR OUTPUT_DIR --format tensorflow|flowserve [--tag serve]
     python -m engine run EXPORT_DIR [--signature serving_default] --input x=path.npy
                          [--input y='[[1, 2]]'] [--output-dir DIR] [--optimize]
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 import engine as tf
-from engine import errors
+from engine import errors, graph_inspection, graph_view
 from engine.formats.tensorflow.inspect import describe
 from engine.formats.tensorflow.saved_model import is_tf_saved_model
 from engine.saving import bundle
@@ -102,6 +102,8 @@ def inspect_onnx(path: str) -> int:
 
 
 def cmd_inspect(args) -> int:
+    if args.html:
+        return _write_html(args)
     onnx_path = _onnx_path(args.export_dir)
     if onnx_path is not None:
         return inspect_onnx(onnx_path)
@@ -139,6 +141,39 @@ def cmd_inspect(args) -> int:
             print(f"    {e.name:40} {e.dtype.name:8} {list(e.shape)} {e.size} bytes")
     else:
         print("\nVariables: none")
+    return 0
+
+
+def _write_html(args) -> int:
+    """Writes the interactive graph view of the meta graph tagged ``args.tag``, as loaded
+    for serving (signatures included), to one self-contained HTML file."""
+    graph = tf.Graph()
+    onnx_path = _onnx_path(args.export_dir)
+    with tf.Session(graph=graph) as sess:
+        if onnx_path is not None:
+            meta = tf.onnx.load(sess, onnx_path)
+        else:  # flowserve's SavedModels and TensorFlow's
+            meta = tf.saved_model.load(sess, args.tag, args.export_dir)
+    description = graph_inspection.describe_graph(graph)
+    description["signatures"] = {
+        key: {
+            kind: {
+                alias: {"name": i.name, "dtype": i.engine_dtype.name, "shape": str(i.shape)}
+                for alias, i in sorted(infos.items())
+            }
+            for kind, infos in (("inputs", sig.inputs), ("outputs", sig.outputs))
+        }
+        for key, sig in sorted(meta.signature_def.items())
+    }
+    page = graph_view.render_html(
+        description,
+        title=f"Graph of {os.path.abspath(args.export_dir)}",
+        subtitle=f"{description['op_count']} ops; signatures: "
+        + ", ".join(sorted(meta.signature_def)),
+    ).encode("utf-8")
+    with open(args.html, "wb") as f:
+        f.write(page)
+    print(f"wrote {args.html} ({description['op_count']} ops, {len(page)} bytes)")
     return 0
 
 
@@ -226,6 +261,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="print signatures, op counts and variables")
     p.add_argument("export_dir")
+    p.add_argument(
+        "--tag", action="append", default=None, help="meta graph tag (repeatable; default: serve)"
+    )
+    p.add_argument(
+        "--html", metavar="OUT.html", help="write the interactive graph view to one HTML file"
+    )
     p.set_defaults(fn=cmd_inspect)
     p = sub.add_parser("run", help="run a signature on inputs and print or save the outputs")
     p.add_argument("export_dir")

@@ -88,6 +88,8 @@ class ConfigProto(_Message):
         ("graph_options", GraphOptions),
         ("operation_timeout_in_ms", 0),
         ("isolate_session_state", False),
+        # Not in TF: the default RunOptions.max_intermediate_bytes of the session's runs.
+        ("max_intermediate_bytes", 0),
     )
 
 
@@ -101,6 +103,9 @@ class RunOptions(_Message):
         ("timeout_in_ms", 0),
         ("output_partition_graphs", False),
         ("report_tensor_allocations_upon_oom", False),
+        # Not in TF: a limit on the bytes of a run's live intermediates (0: none), failing
+        # the run with ResourceExhaustedError naming the op that would exceed it.
+        ("max_intermediate_bytes", 0),
     )
 
 

@@ -35,8 +35,10 @@ from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
     Cancellation,
+    MemoryBudget,
     activated,
     execute,
+    execute_bounded,
     execute_checked,
 )
 from engine.runtime.placement import Placer
@@ -66,6 +68,9 @@ class BaseSession:
             raise TypeError(f"config must be a ConfigProto, but got {type(config).__name__}")
         self._graph = graph
         self._config = config or ConfigProto()
+        self._max_intermediate_bytes = _check_limit(
+            self._config.max_intermediate_bytes, "ConfigProto.max_intermediate_bytes"
+        )
         self._target = target
         self._closed = False
         self._lock = threading.RLock()
@@ -181,6 +186,10 @@ class BaseSession:
         operations). ``feed_dict`` maps tensors (or names) to values that replace them.
         ``options=RunOptions(timeout_in_ms=N)`` stops the run after N ms with
         ``DeadlineExceededError`` (checked between ops and per while_loop iteration).
+        ``RunOptions(max_intermediate_bytes=N)`` (default: the session's
+        ``ConfigProto.max_intermediate_bytes``; 0: no limit) fails the run with
+        ``ResourceExhaustedError``, naming the op, when its live intermediates would exceed N
+        bytes.
         """
         self._check_open()
         structure = FetchStructure(self._graph, fetches)
@@ -192,7 +201,10 @@ class BaseSession:
             and run_metadata is not None
         )
         token = _cancellation(options)
-        values = self._run_plan(plan, feed_values, trace, run_metadata, token)
+        budget = _memory_budget(options, self._max_intermediate_bytes)
+        if budget is not None and token is None:
+            token = Cancellation()
+        values = self._run_plan(plan, feed_values, trace, run_metadata, token, budget)
         return structure.build(values)
 
     def _resolve_feeds(self, feed_dict):
@@ -232,16 +244,27 @@ class BaseSession:
         plan = self._plan_for(feed_tensors, tuple(structure.elements), owned_feeds=True)
         return structure.build(self._run_plan(plan, feed_values))
 
-    def _run_plan(self, plan: Plan, feed_values, trace=False, run_metadata=None, token=None):
+    def _run_plan(
+        self, plan: Plan, feed_values, trace=False, run_metadata=None, token=None, budget=None
+    ):
         vals = plan.template.copy()
         specs = plan.feed_specs
         for spec, slot, value in zip(specs, plan.feed_slots, feed_values):
             vals[slot] = spec.convert(value)
-        self._execute_plan(plan, vals, trace, run_metadata, token)
+        self._execute_plan(plan, vals, trace, run_metadata, token, budget)
         return collect(plan, vals)
 
-    def _execute_plan(self, plan, vals, trace=False, run_metadata=None, token=None):
+    def _execute_plan(self, plan, vals, trace=False, run_metadata=None, token=None, budget=None):
         steps = plan.steps
+        if budget is not None:
+            # A memory limit: its own loop (with a token, which it always comes with).
+            events = [] if trace else None
+            start, base = time.time_ns(), time.perf_counter_ns()
+            with np.errstate(all="ignore"), activated(token, budget):
+                execute_bounded(steps, vals, token, budget, events)
+            if trace:
+                self._fill_metadata(run_metadata, events, start, base, plan.placement)
+            return
         if token is not None:
             # Function bodies (while_loop iterations) find the token as the thread's active one.
             events = [] if trace else None
@@ -319,6 +342,7 @@ class BaseSession:
         execute_plan = self._execute_plan
         build = structure.build
         session = self
+        default_limit = self._max_intermediate_bytes
 
         def run_callable(*feed_values, options=None, run_metadata=None, cancellation=None):
             if session._closed:
@@ -333,7 +357,12 @@ class BaseSession:
                 vals[slot] = spec.convert(value)
             trace = options is not None and options.trace_level > 0 and run_metadata is not None
             token = cancellation if cancellation is not None else _cancellation(options)
-            execute_plan(plan, vals, trace, run_metadata, token)
+            budget = None
+            if default_limit or options is not None:  # no call at all on the plain path
+                budget = _memory_budget(options, default_limit)
+                if budget is not None and token is None:
+                    token = Cancellation()
+            execute_plan(plan, vals, trace, run_metadata, token, budget)
             return build(collect(plan, vals))
 
         if accept_options:
@@ -347,6 +376,20 @@ def _cancellation(options) -> Cancellation | None:
     if timeout_ms and timeout_ms > 0:
         return Cancellation.after(timeout_ms / 1000.0)
     return None
+
+
+def _memory_budget(options, default: int) -> MemoryBudget | None:
+    """The budget of a run limited to ``RunOptions.max_intermediate_bytes`` (else the
+    session's default) bytes of live intermediates; None when neither sets one."""
+    limit = getattr(options, "max_intermediate_bytes", 0) if options is not None else 0
+    limit = limit or default
+    return MemoryBudget(limit) if limit else None
+
+
+def _check_limit(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where} must be a non-negative integer (0: no limit), got {value!r}")
+    return value
 
 
 class Session(BaseSession):

@@ -18,15 +18,18 @@ import time
 
 from aiohttp import web
 
+from service import console, tracing
 from service.config import ServerConfig
 from service.errors import ServingError
 from service.keys import (
     CONFIG,
+    ENDPOINT,
     LOG_SETTINGS,
     MANAGER,
     METRICS,
     MODEL,
     PROTOCOL,
+    REQUEST_ID,
     SHARED_MEMORY,
     VERSION,
 )
@@ -35,16 +38,10 @@ from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, r
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols import kserve_v2, tfserving
-from service.protocols.common import (
-    BODY_TIMEOUT,
-    ENDPOINT,
-    MAX_BODY,
-    REQUEST_ID,
-    json_response,
-)
+from service.protocols.common import BODY_TIMEOUT, MAX_BODY, json_response
 from service.protocols.shared_memory import SharedMemoryRegistry
 
-__all__ = ["create_app", "metrics_app", "in_flight_requests", "MANAGER", "CONFIG", "METRICS"]
+__all__ = ["create_app", "metrics_app", "in_flight_requests", "endpoint_of"]
 
 log = logging.getLogger("flowserve.app")
 
@@ -85,12 +82,14 @@ def _auth(token: str):
 
     @web.middleware
     async def auth(request: web.Request, handler):
-        if request.path not in _OPEN_PATHS:
+        if request.path not in _OPEN_PATHS and request.path != console.LOGIN_PATH:
             # The scheme is case-insensitive (RFC 9110); the header may hold any bytes,
             # which aiohttp hands over surrogate-escaped: compare bytes, never decode.
             scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
             given = credentials.strip().encode("utf-8", "surrogateescape")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
+            header_ok = scheme.lower() == "bearer" and hmac.compare_digest(given, expected)
+            if not (header_ok or console.authorized_by_cookie(request, token)):
+                console.login_redirect(request)
                 return json_response(
                     {
                         "error": "Missing or invalid bearer token (send "
@@ -301,6 +300,8 @@ def create_app(
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
     middlewares = [_request_id, _observe, _errors]
+    if tracing.active():  # a tracer provider is configured (flowserve's main does it)
+        middlewares.insert(1, tracing.middleware)
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
     middlewares.append(_limits(config))
@@ -308,9 +309,9 @@ def create_app(
         client_max_size=config.max_request_bytes,
         middlewares=middlewares,
         handler_args={
-            # A connection without a complete request (idle, or headers sent byte by byte)
-            # closes after idle_timeout; an unread refused body is drained for at most a
-            # second (so the client can read the answer), not aiohttp's default ten.
+            # An idle connection closes after idle_timeout (headers in progress have
+            # header_timeout instead: service.http); an unread refused body is drained for
+            # at most a second (so the client can read the answer), not aiohttp's ten.
             "keepalive_timeout": config.idle_timeout,
             "lingering_time": 1.0,
             # Bodies are decompressed by read_body (bounded, every error a 4xx).
@@ -332,4 +333,6 @@ def create_app(
         app.router.add_get(config.prometheus_path, _metrics_handler)
     tfserving.add_routes(app)
     kserve_v2.add_routes(app)
+    if config.console:
+        console.add_routes(app)
     return app

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.runtime import Cancellation
+from service import tracing
 from service.config import BatchingConfig
 from service.errors import (
     DeadlineExceeded,
@@ -109,8 +110,18 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
+        run_span = tracing.start_span(
+            "session_run",
+            None,
+            model=self._labels[0],
+            version=self._labels[1],
+            batch_size=_rows(arrays) if signature.batchable else 1,
+        )
         if runs_inline(signature, arrays, self._inline_seconds):
-            values, seconds = _timed_run(signature, arrays)
+            try:
+                values, seconds = _timed_run(signature, arrays)
+            finally:
+                tracing.end_span(run_span)
             signature.observe(arrays, seconds)
             if self._metrics is not None:
                 self._metrics.session_run(*self._labels, seconds)
@@ -138,6 +149,7 @@ class DirectScheduler:
             ) from None
         finally:
             timer.cancel()
+            tracing.end_span(run_span)
         signature.observe(arrays, seconds)
         if self._metrics is not None:
             self._metrics.session_run(*self._labels, seconds)
@@ -178,7 +190,7 @@ def _timed_run(signature, arrays, cancellation=None):
 
 
 class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer")
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer", "trace", "wait")
 
     def __init__(self, arrays, rows, future, deadline, enqueued):
         self.arrays = arrays
@@ -187,6 +199,8 @@ class _Request:
         self.deadline = deadline
         self.enqueued = enqueued
         self.timer = None
+        self.trace = None  # the request's trace context (OpenTelemetry), for its batch
+        self.wait = None  # its queue_wait span
 
 
 class _Batch:
@@ -311,6 +325,11 @@ class Batcher:
             batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
         request.timer = loop.call_at(deadline, self._expire, request)
+        if tracing.active():
+            request.trace = tracing.capture()
+            request.wait = tracing.start_span(
+                "queue_wait", request.trace, model=self._labels[0], version=self._labels[1]
+            )
         batch.requests.append(request)
         batch.rows += rows
         self._queued_requests += 1
@@ -325,6 +344,7 @@ class Batcher:
             return await request.future
         finally:
             request.timer.cancel()
+            tracing.end_span(request.wait)  # already ended when its batch started
 
     def _close_batch(self, batch: _Batch) -> None:
         if batch.closed:
@@ -418,7 +438,7 @@ class Batcher:
             r.future.add_done_callback(gone)
         return token
 
-    async def _execute(self, signature, merged: list[np.ndarray], live: list):
+    async def _compute(self, signature, merged: list[np.ndarray], live: list):
         """Runs a merged batch: on the loop when it is estimated cheap, else on a thread."""
         if runs_inline(signature, merged, self._inline_seconds):
             values, seconds = _timed_run(signature, merged)
@@ -442,14 +462,36 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        signature = batch.signature
+        if tracing.active():
+            for r in live:
+                tracing.end_span(r.wait)
+                r.wait = None
+            rows = sum(r.rows for r in live)
+            with tracing.batch_span(
+                [r.trace for r in live],
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=rows,
+                requests=len(live),
+            ):
+                await self._execute(batch.signature, live)
+            return
+        await self._execute(batch.signature, live)
+
+    async def _execute(self, signature, live: list[_Request]) -> None:
         try:
             merged, real_rows, padding = _merge(live, self.config)
         except ServingError as e:
             _fail(live, e)
             return
         try:
-            values, seconds = await self._execute(signature, merged, live)
+            with tracing.span(
+                "session_run",
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=real_rows + padding,
+            ):
+                values, seconds = await self._compute(signature, merged, live)
         except ServingError as e:
             _fail(live, e)
             return

@@ -22,8 +22,9 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
-from service.keys import MODEL, VERSION
+from service.keys import MODEL, REQUEST_ID, VERSION
 from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
@@ -88,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
             )
         elif typ is bool:
             parser.add_argument(
+                "--no-" + name.replace("_", "-"),
+                dest=name,
+                action="store_false",
+                default=None,  # unset unless given: the environment and file still apply
+                help=f"same as {flag} false",
+            )
+            parser.add_argument(
                 flag,
                 dest=name,
                 default=None,
@@ -95,12 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
                 const=True,
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
-            )
-            parser.add_argument(
-                "--no-" + name.replace("_", "-"),
-                dest=name,
-                action="store_false",
-                help=f"same as {flag} false",
             )
         else:
             parser.add_argument(
@@ -159,8 +161,6 @@ class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        from service.protocols.common import REQUEST_ID
-
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         # The access log is written outside the handler's task: pass the ID explicitly.
@@ -222,6 +222,7 @@ async def serve(
     runner = HardenedRunner(
         app,
         max_connections=config.max_connections,
+        header_timeout=config.header_timeout,
         access_log_class=AccessLogger,
         access_log=logging.getLogger("flowserve.access"),
         shutdown_timeout=close_allowance / 2,
@@ -366,6 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     setup_logging(config.log_format, config.log_level)
     limit_blas_threads(config.intra_op_threads)
+    exporter = tracing.configure()
+    if exporter:
+        log.info("OpenTelemetry tracing on (exporter %s)", exporter)
     try:
         new_loop = loop_factory(config.event_loop)
     except ConfigError as e:

@@ -39,9 +39,13 @@ def _bounded(name: str, value, lo, hi, where: str = "") -> None:
 
 
 def default_model_repository() -> str:
-    """The bundled ``models/`` directory of a source checkout, else ``./models``."""
-    bundled = Path(__file__).resolve().parent.parent / "models"
-    return str(bundled if bundled.is_dir() else Path.cwd() / "models")
+    """The bundled example models: a source checkout's ``models/``, else the copy an
+    installed wheel ships (``service/bundled_models/``), else ``./models``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "models", here / "bundled_models"):
+        if candidate.is_dir():
+            return str(candidate)
+    return str(Path.cwd() / "models")
 
 
 # -----------------------------------------------------------------------------------------
@@ -200,6 +204,8 @@ class ModelConfig:
     allow_soft_placement: bool = False
     warmup: object = True  # True (synthetic inputs), False, or a list of example requests
     optimize: bool = False
+    # Bytes of live intermediates one run may hold (0: no limit); over it: 429.
+    max_intermediate_bytes: int = 0
 
 
 _MODEL_KEYS = {
@@ -212,7 +218,10 @@ _MODEL_KEYS = {
     "allow_soft_placement",
     "warmup",
     "optimize",
+    "max_intermediate_bytes",
 }
+
+_MAX_INTERMEDIATE_BYTES = 1 << 50  # 1 PiB: any larger is a typo, not a limit
 
 
 _MAX_VERSION = 10**18 - 1  # version directories have at most 18 digits
@@ -303,6 +312,18 @@ def parse_model_config(doc: object, where: str) -> ModelConfig:
             if not isinstance(doc[key], bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
             values[key] = doc[key]
+    if "max_intermediate_bytes" in doc:
+        limit = doc["max_intermediate_bytes"]
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 0 <= limit <= _MAX_INTERMEDIATE_BYTES
+        ):
+            raise ConfigError(
+                f"{where}: max_intermediate_bytes must be an integer from 0 (no limit) to "
+                f"{_MAX_INTERMEDIATE_BYTES}, got {_short(limit)}"
+            )
+        values["max_intermediate_bytes"] = limit
     if "warmup" in doc:
         warmup = doc["warmup"]
         if not isinstance(warmup, (bool, list)):
@@ -448,8 +469,13 @@ class ServerConfig:
     max_connections: int = _setting(1024, doc="open client connections; more are refused with 503")
     idle_timeout: float = _setting(
         60.0,
-        doc="seconds a connection may sit without a complete request (idle keep-alive or "
-        "half-sent headers) before it is closed",
+        doc="seconds a connection may sit idle (before its first request, or between "
+        "requests) before it is closed",
+    )
+    header_timeout: float = _setting(
+        20.0,
+        doc="seconds a request's headers may take to arrive once its first byte has; then "
+        "408 and the connection is closed",
     )
     body_timeout: float = _setting(60.0, doc="seconds a request body may take to arrive; then 408")
     load_timeout: float = _setting(
@@ -457,6 +483,9 @@ class ServerConfig:
     )
     follow_symlinks: bool = _setting(
         False, doc="serve model files that are symlinks leading out of the model repository"
+    )
+    console: bool = _setting(
+        True, doc="serve the web console at /console (--no-console turns it off)"
     )
     # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
@@ -547,7 +576,7 @@ class ServerConfig:
         _bounded("max_inflight_requests", self.max_inflight_requests, 0, 1 << 20)
         _bounded("max_inflight_bytes", self.max_inflight_bytes, 0, 1 << 50)
         _bounded("max_connections", self.max_connections, 1, 1 << 20)
-        for name in ("idle_timeout", "body_timeout", "load_timeout"):
+        for name in ("idle_timeout", "header_timeout", "body_timeout", "load_timeout"):
             _bounded(name, getattr(self, name), 0.001, 7 * 24 * 3600.0)
         _bounded("request_timeout", self.request_timeout, 0.001, 7 * 24 * 3600.0)
         _bounded("shutdown_grace_period", self.shutdown_grace_period, 0, 24 * 3600.0)

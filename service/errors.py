@@ -20,6 +20,7 @@ __all__ = [
     "Internal",
     "Cancelled",
     "FailedPrecondition",
+    "ResourceExhausted",
 ]
 
 
@@ -92,6 +93,15 @@ class QueueFull(Unavailable):
     """The batching queue is full: the server sheds load instead of growing memory."""
 
     reason = "queue_full"
+
+
+class ResourceExhausted(ServingError):
+    """The run needed more memory than it may use (the model's ``max_intermediate_bytes``,
+    or the machine's): 429, as TF Serving maps RESOURCE_EXHAUSTED."""
+
+    http_status = 429
+    code = "RESOURCE_EXHAUSTED"
+    reason = "resource_exhausted"
 
 
 class DeadlineExceeded(ServingError):

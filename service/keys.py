@@ -9,7 +9,9 @@ Application keys (set by ``create_app``): ``MANAGER`` (the ``ModelManager``), ``
 ``ServerConfig``), ``METRICS`` (the ``ServingMetrics``), ``SHARED_MEMORY`` (the system shared
 memory regions), ``LOG_SETTINGS`` (the logging extension's settings). Request keys (set by the
 protocol adapters through ``service.protocols.common.note``, read by the metrics middleware and the
-access log): ``PROTOCOL``, ``MODEL``, ``VERSION``.
+access log): ``PROTOCOL``, ``MODEL``, ``VERSION``; ``ENDPOINT`` (overrides the metrics'
+path-based endpoint label) and ``REQUEST_ID`` (set by the app's request-ID middleware; a V2
+body ``id`` may replace it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ __all__ = [
     "PROTOCOL",
     "MODEL",
     "VERSION",
+    "ENDPOINT",
+    "REQUEST_ID",
 ]
 
 MANAGER: web.AppKey[ModelManager] = web.AppKey("manager")
@@ -47,3 +51,5 @@ LOG_SETTINGS: web.AppKey[LogSettings] = web.AppKey("log_settings")
 PROTOCOL: web.RequestKey[str] = web.RequestKey("fs_protocol", str)
 MODEL: web.RequestKey[str] = web.RequestKey("fs_model", str)
 VERSION: web.RequestKey[str] = web.RequestKey("fs_version", str)
+ENDPOINT: web.RequestKey[str] = web.RequestKey("fs_endpoint", str)
+REQUEST_ID: web.RequestKey[str] = web.RequestKey("fs_request_id", str)

@@ -36,6 +36,7 @@ from service.errors import (
     Internal,
     InvalidInput,
     NotFound,
+    ResourceExhausted,
     Unavailable,
 )
 from service.tensors import TensorSpec, coerce, from_json_value
@@ -174,7 +175,9 @@ class Signature:
         except engine_errors.CancelledError as e:
             raise Cancelled(f"the run was cancelled: {_first_line(e)}") from None
         except engine_errors.ResourceExhaustedError as e:
-            raise Unavailable(f"out of resources running the model: {_first_line(e)}") from None
+            raise ResourceExhausted(
+                f"out of resources running the model: {_first_line(e)}"
+            ) from None
         except engine_errors.OpError as e:
             raise Internal(f"model failed: {_first_line(e)}") from None
         return {a: np.asarray(v) for a, v in zip(self.output_order, values)}
@@ -260,13 +263,16 @@ class Servable:
         """(device label, session ConfigProto) for each instance to load."""
         n = self.config.instances
         soft = self.config.allow_soft_placement
+        limit = self.config.max_intermediate_bytes  # 0: none
         accelerators = list(engine_devices.DEVICE_TYPES)
         kind, _, index = self.device.partition(":")
         cpu = [
             (
                 "cpu",
                 tf.ConfigProto(
-                    allow_soft_placement=soft, device_count={t: 0 for t in accelerators}
+                    allow_soft_placement=soft,
+                    device_count={t: 0 for t in accelerators},
+                    max_intermediate_bytes=limit,
                 ),
             )
             for _ in range(n)
@@ -304,6 +310,7 @@ class Servable:
                     allow_soft_placement=soft,
                     device_count={t: 0 for t in accelerators if t != device_type},
                     gpu_options=tf.GPUOptions(visible_device_list=str(k)),
+                    max_intermediate_bytes=limit,
                 ),
             )
             for k in wanted

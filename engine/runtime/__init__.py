@@ -13,8 +13,8 @@
 """
 
 from engine.runtime.bind import BindContext
-from engine.runtime.interpreter import Cancellation
+from engine.runtime.interpreter import Cancellation, MemoryBudget
 from engine.runtime.plan import Plan, compile_plan
 from engine.runtime.values import VariableSlot
 
-__all__ = ["BindContext", "Cancellation", "Plan", "VariableSlot", "compile_plan"]
+__all__ = ["BindContext", "Cancellation", "MemoryBudget", "Plan", "VariableSlot", "compile_plan"]

@@ -12,6 +12,14 @@ function bodies (each ``while_loop`` iteration's condition and body) check it to
 the token the running thread has active; a cancelled run raises ``CancelledError``, one past
 its deadline ``DeadlineExceededError``. A run without a token takes the loop without checks,
 so the check costs nothing there. A single long kernel still runs to its end.
+
+Memory limit: a run given a ``MemoryBudget`` (``max_intermediate_bytes``) takes a third loop,
+``execute_bounded``, which counts the bytes of the live intermediates (each distinct buffer
+once: a view or an Identity of a value adds nothing; feeds, constants and variable values are
+not intermediates) as steps write and free them, and fails the run with
+``ResourceExhaustedError`` naming the op whose outputs take the total above the limit. The
+check follows the kernel: that op's outputs are allocated once before the run fails. Function
+bodies (while_loop iterations) count against the same budget while they run.
 """
 
 from __future__ import annotations
@@ -28,9 +36,12 @@ from engine.runtime.values import Copy, VariableSlot, deref, deref_to
 __all__ = [
     "CHECK_KERNELS",
     "Cancellation",
+    "MemoryBudget",
     "active_cancellation",
+    "active_budget",
     "execute",
     "execute_checked",
+    "execute_bounded",
     "coerce_output",
     "copy_error",
 ]
@@ -76,20 +87,100 @@ def active_cancellation() -> Cancellation | None:
     return getattr(_active, "token", None)
 
 
+def active_budget() -> MemoryBudget | None:
+    """The memory budget of the run executing on this thread, if it has one."""
+    return getattr(_active, "budget", None)
+
+
 class activated:  # noqa: N801 - used as a context manager, like a function
-    """Makes ``token`` the active cancellation of this thread for the ``with`` block."""
+    """Makes ``token`` (and ``budget``) the active cancellation (and memory budget) of this
+    thread for the ``with`` block."""
 
-    __slots__ = ("token", "previous")
+    __slots__ = ("token", "budget", "previous")
 
-    def __init__(self, token: Cancellation | None):
+    def __init__(self, token: Cancellation | None, budget: MemoryBudget | None = None):
         self.token = token
+        self.budget = budget
 
     def __enter__(self) -> None:
-        self.previous = getattr(_active, "token", None)
+        self.previous = (getattr(_active, "token", None), getattr(_active, "budget", None))
         _active.token = self.token
+        _active.budget = self.budget
 
     def __exit__(self, *exc) -> None:
-        _active.token = self.previous
+        _active.token, _active.budget = self.previous
+
+
+def _root(v):
+    """The array owning ``v``'s memory (``v`` itself unless it is a view)."""
+    base = getattr(v, "base", None)
+    while base is not None and hasattr(base, "nbytes"):
+        v = base
+        base = getattr(v, "base", None)
+    return v
+
+
+class MemoryBudget:
+    """The live bytes of one run's intermediates against ``limit`` bytes.
+
+    Each buffer is counted once, however many slots hold it or views of it, and uncounted
+    when the last of them is freed. ``peak`` is the most the run held at once."""
+
+    __slots__ = ("limit", "live", "peak", "_buffers", "_given")
+
+    def __init__(self, limit: int):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise ValueError(f"max_intermediate_bytes must be a positive integer, got {limit!r}")
+        self.limit = limit
+        self.live = 0
+        self.peak = 0
+        self._buffers: dict[int, list] = {}  # id(buffer) -> [buffer, holders, nbytes]
+        self._given: dict[int, object] = {}  # buffers not made by the run (feeds, constants)
+
+    def give(self, value) -> None:
+        """``value`` exists outside the run's steps (a feed, a constant, a variable's value,
+        a function body's argument): neither it nor its views are intermediates."""
+        if hasattr(value, "nbytes"):
+            root = _root(value)
+            if id(root) not in self._buffers:
+                self._given[id(root)] = root
+
+    def charge(self, value, op) -> int | None:
+        """Counts ``value`` (an output ``op`` just wrote) as live; the key to ``release`` it
+        with, or None when it adds nothing. ResourceExhaustedError when over the limit."""
+        if not hasattr(value, "nbytes"):
+            return None  # variable references, handles, Python objects
+        root = _root(value)
+        key = id(root)
+        if key in self._given:
+            return None
+        entry = self._buffers.get(key)
+        if entry is not None:
+            entry[1] += 1
+            return key
+        nbytes = root.nbytes if hasattr(root, "nbytes") else value.nbytes
+        live = self.live + nbytes
+        if live > self.limit:
+            raise errors.ResourceExhaustedError(
+                None,
+                op,
+                f"OOM: {op._type if op else 'step'} op '{op._name if op else ''}' output "
+                f"{value.dtype}{list(value.shape)} ({nbytes} bytes) would bring the run's "
+                f"live intermediates to {live} bytes, above its limit of {self.limit} "
+                "bytes (max_intermediate_bytes)",
+            )
+        self._buffers[key] = [root, 1, nbytes]
+        self.live = live
+        if live > self.peak:
+            self.peak = live
+        return key
+
+    def release(self, key: int) -> None:
+        entry = self._buffers[key]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del self._buffers[key]
+            self.live -= entry[2]
 
 
 def execute(steps, vals, token: Cancellation | None = None) -> None:
@@ -147,6 +238,54 @@ def execute_checked(
                 vals[i] = None
     except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
         raise _step_error(op, exc, vals, ins, fn) from _cause(exc)
+
+
+def execute_bounded(
+    steps, vals, token: Cancellation, budget: MemoryBudget, trace=None, verify: bool = True
+) -> None:
+    """The checked interpreter counting live intermediates against ``budget`` (see the
+    module docstring): a loop of its own, so runs without a memory limit pay nothing."""
+    fn = op = None
+    ins = ()
+    verify = verify and CHECK_KERNELS
+    give, charge, release = budget.give, budget.charge, budget.release
+    for v in vals:
+        if v is not None:
+            give(v)
+    held: dict[int, int] = {}  # slot -> its buffer's key in the budget
+    try:
+        for fn, ins, out, nout, free, op in steps:
+            token.check()
+            t0 = time.perf_counter_ns() if trace is not None else 0
+            r = fn(*[vals[i] for i in ins])
+            if nout == 1:
+                r = (r if r.__class__ is _ndarray else coerce_output(r, op, 0),)
+            elif nout and (r.__class__ is not tuple or len(r) != nout):
+                r = _coerce_outputs(r, op, nout)
+            if nout:
+                if verify and op is not None and fn.__class__ is not Copy and not _is_read(fn, op):
+                    _verify_outputs(op, r)
+                if fn is deref or getattr(fn, "func", None) is deref_to:
+                    for v in r:
+                        give(v)  # a variable's value: storage, not an intermediate
+                else:
+                    for k, v in enumerate(r):
+                        key = charge(v, op)
+                        if key is not None:
+                            held[out + k] = key
+                vals[out : out + nout] = r
+            if trace is not None:
+                trace.append((op, fn, t0, time.perf_counter_ns()))
+            for i in free:
+                key = held.pop(i, None)
+                if key is not None:
+                    release(key)
+                vals[i] = None
+    except Exception as exc:  # noqa: BLE001 - re-raised as a typed OpError
+        raise _step_error(op, exc, vals, ins, fn) from _cause(exc)
+    finally:
+        for key in held.values():  # what this frame still holds leaves its count with it
+            release(key)
 
 
 def coerce_output(r, op, i):

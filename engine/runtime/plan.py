@@ -29,9 +29,11 @@ from engine.runtime.bind import BindContext, bind_kernel
 from engine.runtime.feeds import FeedSpec
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
+    active_budget,
     active_cancellation,
     coerce_output,
     execute,
+    execute_bounded,
     execute_checked,
     op_error,
 )
@@ -446,7 +448,11 @@ def function_callable(plan: Plan, n_out: int):
             run(steps, vals)
         else:
             token.check()
-            execute_checked(steps, vals, None, token)
+            budget = active_budget()  # a memory limit comes with a token
+            if budget is None:
+                execute_checked(steps, vals, None, token)
+            else:
+                execute_bounded(steps, vals, token, budget)
         return [vals[s] for s in out_slots]
 
     return call

@@ -70,6 +70,7 @@ from aiohttp import web
 
 import service
 from engine import dtypes
+from service import tracing
 from service.config import ConfigError, parse_model_config
 from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
 from service.keys import CONFIG, LOG_SETTINGS, MANAGER, SHARED_MEMORY
@@ -219,8 +220,11 @@ async def health_live(_request: web.Request) -> web.Response:
 
 
 async def health_ready(request: web.Request) -> web.Response:
-    ready = request.app[MANAGER].ready
-    return json_response({"ready": ready}, status=200 if ready else 503)
+    manager = request.app[MANAGER]
+    if manager.ready:
+        return json_response({"ready": True})
+    # flowserve's extension: what readiness waits for (model -> LOADING, FAILED, ...)
+    return json_response({"ready": False, "waiting_for": manager.unready_models()}, status=503)
 
 
 def _target(request: web.Request) -> tuple[str, str | None]:
@@ -490,6 +494,7 @@ async def cuda_shm_refused(request: web.Request) -> web.Response:
 
 async def infer(request: web.Request) -> web.Response:
     name, version = _target(request)
+    tracing.phase(request, "parse", model=name)
     doc, binary = _split_body(request, await read_body(request))
     params = _parameters(doc.get("parameters"), "request")
     request_id = doc.get("id")
@@ -514,6 +519,7 @@ async def infer(request: web.Request) -> web.Response:
         )
         if t is not None
     ]
+    tracing.phase(request, None)
     result = await request.app[MANAGER].infer(
         name,
         inputs,
@@ -523,6 +529,7 @@ async def infer(request: web.Request) -> web.Response:
         timeout=min(deadlines) if deadlines else None,
     )
     note(request, version=result.version)
+    tracing.phase(request, "encode", model=name, version=result.version)
     as_msgpack = wants_msgpack(request) or (
         is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
     )

@@ -2,17 +2,20 @@
 answered 4xx with JSON (never 500), caps checked before allocating, defensive auth, bounded
 metrics labels and in-flight budgets."""
 
+import asyncio
 import gzip
 import json
 import struct
+import threading
 import zlib
 
 import brotli
 import msgpack
 import pytest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.app import create_app
+from service.app import METRICS, create_app
 from service.config import ServerConfig
 from tests.service import hostile
 
@@ -261,6 +264,48 @@ async def test_unknown_model_names_do_not_become_metric_labels(echo):
                 versions_seen.add(sample.labels["version"])
     assert models_seen <= {"", "echo"}, models_seen
     assert "77" not in versions_seen
+
+
+class _StuckCollector:
+    """A collector whose ``collect`` blocks until released (a registry made slow): it
+    records that it was entered, and whether it gave up waiting (never, when it passes)."""
+
+    def __init__(self):
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.gave_up = False
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        self.entered.set()
+        # Bounded, so that a scrape rendered on the event loop (the bug) fails the test
+        # instead of hanging it: the loop would be stuck here and nothing else could run.
+        self.gave_up = not self.release.wait(20)
+        yield GaugeMetricFamily("flowserve_test_stuck", "a collector made slow", value=1.0)
+
+
+async def test_metrics_are_rendered_off_the_event_loop(aiohttp_client, echo_repo):
+    app = create_app(config_for(echo_repo))
+    stuck = _StuckCollector()
+    app[METRICS].registry.register(stuck)
+    client = await aiohttp_client(app)
+    scrape = asyncio.ensure_future(client.get("/metrics"))
+    for _ in range(2000):  # the scrape reaches the collector
+        if stuck.entered.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert stuck.entered.is_set()
+    # While the scrape is stuck rendering, the server answers other requests.
+    r = await client.get("/v2/health/live")
+    assert r.status == 200
+    await post(client, INFER, v2("INT64", [7]), 200)
+    assert not scrape.done() and not stuck.gave_up
+    stuck.release.set()
+    r = await scrape
+    assert r.status == 200 and "flowserve_test_stuck 1.0" in await r.text()
+    assert not stuck.gave_up
 
 
 # -- finding 5: a global in-flight budget ----------------------------------------------------
