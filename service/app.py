@@ -31,6 +31,7 @@ from service.keys import (
     PROTOCOL,
     REQUEST_ID,
     SHARED_MEMORY,
+    TRACE_SETTINGS,
     VERSION,
 )
 from service.log_settings import LogSettings
@@ -40,6 +41,7 @@ from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols import kserve_v2, tfserving
 from service.protocols.common import BODY_TIMEOUT, MAX_BODY, json_response
 from service.protocols.shared_memory import SharedMemoryRegistry
+from service.trace_settings import TraceSettings
 
 __all__ = ["create_app", "metrics_app", "in_flight_requests", "endpoint_of"]
 
@@ -327,6 +329,7 @@ def create_app(
     app[IN_FLIGHT] = [0]
     app[SHARED_MEMORY] = SharedMemoryRegistry()
     app[LOG_SETTINGS] = LogSettings(config.log_format)
+    app[TRACE_SETTINGS] = TraceSettings(tracing_active=tracing.active())
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     if config.prometheus_path and config.prometheus_path != "/metrics":

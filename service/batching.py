@@ -119,15 +119,16 @@ class DirectScheduler:
         )
         if runs_inline(signature, arrays, self._inline_seconds):
             try:
-                values, seconds = _timed_run(signature, arrays)
+                values, seconds, waited = _timed_run(signature, arrays)
             finally:
                 tracing.end_span(run_span)
             signature.observe(arrays, seconds)
             if self._metrics is not None:
+                self._metrics.executor_wait(*self._labels, waited, batched=False)
                 self._metrics.session_run(*self._labels, seconds)
             return values
         token = Cancellation()
-        work = self._executor.submit(_timed_run, signature, arrays, token)
+        work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
         future = asyncio.wrap_future(work, loop=loop)
         # A timer rather than asyncio.wait_for: no extra task per request. On expiry (or when
         # the client goes away) the awaiting stops and the computation is cancelled: it stops
@@ -136,7 +137,7 @@ class DirectScheduler:
         expired = []
         timer = loop.call_at(deadline, _expire, future, expired)
         try:
-            values, seconds = await future
+            values, seconds, waited = await future
         except asyncio.CancelledError:
             token.cancel("deadline exceeded" if expired else "request cancelled")
             if self._overdue is not None:
@@ -152,6 +153,7 @@ class DirectScheduler:
             tracing.end_span(run_span)
         signature.observe(arrays, seconds)
         if self._metrics is not None:
+            self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
         return values
 
@@ -180,13 +182,15 @@ def _expire(future, expired: list) -> None:
         future.cancel()
 
 
-def _timed_run(signature, arrays, cancellation=None):
+def _timed_run(signature, arrays, cancellation=None, submitted=None):
+    """Runs on a compute thread: ``(values, run seconds, seconds waited for the thread)``."""
     t0 = time.perf_counter()
+    waited = t0 - submitted if submitted is not None else 0.0
     if cancellation is None:
         values = signature.run(arrays)
     else:
         values = signature.run(arrays, cancellation=cancellation)
-    return values, time.perf_counter() - t0
+    return values, time.perf_counter() - t0, waited
 
 
 class _Request:
@@ -441,15 +445,17 @@ class Batcher:
     async def _compute(self, signature, merged: list[np.ndarray], live: list):
         """Runs a merged batch: on the loop when it is estimated cheap, else on a thread."""
         if runs_inline(signature, merged, self._inline_seconds):
-            values, seconds = _timed_run(signature, merged)
+            values, seconds, waited = _timed_run(signature, merged)
         else:
             submitted: list = []
             token = self._watch(live, submitted)
-            work = self._executor.submit(_timed_run, signature, merged, token)
+            work = self._executor.submit(_timed_run, signature, merged, token, time.perf_counter())
             submitted.append(work)
-            values, seconds = await asyncio.wrap_future(work, loop=asyncio.get_running_loop())
+            values, seconds, waited = await asyncio.wrap_future(
+                work, loop=asyncio.get_running_loop()
+            )
         signature.observe(merged, seconds)
-        return values, seconds
+        return values, seconds, waited
 
     async def _run(self, batch: _Batch) -> None:
         loop = asyncio.get_running_loop()
@@ -462,13 +468,14 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        if tracing.active():
-            for r in live:
+        traced = [r for r in live if r.trace is not None]
+        if traced:
+            for r in traced:
                 tracing.end_span(r.wait)
                 r.wait = None
             rows = sum(r.rows for r in live)
             with tracing.batch_span(
-                [r.trace for r in live],
+                [r.trace for r in traced],
                 model=self._labels[0],
                 version=self._labels[1],
                 batch_size=rows,
@@ -491,7 +498,7 @@ class Batcher:
                 version=self._labels[1],
                 batch_size=real_rows + padding,
             ):
-                values, seconds = await self._compute(signature, merged, live)
+                values, seconds, waited = await self._compute(signature, merged, live)
         except ServingError as e:
             _fail(live, e)
             return
@@ -500,6 +507,8 @@ class Batcher:
             _fail(live, Internal(f"model failed: {e}"))
             return
         if self._metrics is not None:
+            for _ in live:
+                self._metrics.executor_wait(*self._labels, waited, batched=True)
             self._metrics.batch(*self._labels, real_rows, padding, seconds)
         total = real_rows + padding
         for alias, v in values.items():

@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
-from service.keys import MODEL, REQUEST_ID, VERSION
+from service.keys import MANAGER, MODEL, REQUEST_ID, VERSION
 from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
@@ -211,12 +211,38 @@ async def serve(
     request is in flight (or the grace period is nearly spent); then the listeners close,
     and the models unload with what is left of the grace period for stragglers.
     """
-    from service.app import MANAGER, create_app, in_flight_requests
-    from service.http import HardenedRunner
+    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
+    from service.app import create_app
 
     app = create_app(config, load_in_background=True)
-    grace = config.shutdown_grace_period
-    close_allowance = min(1.0, grace / 4)  # for closing connections once drained
+    close_allowance = min(1.0, config.shutdown_grace_period / 4)  # to close idle connections
+    runners, grpc_server = await _start_listeners(app, config, close_allowance, http, reload_models)
+    log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        await stop.wait()
+    finally:
+        await _drain(app, runners, grpc_server, config.shutdown_grace_period, close_allowance)
+        log.info("stopped")
+
+
+async def _start_listeners(
+    app,
+    config: ServerConfig,
+    close_allowance: float,
+    http: bool,
+    reload_models: Callable[..., Awaitable[None]] | None,
+) -> tuple[list, object | None]:
+    """Starts the serving port (and the metrics and gRPC ports); returns the runners and
+    the gRPC server (or None)."""
+    from service.http import HardenedRunner
+
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
     runner = HardenedRunner(
@@ -230,35 +256,31 @@ async def serve(
         handler_cancellation=True,
     )
     await runner.setup()
-    runners, grpc_server = await _open_listeners(config, app, runner, http, reload_models)
-    log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
-    stop = stop or asyncio.Event()
+    return await _open_listeners(config, app, runner, http, reload_models)
+
+
+async def _drain(app, runners: list, grpc_server, grace: float, close_allowance: float) -> None:
+    """Not ready first; serve until nothing is in flight (at most until the grace period
+    is nearly over); then close the listeners (gRPC too) and unload within what is left."""
+    from service.app import in_flight_requests
+
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
-    try:
-        await stop.wait()
-    finally:
-        deadline = loop.time() + grace
-        log.info(
-            "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
-            grace,
-        )
-        app[MANAGER].begin_shutdown(deadline)
-        drained_by = deadline - close_allowance
-        while in_flight_requests(app) and loop.time() < drained_by:
-            await asyncio.sleep(0.02)
-        left = in_flight_requests(app)
-        if left:
-            log.warning("grace period over with %d request(s) in flight; closing", left)
-        if grpc_server is not None:
-            await grpc_server.stop(max(0.0, min(close_allowance, deadline - loop.time())))
-        for r in reversed(runners):
-            await r.cleanup()
-        log.info("stopped")
+    deadline = loop.time() + grace
+    log.info(
+        "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
+        grace,
+    )
+    app[MANAGER].begin_shutdown(deadline)
+    drained_by = deadline - close_allowance
+    while in_flight_requests(app) and loop.time() < drained_by:
+        await asyncio.sleep(0.02)
+    left = in_flight_requests(app)
+    if left:
+        log.warning("grace period over with %d request(s) in flight; closing", left)
+    if grpc_server is not None:
+        await grpc_server.stop(max(0.0, min(close_allowance, deadline - loop.time())))
+    for r in reversed(runners):
+        await r.cleanup()
 
 
 async def _open_listeners(
@@ -271,7 +293,7 @@ async def _open_listeners(
     """Opens the HTTP site (unless ``http`` is off), the ``--metrics-port`` site and the gRPC
     server; returns the runners to clean up and the gRPC server (or None). On a bind error
     everything opened so far is closed again."""
-    from service.app import MANAGER, metrics_app
+    from service.app import metrics_app
 
     runners = [runner]
     sites = []

@@ -580,8 +580,9 @@ class ModelManager:
                 self.statistics.compute_input(s.model, s.version, validated - started)
                 if isinstance(s.scheduler, Batcher) and sig.batchable and arrays:
                     rows = arrays[0].shape[0]
-                wanted = _check_outputs(sig, outputs)
+                wanted = sig.check_outputs(outputs)
                 values = await s.scheduler.submit(sig, arrays, deadline)
+                values = self.statistics.select_outputs(s.model, s.version, values, wanted)
                 ok = True
             finally:
                 s.release()
@@ -591,7 +592,7 @@ class ModelManager:
             if metrics is not None:
                 rows = arrays[0].shape[0] if sig.batchable and arrays and arrays[0].ndim else 1
                 metrics.inferred(s.model, str(s.version), rows)
-            return InferResult(s.model, s.version, sig.key, {a: values[a] for a in wanted})
+            return InferResult(s.model, s.version, sig.key, values)
         raise Unavailable(f"Model '{name}' has no available version")
 
     def signature_info(
@@ -763,14 +764,3 @@ def _status_of(s: Servable) -> VersionStatus:
         s.device_status() if loaded else [],
         s.device_note if loaded else None,
     )
-
-
-def _check_outputs(sig: Signature, outputs) -> list[str]:
-    if outputs is None:
-        return sig.output_order
-    unknown = [o for o in outputs if o not in sig.outputs]
-    if unknown:
-        raise InvalidInput(
-            f"unknown output(s) {unknown}; signature '{sig.key}' has outputs {sig.output_order}"
-        )
-    return list(dict.fromkeys(outputs))

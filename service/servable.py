@@ -115,6 +115,18 @@ class Signature:
             for s in list(inputs.values()) + list(outputs.values())
         )
 
+    def check_outputs(self, outputs: list[str] | None) -> list[str]:
+        """The output aliases a request asks for (all, for None), each once, in order."""
+        if outputs is None:
+            return self.output_order
+        unknown = [o for o in outputs if o not in self.outputs]
+        if unknown:
+            raise InvalidInput(
+                f"unknown output(s) {unknown}; signature '{self.key}' has outputs "
+                f"{self.output_order}"
+            )
+        return list(dict.fromkeys(outputs))
+
     def validate(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The request's inputs in feed order, cast and shape-checked."""
         missing = [a for a in self.input_order if a not in inputs]

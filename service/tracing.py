@@ -18,6 +18,7 @@ or an ``OTEL_EXPORTER_OTLP_*ENDPOINT``), unless ``OTEL_SDK_DISABLED=true``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -25,7 +26,7 @@ from contextlib import AbstractContextManager
 
 from aiohttp import web
 
-from service.keys import MODEL, REQUEST_ID, VERSION
+from service.keys import MODEL, REQUEST_ID, TRACE_SETTINGS, VERSION
 
 try:  # the otel extra
     from opentelemetry import context as otel_context
@@ -54,6 +55,9 @@ ENABLED = trace is not None
 _SERVER_SPAN = web.RequestKey("fs_server_span", object)
 _PHASE = web.RequestKey("fs_phase_span", object)
 _PHASE_CONTEXT = web.RequestKey("fs_phase_context", object)
+# Set while serving a request the trace settings did not sample: no span of it is recorded,
+# in the handler or in the tasks it starts (batches reset it for the requests they carry).
+_UNSAMPLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fs_unsampled", default=False)
 
 
 _TRACER = trace.get_tracer("flowserve") if ENABLED else None  # a proxy: follows the provider
@@ -67,7 +71,11 @@ def active() -> bool:
     """Whether spans are recorded: the packages are installed and a real tracer provider is
     set (by ``configure`` or the embedding program). Otherwise every hook here returns at
     once, instead of paying for the API's no-op spans (tens of microseconds a request)."""
-    return ENABLED and not isinstance(
+    return ENABLED and not _UNSAMPLED.get() and _provider_set()
+
+
+def _provider_set() -> bool:
+    return not isinstance(
         trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
     )
 
@@ -118,9 +126,17 @@ def configure(environ: Mapping[str, str] = os.environ) -> str | None:
 
 @web.middleware
 async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The request's SERVER span, continuing the caller's trace; ends any open phase."""
+    """The request's SERVER span, continuing the caller's trace; ends any open phase.
+    Requests the trace settings (Triton's trace extension) do not sample are not traced."""
     if not active():
         return await handler(request)
+    settings = request.app.get(TRACE_SETTINGS)
+    if settings is not None and not _sampled(request, settings):
+        token = _UNSAMPLED.set(True)
+        try:
+            return await handler(request)
+        finally:
+            _UNSAMPLED.reset(token)
     parent = propagate.extract(request.headers)
     route = request.match_info.route.resource
     name = f"{request.method} {route.canonical if route is not None else 'unmatched'}"
@@ -152,6 +168,16 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
                 value = request.get(key)
                 if value:
                     server_span.set_attribute(attr, value)
+
+
+def _sampled(request: web.Request, settings) -> bool:
+    """The trace settings' decision: inference requests count against the model's rate and
+    count; other requests follow the global level."""
+    info = request.match_info
+    inference = request.method == "POST" and (
+        request.path.endswith("/infer") or info.get("verb") in ("predict", "classify", "regress")
+    )
+    return settings.sample(info.get("model")) if inference else settings.enabled()
 
 
 def phase(request: web.Request, name: str | None, **attributes: object) -> None:
@@ -202,9 +228,24 @@ def end_span(s: object) -> None:
 
 def batch_span(contexts: list, **attributes: object) -> AbstractContextManager:
     """The span of one executed batch: child of its first request's trace, linked to the
-    span of every request it carries. A context manager (it becomes current)."""
-    if not active():
+    span of every request it carries (``contexts`` of the traced ones only; none: no span).
+    A context manager (it becomes current)."""
+    if not ENABLED or not contexts or not _provider_set():
         return contextlib.nullcontext()
+    return _sampled_batch_span(contexts, attributes)
+
+
+@contextlib.contextmanager
+def _sampled_batch_span(contexts: list, attributes: dict) -> Iterator[object]:
+    token = _UNSAMPLED.set(False)  # the batch may run in an unsampled request's context
+    try:
+        with _batch_span(contexts, attributes) as s:
+            yield s
+    finally:
+        _UNSAMPLED.reset(token)
+
+
+def _batch_span(contexts: list, attributes: dict) -> AbstractContextManager:
     links = []
     for ctx in contexts:
         sc = trace.get_current_span(ctx).get_span_context()

@@ -15,6 +15,7 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     POST /v2/repository/models/{model}/load|unload   repository control
     GET  /v2/models[/{model}[/versions/{v}]]/stats   Triton's statistics extension
     GET|POST /v2/logging                             Triton's log settings (service.log_settings)
+    GET|POST /v2[/models/{model}]/trace/setting      Triton's trace settings
     GET  /v2/systemsharedmemory[/region/{r}]/status  system shared memory regions
     POST /v2/systemsharedmemory/region/{r}/register, [/region/{r}]/unregister
 
@@ -73,7 +74,7 @@ from engine import dtypes
 from service import tracing
 from service.config import ConfigError, parse_model_config
 from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
-from service.keys import CONFIG, LOG_SETTINGS, MANAGER, SHARED_MEMORY
+from service.keys import CONFIG, LOG_SETTINGS, MANAGER, SHARED_MEMORY, TRACE_SETTINGS
 from service.manager import InferResult, ModelManager
 from service.protocols.classification import apply_classification, class_count
 from service.protocols.common import (
@@ -134,6 +135,7 @@ EXTENSIONS = [
     "system_shared_memory",
     "statistics",
     "logging",
+    "trace",
     "classification",
 ]
 CUDA_SHM_REFUSED = (
@@ -188,6 +190,9 @@ def add_routes(app: web.Application) -> None:
     router.add_post("/v2/repository/index", repository_index)
     router.add_get("/v2/logging", log_settings)
     router.add_post("/v2/logging", log_settings)
+    for path in ("/v2/trace/setting", "/v2/models/{model}/trace/setting"):
+        router.add_get(path, _triton_route(trace_settings))
+        router.add_post(path, _triton_route(trace_settings))
     shm = "/v2/systemsharedmemory"
     router.add_get(shm + "/status", shm_status)
     router.add_get(shm + "/region/{region}/status", shm_status)
@@ -443,6 +448,19 @@ async def log_settings(request: web.Request) -> web.Response:
     if request.method == "GET":
         return json_response(settings.current())
     return json_response(settings.update(await _optional_json(request, "the log settings")))
+
+
+async def trace_settings(request: web.Request) -> web.Response:
+    """Triton's trace extension: GET the (global or a model's) settings, POST changes."""
+    model = request.match_info.get("model")
+    note(request, protocol="v2", model=model)
+    if model and model not in request.app[MANAGER].model_names():
+        raise ModelNotFound(f"unknown model {model!r}", model)
+    settings = request.app[TRACE_SETTINGS]
+    if request.method == "GET":
+        return json_response(settings.current(model))
+    changes = await _optional_json(request, "the trace settings")
+    return json_response(settings.update(changes, model))
 
 
 # -----------------------------------------------------------------------------------------

@@ -256,8 +256,8 @@ async def test_a_real_prometheus_scrapes_flowserve(deploy_dir, tmp_path):
         host="127.0.0.1",
         port=port,
         metrics_port=metrics_port,
+        grpc_port=0,  # the default 8500 may be taken on a shared machine
         poll_interval=0,
-        grpc_port=0,  # gRPC is not under test here
     ).validate()
     stop = asyncio.Event()
     server = asyncio.create_task(serve(config, stop))

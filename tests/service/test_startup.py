@@ -237,8 +237,8 @@ async def _serve(tmp_path, grace):
         model_repository=str(tmp_path),
         host="127.0.0.1",
         port=port,
+        grpc_port=0,  # the default 8500 may be taken on a shared machine
         poll_interval=0,
-        grpc_port=0,  # gRPC is not under test here
         shutdown_grace_period=grace,
         request_timeout=60,
         # RunGate holds computations like long ones, which run on compute threads; a cheap
@@ -330,8 +330,8 @@ async def test_metrics_port_in_the_server(tmp_path):
         host="127.0.0.1",
         port=port,
         metrics_port=metrics_port,
+        grpc_port=0,
         poll_interval=0,
-        grpc_port=0,  # gRPC is not under test here
     ).validate()
     stop = asyncio.Event()
     task = asyncio.create_task(serve(config, stop))

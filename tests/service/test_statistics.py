@@ -73,7 +73,15 @@ def test_statistics_over_rest_and_grpc(server):
         assert inference["fail"]["count"] == 1
         assert inference["compute_infer"]["count"] == 3 and inference["compute_infer"]["ns"] > 0
         assert inference["compute_input"]["count"] == 3
-        assert inference["success"]["ns"] >= inference["compute_infer"]["ns"]
+        # Without batching too: queue is the wait for a compute thread, compute_output the
+        # outputs' selection, both measured (one count per successful request).
+        assert inference["queue"]["count"] == 3 and inference["queue"]["ns"] > 0
+        assert inference["compute_output"]["count"] == 3 and inference["compute_output"]["ns"] > 0
+        assert inference["success"]["ns"] >= (
+            inference["queue"]["ns"]
+            + inference["compute_infer"]["ns"]
+            + inference["compute_output"]["ns"]
+        )
         assert [b["batch_size"] for b in s["batch_stats"]] == [1]
         assert s["batch_stats"][0]["compute_infer"]["count"] == 3
 
@@ -153,6 +161,7 @@ def test_batched_statistics(server, monkeypatch):
     assert int(s["inference_count"]) == 4 and int(s["execution_count"]) == 2
     assert sorted(int(b["batch_size"]) for b in s["batch_stats"]) == [1, 3]
     assert int(s["inference_stats"]["queue"]["count"]) == 4
+    assert int(s["inference_stats"]["compute_output"]["count"]) == 4
 
 
 def test_a_stream_fills_a_batch(server, monkeypatch):
