@@ -17,6 +17,7 @@ from engine import (
     dtypes,
     errors,
     image,
+    io,
     layers,
     lookup,
     losses,
@@ -175,6 +176,7 @@ from engine.ops.math import (  # noqa: A004
     where,
     where_v2,
 )
+from engine.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example
 from engine.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
@@ -186,7 +188,7 @@ from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
-from engine.summary.proto import Summary
+from engine.summary.proto import SessionLog, Summary
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (
     AUTO_REUSE,

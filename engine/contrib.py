@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import types
 
-from engine import conv_layers, core_layers, init_ops, rnn
+from engine import conv_layers, core_layers, init_ops, rnn, rnn_dropout
 from engine.ops import math as math_ops
 from engine.ops import nn as nn_ops
 from engine.ops import reduction
@@ -82,7 +82,7 @@ rnn_namespace = _namespace(
     LSTMCell=rnn.LSTMCell,
     GRUCell=rnn.GRUCell,
     MultiRNNCell=rnn.MultiRNNCell,
-    DropoutWrapper=rnn.DropoutWrapper,
+    DropoutWrapper=rnn_dropout.DropoutWrapper,
     LSTMStateTuple=rnn.LSTMStateTuple,
     RNNCell=rnn.RNNCell,
     static_rnn=rnn.static_rnn,

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.func_graph import FuncGraph
@@ -178,6 +180,112 @@ class Dataset:
             shapes=shapes,
         )
 
+    def _element_function(self, name, fn):
+        """``fn`` of one element built as a function graph: (graph, result)."""
+        fg = FuncGraph(name, get_default_graph())
+        with fg.as_default():
+            args = [fg.add_arg(t, s, "element") for t, s in zip(self._types, self._shapes)]
+            elem = nest.pack_sequence_as(self._structure, args)
+            if isinstance(self._structure, tuple) and not hasattr(self._structure, "_fields"):
+                result = fn(*elem)
+            else:
+                result = fn(elem)
+        return fg, result
+
+    def filter(self, predicate) -> Dataset:  # noqa: A003 - TF's name
+        """The elements for which ``predicate`` (a function of one element returning a scalar
+        bool tensor) is true."""
+        fg, result = self._element_function("dataset_filter_fn", predicate)
+        with fg.as_default():
+            keep = convert_to_tensor(result)
+            if keep.dtype.base_dtype is not dtypes.bool or keep.shape.rank not in (None, 0):
+                raise ValueError(
+                    f"`predicate` return type must be convertible to a scalar boolean tensor. "
+                    f"Was {keep.dtype.base_dtype.name} of shape {keep.shape}."
+                )
+            fg.outputs = [_as_output(keep, fg, "keep")]
+        return self._derive(
+            "FilterDataset", [self._variant] + list(fg.external_captures), {"predicate": fg}
+        )
+
+    def flat_map(self, map_func) -> Dataset:
+        """The elements of the datasets ``map_func`` returns for each element, in order."""
+        fg, inner = self._element_function("dataset_flat_map_fn", map_func)
+        if not isinstance(inner, Dataset):
+            raise TypeError(f"`map_func` must return a `Dataset` object. Got {type(inner)}")
+        with fg.as_default():
+            fg.outputs = [inner._variant]
+        return self._derive(
+            "FlatMapDataset",
+            [self._variant] + list(fg.external_captures),
+            {"f": fg},
+            structure=inner._structure,
+            types=inner._types,
+            shapes=inner._shapes,
+        )
+
+    def padded_batch(
+        self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False
+    ) -> Dataset:
+        """Batches of ``batch_size`` whose components are padded to ``padded_shapes`` (a
+        structure like the elements' of shapes; None or -1 dims pad to the longest in each
+        batch; default: every dim) with ``padding_values`` (default 0)."""
+        n = len(self._types)
+        if padded_shapes is None:
+            shape_list = [unknown_shape(s.rank) if s.rank is not None else None
+                          for s in self._shapes]  # fmt: skip
+            if any(s is None for s in shape_list):
+                raise ValueError("padded_batch needs padded_shapes for elements of unknown rank")
+        else:
+            shape_list = _flatten_like(self._structure, padded_shapes, "padded_shapes")
+        pads, static = [], []
+        for k, (ps, have) in enumerate(zip(shape_list, self._shapes)):
+            ps = TensorShape(ps) if not isinstance(ps, TensorShape) else ps
+            if ps.rank is None or (have.rank is not None and have.rank != ps.rank):
+                raise ValueError(
+                    f"The padded shape {ps} is not compatible with the shape {have} of the "
+                    f"corresponding input component {k}."
+                )
+            dims = [-1 if d is None else int(d) for d in ps.as_list()]
+            for d, h in zip(dims, have.as_list() if have.rank is not None else [None] * ps.rank):
+                if d >= 0 and h is not None and h > d:
+                    raise ValueError(
+                        f"The padded shape {ps} is not compatible with the shape {have} of the "
+                        f"corresponding input component {k}."
+                    )
+            pads.append(convert_to_tensor(np.array(dims, np.int64), name="padded_shape"))
+            static.append(ps)
+        if padding_values is None:
+            values = [convert_to_tensor(np.zeros((), t.np), name="padding_value")
+                      for t in self._types]  # fmt: skip
+        else:
+            flat = _flatten_like(self._structure, padding_values, "padding_values")
+            values = [
+                convert_to_tensor(np.zeros((), t.np) if v is None else v, dtype=t,
+                                  name="padding_value")
+                for v, t in zip(flat, self._types)
+            ]  # fmt: skip
+        size = convert_to_tensor(batch_size, dtype=dtypes.int64, name="batch_size")
+        drop = convert_to_tensor(bool(drop_remainder), name="drop_remainder")
+        known = constant_value(size)
+        lead = int(known) if drop_remainder and known is not None else None
+        shapes = [TensorShape([lead]).concatenate(s) for s in static]
+        del n
+        return self._derive(
+            "PaddedBatchDatasetV2", [self._variant, size, drop] + pads + values, shapes=shapes
+        )
+
+    def cache(self, filename="") -> Dataset:
+        """The elements, computed on the first complete pass and replayed from memory after.
+        Only the in-memory cache is supported: a ``filename`` raises ValueError."""
+        if filename:
+            raise ValueError(
+                "Dataset.cache(filename) is not supported: the engine caches in memory only "
+                "(call cache() without a filename)"
+            )
+        f = convert_to_tensor("", dtype=dtypes.string, name="filename")
+        return self._derive("CacheDataset", [self._variant, f])
+
     def batch(self, batch_size, drop_remainder=False) -> Dataset:
         """Consecutive elements stacked into batches of ``batch_size``."""
         size = convert_to_tensor(batch_size, dtype=dtypes.int64, name="batch_size")
@@ -230,6 +338,20 @@ class Dataset:
         handle = create("IteratorV2", [], attrs, "Iterator").outputs[0]
         init = create("MakeIterator", [self._variant, handle], {}, "MakeIterator")
         return Iterator(handle, init, self)
+
+
+def _flatten_like(structure, value, what):
+    """``value``, shaped like the element ``structure`` (whose lists are leaves, as padded
+    shapes are lists), flattened in ``nest.flatten``'s order."""
+    if isinstance(structure, dict):
+        if not isinstance(value, dict) or set(value) != set(structure):
+            raise ValueError(f"`{what}` must have the structure of the dataset's elements")
+        return [v for k in sorted(structure) for v in _flatten_like(structure[k], value[k], what)]
+    if isinstance(structure, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(structure):
+            raise ValueError(f"`{what}` must have the structure of the dataset's elements")
+        return [v for s, x in zip(structure, value) for v in _flatten_like(s, x, what)]
+    return [value]
 
 
 class Iterator:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 
+from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
@@ -81,6 +82,11 @@ def _is_trainable(t: Tensor) -> bool:
     return t.dtype.base_dtype.is_floating
 
 
+def _is_flow(t: Tensor) -> bool:
+    """A variant tensor (a TensorArray flow): its gradient is the gradient array's flow."""
+    return t.dtype.base_dtype is dtypes.variant
+
+
 def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
@@ -130,6 +136,10 @@ def _aggregate(grad_list):
         return None
     if len(grads) == 1:
         return grads[0]
+    if _is_flow(grads[0]):
+        # flows of one gradient array: any one of them, once every write has happened
+        with ops.control_dependencies([g.op for g in grads[1:]]):
+            return array_ops.identity(grads[0])
 
     return math_ops.add_n(grads)
 
@@ -243,6 +253,8 @@ def gradients(
                             f"Original input shape: {t_in.shape}. Calculated input gradient "
                             f"shape: {g.shape}"
                         ) from None
+                    grads[t_in].append(g)
+                elif _is_flow(t_in):
                     grads[t_in].append(g)
             for t_in in op._inputs:
                 src = t_in.op

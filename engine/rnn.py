@@ -32,7 +32,6 @@ __all__ = [
     "LSTMCell",
     "GRUCell",
     "MultiRNNCell",
-    "DropoutWrapper",
     "LSTMStateTuple",
     "static_rnn",
     "static_bidirectional_rnn",
@@ -349,7 +348,9 @@ class GRUCell(RNNCell):
 
 
 class MultiRNNCell(RNNCell):
-    """Cells stacked: each one's output is the next one's input; the state is a tuple."""
+    """Cells stacked: each one's output is the next one's input. The state is a tuple of the
+    cells' states, or with ``state_is_tuple=False`` (cells with flat states only) one tensor,
+    the states concatenated along axis 1."""
 
     _default_name = "multi_rnn_cell"
 
@@ -357,12 +358,21 @@ class MultiRNNCell(RNNCell):
         super().__init__()
         if not cells:
             raise ValueError("Must specify at least one cell for MultiRNNCell.")
-        if not state_is_tuple:
-            raise NotImplementedError("MultiRNNCell(state_is_tuple=False) is not supported")
         self._cells = list(cells)
+        self._state_is_tuple = state_is_tuple
+        if not state_is_tuple:
+            for i, c in enumerate(self._cells):
+                if not isinstance(c.state_size, numbers.Integral):
+                    raise ValueError(
+                        f"MultiRNNCell(state_is_tuple=False) needs cells with flat states; "
+                        f"cell {i} ({type(c).__name__}) has state_size {c.state_size!r} "
+                        "(build it with state_is_tuple=False)"
+                    )
 
     @property
     def state_size(self):
+        if not self._state_is_tuple:
+            return sum(c.state_size for c in self._cells)
         return tuple(c.state_size for c in self._cells)
 
     @property
@@ -370,6 +380,8 @@ class MultiRNNCell(RNNCell):
         return self._cells[-1].output_size
 
     def zero_state(self, batch_size, dtype):
+        if not self._state_is_tuple:
+            return super().zero_state(batch_size, dtype)
         return tuple(c.zero_state(batch_size, dtype) for c in self._cells)
 
     def build(self, input_depth, dtype):
@@ -387,68 +399,19 @@ class MultiRNNCell(RNNCell):
     def call(self, inputs, state):
         cur = inputs
         new_states = []
+        start = 0
         for i, cell in enumerate(self._cells):
             with name_scope(f"cell_{i}"):
-                cur, s = cell(cur, state[i])
+                if self._state_is_tuple:
+                    cell_state = state[i]
+                else:
+                    cell_state = slicing.slice(state, [0, start], [-1, cell.state_size])
+                    start += cell.state_size
+                cur, s = cell(cur, cell_state)
             new_states.append(s)
+        if not self._state_is_tuple:
+            return cur, _concat(new_states, 1)
         return cur, tuple(new_states)
-
-
-class DropoutWrapper(RNNCell):
-    """Dropout on a cell's inputs, outputs and/or state (``*_keep_prob``, floats or tensors)."""
-
-    def __init__(
-        self,
-        cell,
-        input_keep_prob=1.0,
-        output_keep_prob=1.0,
-        state_keep_prob=1.0,
-        variational_recurrent=False,
-        input_size=None,
-        dtype=None,
-        seed=None,
-        dropout_state_filter_visitor=None,
-    ):
-        super().__init__()
-        del input_size, dtype, dropout_state_filter_visitor  # only for variational_recurrent
-        if variational_recurrent:
-            raise NotImplementedError("DropoutWrapper(variational_recurrent=True) is not supported")
-        for name, p in (
-            ("input_keep_prob", input_keep_prob),
-            ("output_keep_prob", output_keep_prob),
-            ("state_keep_prob", state_keep_prob),
-        ):
-            if isinstance(p, numbers.Real) and not 0 < p <= 1:
-                raise ValueError(f"Parameter {name} must be between 0 and 1: {p}")
-        self._cell = cell
-        self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
-        self._seed = seed
-
-    @property
-    def state_size(self):
-        return self._cell.state_size
-
-    @property
-    def output_size(self):
-        return self._cell.output_size
-
-    def zero_state(self, batch_size, dtype):
-        return self._cell.zero_state(batch_size, dtype)
-
-    def build(self, input_depth, dtype):
-        self._cell.build(input_depth, dtype)
-        self._scope_name = self._cell._scope_name
-        self._built = True
-
-    def _drop(self, value, keep):
-        if isinstance(keep, numbers.Real) and keep == 1:
-            return value
-        return nest.map_structure(lambda v: nn.dropout(v, keep_prob=keep, seed=self._seed), value)
-
-    def __call__(self, inputs, state, scope=None):
-        inputs = self._drop(convert_to_tensor(inputs), self._keep[0])
-        output, new_state = self._cell(inputs, state, scope=scope)
-        return self._drop(output, self._keep[1]), self._drop(new_state, self._keep[2])
 
 
 # -----------------------------------------------------------------------------------------

@@ -3,10 +3,10 @@
 from engine.rnn import (  # noqa: F401
     BasicLSTMCell,
     BasicRNNCell,
-    DropoutWrapper,
     GRUCell,
     LSTMCell,
     LSTMStateTuple,
     MultiRNNCell,
     RNNCell,
 )
+from engine.rnn_dropout import DropoutWrapper  # noqa: F401

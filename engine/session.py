@@ -44,6 +44,7 @@ from engine.runtime.interpreter import (
 from engine.runtime.placement import Placer
 from engine.runtime.plan import Plan, compile_plan, function_callable
 from engine.runtime.values import Copy, VariableSlot
+from engine.util import nest
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "VariableSlot"]
 
@@ -213,7 +214,7 @@ class BaseSession:
         if not isinstance(feed_dict, dict):
             raise TypeError(f"feed_dict must be a dictionary, got {type(feed_dict).__name__}")
         tensors, values = [], []
-        for key, value in feed_dict.items():
+        for key, value in self._flat_feeds(feed_dict):
             try:
                 t = self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
             except (TypeError, ValueError, KeyError) as e:
@@ -222,6 +223,23 @@ class BaseSession:
             tensors.append(t)
             values.append(value)
         return tuple(tensors), values
+
+    @staticmethod
+    def _flat_feeds(feed_dict):
+        """(key, value) pairs; a key that is a tuple or namedtuple of tensors (an RNN state,
+        say) feeds each of its tensors from the value of the same structure, as TF does."""
+        for key, value in feed_dict.items():
+            if isinstance(key, tuple):
+                keys = nest.flatten(key)
+                try:
+                    nest.assert_same_structure(key, value, check_types=False)
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"The feed value for the structure {key!r} must have the same structure"
+                    ) from None
+                yield from zip(keys, nest.flatten(value))
+            else:
+                yield key, value
 
     def _plan_for(self, feeds: tuple, fetches: tuple, owned_feeds: bool = False) -> Plan:
         key = (feeds, fetches, owned_feeds)

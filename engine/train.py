@@ -9,6 +9,10 @@ from engine.training.checkpoint_utils import (  # noqa: F401
     load_checkpoint,
     load_variable,
 )
+from engine.training.moving_averages import (  # noqa: F401
+    ExponentialMovingAverage,
+    assign_moving_average,
+)
 from engine.training.optimizer import (  # noqa: F401
     AdagradOptimizer,
     AdamOptimizer,

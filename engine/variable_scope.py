@@ -464,6 +464,7 @@ def variable_scope(
             )
             base_scope = parent
         counts[full_name] = counts.get(full_name, 0) + 1
+        saved_counts = dict(counts) if isinstance(name_or_scope, VariableScope) else None
         if isinstance(name_or_scope, VariableScope):
             new_reuse = reuse if reuse else name_or_scope.reuse
         else:
@@ -491,6 +492,14 @@ def variable_scope(
                 yield scope
             finally:
                 scopes.current = parent
+                # As TF: leaving a scope forgets which default names its sub-scopes used,
+                # so re-entering it (reuse=True) names layers conv2d, conv2d_1, ... again.
+                if saved_counts is not None:
+                    counts.clear()
+                    counts.update(saved_counts)
+                else:
+                    for k in [k for k in counts if k.startswith(full_name + "/")]:
+                        counts[k] = 0
 
 
 def _compose_getters(inner, outer):

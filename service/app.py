@@ -18,17 +18,20 @@ import time
 
 from aiohttp import web
 
-from service import console
+from service import console, tracing
 from service.config import ServerConfig
 from service.errors import ServingError
 from service.keys import (
     CONFIG,
+    ENDPOINT,
     LOG_SETTINGS,
     MANAGER,
     METRICS,
     MODEL,
     PROTOCOL,
+    REQUEST_ID,
     SHARED_MEMORY,
+    TRACE_SETTINGS,
     VERSION,
 )
 from service.log_settings import LogSettings
@@ -36,16 +39,11 @@ from service.logs import REQUEST_ID_HEADER, accept_request_id, new_request_id, r
 from service.manager import ModelManager
 from service.metrics import CONTENT_TYPE, ServingMetrics
 from service.protocols import kserve_v2, tfserving
-from service.protocols.common import (
-    BODY_TIMEOUT,
-    ENDPOINT,
-    MAX_BODY,
-    REQUEST_ID,
-    json_response,
-)
+from service.protocols.common import BODY_TIMEOUT, MAX_BODY, json_response
 from service.protocols.shared_memory import SharedMemoryRegistry
+from service.trace_settings import TraceSettings
 
-__all__ = ["create_app", "metrics_app", "in_flight_requests", "MANAGER", "CONFIG", "METRICS"]
+__all__ = ["create_app", "metrics_app", "in_flight_requests", "endpoint_of"]
 
 log = logging.getLogger("flowserve.app")
 
@@ -304,6 +302,8 @@ def create_app(
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
     middlewares = [_request_id, _observe, _errors]
+    if tracing.active():  # a tracer provider is configured (flowserve's main does it)
+        middlewares.insert(1, tracing.middleware)
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))
     middlewares.append(_limits(config))
@@ -329,6 +329,7 @@ def create_app(
     app[IN_FLIGHT] = [0]
     app[SHARED_MEMORY] = SharedMemoryRegistry()
     app[LOG_SETTINGS] = LogSettings(config.log_format)
+    app[TRACE_SETTINGS] = TraceSettings(tracing_active=tracing.active())
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     if config.prometheus_path and config.prometheus_path != "/metrics":

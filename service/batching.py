@@ -5,10 +5,12 @@
 ``Batcher`` (one per model version) merges concurrent requests into one session run. Requests
 for the same signature whose inputs all have an unknown leading (batch) dimension queue
 together; requests whose other dimensions differ go to separate batches unless
-``pad_variable_length_inputs`` is on. A batch runs when it holds ``max_batch_size`` rows or
-when its oldest request has waited ``batch_timeout_micros``. Up to ``num_batch_threads``
-batches (and at least one per model instance) run at once, off the event loop, each on the
-least busy instance; at most ``max_enqueued_batches`` batches wait, and
+``pad_variable_length_inputs`` is on. A free batch worker takes the oldest waiting batch at
+once (it never waits on a timer); while every worker is busy, requests keep joining the open
+batch until it holds ``max_batch_size`` rows or its oldest request has waited
+``batch_timeout_micros``, and a worker that frees up merges compatible waiting batches. Up
+to ``num_batch_threads`` batches (and at least one per model instance) run at once, off the
+event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
 beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. Results are
 split back by row count, each request getting exactly its rows in order.
 
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.runtime import Cancellation
+from service import tracing
 from service.config import BatchingConfig
 from service.errors import (
     DeadlineExceeded,
@@ -91,11 +94,13 @@ class DirectScheduler:
         model: str = "",
         version: str = "",
         overdue: Overdue | None = None,
+        inline_seconds: float = 0.0,
     ):
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
         self._overdue = overdue
+        self._inline_seconds = inline_seconds
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -105,8 +110,25 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
+        run_span = tracing.start_span(
+            "session_run",
+            None,
+            model=self._labels[0],
+            version=self._labels[1],
+            batch_size=_rows(arrays) if signature.batchable else 1,
+        )
+        if runs_inline(signature, arrays, self._inline_seconds):
+            try:
+                values, seconds, waited = _timed_run(signature, arrays)
+            finally:
+                tracing.end_span(run_span)
+            signature.observe(arrays, seconds)
+            if self._metrics is not None:
+                self._metrics.executor_wait(*self._labels, waited, batched=False)
+                self._metrics.session_run(*self._labels, seconds)
+            return values
         token = Cancellation()
-        work = self._executor.submit(_timed_run, signature, arrays, token)
+        work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
         future = asyncio.wrap_future(work, loop=loop)
         # A timer rather than asyncio.wait_for: no extra task per request. On expiry (or when
         # the client goes away) the awaiting stops and the computation is cancelled: it stops
@@ -115,7 +137,7 @@ class DirectScheduler:
         expired = []
         timer = loop.call_at(deadline, _expire, future, expired)
         try:
-            values, seconds = await future
+            values, seconds, waited = await future
         except asyncio.CancelledError:
             token.cancel("deadline exceeded" if expired else "request cancelled")
             if self._overdue is not None:
@@ -128,7 +150,10 @@ class DirectScheduler:
             ) from None
         finally:
             timer.cancel()
+            tracing.end_span(run_span)
+        signature.observe(arrays, seconds)
         if self._metrics is not None:
+            self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
         return values
 
@@ -140,23 +165,36 @@ class DirectScheduler:
         return None
 
 
+def runs_inline(signature: Signature, arrays: list[np.ndarray], limit: float) -> bool:
+    """Whether a run is cheap enough to run on the event loop: its estimated compute time
+    (learned at warmup, kept current from every run) is under ``limit`` seconds. Handing a
+    run of a few microseconds to a thread costs more than the run (a queue, a wakeup, a
+    callback back to the loop); a big one stays off the loop."""
+    if limit <= 0:
+        return False
+    estimate = signature.estimated_seconds(arrays)
+    return estimate is not None and estimate < limit
+
+
 def _expire(future, expired: list) -> None:
     if not future.done():
         expired.append(True)
         future.cancel()
 
 
-def _timed_run(signature, arrays, cancellation=None):
+def _timed_run(signature, arrays, cancellation=None, submitted=None):
+    """Runs on a compute thread: ``(values, run seconds, seconds waited for the thread)``."""
     t0 = time.perf_counter()
+    waited = t0 - submitted if submitted is not None else 0.0
     if cancellation is None:
         values = signature.run(arrays)
     else:
         values = signature.run(arrays, cancellation=cancellation)
-    return values, time.perf_counter() - t0
+    return values, time.perf_counter() - t0, waited
 
 
 class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer")
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer", "trace", "wait")
 
     def __init__(self, arrays, rows, future, deadline, enqueued):
         self.arrays = arrays
@@ -165,6 +203,8 @@ class _Request:
         self.deadline = deadline
         self.enqueued = enqueued
         self.timer = None
+        self.trace = None  # the request's trace context (OpenTelemetry), for its batch
+        self.wait = None  # its queue_wait span
 
 
 class _Batch:
@@ -191,8 +231,10 @@ class Batcher:
         version: str = "",
         instances: int = 1,
         overdue: Overdue | None = None,
+        inline_seconds: float = 0.0,
     ):
         self.config = config
+        self._inline_seconds = inline_seconds
         self._overdue = overdue
         # Batches running at once: the batch threads, and at least one per model instance so
         # that every instance can be busy.
@@ -200,7 +242,9 @@ class Batcher:
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
-        self._direct = DirectScheduler(executor, metrics, model, version, overdue=overdue)
+        self._direct = DirectScheduler(
+            executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
+        )
         self._open: dict[tuple, _Batch] = {}
         # Closed batches waiting for a worker (a deque, so workers can merge compatible
         # waiting batches into the one they take).
@@ -208,6 +252,7 @@ class Batcher:
         self._wakeup: asyncio.Event | None = None
         self._workers: list[asyncio.Task] = []
         self._queued_requests = 0
+        self._idle = 0  # workers waiting for a batch
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------
@@ -284,16 +329,26 @@ class Batcher:
             batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
         request.timer = loop.call_at(deadline, self._expire, request)
+        if tracing.active():
+            request.trace = tracing.capture()
+            request.wait = tracing.start_span(
+                "queue_wait", request.trace, model=self._labels[0], version=self._labels[1]
+            )
         batch.requests.append(request)
         batch.rows += rows
         self._queued_requests += 1
         self._set_depth()
         if batch.rows >= self.config.max_batch_size:
             self._close_batch(batch)
+        elif self._idle:
+            # A worker is free: it takes this batch on its next turn of the loop, with every
+            # request that arrives before then (requests read in the same turn merge).
+            self._wakeup.set()
         try:
             return await request.future
         finally:
             request.timer.cancel()
+            tracing.end_span(request.wait)  # already ended when its batch started
 
     def _close_batch(self, batch: _Batch) -> None:
         if batch.closed:
@@ -349,8 +404,17 @@ class Batcher:
     async def _worker(self) -> None:
         while True:
             while not self._ready:
+                if self._open:
+                    # A free worker never waits on a batch's timer: it takes the oldest open
+                    # batch now (more rows join while all workers are busy).
+                    self._close_batch(next(iter(self._open.values())))
+                    break
+                self._idle += 1
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._idle -= 1
             batch = self._take()
             try:
                 await self._run(batch)
@@ -378,6 +442,21 @@ class Batcher:
             r.future.add_done_callback(gone)
         return token
 
+    async def _compute(self, signature, merged: list[np.ndarray], live: list):
+        """Runs a merged batch: on the loop when it is estimated cheap, else on a thread."""
+        if runs_inline(signature, merged, self._inline_seconds):
+            values, seconds, waited = _timed_run(signature, merged)
+        else:
+            submitted: list = []
+            token = self._watch(live, submitted)
+            work = self._executor.submit(_timed_run, signature, merged, token, time.perf_counter())
+            submitted.append(work)
+            values, seconds, waited = await asyncio.wrap_future(
+                work, loop=asyncio.get_running_loop()
+            )
+        signature.observe(merged, seconds)
+        return values, seconds, waited
+
     async def _run(self, batch: _Batch) -> None:
         loop = asyncio.get_running_loop()
         live = [r for r in batch.requests if not r.future.done()]
@@ -389,18 +468,37 @@ class Batcher:
         if self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        signature = batch.signature
+        traced = [r for r in live if r.trace is not None]
+        if traced:
+            for r in traced:
+                tracing.end_span(r.wait)
+                r.wait = None
+            rows = sum(r.rows for r in live)
+            with tracing.batch_span(
+                [r.trace for r in traced],
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=rows,
+                requests=len(live),
+            ):
+                await self._execute(batch.signature, live)
+            return
+        await self._execute(batch.signature, live)
+
+    async def _execute(self, signature, live: list[_Request]) -> None:
         try:
             merged, real_rows, padding = _merge(live, self.config)
         except ServingError as e:
             _fail(live, e)
             return
-        submitted: list = []
-        token = self._watch(live, submitted)
-        work = self._executor.submit(_timed_run, signature, merged, token)
-        submitted.append(work)
         try:
-            values, seconds = await asyncio.wrap_future(work, loop=loop)
+            with tracing.span(
+                "session_run",
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=real_rows + padding,
+            ):
+                values, seconds, waited = await self._compute(signature, merged, live)
         except ServingError as e:
             _fail(live, e)
             return
@@ -409,6 +507,8 @@ class Batcher:
             _fail(live, Internal(f"model failed: {e}"))
             return
         if self._metrics is not None:
+            for _ in live:
+                self._metrics.executor_wait(*self._labels, waited, batched=True)
             self._metrics.batch(*self._labels, real_rows, padding, seconds)
         total = real_rows + padding
         for alias, v in values.items():

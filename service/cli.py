@@ -20,9 +20,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from threadpoolctl import threadpool_info, threadpool_limits
 
+from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
-from service.keys import MODEL, VERSION
+from service.keys import MANAGER, MODEL, REQUEST_ID, VERSION
 from service.logs import setup_logging
 
 __all__ = ["main", "build_parser", "resolve_config"]
@@ -87,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
             )
         elif typ is bool:
             parser.add_argument(
+                "--no-" + name.replace("_", "-"),
+                dest=name,
+                action="store_false",
+                default=None,  # unset unless given: the environment and file still apply
+                help=f"same as {flag} false",
+            )
+            parser.add_argument(
                 flag,
                 dest=name,
                 default=None,
@@ -94,12 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
                 const=True,
                 type=lambda v, n=name: _parse_bool(v, "--" + n),
                 help=f"{help_text} (default: {shown}) {env}",
-            )
-            parser.add_argument(
-                "--no-" + name.replace("_", "-"),
-                dest=name,
-                action="store_false",
-                help=f"same as {flag} false",
             )
         else:
             parser.add_argument(
@@ -158,8 +161,6 @@ class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        from service.protocols.common import REQUEST_ID
-
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         # The access log is written outside the handler's task: pass the ID explicitly.
@@ -210,12 +211,38 @@ async def serve(
     request is in flight (or the grace period is nearly spent); then the listeners close,
     and the models unload with what is left of the grace period for stragglers.
     """
-    from service.app import MANAGER, create_app, in_flight_requests
-    from service.http import HardenedRunner
+    # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
+    from service.app import create_app
 
     app = create_app(config, load_in_background=True)
-    grace = config.shutdown_grace_period
-    close_allowance = min(1.0, grace / 4)  # for closing connections once drained
+    close_allowance = min(1.0, config.shutdown_grace_period / 4)  # to close idle connections
+    runners, grpc_server = await _start_listeners(app, config, close_allowance, http, reload_models)
+    log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        await stop.wait()
+    finally:
+        await _drain(app, runners, grpc_server, config.shutdown_grace_period, close_allowance)
+        log.info("stopped")
+
+
+async def _start_listeners(
+    app,
+    config: ServerConfig,
+    close_allowance: float,
+    http: bool,
+    reload_models: Callable[..., Awaitable[None]] | None,
+) -> tuple[list, object | None]:
+    """Starts the serving port (and the metrics and gRPC ports); returns the runners and
+    the gRPC server (or None)."""
+    from service.http import HardenedRunner
+
     # handler_cancellation: a client that disconnects cancels its request (and leaves the
     # batching queue) instead of occupying the model.
     runner = HardenedRunner(
@@ -229,34 +256,31 @@ async def serve(
         handler_cancellation=True,
     )
     await runner.setup()
-    runners, grpc_server = await _open_listeners(config, app, runner, http, reload_models)
-    stop = stop or asyncio.Event()
+    return await _open_listeners(config, app, runner, http, reload_models)
+
+
+async def _drain(app, runners: list, grpc_server, grace: float, close_allowance: float) -> None:
+    """Not ready first; serve until nothing is in flight (at most until the grace period
+    is nearly over); then close the listeners (gRPC too) and unload within what is left."""
+    from service.app import in_flight_requests
+
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
-    try:
-        await stop.wait()
-    finally:
-        deadline = loop.time() + grace
-        log.info(
-            "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
-            grace,
-        )
-        app[MANAGER].begin_shutdown(deadline)
-        drained_by = deadline - close_allowance
-        while in_flight_requests(app) and loop.time() < drained_by:
-            await asyncio.sleep(0.02)
-        left = in_flight_requests(app)
-        if left:
-            log.warning("grace period over with %d request(s) in flight; closing", left)
-        if grpc_server is not None:
-            await grpc_server.stop(max(0.0, min(close_allowance, deadline - loop.time())))
-        for r in reversed(runners):
-            await r.cleanup()
-        log.info("stopped")
+    deadline = loop.time() + grace
+    log.info(
+        "shutting down: not ready any more, finishing in-flight requests (grace period %.1fs)",
+        grace,
+    )
+    app[MANAGER].begin_shutdown(deadline)
+    drained_by = deadline - close_allowance
+    while in_flight_requests(app) and loop.time() < drained_by:
+        await asyncio.sleep(0.02)
+    left = in_flight_requests(app)
+    if left:
+        log.warning("grace period over with %d request(s) in flight; closing", left)
+    if grpc_server is not None:
+        await grpc_server.stop(max(0.0, min(close_allowance, deadline - loop.time())))
+    for r in reversed(runners):
+        await r.cleanup()
 
 
 async def _open_listeners(
@@ -269,7 +293,7 @@ async def _open_listeners(
     """Opens the HTTP site (unless ``http`` is off), the ``--metrics-port`` site and the gRPC
     server; returns the runners to clean up and the gRPC server (or None). On a bind error
     everything opened so far is closed again."""
-    from service.app import MANAGER, metrics_app
+    from service.app import metrics_app
 
     runners = [runner]
     sites = []
@@ -323,24 +347,36 @@ async def _open_listeners(
     return runners, grpc_server
 
 
-_BLAS_THREAD_VARIABLES = (
-    "OPENBLAS_NUM_THREADS",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
+def limit_blas_threads(n: int) -> list[dict]:
+    """Caps the threads one computation uses inside numpy's BLAS (and OpenMP) at ``n``: the
+    server already runs requests in parallel on its compute threads, and BLAS threads on top
+    of those oversubscribe the CPU. Applied with threadpoolctl, which sets the limit on the
+    loaded libraries themselves, so it holds whether numpy was imported before or not.
+    Returns threadpoolctl's description of the pools after the change."""
+    import numpy  # noqa: F401 - loads the BLAS library the limit is applied to
+
+    threadpool_limits(limits=n, user_api="blas")
+    threadpool_limits(limits=n, user_api="openmp")
+    pools = threadpool_info()
+    log.debug("BLAS/OpenMP thread pools: %s", pools)
+    return pools
 
 
-def limit_blas_threads(n: int) -> None:
-    """Caps the threads numpy's BLAS uses per computation (unless the environment already
-    does). Must run before numpy is imported: the server runs requests in parallel on its
-    compute threads, and BLAS threads on top of those oversubscribe the CPU."""
-    if "numpy" in sys.modules:
-        log.warning("numpy was imported before the BLAS thread limit could be set")
-    for var in _BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(var, str(n))
+def loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop factory for ``--event-loop``: uvloop's when asked for, or for ``auto``
+    when it is installed (the ``fast`` extra); None (asyncio's default loop) otherwise.
+    Raises ConfigError when uvloop is asked for and missing."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise ConfigError(
+                "event_loop 'uvloop' needs the uvloop package (pip install 'flowserve[fast]')"
+            ) from None
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -353,8 +389,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     setup_logging(config.log_format, config.log_level)
     limit_blas_threads(config.intra_op_threads)
+    exporter = tracing.configure()
+    if exporter:
+        log.info("OpenTelemetry tracing on (exporter %s)", exporter)
     try:
-        asyncio.run(serve(config))
+        new_loop = loop_factory(config.event_loop)
+    except ConfigError as e:
+        print(f"flowserve: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(serve(config))
     except OSError as e:
         log.error("cannot start the server: %s", e)
         return 1

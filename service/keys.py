@@ -7,9 +7,12 @@ the value types are named for type checkers only.
 
 Application keys (set by ``create_app``): ``MANAGER`` (the ``ModelManager``), ``CONFIG`` (the
 ``ServerConfig``), ``METRICS`` (the ``ServingMetrics``), ``SHARED_MEMORY`` (the system shared
-memory regions), ``LOG_SETTINGS`` (the logging extension's settings). Request keys (set by the
-protocol adapters through ``service.protocols.common.note``, read by the metrics middleware and the
-access log): ``PROTOCOL``, ``MODEL``, ``VERSION``.
+memory regions), ``LOG_SETTINGS`` (the logging extension's settings), ``TRACE_SETTINGS``
+(the trace extension's). Request keys (set by the
+protocol adapters through ``service.protocols.common.note``, read by the metrics middleware and
+the access log): ``PROTOCOL``, ``MODEL``, ``VERSION``; ``ENDPOINT`` (overrides the metrics'
+path-based endpoint label) and ``REQUEST_ID`` (set by the app's request-ID middleware; a V2
+body ``id`` may replace it).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from service.manager import ModelManager
     from service.metrics import ServingMetrics
     from service.protocols.shared_memory import SharedMemoryRegistry
+    from service.trace_settings import TraceSettings
 
 __all__ = [
     "MANAGER",
@@ -31,9 +35,12 @@ __all__ = [
     "METRICS",
     "SHARED_MEMORY",
     "LOG_SETTINGS",
+    "TRACE_SETTINGS",
     "PROTOCOL",
     "MODEL",
     "VERSION",
+    "ENDPOINT",
+    "REQUEST_ID",
 ]
 
 MANAGER: web.AppKey[ModelManager] = web.AppKey("manager")
@@ -42,8 +49,12 @@ METRICS: web.AppKey[ServingMetrics] = web.AppKey("metrics")
 # Triton's system shared memory regions and log settings (shared by REST and gRPC).
 SHARED_MEMORY: web.AppKey[SharedMemoryRegistry] = web.AppKey("shared_memory")
 LOG_SETTINGS: web.AppKey[LogSettings] = web.AppKey("log_settings")
+# Triton's trace settings: which requests the OpenTelemetry tracing records.
+TRACE_SETTINGS: web.AppKey[TraceSettings] = web.AppKey("trace_settings")
 
 # What a request was about, for metrics and the access log.
 PROTOCOL: web.RequestKey[str] = web.RequestKey("fs_protocol", str)
 MODEL: web.RequestKey[str] = web.RequestKey("fs_model", str)
 VERSION: web.RequestKey[str] = web.RequestKey("fs_version", str)
+ENDPOINT: web.RequestKey[str] = web.RequestKey("fs_endpoint", str)
+REQUEST_ID: web.RequestKey[str] = web.RequestKey("fs_request_id", str)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import re
 import sys
-import uuid
 from datetime import UTC, datetime
 
 __all__ = [
@@ -38,7 +38,8 @@ request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    """32 random hex digits (as a UUID4's hex, at a quarter of ``uuid4``'s cost)."""
+    return os.urandom(16).hex()
 
 
 def accept_request_id(value: object) -> str | None:

@@ -35,6 +35,7 @@ from service.errors import (
     Unavailable,
 )
 from service.metrics import ServingMetrics
+from service.model_entry import ModelEntry
 from service.repository import ModelSource, parse_version, scan_repository, valid_model_name
 from service.servable import Servable, Signature, VersionState
 from service.statistics import InferenceStatistics, SchedulingObserver
@@ -64,35 +65,6 @@ class VersionStatus:
     device_note: str | None = None
 
 
-@dataclass
-class _Model:
-    name: str
-    source: ModelSource | None = None
-    versions: dict[int, Servable] = field(default_factory=dict)
-    labels: dict[str, int] = field(default_factory=dict)
-    config: ModelConfig = field(default_factory=ModelConfig)
-    config_error: str | None = None
-    disabled: bool = False  # unloaded through the repository API
-    failed_stamp: dict[int, str | None] = field(default_factory=dict)
-    desired: set[int] = field(default_factory=set)  # versions the policy asks to serve
-
-    def ready(self) -> bool:
-        """Every desired version serves, or an older version still serves in its place
-        (a rolling update: the replacement is loading, or failed to load)."""
-        if self.config_error and not self.versions:
-            return False
-        stand_in = any(
-            s.state is VersionState.AVAILABLE
-            for v, s in self.versions.items()
-            if v not in self.desired
-        )
-        for v in self.desired:
-            s = self.versions.get(v)
-            if (s is None or s.state is not VersionState.AVAILABLE) and not stand_in:
-                return False
-        return True
-
-
 class ModelManager:
     """Loads, serves and retires model versions; the one API every protocol calls."""
 
@@ -101,7 +73,7 @@ class ModelManager:
         self.metrics = metrics
         self.statistics = InferenceStatistics()
         self._observer = SchedulingObserver(metrics, self.statistics)
-        self._models: dict[str, _Model] = {}
+        self._models: dict[str, ModelEntry] = {}
         self._lock: asyncio.Lock | None = None
         self._load_slots: asyncio.Semaphore | None = None
         # Loads hold a thread each (bounded by _load_slots); two more so that unloads never
@@ -174,9 +146,9 @@ class ModelManager:
                 except asyncio.CancelledError:
                     pass
         if self._loads:
-            # A load's thread cannot be interrupted; its task unloads it when it sees
-            # _stopping.
-            await asyncio.gather(*list(self._loads), return_exceptions=True)
+            # A load's thread cannot be interrupted: wait for it within the deadline only
+            # (its task unloads what it loaded when it sees _stopping).
+            await asyncio.wait(list(self._loads), timeout=max(0.0, deadline - time.monotonic()))
         async with self._lock:
             retired = [s for m in self._models.values() for s in m.versions.values()]
             for m in self._models.values():
@@ -198,6 +170,22 @@ class ModelManager:
         if not self.config.strict_readiness:
             return True
         return self._scanned and all(m.ready() for m in self._models.values() if not m.disabled)
+
+    def unready_models(self) -> dict[str, str]:
+        """Why the server is not ready: each model meant to serve that is not, with its
+        state (LOADING, FAILED, ...); ``{"": "..."}`` before the first scan, when draining or
+        when saturated."""
+        if self._draining:
+            return {"": "SHUTTING_DOWN"}
+        if not self._scanned:
+            return {"": "STARTING"}
+        if self._saturated():
+            return {"": "SATURATED"}  # every compute thread runs past a deadline
+        return {
+            name: self.readiness(name)[0]
+            for name, m in sorted(self._models.items())
+            if not m.disabled and not m.ready()
+        }
 
     def _saturated(self) -> bool:
         return len(self.overdue) >= self._compute_threads
@@ -233,7 +221,7 @@ class ModelManager:
                     log.error("--load-model names models not in the repository: %s", missing)
                 for name in sources:
                     if name not in wanted and name not in self._models:
-                        self._models[name] = _Model(name, source=sources[name], disabled=True)
+                        self._models[name] = ModelEntry(name, source=sources[name], disabled=True)
             loads, retired = [], []
             for name, src in sources.items():
                 self._plan(name, src, loads, retired)
@@ -255,7 +243,7 @@ class ModelManager:
         log.info("model %s removed from the repository; unloading", name)
         return self._detach(model, list(model.versions))
 
-    def _detach(self, model: _Model, versions) -> list[Servable]:
+    def _detach(self, model: ModelEntry, versions) -> list[Servable]:
         """Takes versions out of ``model`` (no request reaches them any more); returns those
         to unload. A version still loading is left to its load task, which unloads it."""
         out = []
@@ -271,7 +259,7 @@ class ModelManager:
         ``loads``) and detaches the versions to retire (appended to ``retired``)."""
         model = self._models.get(name)
         if model is None:
-            model = self._models[name] = _Model(name)
+            model = self._models[name] = ModelEntry(name)
         model.source = source
         if model.disabled:
             return
@@ -320,7 +308,7 @@ class ModelManager:
             loads.append(task)
         retired.extend(self._retirable(model))
 
-    def _retirable(self, model: _Model) -> list[Servable]:
+    def _retirable(self, model: ModelEntry) -> list[Servable]:
         """Under the lock: detaches the versions the policy no longer wants, once a desired
         version serves (or at once when their files are gone)."""
         source = model.source
@@ -339,7 +327,7 @@ class ModelManager:
             retire.append(v)
         return self._detach(model, retire)
 
-    async def _load(self, model: _Model, s: Servable, stamp: str | None = None) -> None:
+    async def _load(self, model: ModelEntry, s: Servable, stamp: str | None = None) -> None:
         """Loads one version (at most ``model_load_threads`` at once), publishes it as soon
         as it is warm, then retires what it replaces."""
         async with self._load_slots:
@@ -370,7 +358,10 @@ class ModelManager:
                     self.metrics.model_load_failed(s.model, str(s.version))
             self._set_state(s, removed=not current)
             retired = self._retirable(model) if current else []
-        if orphan is not None:
+        if orphan is not None and self._stopping:
+            orphan.unload(0.0)  # the pools are shut down; nothing can be in flight on it
+            self._set_state(orphan, removed=True)
+        elif orphan is not None:
             await self._unload(orphan)
         await asyncio.gather(*(self._unload(r) for r in retired))
 
@@ -416,9 +407,15 @@ class ModelManager:
                 str(s.version),
                 instances=len(s.instances),
                 overdue=self.overdue,
+                inline_seconds=self.config.inline_compute_micros / 1e6,
             )
         return DirectScheduler(
-            self.compute_pool, self._observer, s.model, str(s.version), overdue=self.overdue
+            self.compute_pool,
+            self._observer,
+            s.model,
+            str(s.version),
+            overdue=self.overdue,
+            inline_seconds=self.config.inline_compute_micros / 1e6,
         )
 
     async def _unload(self, s: Servable, drain_timeout: float | None = None) -> None:
@@ -460,7 +457,7 @@ class ModelManager:
         return model, version
 
     # -- lookup -----------------------------------------------------------------------------
-    def _model(self, name: str) -> _Model:
+    def _model(self, name: str) -> ModelEntry:
         model = self._models.get(name)
         if model is not None and not model.disabled:
             return model
@@ -583,8 +580,9 @@ class ModelManager:
                 self.statistics.compute_input(s.model, s.version, validated - started)
                 if isinstance(s.scheduler, Batcher) and sig.batchable and arrays:
                     rows = arrays[0].shape[0]
-                wanted = _check_outputs(sig, outputs)
+                wanted = sig.check_outputs(outputs)
                 values = await s.scheduler.submit(sig, arrays, deadline)
+                values = self.statistics.select_outputs(s.model, s.version, values, wanted)
                 ok = True
             finally:
                 s.release()
@@ -594,7 +592,7 @@ class ModelManager:
             if metrics is not None:
                 rows = arrays[0].shape[0] if sig.batchable and arrays and arrays[0].ndim else 1
                 metrics.inferred(s.model, str(s.version), rows)
-            return InferResult(s.model, s.version, sig.key, {a: values[a] for a in wanted})
+            return InferResult(s.model, s.version, sig.key, values)
         raise Unavailable(f"Model '{name}' has no available version")
 
     def signature_info(
@@ -658,19 +656,7 @@ class ModelManager:
             candidates = [s]
         else:
             candidates = list(model.versions.values())
-        states = {s.state for s in candidates}
-        if VersionState.AVAILABLE in states:
-            return "READY", None
-        if states & {VersionState.START, VersionState.LOADING}:
-            return "LOADING", None
-        errors = [f"version {s.version}: {s.error}" for s in candidates if s.error]
-        if model.config_error:
-            errors.append(f"config: {model.config_error}")
-        if errors:
-            return "FAILED", "; ".join(errors)
-        if VersionState.UNLOADING in states:
-            return "UNLOADING", None
-        return "UNAVAILABLE", None
+        return model.state_of(candidates)
 
     def index(self) -> list[VersionStatus]:
         """Every model and version known (the V2 repository index)."""
@@ -778,14 +764,3 @@ def _status_of(s: Servable) -> VersionStatus:
         s.device_status() if loaded else [],
         s.device_note if loaded else None,
     )
-
-
-def _check_outputs(sig: Signature, outputs) -> list[str]:
-    if outputs is None:
-        return sig.output_order
-    unknown = [o for o in outputs if o not in sig.outputs]
-    if unknown:
-        raise InvalidInput(
-            f"unknown output(s) {unknown}; signature '{sig.key}' has outputs {sig.output_order}"
-        )
-    return list(dict.fromkeys(outputs))

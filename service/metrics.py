@@ -230,6 +230,10 @@ class ServingMetrics:
     def queue_depth(self, model: str, version: str, depth: int) -> None:
         self._child(self.queued, model, version).set(depth)
 
+    def executor_wait(self, model: str, version: str, seconds: float, batched: bool) -> None:
+        """Time work waited for a compute thread: Triton's statistics count it as queue time
+        (``SchedulingObserver``); no Prometheus series of its own."""
+
     def rejected(self, model: str, version: str, reason: str) -> None:
         self._child(self.rejections, model, version, reason).inc()
 

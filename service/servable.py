@@ -106,11 +106,28 @@ class Signature:
         self.output_order = sorted(outputs)
         self.fns = [fn]
         self.pool = pool
+        # Seconds a run of ``cost_elements`` input elements takes, learned at warmup and kept
+        # current from every run (None: never measured). Schedulers run requests estimated
+        # under a small threshold on the event loop instead of handing them to a thread.
+        self.cost_seconds: float | None = None
+        self.cost_elements = 1
         # Batchable: every input and output has an unknown leading (batch) dimension.
         self.batchable = all(
             s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
             for s in list(inputs.values()) + list(outputs.values())
         )
+
+    def check_outputs(self, outputs: list[str] | None) -> list[str]:
+        """The output aliases a request asks for (all, for None), each once, in order."""
+        if outputs is None:
+            return self.output_order
+        unknown = [o for o in outputs if o not in self.outputs]
+        if unknown:
+            raise InvalidInput(
+                f"unknown output(s) {unknown}; signature '{self.key}' has outputs "
+                f"{self.output_order}"
+            )
+        return list(dict.fromkeys(outputs))
 
     def validate(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The request's inputs in feed order, cast and shape-checked."""
@@ -126,6 +143,23 @@ class Signature:
                 f"signature '{self.key}' takes inputs {self.input_order}; " + " and ".join(parts)
             )
         return [coerce(self.inputs[a], inputs[a]) for a in self.input_order]
+
+    def estimated_seconds(self, arrays: list[np.ndarray]) -> float | None:
+        """The expected compute time of a run on ``arrays`` (scaled by input elements from
+        the measured runs), or None before any run was measured."""
+        if self.cost_seconds is None:
+            return None
+        elements = sum(a.size for a in arrays)
+        return self.cost_seconds * max(1.0, elements / self.cost_elements)
+
+    def observe(self, arrays: list[np.ndarray], seconds: float) -> None:
+        """Folds a measured run into the cost estimate (a moving average, per element)."""
+        elements = max(1, sum(a.size for a in arrays))
+        if self.cost_seconds is None:
+            self.cost_seconds, self.cost_elements = seconds, elements
+            return
+        scaled = seconds * self.cost_elements / max(elements, self.cost_elements)
+        self.cost_seconds += 0.2 * (scaled - self.cost_seconds)
 
     def run(
         self,
@@ -393,6 +427,7 @@ class Servable:
                     )
                     for k in range(len(sig.fns)):
                         sig.run(arrays, instance=k, cancellation=self.load_cancellation)
+                    self._learn_cost(sig, arrays)
                 except Exception as e:  # noqa: BLE001
                     raise LoadError(f"warmup request {i} failed: {_first_line(e)}") from None
             return
@@ -403,6 +438,7 @@ class Servable:
             try:
                 for k in range(len(sig.fns)):
                     sig.run(arrays, instance=k, cancellation=self.load_cancellation)
+                self._learn_cost(sig, arrays)
             except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
                 log.warning(
                     "synthetic warmup of %s:%d signature %r failed (serving anyway): %s",
@@ -419,6 +455,7 @@ class Servable:
             requests = tf_warmup.read_warmup(path)
         except tf_warmup.WarmupError as e:
             raise LoadError(str(e)) from None
+        costed: set[str] = set()
         for req in requests:
             where = f"{tf_warmup.WARMUP_FILE} record {req.record}"
             key = req.signature_name or self.default_signature
@@ -438,6 +475,9 @@ class Servable:
                 arrays = sig.validate(inputs)
                 for k in range(len(sig.fns)):
                     sig.run(arrays, instance=k, cancellation=self.load_cancellation)
+                if key not in costed:  # once per signature: a file may hold 1000 records
+                    costed.add(key)
+                    self._learn_cost(sig, arrays)
             except Exception as e:  # noqa: BLE001 - reported as the load's failure
                 raise LoadError(f"{where} failed: {_first_line(e)}") from None
         log.info(
@@ -447,6 +487,17 @@ class Servable:
             len(requests),
             tf_warmup.WARMUP_FILE,
         )
+
+    def _learn_cost(self, sig: Signature, arrays: list[np.ndarray]) -> None:
+        """Measures a warmed-up signature's compute time: the fastest of a few runs."""
+        best = None
+        for _ in range(3):
+            t0 = time.perf_counter()
+            sig.run(arrays, instance=0, cancellation=self.load_cancellation)
+            took = time.perf_counter() - t0
+            best = took if best is None else min(best, took)
+        sig.cost_seconds = None
+        sig.observe(arrays, best)
 
     def unload(self, drain_timeout: float = 30.0) -> None:
         """Waits for in-flight requests (up to ``drain_timeout``), then frees the session."""

@@ -1,9 +1,11 @@
 """Per model version inference statistics, as Triton's statistics extension reports them.
 
 Counts and nanosecond totals: ``success``/``fail`` (whole requests, from arrival at the core to
-the result), ``queue`` (time waiting in the batching queue),
-``compute_input`` (validating and casting the inputs), ``compute_infer`` (the session run) and
-``compute_output`` (splitting a batch's outputs back: 0 ns without batching); per batch size
+the result), ``queue`` (time waiting to run: in the batching queue, then for a compute thread;
+batched or not, one count per request), ``compute_input`` (validating and casting the
+inputs), ``compute_infer`` (the session run, outputs brought to the host included) and
+``compute_output`` (from the scheduler's result to the request's outputs: selecting the
+requested ones; a batch's outputs are split into views before that, with no copy); per batch size
 (``batch_stats``), the runs of that many rows; ``inference_count`` (inferences: a request of n
 rows counts n) against ``execution_count`` (session runs: a batch counts once), and
 ``last_inference`` in milliseconds since the epoch.
@@ -90,19 +92,28 @@ class InferenceStatistics:
         with self._lock:
             self._entry(model, version).stats["compute_input"].add(seconds)
 
-    def queue(self, model: str, version: int | str, seconds: float) -> None:
+    def queue(self, model: str, version: int | str, seconds: float, count: int = 1) -> None:
+        """``seconds`` of queueing; ``count`` 0 adds to a request's queue time already counted."""
         with self._lock:
-            self._entry(model, version).stats["queue"].add(seconds)
+            self._entry(model, version).stats["queue"].add(seconds, count)
 
-    def execution(
-        self, model: str, version: int | str, rows: int, seconds: float, split: float = 0.0
-    ) -> None:
-        """One session run of ``rows`` rows taking ``seconds``; ``split``: output split time."""
+    def select_outputs(
+        self, model: str, version: int | str, values: dict, wanted: list[str]
+    ) -> dict:
+        """The ``wanted`` outputs of a run's ``values``, timed as ``compute_output``."""
+        started = time.perf_counter()
+        selected = {a: values[a] for a in wanted}
+        seconds = time.perf_counter() - started
+        with self._lock:
+            self._entry(model, version).stats["compute_output"].add(seconds)
+        return selected
+
+    def execution(self, model: str, version: int | str, rows: int, seconds: float) -> None:
+        """One session run of ``rows`` rows taking ``seconds``."""
         with self._lock:
             entry = self._entry(model, version)
             entry.execution_count += 1
             entry.stats["compute_infer"].add(seconds)
-            entry.stats["compute_output"].add(split)
             batch = entry.batches.get(rows)
             if batch is None:
                 batch = entry.batches[rows] = {
@@ -110,7 +121,7 @@ class InferenceStatistics:
                 }
             batch["compute_input"].add(0.0)
             batch["compute_infer"].add(seconds)
-            batch["compute_output"].add(split)
+            batch["compute_output"].add(0.0)  # outputs are split per request, after the run
 
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:
@@ -155,6 +166,11 @@ class SchedulingObserver:
         if self.metrics is not None:
             self.metrics.queue_wait(model, version, seconds)
         self.statistics.queue(model, version, seconds)
+
+    def executor_wait(self, model: str, version: str, seconds: float, batched: bool) -> None:
+        """A request waited ``seconds`` for a compute thread: a direct request's whole queue
+        time (counted), or added to a batched request's batching queue time."""
+        self.statistics.queue(model, version, seconds, count=0 if batched else 1)
 
     def queue_depth(self, model: str, version: str, depth: int) -> None:
         if self.metrics is not None:

@@ -17,6 +17,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     math,
     nn,
     nn_conv,
+    parsing_ops,
     pooling,
     random,
     reduction,

@@ -3,8 +3,11 @@ inference) and their gradients, NHWC and NCHW."""
 
 from __future__ import annotations
 
-from engine import dtypes
+from engine import dtypes, gradients
 from engine.framework.registry import ShapeError, op
+from engine.ops import array as array_ops
+from engine.ops import math as math_ops
+from engine.ops import reduction
 from engine.ops._common import FLOATS, check_dtype, check_same_dtype, create
 from engine.ops.conv import (
     BN_ATTRS,
@@ -190,6 +193,42 @@ def _bn_grad_infer(o):
     return outs
 
 
+def _composite_bn_grad(dy, x, scale, mean, variance, epsilon, data_format, is_training):
+    """The first-order batch-norm gradient written with primitive ops (NHWC inside), so it
+    can be differentiated again; in training the batch statistics are recomputed from ``x``
+    (they depend on it), as TF's second-order gradient does."""
+    u = scale.dtype.base_dtype
+    perm = data_format == "NCHW"
+    xn = math_ops.cast(array_ops.transpose(x, [0, 2, 3, 1]) if perm else x, u)
+    dyn = math_ops.cast(array_ops.transpose(dy, [0, 2, 3, 1]) if perm else dy, u)
+    axes = [0, 1, 2]
+    if is_training:
+        mean = reduction.reduce_mean(xn, axes)
+        variance = reduction.reduce_mean(math_ops.square(xn - mean), axes)
+    inv = math_ops.rsqrt(variance + epsilon)
+    x_hat = (xn - mean) * inv
+    doffset = reduction.reduce_sum(dyn, axes)
+    dscale = reduction.reduce_sum(dyn * x_hat, axes)
+    if is_training:
+        n = math_ops.cast(array_ops.size(xn), u) / math_ops.cast(array_ops.size(scale), u)
+        dx = (scale * inv / n) * (n * dyn - doffset - x_hat * dscale)
+    else:
+        dx = dyn * (scale * inv)
+    dx = math_ops.cast(array_ops.transpose(dx, [0, 3, 1, 2]) if perm else dx, x.dtype.base_dtype)
+    return dx, dscale, doffset
+
+
+def _bn_grad_grad(o, gdx, gdscale, gdoffset, *_):
+    """Second order: the composite first-order gradient differentiated by ``gradients``."""
+    dy, x, scale, mean, variance = o.inputs[:5]
+    attrs = {k: o._attrs[k] for k in ("epsilon", "data_format", "is_training")}
+    outs = _composite_bn_grad(dy, x, scale, mean, variance, **attrs)
+    pairs = [(t, g) for t, g in zip(outs, (gdx, gdscale, gdoffset)) if g is not None]
+    wrt = [dy, x, scale]
+    grads = gradients.gradients([t for t, _ in pairs], wrt, grad_ys=[g for _, g in pairs])
+    return grads + [None] * (len(o.inputs) - 3)
+
+
 def _fused_batch_norm_grad(xp, dy, x, scale, saved_mean, saved_var, attrs):
     fmt, eps = attrs["data_format"], float(attrs["epsilon"])
     _check_input(x, "FusedBatchNormGrad")
@@ -219,7 +258,7 @@ def _fused_batch_norm_grad(xp, dy, x, scale, saved_mean, saved_var, attrs):
     "FusedBatchNormGrad",
     infer=_bn_grad_infer,
     inputs=("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2"),
-    differentiable=False,
+    grad=_bn_grad_grad,
     attrs=BN_GRAD_ATTRS,
 )
 def fused_batch_norm_grad_kernel(
@@ -233,7 +272,7 @@ def fused_batch_norm_grad_kernel(
     "FusedBatchNormGradV3",
     infer=_bn_grad_infer,
     inputs=("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"),
-    differentiable=False,
+    grad=_bn_grad_grad,
     attrs=BN_GRAD_ATTRS,
 )
 def fused_batch_norm_grad_v3_kernel(

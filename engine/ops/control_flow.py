@@ -19,6 +19,7 @@ from engine.framework.registry import Attr, OpFlags, op
 from engine.gradients import gradients
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
+from engine.ops import tensor_array as tensor_array_ops
 from engine.ops._common import create
 from engine.ops.tensor_array import TensorArray
 from engine.tensor_shape import as_shape
@@ -353,18 +354,27 @@ def _while_bind(o, ctx):
     }
 
 
+def _is_flow(t) -> bool:
+    return t.dtype.base_dtype is dtypes.variant
+
+
 def _while_grad(o, *grads):
+    """The While gradient: a WhileGrad op runs the body's gradient backward over the recorded
+    iterations. Float loop variables carry their gradient; TensorArray flows carry their
+    gradient array's flow; captured floats accumulate, captured arrays' gradients are written
+    into their gradient arrays."""
     body = o.get_attr("body")
     n = o.get_attr("num_loop_vars")
     loop_inputs = list(o.inputs[:n])
     caps = list(o.inputs[n:])
-    tv = [i for i in range(n) if _is_float(loop_inputs[i])]
-    tc = [j for j, c in enumerate(caps) if _is_float(c)]
+    tv = [i for i in range(n) if _is_float(loop_inputs[i]) or _is_flow(loop_inputs[i])]
+    tc = [j for j, c in enumerate(caps) if _is_float(c) or _is_flow(c)]
     if not tv and not tc:
         return [None] * len(o.inputs)
     outer = o.graph
+    source = tensor_array_ops.current_gradient_source()
     gb = FuncGraph(body.name + "_grad", outer)
-    with gb.as_default():
+    with gb.as_default(), tensor_array_ops.gradient_source(source):
         dv = [gb.add_arg(body.inputs[i].dtype.base_dtype, body.inputs[i].shape, "dv") for i in tv]
         acc = [gb.add_arg(caps[j].dtype.base_dtype, caps[j].shape, "acc") for j in tc]
         v = [gb.add_arg(t.dtype, t.shape, "v") for t in body.inputs[:n]]
@@ -374,18 +384,32 @@ def _while_grad(o, *grads):
         xs = [v[i] for i in tv] + [c[j] for j in tc]
         gs = gradients([outs[i] for i in tv], xs, grad_ys=dv) if tv else [None] * len(xs)
         new_dv = [
-            _as_output(g if g is not None else array_ops.zeros_like(x), gb, "dv")
-            for g, x in zip(gs[: len(tv)], xs[: len(tv)])
+            _as_output(
+                g if g is not None else (d if _is_flow(x) else array_ops.zeros_like(x)), gb, "dv"
+            )
+            for g, x, d in zip(gs[: len(tv)], xs[: len(tv)], dv)
         ]
         new_acc = [
-            _as_output(a if g is None else math_ops.add(a, g), gb, "acc")
+            _as_output(a if g is None else (g if _is_flow(a) else math_ops.add(a, g)), gb, "acc")
             for g, a in zip(gs[len(tv) :], acc)
         ]
         gb.outputs = new_dv + new_acc
     extra = list(gb.external_captures)
     controls = _control_captures([gb], outer)
-    init_dv = [grads[i] if grads[i] is not None else array_ops.zeros_like(o.outputs[i]) for i in tv]
-    init_acc = [array_ops.zeros_like(caps[j]) for j in tc]
+    init_dv = [
+        grads[i]
+        if grads[i] is not None
+        else (
+            tensor_array_ops.grad_array(o.outputs[i])
+            if _is_flow(o.outputs[i])
+            else array_ops.zeros_like(o.outputs[i])
+        )
+        for i in tv
+    ]
+    init_acc = [
+        tensor_array_ops.grad_array(caps[j]) if _is_flow(caps[j]) else array_ops.zeros_like(caps[j])
+        for j in tc
+    ]
     grad_op = create(
         "WhileGrad",
         [o.outputs[-1]] + init_dv + init_acc + caps + extra,

@@ -22,6 +22,7 @@ from engine.framework.registry import Attr, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
+from engine.ops.conv_groups import grouped_cols, grouped_dy, grouped_filter, grouped_out
 from engine.tensor_shape import TensorShape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
@@ -258,12 +259,18 @@ def _conv_infer(depthwise: bool):
         x = _rank4(o._inputs[0], "input")
         f = _rank4(o._inputs[1], "filter")
         cin = x[channel_axis(o._attrs["data_format"])]
-        if cin is not None and f[2] is not None and cin != f[2]:
-            raise ShapeError(
-                f"Depth of input ({cin}) is not a multiple of input depth of filter ({f[2]})"
-                if not depthwise
-                else f"Dimensions must be equal, but are {cin} and {f[2]}"
-            )
+        if depthwise and cin is not None and f[2] is not None and cin != f[2]:
+            raise ShapeError(f"Dimensions must be equal, but are {cin} and {f[2]}")
+        if not depthwise and cin is not None and f[2] is not None:
+            if f[2] == 0 or cin % f[2]:
+                raise ShapeError(
+                    f"Depth of input ({cin}) is not a multiple of input depth of filter ({f[2]})"
+                )
+            if f[3] is not None and f[3] % (cin // f[2]):
+                raise ShapeError(
+                    f"Depth of output ({f[3]}) is not a multiple of the number of groups "
+                    f"({cin // f[2]})"
+                )
         if depthwise:
             c = cin if cin is not None else f[2]
             oc = c * f[3] if c is not None and f[3] is not None else None
@@ -415,12 +422,28 @@ def _conv_filter_grad(o, g):
 def _check_filter(f, c, op_type: str, depthwise=False):
     if f.ndim != 4:
         raise _invalid(f"{op_type}: filter must be 4-dimensional: {_dims(f.shape)}")
-    if f.shape[2] != c:
+    _check_groups(tuple(f.shape), c, op_type, depthwise)
+
+
+def _check_groups(fshape, c, op_type: str, depthwise=False) -> int:
+    """The number of groups: input depth / filter depth (1 for depthwise)."""
+    if depthwise:
+        if fshape[2] != c:
+            raise _invalid(
+                f"{op_type}: input and filter must have the same depth: {c} vs {fshape[2]}"
+            )
+        return 1
+    if fshape[2] == 0 or c % fshape[2]:
         raise _invalid(
-            f"{op_type}: input depth must be evenly divisible by filter depth: {c} vs {f.shape[2]}"
-            if not depthwise
-            else f"{op_type}: input and filter must have the same depth: {c} vs {f.shape[2]}"
+            f"{op_type}: input depth must be evenly divisible by filter depth: {c} vs {fshape[2]}"
         )
+    groups = c // fshape[2]
+    if fshape[3] % groups:
+        raise _invalid(
+            f"{op_type}: output depth must be evenly divisible by number of groups: "
+            f"{fshape[3]} vs {groups}"
+        )
+    return groups
 
 
 def _check_input(x, op_type: str):
@@ -485,8 +508,13 @@ def conv2d_kernel(
     oc = f.shape[3]
     if g.n * g.oh * g.ow == 0 or oc == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, oc), dtype=x.dtype), fmt)
-    cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, -1)
-    out = _matmul(xp, cols, f.reshape(-1, oc), x.dtype)
+    groups = xn.shape[3] // f.shape[2]
+    cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, g.kh * g.kw, -1)
+    if groups == 1:
+        out = _matmul(xp, cols.reshape(cols.shape[0], -1), f.reshape(-1, oc), x.dtype)
+    else:
+        grouped = _matmul(xp, grouped_cols(cols, groups), grouped_filter(f, groups), x.dtype)
+        out = grouped_out(grouped, groups)
     return _from_nhwc(xp, out.reshape(g.n, g.oh, g.ow, oc), fmt)
 
 
@@ -528,7 +556,14 @@ def conv2d_backprop_input_kernel(
     _check_out_backprop(dyn, g, oc, op_type)
     if dyn.size == 0:
         return _from_nhwc(xp, xp.zeros(shape, dtype=dy.dtype), fmt)
-    taps = _matmul(xp, dyn.reshape(-1, oc), f.reshape(-1, oc).T, dy.dtype)
+    groups = shape[3] // f.shape[2]
+    if groups == 1:
+        taps = _matmul(xp, dyn.reshape(-1, oc), f.reshape(-1, oc).T, dy.dtype)
+    else:
+        gf = grouped_filter(f, groups)
+        taps = _matmul(xp, grouped_dy(dyn.reshape(-1, oc), groups), gf.transpose(0, 2, 1), dy.dtype)
+        m = taps.shape[1]
+        taps = taps.reshape(groups, m, g.kh * g.kw, -1).transpose(1, 2, 0, 3)
     taps = taps.reshape(g.n, g.oh, g.ow, g.kh * g.kw, g.c)
     dx = _scatter_taps(xp, taps, g, _acc_dtype(dy.dtype)).astype(dy.dtype, copy=False)
     return _from_nhwc(xp, xp.ascontiguousarray(dx), fmt)
@@ -566,19 +601,20 @@ def conv2d_backprop_filter_kernel(
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))
     _check_input(x, op_type)
     xn = _to_nhwc(x, fmt)
-    if fshape[2] != xn.shape[3]:
-        raise _invalid(
-            f"{op_type}: input depth must be evenly divisible by filter depth: "
-            f"{xn.shape[3]} vs {fshape[2]}"
-        )
+    groups = _check_groups(fshape, xn.shape[3], op_type)
     g = _geometry(xn.shape, fshape, attrs)
     dyn = _to_nhwc(dy, fmt)
     _check_out_backprop(dyn, g, fshape[3], op_type)
     if dyn.size == 0 or xn.size == 0:
         return xp.zeros(fshape, dtype=x.dtype)
-    cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, -1)
-    df = _matmul(xp, cols.T, dyn.reshape(-1, fshape[3]), x.dtype)
-    return df.reshape(fshape)
+    cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, g.kh * g.kw, -1)
+    dy2 = dyn.reshape(-1, fshape[3])
+    if groups == 1:
+        df = _matmul(xp, cols.reshape(cols.shape[0], -1).T, dy2, x.dtype)
+        return df.reshape(fshape)
+    gcols = grouped_cols(cols, groups).transpose(0, 2, 1)
+    df = _matmul(xp, gcols, grouped_dy(dy2, groups), x.dtype)  # [groups, k * cg, ocg]
+    return xp.ascontiguousarray(df.transpose(1, 0, 2)).reshape(fshape)
 
 
 # -----------------------------------------------------------------------------------------

@@ -188,6 +188,85 @@ class _Zip(DatasetValue):
             yield tuple(v for p in parts for v in p)
 
 
+class _Filter(DatasetValue):
+    def __init__(self, source, fn, captures):
+        self.source, self.fn, self.captures = source, fn, captures
+
+    def iterate(self, state):
+        for elem in self.source.iterate(state):
+            if bool(np.asarray(self.fn(*elem, *self.captures)[0])):
+                yield elem
+
+
+class _FlatMap(DatasetValue):
+    def __init__(self, source, fn, captures):
+        self.source, self.fn, self.captures = source, fn, captures
+
+    def iterate(self, state):
+        for elem in self.source.iterate(state):
+            inner = self.fn(*elem, *self.captures)[0]
+            if not isinstance(inner, DatasetValue):
+                raise errors.InvalidArgumentError(
+                    None, None, "flat_map's function must return a Dataset"
+                )
+            yield from inner.iterate(state)
+
+
+class _PaddedBatch(_Batch):
+    """Batches whose components are padded, per batch, to ``padded_shapes`` (-1: the
+    largest in the batch) with ``padding_values``."""
+
+    def __init__(self, source, size, shapes, values, drop_remainder):
+        super().__init__(source, size, drop_remainder)
+        self.shapes = [[int(d) for d in _host(s).reshape(-1)] for s in shapes]
+        self.values = [_host(v) for v in values]
+
+    def _stack(self, group):
+        out = []
+        for k, target in enumerate(self.shapes):
+            elems = [e[k] for e in group]
+            if any(e.ndim != len(target) for e in elems):
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    f"All elements in a batch must have the same rank as the padded shape "
+                    f"for component {k}: expected rank {len(target)}",
+                )
+            full = [d if d >= 0 else max(e.shape[a] for e in elems) for a, d in enumerate(target)]
+            batch = np.full([len(elems)] + full, self.values[k], dtype=elems[0].dtype)
+            for j, e in enumerate(elems):
+                if any(n > m for n, m in zip(e.shape, full)):
+                    raise errors.InvalidArgumentError(
+                        None,
+                        None,
+                        f"Attempted to pad to a smaller size than the input element: component "
+                        f"{k} has shape [{','.join(map(str, e.shape))}], padded shape "
+                        f"[{','.join(map(str, full))}]",
+                    )
+                batch[(j,) + tuple(slice(0, n) for n in e.shape)] = e
+            out.append(batch)
+        return tuple(out)
+
+
+class _Cache(DatasetValue):
+    """In memory: the first complete pass is recorded, later passes replay it."""
+
+    def __init__(self, source):
+        self.source = source
+        self.elements = None
+
+    def iterate(self, state):
+        if self.elements is not None:
+            for e in self.elements:
+                yield tuple(v.copy() for v in e)
+            return
+        seen = []
+        for elem in self.source.iterate(state):
+            seen.append(tuple(v.copy() for v in elem))
+            yield elem
+        self.elements = seen
+
+
 # -----------------------------------------------------------------------------------------
 # Dataset ops
 # -----------------------------------------------------------------------------------------
@@ -282,6 +361,45 @@ _dataset_op(
     ),
     bind=_map_bind,
     extra_attrs=(Attr("f", "func"),),
+)
+
+
+def _predicate_bind(o, ctx):
+    return {"fn": ctx.compile_function(o._attrs["predicate"])}
+
+
+_dataset_op(
+    "FilterDataset",
+    ("input_dataset", "other_arguments*"),
+    lambda xp, ds, *captures, predicate, output_types, output_shapes, fn: _Filter(ds, fn, captures),
+    bind=_predicate_bind,
+    extra_attrs=(Attr("predicate", "func"),),
+)
+_dataset_op(
+    "FlatMapDataset",
+    ("input_dataset", "other_arguments*"),
+    lambda xp, ds, *captures, f, output_types, output_shapes, map_fn: _FlatMap(
+        ds, map_fn, captures
+    ),
+    bind=_map_bind,
+    extra_attrs=(Attr("f", "func"),),
+)
+
+
+def _padded_batch_kernel(xp, ds, size, drop, *rest, output_types, output_shapes):
+    n = len(output_types)
+    return _PaddedBatch(ds, int(size), rest[:n], rest[n:], bool(drop))
+
+
+_dataset_op(
+    "PaddedBatchDatasetV2",
+    ("input_dataset", "batch_size", "drop_remainder", "padded_shapes_then_padding_values*"),
+    _padded_batch_kernel,
+)
+_dataset_op(
+    "CacheDataset",
+    ("input_dataset", "filename"),
+    lambda xp, ds, filename, *, output_types, output_shapes: _Cache(ds),
 )
 
 

@@ -4,15 +4,26 @@ At run time a ``TensorArrayV3`` op creates a fresh array each time it runs; its 
 "flow", dtype variant) is a handle that writes update in place and pass along, so writing in
 a loop costs O(1) per element. Reads of unwritten elements, writes past a fixed size and
 double writes are run-time errors, as in TF.
+
+Gradients follow TF's design: each forward array owns, per gradient computation (its
+"source"), a gradient array of the same size created on first use by ``TensorArrayGradV3``.
+The gradient of a flow is the flow of that gradient array: a read's gradient writes into it
+(writes there add up), a write's gradient reads from it (an element never written reads as
+zeros shaped like the forward element), stack/gather and scatter/unstack mirror each other.
+The While gradient carries gradient flows as loop variables, so a TensorArray filled and read
+inside ``while_loop`` (``dynamic_rnn``) trains.
 """
 
 from __future__ import annotations
+
+import contextlib
+import threading
 
 import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
-from engine.framework.graph import name_scope
+from engine.framework.graph import Tensor, get_name_scope, name_scope
 from engine.framework.registry import Attr, OpFlags, op
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
@@ -25,14 +36,17 @@ __all__ = ["TensorArray"]
 class TensorArrayValue:
     """The run-time state of one TensorArray."""
 
-    __slots__ = ("items", "dtype", "dynamic_size", "element_shape", "name")
+    __slots__ = ("items", "dtype", "dynamic_size", "element_shape", "name", "grads", "forward")
 
-    def __init__(self, size, dtype, dynamic_size, element_shape, name):
+    def __init__(self, size, dtype, dynamic_size, element_shape, name, forward=None):
         self.items = [None] * size
         self.dtype = dtype
         self.dynamic_size = dynamic_size
         self.element_shape = element_shape
         self.name = name
+        self.grads: dict[str, TensorArrayValue] = {}
+        # set on a gradient array: the forward array it belongs to; its writes add up
+        self.forward = forward
 
     def __repr__(self) -> str:
         return f"<TensorArray {self.name} size={len(self.items)} dtype={self.dtype.name}>"
@@ -77,6 +91,9 @@ def _write(ta: TensorArrayValue, i: int, value) -> None:
             )
         ta.items.extend([None] * (i + 1 - len(ta.items)))
     if ta.items[i] is not None:
+        if ta.forward is not None:
+            ta.items[i] = ta.items[i] + value
+            return
         raise errors.InvalidArgumentError(
             None,
             None,
@@ -86,6 +103,10 @@ def _write(ta: TensorArrayValue, i: int, value) -> None:
 
 
 def _read(ta: TensorArrayValue, i: int, xp):
+    if ta.forward is not None and (i >= len(ta.items) or ta.items[i] is None):
+        fwd = ta.forward.items[i] if i < len(ta.forward.items) else None
+        if fwd is not None:
+            return xp.zeros_like(fwd)
     if i >= len(ta.items):
         raise errors.InvalidArgumentError(
             None, None, f"Tried to read from index {i} but array size is: {len(ta.items)}"
@@ -100,6 +121,121 @@ def _read(ta: TensorArrayValue, i: int, xp):
             f"Could not read from TensorArray index {i} because it has not yet been written to.",
         )
     return v
+
+
+# -- gradients --------------------------------------------------------------------------
+
+_source_stack = threading.local()
+
+
+@contextlib.contextmanager
+def gradient_source(source: str):
+    """Gradient arrays created inside belong to ``source`` (a While gradient body builds its
+    gradient under the gradient computation of the loop, not a fresh one)."""
+    stack = _source_stack.__dict__.setdefault("stack", [])
+    stack.append(source)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def current_gradient_source() -> str:
+    """The gradient computation being built: its outermost name scope (``gradients``,
+    ``gradients_1``, ...), so two computations fetched together do not share arrays."""
+    stack = _source_stack.__dict__.get("stack")
+    if stack:
+        return stack[-1]
+    return get_name_scope().split("/")[0]
+
+
+def grad_array(flow) -> Tensor:
+    """The flow of the gradient array of the forward array whose flow is ``flow``."""
+    return create(
+        "TensorArrayGradV3", [flow], {"source": current_gradient_source()}, "TensorArrayGrad"
+    ).outputs[0]
+
+
+def _read_from(flow, index, like):
+    return create(
+        "TensorArrayReadV3",
+        [flow, index],
+        {"dtype": like.dtype.base_dtype, "element_shape": like.shape},
+        "TensorArrayRead",
+    ).outputs[0]
+
+
+def _write_grad(o, dflow):
+    return [dflow, None, _read_from(dflow, o.inputs[1], o.inputs[2])]
+
+
+def _read_grad(o, dv):
+    g = grad_array(o.inputs[0])
+    return [
+        create("TensorArrayWriteV3", [g, o.inputs[1], dv], {}, "TensorArrayWrite").outputs[0],
+        None,
+    ]
+
+
+def _gather_grad(o, dy):
+    g = grad_array(o.inputs[0])
+    flow = create("TensorArrayScatterV3", [g, o.inputs[1], dy], {}, "TensorArrayScatter")
+    return [flow.outputs[0], None]
+
+
+def _stack_grad(o, dy):
+    g = grad_array(o.inputs[0])
+    indices = array_ops.range(array_ops.shape(dy)[0])
+    flow = create("TensorArrayScatterV3", [g, indices, dy], {}, "TensorArrayScatter")
+    return [flow.outputs[0]]
+
+
+def _scatter_grad(o, dflow):
+    value = o.inputs[2]
+    return [
+        dflow,
+        None,
+        create(
+            "TensorArrayGatherV3",
+            [dflow, o.inputs[1]],
+            {"dtype": value.dtype.base_dtype, "element_shape": value.shape[1:]},
+            "TensorArrayGather",
+        ).outputs[0],
+    ]
+
+
+def _split_grad(o, dflow):
+    value = o.inputs[1]
+    rest = value.shape[1:] if value.shape.rank else unknown_shape()
+    concat = create(
+        "TensorArrayConcatV3",
+        [dflow],
+        {"dtype": value.dtype.base_dtype, "element_shape_except0": rest},
+        "TensorArrayConcat",
+    )
+    return [dflow, concat.outputs[0], None]
+
+
+@op(
+    "TensorArrayGradV3",
+    infer=_flow_infer,
+    differentiable=False,
+    inputs=("handle",),
+    attrs=(Attr("source", "string"),),
+    flags=OpFlags(stateful=True),
+)
+def _ta_grad(xp, ta, *, source):
+    if not isinstance(ta, TensorArrayValue):
+        raise errors.InvalidArgumentError(
+            None, None, f"TensorArrayGradV3 expects a TensorArray handle, got {type(ta).__name__}"
+        )
+    g = ta.grads.get(source)
+    if g is None:
+        g = TensorArrayValue(
+            len(ta.items), ta.dtype, True, ta.element_shape, f"{ta.name}@{source}", forward=ta
+        )
+        ta.grads[source] = g
+    return g
 
 
 @op(
@@ -126,7 +262,7 @@ def _ta_create(xp, size, *, dtype, element_shape, dynamic_size, tensor_array_nam
 @op(
     "TensorArrayWriteV3",
     infer=_flow_infer,
-    differentiable=False,
+    grad=_write_grad,
     inputs=("handle", "index", "value"),
     flags=OpFlags(stateful=True, aliases=True),
 )
@@ -142,7 +278,7 @@ def _read_infer(o):
 @op(
     "TensorArrayReadV3",
     infer=_read_infer,
-    differentiable=False,
+    grad=_read_grad,
     inputs=("handle", "index"),
     attrs=(
         Attr("dtype", "type"),
@@ -191,7 +327,7 @@ def _stack(ta, indices, xp):
 @op(
     "TensorArrayGatherV3",
     infer=_gather_infer,
-    differentiable=False,
+    grad=_gather_grad,
     inputs=("handle", "indices"),
     attrs=(
         Attr("dtype", "type"),
@@ -206,7 +342,7 @@ def _ta_gather(xp, ta, indices, *, dtype, element_shape):
 @op(
     "TensorArrayStackV3",
     infer=_gather_infer,
-    differentiable=False,
+    grad=_stack_grad,
     inputs=("handle",),
     attrs=(
         Attr("dtype", "type"),
@@ -221,7 +357,7 @@ def _ta_stack(xp, ta, *, dtype, element_shape):
 @op(
     "TensorArrayScatterV3",
     infer=_flow_infer,
-    differentiable=False,
+    grad=_scatter_grad,
     inputs=("handle", "indices", "value"),
     flags=OpFlags(stateful=True, aliases=True),
 )
@@ -285,7 +421,7 @@ def _ta_concat(xp, ta, *, dtype, element_shape_except0):
 @op(
     "TensorArraySplitV3",
     infer=_flow_infer,
-    differentiable=False,
+    grad=_split_grad,
     inputs=("handle", "value", "lengths"),
     flags=OpFlags(stateful=True, aliases=True),
 )
@@ -334,6 +470,7 @@ class TensorArray:
         self._element_shape = [
             as_shape(element_shape) if element_shape is not None else unknown_shape()
         ]
+        self._static_size = None
         if flow is not None or handle is not None:
             self._flow = flow if flow is not None else handle
             return
@@ -341,6 +478,9 @@ class TensorArray:
             raise ValueError("Size must be provided if handle is not provided")
         with name_scope(name, "TensorArray", [size]) as scope:
             size_t = convert_to_tensor(size, dtype=dtypes.int32, name="size")
+            known = constant_value(size_t)
+            if known is not None and not self._dynamic_size:
+                self._static_size = int(known)  # stack() knows its leading dimension, as TF's
             self._flow = create(
                 "TensorArrayV3",
                 [size_t],
@@ -382,6 +522,7 @@ class TensorArray:
             self._infer_shape,
         )
         ta._element_shape = self._element_shape  # shared: shape knowledge accumulates
+        ta._static_size = self._static_size
         ta._flow = flow
         return ta
 
@@ -427,12 +568,15 @@ class TensorArray:
 
     def stack(self, name=None):
         with name_scope(name, "TensorArrayStack", [self._flow]) as scope:
-            return create(
+            value = create(
                 "TensorArrayStackV3",
                 [self._flow],
                 {"dtype": self._dtype, "element_shape": self.element_shape},
                 scope,
             ).outputs[0]
+            if self._static_size is not None:
+                value.set_shape(TensorShape([self._static_size]).concatenate(self.element_shape))
+            return value
 
     def gather(self, indices, name=None):
         with name_scope(name, "TensorArrayGather", [self._flow, indices]) as scope:
@@ -499,8 +643,11 @@ class TensorArray:
         with name_scope(name, "NoOp") as scope:
             return create("NoOp", [], {}, scope)
 
-    def grad(self, source, flow=None, name=None):
-        raise NotImplementedError("Gradients through TensorArray are not supported yet")
+    def grad(self, source, flow=None, name=None):  # noqa: ARG002 - TF API compatibility
+        """The gradient array of this array for gradient computation ``source``."""
+        with name_scope(name, "TensorArrayGrad", [self._flow]) as scope:
+            g = create("TensorArrayGradV3", [self._flow], {"source": source}, scope).outputs[0]
+        return self._with_flow(g)
 
     def __repr__(self) -> str:
         return f"<TensorArray dtype={self._dtype.name} element_shape={self.element_shape}>"

@@ -49,3 +49,28 @@ class Summary:
 
     def __repr__(self) -> str:
         return f"Summary(value={self.value!r})"
+
+
+class SessionLog:
+    """``tf.SessionLog``: a START/STOP/CHECKPOINT marker for ``FileWriter.add_session_log``
+    (TensorBoard drops events after a restart's START that are older than it)."""
+
+    STATUS_UNSPECIFIED = 0
+    START = 1
+    STOP = 2
+    CHECKPOINT = 3
+
+    def __init__(self, status=0, checkpoint_path="", msg=""):
+        if status not in (0, 1, 2, 3):
+            raise ValueError(f"SessionLog status must be 0 to 3 (START, STOP, ...), got {status!r}")
+        if not isinstance(checkpoint_path, str) or not isinstance(msg, str):
+            raise TypeError("SessionLog checkpoint_path and msg must be strings")
+        self.status = status
+        self.checkpoint_path = checkpoint_path
+        self.msg = msg
+
+    def SerializeToString(self) -> bytes:
+        return records.session_log(self.status, self.checkpoint_path, self.msg)
+
+    def __repr__(self) -> str:
+        return f"SessionLog(status={self.status}, checkpoint_path={self.checkpoint_path!r})"

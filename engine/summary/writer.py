@@ -11,6 +11,8 @@ import time
 
 import numpy as np
 
+from engine.formats.tensorflow.tensors import TFFormatError, shape_to_proto
+from engine.formats.tensorflow.writer import graph_to_tf
 from engine.framework.graph import Graph
 from engine.util import summary_records as records
 
@@ -26,6 +28,25 @@ def _as_bytes(summary) -> bytes:
         "add_summary expects a serialized Summary (the bytes a summary op returns), got "
         f"{type(summary).__name__}"
     )
+
+
+def tensorboard_graph_def(graph) -> bytes:
+    """``graph`` as the GraphDef TensorBoard draws: TensorFlow's own GraphDef (the
+    TensorFlow-format writer: every attr, TF's type attrs) plus ``_output_shapes`` for the
+    edge labels. A graph that format cannot hold (functional control flow, py_func) is drawn
+    from its node names, inputs, devices, dtypes and shapes only."""
+    try:
+        gd = graph_to_tf(graph)
+    except TFFormatError:
+        return records.graph_def(graph)
+    by_name = {op.name: op for op in graph.get_operations()}
+    for node in gd.node:
+        outputs = by_name[node.name].outputs
+        if outputs:
+            shapes = node.attr["_output_shapes"].list
+            for t in outputs:
+                shapes.shape.add().CopyFrom(shape_to_proto(t.shape.as_tuple()))
+    return gd.SerializeToString()
 
 
 class FileWriter:
@@ -86,6 +107,34 @@ class FileWriter:
         step = int(global_step) if global_step is not None else 0
         self.add_event(records.event(time.time(), step, summary_bytes=data))
 
+    def add_session_log(self, session_log, global_step=None) -> None:
+        """Adds a ``SessionLog`` (START after a restart makes TensorBoard drop the events
+        the crashed run wrote past ``global_step``)."""
+        if not hasattr(session_log, "SerializeToString"):
+            raise TypeError(
+                f"add_session_log expects a SessionLog, got {type(session_log).__name__}"
+            )
+        step = int(global_step) if global_step is not None else 0
+        data = session_log.SerializeToString()
+        self.add_event(records.event(time.time(), step, session_log=data))
+
+    def add_run_metadata(self, run_metadata, tag, global_step=None) -> None:
+        """Adds the step stats of a traced ``Session.run`` (``run_metadata`` filled with
+        ``RunOptions(trace_level=FULL_TRACE)``) under ``tag``, for TensorBoard's graph view."""
+        if not isinstance(tag, str) or not tag:
+            raise ValueError("add_run_metadata needs a non-empty string tag")
+        if hasattr(run_metadata, "SerializeToString"):
+            data = run_metadata.SerializeToString()
+        elif hasattr(run_metadata, "step_stats"):
+            data = records.run_metadata(run_metadata)
+        else:
+            raise TypeError(
+                f"add_run_metadata expects a RunMetadata, got {type(run_metadata).__name__}"
+            )
+        step = int(global_step) if global_step is not None else 0
+        tagged = records.tagged_run_metadata(tag, data)
+        self.add_event(records.event(time.time(), step, tagged_run_metadata=tagged))
+
     def add_graph(self, graph, global_step=None, graph_def=None) -> None:
         """Adds the graph TensorBoard draws (``graph`` an engine ``Graph``; ``graph_def`` a
         serialized TensorFlow ``GraphDef``)."""
@@ -94,7 +143,7 @@ class FileWriter:
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"add_graph expects a Graph, got {type(graph).__name__}")
-            data = records.graph_def(graph)
+            data = tensorboard_graph_def(graph)
         elif isinstance(graph_def, bytes):
             data = graph_def
         elif graph_def is not None and hasattr(graph_def, "SerializeToString"):

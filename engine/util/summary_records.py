@@ -202,8 +202,9 @@ def histogram(values: np.ndarray) -> bytes:
 
 
 def event(wall_time: float, step: int = 0, *, file_version=None, graph_def=None,
-          summary_bytes=None) -> bytes:  # fmt: skip
-    """An ``Event`` (wall_time 1, step 2, file_version 3, graph_def 4, summary 5)."""
+          summary_bytes=None, session_log=None, tagged_run_metadata=None) -> bytes:  # fmt: skip
+    """An ``Event`` (wall_time 1, step 2, file_version 3, graph_def 4, summary 5,
+    session_log 7, tagged_run_metadata 8)."""
     out = field_double(1, wall_time)
     if step:
         out += field_varint(2, int(step))
@@ -213,7 +214,56 @@ def event(wall_time: float, step: int = 0, *, file_version=None, graph_def=None,
         out += field_bytes(4, graph_def)
     if summary_bytes is not None:
         out += field_bytes(5, summary_bytes)
+    if session_log is not None:
+        out += field_bytes(7, session_log)
+    if tagged_run_metadata is not None:
+        out += field_bytes(8, tagged_run_metadata)
     return out
+
+
+def session_log(status: int, checkpoint_path: str = "", msg: str = "") -> bytes:
+    """A ``SessionLog`` (status 1, checkpoint_path 2, msg 3)."""
+    out = field_varint(1, status) if status else b""
+    if checkpoint_path:
+        out += field_bytes(2, checkpoint_path)
+    if msg:
+        out += field_bytes(3, msg)
+    return out
+
+
+def tagged_run_metadata(tag: str, run_metadata: bytes) -> bytes:
+    """A ``TaggedRunMetadata`` (tag 1, run_metadata 2: a serialized ``RunMetadata``)."""
+    return field_bytes(1, tag) + field_bytes(2, run_metadata)
+
+
+_NODE_EXEC_FIELDS = (  # NodeExecStats field numbers (tensorflow/core/framework/step_stats.proto)
+    ("all_start_micros", 2),
+    ("op_start_rel_micros", 3),
+    ("op_end_rel_micros", 4),
+    ("all_end_rel_micros", 5),
+    ("all_start_nanos", 13),
+    ("all_end_rel_nanos", 16),
+)
+
+
+def run_metadata(md) -> bytes:
+    """An engine ``RunMetadata`` as TF's ``RunMetadata`` protobuf: its step stats (step_stats
+    1 > dev_stats 1 > device 1, node_stats 2 > node_name 1, times, timeline_label 8)."""
+    devices = b""
+    stats = getattr(md, "step_stats", None)
+    for dev in getattr(stats, "dev_stats", None) or []:
+        nodes = b""
+        for ns in dev.node_stats or []:
+            node = field_bytes(1, ns.node_name) if ns.node_name else b""
+            for name, num in _NODE_EXEC_FIELDS:
+                value = int(getattr(ns, name) or 0)
+                if value:
+                    node += field_varint(num, value)
+            if ns.timeline_label:
+                node += field_bytes(8, ns.timeline_label)
+            nodes += field_bytes(2, node)
+        devices += field_bytes(1, (field_bytes(1, dev.device) if dev.device else b"") + nodes)
+    return field_bytes(1, devices) if devices else b""
 
 
 def _shape_proto(dims) -> bytes:

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     brotli = None
 
 from service.errors import InvalidInput, RequestTimeout
-from service.keys import MODEL, PROTOCOL, VERSION
+from service.keys import ENDPOINT, MODEL, PROTOCOL, REQUEST_ID, VERSION
 from service.logs import REQUEST_ID_HEADER, accept_request_id, request_id_var
 
 __all__ = [
@@ -53,8 +53,6 @@ BODY_TIMEOUT = web.AppKey("fs_body_timeout", float)
 MAX_BODY = web.AppKey("fs_max_body", int)
 _BROTLI_ERRORS = (brotli.error,) if brotli is not None else ()
 _INLINE_DECODE_BYTES = 64 << 10  # larger compressed bodies are decoded off the event loop
-ENDPOINT = web.RequestKey("fs_endpoint", str)  # overrides the app's path-based endpoint label
-REQUEST_ID = web.RequestKey("fs_request_id", str)  # set by the app; a V2 body "id" may adopt
 _JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 

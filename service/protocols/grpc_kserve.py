@@ -33,7 +33,7 @@ from google.protobuf.message import Message
 
 import service
 from engine import dtypes
-from service.errors import InvalidInput, ServingError
+from service.errors import InvalidInput, ModelNotFound, ServingError
 from service.log_settings import LogSettings
 from service.manager import InferResult, ModelManager
 from service.metrics import ServingMetrics
@@ -44,6 +44,7 @@ from service.protocols.grpc_common import GrpcService, serialize
 from service.protocols.proto import kserve_pb2 as pb
 from service.protocols.shared_memory import SharedMemoryRegistry
 from service.tensors import check_shape
+from service.trace_settings import TraceSettings
 
 __all__ = ["SERVICE_NAME", "KServeGrpc"]
 
@@ -86,10 +87,12 @@ class KServeGrpc(GrpcService):
         shared_memory: SharedMemoryRegistry | None = None,
         auth_token: str | None = None,
         log_settings: LogSettings | None = None,
+        trace_settings: TraceSettings | None = None,
     ):
         super().__init__(manager, metrics, auth_token)
         self.shared_memory = shared_memory or SharedMemoryRegistry()
         self.log = log_settings or LogSettings()
+        self.trace = trace_settings or TraceSettings()
 
     # -- plumbing ----------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
@@ -115,6 +118,7 @@ class KServeGrpc(GrpcService):
                 pb.SystemSharedMemoryUnregisterRequest,
             ),
             "LogSettings": (self.log_settings, pb.LogSettingsRequest),
+            "TraceSetting": (self.trace_setting, pb.TraceSettingRequest),
             "CudaSharedMemoryStatus": (self.cuda_shm, pb.CudaSharedMemoryStatusRequest),
             "CudaSharedMemoryRegister": (self.cuda_shm, pb.CudaSharedMemoryRegisterRequest),
             "CudaSharedMemoryUnregister": (self.cuda_shm, pb.CudaSharedMemoryUnregisterRequest),
@@ -205,6 +209,24 @@ class KServeGrpc(GrpcService):
     async def shm_unregister(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         self.shared_memory.unregister(request.name or None)
         return pb.SystemSharedMemoryUnregisterResponse()
+
+    async def trace_setting(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
+        """Triton's TraceSetting: an empty value list clears a setting (HTTP's null)."""
+        model = request.model_name or None
+        with v2.triton_errors(request.model_name):
+            if model and model not in self.manager.model_names():
+                raise ModelNotFound(f"unknown model {model!r}", model)
+        changes = {}
+        for key, entry in request.settings.items():
+            values = list(entry.value)
+            changes[key] = (values if key == "trace_level" else values[0]) if values else None
+            if key != "trace_level" and len(values) > 1:
+                raise InvalidInput(f"{key} takes one value, got {values}")
+        current = self.trace.update(changes, model) if changes else self.trace.current(model)
+        response = pb.TraceSettingResponse()
+        for key, value in current.items():
+            response.settings[key].value.extend(value if isinstance(value, list) else [value])
+        return response
 
     async def log_settings(self, request: Message, _context: grpc.aio.ServicerContext) -> Message:
         changes = {}

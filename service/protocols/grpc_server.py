@@ -17,7 +17,7 @@ import grpc
 from aiohttp import web
 
 from service.config import ServerConfig
-from service.keys import CONFIG, LOG_SETTINGS, MANAGER, METRICS, SHARED_MEMORY
+from service.keys import CONFIG, LOG_SETTINGS, MANAGER, METRICS, SHARED_MEMORY, TRACE_SETTINGS
 from service.protocols.grpc_kserve import KServeGrpc
 from service.protocols.grpc_tfserving import TFServingGrpc
 
@@ -59,6 +59,7 @@ class GrpcServer:
             app[SHARED_MEMORY],
             auth_token=config.auth_token,
             log_settings=app[LOG_SETTINGS],
+            trace_settings=app[TRACE_SETTINGS],
         )
         self.tfserving = TFServingGrpc(
             app[MANAGER],

@@ -15,6 +15,7 @@ Routes (``[/versions/{v}]`` is optional; without it the latest available version
     POST /v2/repository/models/{model}/load|unload   repository control
     GET  /v2/models[/{model}[/versions/{v}]]/stats   Triton's statistics extension
     GET|POST /v2/logging                             Triton's log settings (service.log_settings)
+    GET|POST /v2[/models/{model}]/trace/setting      Triton's trace settings
     GET  /v2/systemsharedmemory[/region/{r}]/status  system shared memory regions
     POST /v2/systemsharedmemory/region/{r}/register, [/region/{r}]/unregister
 
@@ -70,9 +71,10 @@ from aiohttp import web
 
 import service
 from engine import dtypes
+from service import tracing
 from service.config import ConfigError, parse_model_config
 from service.errors import InvalidInput, ModelNotFound, NotFound, Unavailable
-from service.keys import CONFIG, LOG_SETTINGS, MANAGER, SHARED_MEMORY
+from service.keys import CONFIG, LOG_SETTINGS, MANAGER, SHARED_MEMORY, TRACE_SETTINGS
 from service.manager import InferResult, ModelManager
 from service.protocols.classification import apply_classification, class_count
 from service.protocols.common import (
@@ -133,6 +135,7 @@ EXTENSIONS = [
     "system_shared_memory",
     "statistics",
     "logging",
+    "trace",
     "classification",
 ]
 CUDA_SHM_REFUSED = (
@@ -187,6 +190,9 @@ def add_routes(app: web.Application) -> None:
     router.add_post("/v2/repository/index", repository_index)
     router.add_get("/v2/logging", log_settings)
     router.add_post("/v2/logging", log_settings)
+    for path in ("/v2/trace/setting", "/v2/models/{model}/trace/setting"):
+        router.add_get(path, _triton_route(trace_settings))
+        router.add_post(path, _triton_route(trace_settings))
     shm = "/v2/systemsharedmemory"
     router.add_get(shm + "/status", shm_status)
     router.add_get(shm + "/region/{region}/status", shm_status)
@@ -219,8 +225,11 @@ async def health_live(_request: web.Request) -> web.Response:
 
 
 async def health_ready(request: web.Request) -> web.Response:
-    ready = request.app[MANAGER].ready
-    return json_response({"ready": ready}, status=200 if ready else 503)
+    manager = request.app[MANAGER]
+    if manager.ready:
+        return json_response({"ready": True})
+    # flowserve's extension: what readiness waits for (model -> LOADING, FAILED, ...)
+    return json_response({"ready": False, "waiting_for": manager.unready_models()}, status=503)
 
 
 def _target(request: web.Request) -> tuple[str, str | None]:
@@ -441,6 +450,19 @@ async def log_settings(request: web.Request) -> web.Response:
     return json_response(settings.update(await _optional_json(request, "the log settings")))
 
 
+async def trace_settings(request: web.Request) -> web.Response:
+    """Triton's trace extension: GET the (global or a model's) settings, POST changes."""
+    model = request.match_info.get("model")
+    note(request, protocol="v2", model=model)
+    if model and model not in request.app[MANAGER].model_names():
+        raise ModelNotFound(f"unknown model {model!r}", model)
+    settings = request.app[TRACE_SETTINGS]
+    if request.method == "GET":
+        return json_response(settings.current(model))
+    changes = await _optional_json(request, "the trace settings")
+    return json_response(settings.update(changes, model))
+
+
 # -----------------------------------------------------------------------------------------
 # System shared memory extension
 # -----------------------------------------------------------------------------------------
@@ -490,6 +512,7 @@ async def cuda_shm_refused(request: web.Request) -> web.Response:
 
 async def infer(request: web.Request) -> web.Response:
     name, version = _target(request)
+    tracing.phase(request, "parse", model=name)
     doc, binary = _split_body(request, await read_body(request))
     params = _parameters(doc.get("parameters"), "request")
     request_id = doc.get("id")
@@ -514,6 +537,7 @@ async def infer(request: web.Request) -> web.Response:
         )
         if t is not None
     ]
+    tracing.phase(request, None)
     result = await request.app[MANAGER].infer(
         name,
         inputs,
@@ -523,6 +547,7 @@ async def infer(request: web.Request) -> web.Response:
         timeout=min(deadlines) if deadlines else None,
     )
     note(request, version=result.version)
+    tracing.phase(request, "encode", model=name, version=result.version)
     as_msgpack = wants_msgpack(request) or (
         is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
     )

@@ -52,6 +52,7 @@ import binascii
 import numpy as np
 from aiohttp import web
 
+from service import tracing
 from service.errors import InvalidInput, NotFound
 from service.keys import CONFIG, MANAGER
 from service.protocols.common import (
@@ -163,6 +164,7 @@ async def _predict(request: web.Request) -> web.Response:
     servable = manager.resolve(model, version, label)
     note(request, model=servable.model, version=servable.version)
 
+    tracing.phase(request, "parse", model=servable.model)
     packed = is_msgpack(request)
     raw = await read_body(request)
     body = unpackb(raw) if packed else parse_json(raw)
@@ -181,6 +183,7 @@ async def _predict(request: web.Request) -> web.Response:
     else:
         inputs = _columnar_inputs(body["inputs"], signature)
 
+    tracing.phase(request, None)
     result = await manager.infer(
         model,
         inputs,
@@ -191,6 +194,7 @@ async def _predict(request: web.Request) -> web.Response:
         servable=servable,
     )
     note(request, version=result.version)
+    tracing.phase(request, "encode", model=result.model, version=result.version)
     if packed or wants_msgpack(request):
         return web.Response(
             body=packb(

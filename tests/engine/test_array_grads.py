@@ -40,6 +40,29 @@ def _weighted(parts, axis=None):
     return tf.add_n(scaled) if axis is None else tf.concat(scaled, axis)
 
 
+def _ta(size):
+    return tf.TensorArray(tf.float64, size=size)
+
+
+def _ta_write_read(a, b):
+    ta = _ta(2).write(0, a).write(1, b * 2.0)
+    return ta.read(1) * 3.0 + ta.read(0) * ta.read(0)
+
+
+def _ta_while(x):
+    """A running product of the rows, written to and read from arrays inside a while loop."""
+    rows = _ta(3).unstack(x)
+
+    def body(t, h, out):
+        h = h * rows.read(t) + 1.0
+        return t + 1, h, out.write(t, h)
+
+    _, h, out = tf.while_loop(
+        lambda t, h, out: t < 3, body, [tf.constant(0), tf.ones_like(x[0]), _ta(3)]
+    )
+    return out.stack() * h
+
+
 CASES = [
     G("identity", tf.identity, [x23]),
     G("identity_n", lambda x: _weighted(tf.identity_n([x, x * 2.0])), [x23]),
@@ -199,6 +222,12 @@ CASES = [
         [np.array([3, 1, 2], I32), F(-2.0)],
         grad_inputs=(1,),
     ),
+    # TensorArray: a read's gradient writes into the gradient array, a write's reads from it
+    G("ta_unstack_stack", lambda x: _ta(3).unstack(x).stack() * 2.0, [x34]),
+    G("ta_write_read", _ta_write_read, [x23, x23 + 1], grad_inputs=(0, 1)),
+    G("ta_scatter_gather", lambda x: _ta(3).scatter([2, 0, 1], x).gather([1, 1, 2]), [x34]),
+    G("ta_split_read", lambda x: _ta(2).split(x, [1, 2]).read(1) * 3.0, [x34]),
+    G("ta_while_loop", _ta_while, [x34]),
 ]
 
 

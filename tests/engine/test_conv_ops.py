@@ -137,11 +137,31 @@ va = rng.uniform(0.5, 2, 3).astype(F)
 distinct = (rng.permutation(2 * 6 * 5 * 3).reshape(2, 6, 5, 3) / 9.0).astype(D)
 
 
+def np_grouped_conv(x, w, strides, padding):
+    """Grouped convolution read literally: each group of input channels meets its own slice
+    of the filters."""
+    groups = x.shape[3] // w.shape[2]
+    cg, ocg = w.shape[2], w.shape[3] // groups
+    parts = [
+        np_conv(x[..., k * cg : (k + 1) * cg], w[..., k * ocg : (k + 1) * ocg], strides, padding)
+        for k in range(groups)
+    ]
+    return np.concatenate(parts, axis=3)
+
+
+_grouped_rng = np.random.default_rng(12)
+x6 = _grouped_rng.standard_normal((2, 5, 4, 6)).astype(F)  # 3 groups of 2 input channels
+w_grouped = _grouped_rng.standard_normal((2, 3, 2, 6)).astype(F)
+
+
 def conv(strides, padding, fmt="NHWC", dil=(1, 1, 1, 1)):
     return lambda x, w: tf.nn.conv2d(x, w, strides, padding, data_format=fmt, dilations=dil)
 
 
 CASES = [
+    Case("conv_grouped", conv([1, 2, 1, 1], "SAME"), [x6, w_grouped],
+         lambda x, w: np_grouped_conv(x, w, (2, 1), "SAME"), [2, 3, 4, 6],
+         rtol=1e-5, atol=1e-5),
     Case("conv_same", conv([1, 1, 1, 1], "SAME"), [x4, w3],
          lambda x, w: np_conv(x, w, (1, 1), "SAME"), [2, 6, 5, 4], rtol=1e-5, atol=1e-5),
     Case("conv_valid_s2", conv(2, "VALID"), [x4, w3],
@@ -293,7 +313,22 @@ x_small = rng.standard_normal((2, 5, 4, 3))
 w_small = rng.standard_normal((3, 2, 3, 2))
 dy_small = rng.standard_normal((2, 3, 2, 2))
 wd_small = rng.standard_normal((2, 2, 3, 2))
+_bn_scale = rng.uniform(0.5, 1.5, 3)
+_bn_offset = rng.standard_normal(3)
 GRAD_CASES = [
+    # second order: FusedBatchNormGrad's outputs differentiated (x, scale and dy)
+    Case("fused_bn_grad_train_dx", _grad_of(_bn_train, 0),
+         [x_small, _bn_scale, _bn_offset, rng.standard_normal(x_small.shape)], None,
+         grad_inputs=(0, 1, 3), rtol=1e-4, atol=1e-4),
+    Case("fused_bn_grad_train_dscale", _grad_of(_bn_train, 1),
+         [x_small, _bn_scale, _bn_offset, rng.standard_normal(x_small.shape)], None,
+         grad_inputs=(0, 3), rtol=1e-4, atol=1e-4),
+    Case("fused_bn_grad_infer_nchw", _grad_of(_bn_v1, 0),
+         [_t(x_small), _bn_scale, _bn_offset, rng.standard_normal(3),
+          rng.uniform(0.5, 2, 3), rng.standard_normal(_t(x_small).shape)], None,
+         grad_inputs=(0, 1, 5)),
+    Case("conv_grouped", conv([1, 2, 1, 1], "SAME"), [x6[:, :3, :3], w_grouped[:, :2]], None,
+         grad_inputs=(0, 1)),
     Case("conv_same_s2", conv([1, 2, 2, 1], "SAME"), [x_small, w_small], None,
          grad_inputs=(0, 1)),
     Case("conv_explicit_nchw_dilated",
@@ -420,3 +455,18 @@ def test_conv_kernel_is_one_matmul_per_layer(monkeypatch):
     )  # fmt: skip
     assert len(calls) == 1 and calls[0] == (4 * 16 * 16, 3 * 2 * 3)
     np.testing.assert_allclose(out, np_conv(x, w3, (1, 1), "SAME"), rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_conv_depth_errors():
+    # the input depth must be a multiple of the filter depth, the output depth of the groups
+    with pytest.raises(ValueError, match="not a multiple of input depth of filter"):
+        tf.nn.conv2d(tf.zeros([1, 4, 4, 5]), tf.zeros([3, 3, 2, 4]), 1, "SAME")
+    with pytest.raises(ValueError, match="multiple of the number of groups"):
+        tf.nn.conv2d(tf.zeros([1, 4, 4, 6]), tf.zeros([3, 3, 2, 4]), 1, "SAME")
+    x = tf.placeholder(tf.float32, [1, 4, 4, None])
+    y = tf.nn.conv2d(x, tf.zeros([3, 3, 2, 4]), 1, "SAME")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="evenly divisible by number"):
+            sess.run(y, {x: np.zeros([1, 4, 4, 6], np.float32)})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="evenly divisible by filter"):
+            sess.run(y, {x: np.zeros([1, 4, 4, 3], np.float32)})

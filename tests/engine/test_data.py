@@ -125,12 +125,77 @@ def round_trip_builder():
     ds = ds.batch(2).repeat(1).prefetch(1)
     a, b = ds.make_one_shot_iterator().get_next()
     it = tf.data.Dataset.from_tensors(np.ones(2)).make_initializable_iterator()
-    return [a, b, it.get_next()], {}, [it.initializer.name]
+    nested = tf.data.Dataset.range(1, 5).filter(lambda x: x > 1)
+    nested = nested.flat_map(lambda x: tf.data.Dataset.range(x)).map(lambda y: tf.fill([y], y))
+    padded = nested.padded_batch(3, padded_shapes=[None], padding_values=np.int64(7)).cache()
+    return (
+        [a, b, it.get_next(), padded.make_one_shot_iterator().get_next()],
+        {},
+        [it.initializer.name],
+    )
 
 
 def test_round_trip_builder_runs():
     fetches, _, setup = round_trip_builder()
     with tf.Session() as sess:
         sess.run(setup[0])
-        a, b, c = sess.run(fetches)
+        a, b, c, d = sess.run(fetches)
     assert a.shape == (2,) and b.dtype == np.float64 and c.tolist() == [1.0, 1.0]
+    assert d.tolist() == [[7], [1], [7]]  # fill([0], 0), fill([1], 1), fill([0], 0), padded
+
+
+# The expected values below are TensorFlow 2.21's (tf.compat.v1, graph mode) for the same
+# pipelines.
+
+
+def test_filter_keeps_elements_where_the_predicate_holds():
+    ds = tf.data.Dataset.range(10).filter(lambda x: tf.equal(x % 3, 0))
+    assert _drain(ds.make_one_shot_iterator().get_next()) == [0, 3, 6, 9]
+    with pytest.raises(ValueError, match="scalar boolean"):
+        tf.data.Dataset.range(3).filter(lambda x: x)
+
+
+def test_flat_map_concatenates_inner_datasets():
+    ds = tf.data.Dataset.range(4).flat_map(
+        lambda x: tf.data.Dataset.range(x).map(lambda y: y * 10 + x)
+    )
+    assert _drain(ds.make_one_shot_iterator().get_next()) == [1, 2, 12, 3, 13, 23]
+    with pytest.raises(TypeError, match="must return a `Dataset`"):
+        tf.data.Dataset.range(3).flat_map(lambda x: x)
+
+
+def test_padded_batch_pads_to_the_longest_or_to_a_fixed_shape():
+    seqs = tf.data.Dataset.range(1, 6).map(lambda n: (tf.fill([n], n), n))
+    ds = seqs.padded_batch(2, padded_shapes=([None], []), padding_values=(np.int64(-1), None))
+    assert [s.as_list() for s in ds.output_shapes] == [[None, None], [None]]
+    got = _drain(ds.make_one_shot_iterator().get_next())
+    assert [b[0].tolist() for b in got] == [
+        [[1, -1], [2, 2]],
+        [[3, 3, 3, -1], [4, 4, 4, 4]],
+        [[5, 5, 5, 5, 5]],
+    ]
+    assert [b[1].tolist() for b in got] == [[1, 2], [3, 4], [5]]
+    fixed = seqs.padded_batch(2, padded_shapes=([6], []), drop_remainder=True)
+    assert [s.as_list() for s in fixed.output_shapes] == [[2, 6], [2]]
+    got = _drain(fixed.make_one_shot_iterator().get_next())
+    assert [b[0].tolist() for b in got] == [
+        [[1, 0, 0, 0, 0, 0], [2, 2, 0, 0, 0, 0]],
+        [[3, 3, 3, 0, 0, 0], [4, 4, 4, 4, 0, 0]],
+    ]
+    too_small = seqs.padded_batch(2, padded_shapes=([3], []))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="pad to a smaller size"):
+        _drain(too_small.make_one_shot_iterator().get_next())
+    with pytest.raises(ValueError, match="not compatible"):
+        tf.data.Dataset.from_tensors(np.zeros([4], F)).padded_batch(2, padded_shapes=[2])
+    with pytest.raises(ValueError, match="structure"):
+        seqs.padded_batch(2, padded_shapes=[None])
+
+
+def test_cache_replays_the_first_pass():
+    ds = tf.data.Dataset.range(3).map(lambda x: tf.random_uniform([]) + tf.cast(x, tf.float32))
+    got = _drain(ds.cache().repeat(2).make_one_shot_iterator().get_next())
+    assert got[:3] == got[3:]  # computed once: the random draws are replayed
+    uncached = _drain(ds.repeat(2).make_one_shot_iterator().get_next())
+    assert uncached[:3] != uncached[3:]
+    with pytest.raises(ValueError, match="in memory only"):
+        ds.cache("/tmp/cache")

@@ -18,6 +18,7 @@ from tests.engine import (
     test_nn_grads,
     test_nn_ops,
     test_onnx_ops,
+    test_parsing_ops,
     test_reduction_grads,
     test_reduction_ops,
     test_summary,
@@ -123,6 +124,15 @@ def _control_flow():
         ta3.read(1),
         ta4.read(0),
     ]
+    through = (
+        tf.reduce_sum(ta.stack())
+        + ta.read(1)
+        + tf.reduce_sum(ta.gather([2, 0]))
+        + tf.reduce_sum(ta3.read(1))
+        + ta4.read(0)
+        + tf.reduce_sum(ta2.read(0))
+    )
+    tas.append(tf.gradients(through, x)[0])
     return [c, y, g] + tas, {"x:0": np.float32(1.5)}, []
 
 
@@ -199,6 +209,7 @@ SPECIAL = {
     "candidate_samplers": test_embedding.round_trip_builder,
     "datasets": test_data.round_trip_builder,
     "tensor_lists": test_tensor_list.round_trip_builder,
+    "parse_examples": test_parsing_ops.round_trip_builder,
 }
 
 

@@ -266,3 +266,23 @@ def test_dropout_errors():
     ):
         tf.layers.dropout(x, 1.5, training=True)
     assert tf.layers.dropout(x, 0.0, training=True) is x  # rate 0: the input itself
+
+
+def test_reentering_a_scope_reuses_layer_default_names():
+    # As TF: leaving a variable scope forgets its sub-scopes' default names, so a model
+    # function called again under reuse=True finds conv2d, dense, ... not conv2d_1.
+    def model(x, reuse):
+        with tf.variable_scope("Net", reuse=reuse):
+            h = tf.layers.dense(x, 3, name=None)
+            return tf.layers.dense(h, 2)
+
+    x = tf.placeholder(tf.float32, [None, 4])
+    model(x, False)
+    model(x, True)
+    names = sorted(v.op.name for v in tf.global_variables())
+    assert names == [
+        "Net/dense/bias",
+        "Net/dense/kernel",
+        "Net/dense_1/bias",
+        "Net/dense_1/kernel",
+    ]

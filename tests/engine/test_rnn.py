@@ -88,3 +88,63 @@ def test_errors():
         tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=1.5)
     with pytest.raises(ValueError, match="at least one cell"):
         tf.nn.rnn_cell.MultiRNNCell([])
+
+
+def test_variational_dropout_uses_one_mask_for_every_step_and_row():
+    x = tf.ones([4, 6, 3])
+    cell = tf.nn.rnn_cell.DropoutWrapper(
+        tf.nn.rnn_cell.BasicRNNCell(40),
+        input_keep_prob=0.5,
+        output_keep_prob=0.5,
+        state_keep_prob=0.5,
+        variational_recurrent=True,
+        input_size=3,
+        dtype=tf.float32,
+    )
+    out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first, second = sess.run(out), sess.run(out)
+    zero = first == 0
+    # one [1, 40] mask: the same columns are dropped at every time step and batch row
+    assert (zero == zero[:1, :1]).all()
+    assert 0 < zero[0, 0].sum() < 40
+    # a fresh mask per Session.run
+    assert not ((second == 0) == zero).all()
+
+
+def test_dropout_state_filter_keeps_lstm_memory():
+    cell = tf.nn.rnn_cell.DropoutWrapper(
+        tf.nn.rnn_cell.BasicLSTMCell(30), state_keep_prob=1e-6, seed=3
+    )
+    _, state = tf.nn.dynamic_rnn(cell, tf.ones([2, 3, 4]), dtype=tf.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        c, h = sess.run([state.c, state.h])
+    assert (c != 0).all()  # never dropped, as in TF's default filter
+    assert (h == 0).mean() > 0.9
+
+
+def test_variational_dropout_and_flat_multi_cell_errors():
+    cell = tf.nn.rnn_cell.BasicRNNCell(3)
+    with pytest.raises(ValueError, match="dtype must be provided"):
+        tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5, variational_recurrent=True)
+    with pytest.raises(ValueError, match="input_size must be provided"):
+        tf.nn.rnn_cell.DropoutWrapper(
+            cell, input_keep_prob=0.5, variational_recurrent=True, dtype=tf.float32
+        )
+    with pytest.raises(ValueError, match="flat states"):
+        tf.nn.rnn_cell.MultiRNNCell([cell, tf.nn.rnn_cell.LSTMCell(2)], state_is_tuple=False)
+
+
+def test_flat_multi_cell_state_is_the_concatenated_states():
+    cells = [tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.LSTMCell(2, state_is_tuple=False)]
+    multi = tf.nn.rnn_cell.MultiRNNCell(cells, state_is_tuple=False)
+    assert multi.state_size == 7
+    out, state = tf.nn.dynamic_rnn(multi, tf.ones([2, 3, 4]), dtype=tf.float32)
+    assert state.shape.as_list() == [2, 7]
+    assert out.shape.as_list() == [2, 3, 2]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        o, s = sess.run([out, state])
+    np.testing.assert_allclose(o[:, -1], s[:, -2:], rtol=1e-6)  # LSTM h is last

@@ -363,3 +363,18 @@ def test_random_ops_draw_new_values_each_run_and_are_seedable():
         r2 = tf.random_uniform([3])
     with tf.Session(graph=g) as s3, tf.Session(graph=g) as s4:
         np.testing.assert_array_equal(s3.run(r2), s4.run(r2))
+
+
+def test_feed_key_may_be_a_structure_of_tensors():
+    # TF feeds a namedtuple of tensors (an RNN's initial state) from a value of the same
+    # structure, e.g. the final state fetched by the previous run.
+    cell = tf.nn.rnn_cell.BasicLSTMCell(2)
+    state = cell.zero_state(1, tf.float32)
+    total = tf.reduce_sum(state.c) + 10 * tf.reduce_sum(state.h)
+    with tf.Session() as sess:
+        assert sess.run(total) == 0
+        fed = tf.nn.rnn_cell.LSTMStateTuple(np.ones([1, 2], np.float32), np.ones([1, 2]))
+        assert sess.run(total, {state: fed}) == 22
+        assert sess.run(total, {(state.c, state.h): (fed.c, 2 * fed.h)}) == 42
+        with pytest.raises(ValueError, match="same structure"):
+            sess.run(total, {state: np.ones([1, 2], np.float32)})

@@ -184,3 +184,62 @@ def test_python_built_summary_is_written_and_read_back(tmp_path):
     assert [(e.step, e.value) for e in events] == [(3, 0.75)]
     with pytest.raises(TypeError, match="real number"):
         tf.Summary.Value(tag="a", simple_value="high")
+
+
+def test_session_log_and_run_metadata_load_in_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing import event_file_loader  # noqa: PLC0415
+
+    x = tf.placeholder(tf.float32, [2], name="x")
+    y = tf.reduce_sum(tf.square(x), name="y")
+    md = tf.RunMetadata()
+    with tf.Session() as sess:
+        sess.run(y, {x: [1.0, 2.0]}, options=tf.RunOptions(trace_level=3), run_metadata=md)
+    with tf.summary.FileWriter(str(tmp_path)) as writer:
+        writer.add_session_log(tf.SessionLog(status=tf.SessionLog.START), 1)
+        writer.add_run_metadata(md, "step_1", global_step=1)
+        writer.add_session_log(
+            tf.SessionLog(status=tf.SessionLog.CHECKPOINT, checkpoint_path="/ckpt/model-2"), 2
+        )
+        with pytest.raises(TypeError, match="SessionLog"):
+            writer.add_session_log("START")
+        with pytest.raises(ValueError, match="tag"):
+            writer.add_run_metadata(md, "")
+    (path,) = [os.path.join(tmp_path, f) for f in os.listdir(tmp_path)]
+    events = list(event_file_loader.EventFileLoader(path).Load())
+    logs = [(e.step, e.session_log.status, e.session_log.checkpoint_path)
+            for e in events if e.HasField("session_log")]  # fmt: skip
+    assert logs == [(1, 1, ""), (2, 3, "/ckpt/model-2")]
+    acc = event_accumulator.EventAccumulator(str(tmp_path))
+    acc.Reload()
+    assert acc.Tags()["run_metadata"] == ["step_1"]
+    stats = acc.RunMetadata("step_1").step_stats
+    names = {n.node_name for d in stats.dev_stats for n in d.node_stats}
+    assert "y" in names
+    assert all(d.device for d in stats.dev_stats)
+    with pytest.raises(ValueError, match="status"):
+        tf.SessionLog(status=7)
+
+
+def test_add_graph_writes_tensorflows_graph_def(tmp_path):
+    # TensorFlow's own GraphDef (attrs, type attrs) with _output_shapes; a graph with a
+    # while loop, which that format cannot hold yet, is still drawn from names and shapes.
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    w = tf.Variable(tf.ones([4, 2]), name="w")
+    tf.nn.relu(tf.matmul(x, w, transpose_b=False), name="y")
+    with tf.summary.FileWriter(str(tmp_path / "plain"), tf.get_default_graph()):
+        pass
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "plain"))
+    acc.Reload()
+    nodes = {n.name: n for n in acc.Graph().node}
+    assert nodes["MatMul"].attr["T"].type == 1  # DT_FLOAT, TF's type attr
+    assert nodes["MatMul"].attr["transpose_b"].b is False
+    dims = [d.size for d in nodes["MatMul"].attr["_output_shapes"].list.shape[0].dim]
+    assert dims == [-1, 2]
+    g = tf.Graph()
+    with g.as_default():
+        tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)], name="loop")
+    with tf.summary.FileWriter(str(tmp_path / "loop"), g):
+        pass
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "loop"))
+    acc.Reload()
+    assert "loop" in {n.name for n in acc.Graph().node}

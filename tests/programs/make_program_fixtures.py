@@ -25,6 +25,7 @@ def main() -> None:
     contrib.rnn = types.SimpleNamespace(
         BasicLSTMCell=tf.nn.rnn_cell.BasicLSTMCell, static_rnn=tf.nn.static_rnn
     )
+    contrib.layers = types.SimpleNamespace(flatten=tf.layers.flatten)
     tf.contrib = contrib
     out = {"tf_version": tensorflow.__version__, "programs": {}}
     for name in harness.PROGRAMS:

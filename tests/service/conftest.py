@@ -18,7 +18,13 @@ def repository(tmp_path_factory):
 @pytest.fixture
 def make_config(repository):
     def factory(**overrides) -> ServerConfig:
-        values = {"model_repository": str(repository), "poll_interval": 0.0, "port": 0}
+        # grpc_port 0: the default 8500 may be taken on a shared machine.
+        values = {
+            "model_repository": str(repository),
+            "poll_interval": 0.0,
+            "port": 0,
+            "grpc_port": 0,
+        }
         values.update(overrides)
         return ServerConfig(**values).validate()
 

@@ -63,6 +63,7 @@ def start_server(repo: Path, log_path: Path, *flags: str, env=None):
     proc = subprocess.Popen(
         flowserve_command()
         + ["--model-repository", str(repo), "--host", "127.0.0.1", "--port", str(port)]
+        + ["--grpc-port", str(free_port())]  # not the default 8500: others may hold it
         + list(flags),
         stdout=log,
         stderr=subprocess.STDOUT,

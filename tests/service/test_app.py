@@ -143,7 +143,7 @@ def test_access_log_lines_text_and_json(caplog):
 
 async def test_serve_logs_the_bound_port_serves_and_stops(make_config, caplog):
     stop = asyncio.Event()
-    config = make_config(host="127.0.0.1", port=0)  # port 0: the OS picks one
+    config = make_config(host="127.0.0.1", port=0, grpc_port=0)  # an OS-picked port; no gRPC
     with caplog.at_level(logging.INFO, logger="flowserve"):
         task = asyncio.create_task(serve(config, stop))
         for _ in range(200):  # at most ~10 s for the models to load

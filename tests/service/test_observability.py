@@ -146,3 +146,30 @@ async def test_metrics_port_serves_the_same_registry(aiohttp_client, make_config
     text = await (await side.get("/metrics")).text()
     assert 'endpoint="infer"' in text
     assert (await side.get("/v2/health/ready")).status == 404
+
+
+def test_access_log_lines_carry_the_request_id():
+    from service.cli import AccessLogger
+    from service.keys import MODEL, REQUEST_ID
+
+    class Request(dict):
+        method, path, remote = "POST", "/v2/models/m/infer", "127.0.0.1"
+
+    class Response:
+        status = 200
+
+    request = Request()
+    request[MODEL] = "m"
+    request[REQUEST_ID] = "abc-1"
+    records = []
+    logger = logging.getLogger("flowserve.access.rid")
+    logger.propagate = False
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    AccessLogger(logger, "").log(request, Response(), 0.001)
+    (record,) = records
+    assert record.request_id == "abc-1"
+    assert json.loads(JsonFormatter().format(record))["request_id"] == "abc-1"
+    assert TextFormatter().format(record).endswith("request_id=abc-1")

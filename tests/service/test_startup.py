@@ -69,7 +69,8 @@ async def test_listener_answers_before_models_load_and_fast_models_serve_first(
     client = await aiohttp_client(create_app(config, load_in_background=True))
     try:
         assert (await client.get("/v2/health/live")).status == 200
-        assert (await client.get("/v2/health/ready")).status == 503
+        resp = await client.get("/v2/health/ready")
+        assert resp.status == 503 and (await resp.json())["ready"] is False
 
         async def fast_ready():
             return (await client.get("/v2/models/fast/ready")).status == 200
@@ -85,7 +86,9 @@ async def test_listener_answers_before_models_load_and_fast_models_serve_first(
         status = await (await client.get("/v1/models/slow")).json()
         assert status["model_version_status"][0]["state"] in ("START", "LOADING")
         assert status["model_version_status"][0]["status"]["error_code"] == "OK"
-        assert (await client.get("/v2/health/ready")).status == 503
+        resp = await client.get("/v2/health/ready")
+        assert resp.status == 503
+        assert (await resp.json())["waiting_for"] == {"slow": "LOADING"}
     finally:
         gate.release.set()
 
@@ -100,7 +103,9 @@ async def test_strict_readiness_stays_503_when_a_model_failed(tmp_path, aiohttp_
     repo_with(tmp_path, "good")
     models.stateful(tmp_path / "broken" / "1")
     strict = await aiohttp_client(create_app(manager_config(tmp_path)))
-    assert (await strict.get("/v2/health/ready")).status == 503
+    resp = await strict.get("/v2/health/ready")
+    assert resp.status == 503
+    assert (await resp.json()) == {"ready": False, "waiting_for": {"broken": "FAILED"}}
     resp = await strict.get("/v2/models/broken/ready")
     doc = await resp.json()
     assert resp.status == 503 and doc["state"] == "FAILED"
@@ -225,16 +230,20 @@ class RunGate:
         monkeypatch.setattr(servable_module.Signature, "run", run)
 
 
-async def _serve(tmp_path, monkeypatch, grace):  # noqa: ARG001 - callers hold the patch
+async def _serve(tmp_path, grace):
     repo_with(tmp_path, "hpt")
     port = _free_port()
     config = ServerConfig(
         model_repository=str(tmp_path),
         host="127.0.0.1",
         port=port,
+        grpc_port=0,  # the default 8500 may be taken on a shared machine
         poll_interval=0,
         shutdown_grace_period=grace,
         request_timeout=60,
+        # RunGate holds computations like long ones, which run on compute threads; a cheap
+        # model's runs would otherwise run (and be held) on the event loop.
+        inline_compute_micros=0,
     ).validate()
     stop = asyncio.Event()
     task = asyncio.create_task(serve(config, stop))
@@ -253,7 +262,7 @@ async def _serve(tmp_path, monkeypatch, grace):  # noqa: ARG001 - callers hold t
 
 
 async def test_sigterm_drains_readiness_first_then_in_flight_requests(tmp_path, monkeypatch):
-    task, stop, base = await _serve(tmp_path, monkeypatch, grace=20.0)
+    task, stop, base = await _serve(tmp_path, grace=20.0)
     runs = RunGate(monkeypatch)
     async with aiohttp.ClientSession() as session:
         body = {"instances": [1.0]}
@@ -274,7 +283,7 @@ async def test_sigterm_drains_readiness_first_then_in_flight_requests(tmp_path, 
 
 
 async def test_sigterm_never_overruns_the_grace_period(tmp_path, monkeypatch):
-    task, stop, base = await _serve(tmp_path, monkeypatch, grace=1.0)
+    task, stop, base = await _serve(tmp_path, grace=1.0)
     runs = RunGate(monkeypatch)
     try:
         async with aiohttp.ClientSession() as session:
@@ -298,6 +307,10 @@ def test_strict_readiness_flags(tmp_path):
         return resolve_config(args, env or {})
 
     assert config().strict_readiness is True
+    assert config().enable_batching is False  # a --no- flag does not set its default
+    env = {"FLOWSERVE_ENABLE_BATCHING": "1"}
+    assert config(env=env).enable_batching is True
+    assert config("--no-enable-batching", env=env).enable_batching is False
     assert config("--no-strict-readiness").strict_readiness is False
     assert config("--strict-readiness", "false").strict_readiness is False
     assert config("--strict-readiness").strict_readiness is True
@@ -309,7 +322,7 @@ def test_strict_readiness_flags(tmp_path):
         config("--model-load-threads", "0")
 
 
-async def test_metrics_port_in_the_server(tmp_path, monkeypatch):  # noqa: ARG001 - isolates env
+async def test_metrics_port_in_the_server(tmp_path):
     repo_with(tmp_path, "hpt")
     port, metrics_port = _free_port(), _free_port()
     config = ServerConfig(
@@ -317,6 +330,7 @@ async def test_metrics_port_in_the_server(tmp_path, monkeypatch):  # noqa: ARG00
         host="127.0.0.1",
         port=port,
         metrics_port=metrics_port,
+        grpc_port=0,
         poll_interval=0,
     ).validate()
     stop = asyncio.Event()
@@ -337,3 +351,16 @@ async def test_metrics_port_in_the_server(tmp_path, monkeypatch):  # noqa: ARG00
     finally:
         stop.set()
         await asyncio.wait_for(task, 20)
+
+
+async def test_stop_does_not_wait_past_its_deadline_for_a_stuck_load(gated_manager):
+    m, gate, _ = gated_manager
+    await m.start(wait=False)
+
+    async def held():
+        return gate.running == 2
+
+    await eventually(held)
+    await asyncio.wait_for(m.stop(drain_timeout=0.2), 10)  # the held loads never finished
+    assert gate.running == 2 and not m.ready
+    gate.release.set()

@@ -1,7 +1,7 @@
 """Triton's example models as its example clients expect them (``simple``: INT32 add/sub of two
-[batch, 16] inputs; ``simple_identity``: BYTES identity), and the flows of Triton's
-``simple_{http,grpc}_*_client.py`` examples run against them with tritonclient.
-``simple_string`` needs string/number conversion ops the engine does not have."""
+[batch, 16] inputs; ``simple_string``: the same on decimal strings, BYTES in and out;
+``simple_identity``: BYTES identity), and the flows of Triton's
+``simple_{http,grpc}_*_client.py`` examples run against them with tritonclient."""
 
 import queue
 import uuid
@@ -33,6 +33,25 @@ def build_simple(path):
     models.export(path, build)
 
 
+def build_simple_string(path):
+    """Triton's ``simple_string``: INPUT0/INPUT1 are [batch, 16] decimal integers as strings;
+    OUTPUT0 is their sum and OUTPUT1 their difference, as strings."""
+
+    def build():
+        a = tf.placeholder(tf.string, [None, 16], name="INPUT0")
+        b = tf.placeholder(tf.string, [None, 16], name="INPUT1")
+        x = tf.strings.to_number(a, out_type=tf.int32)
+        y = tf.strings.to_number(b, out_type=tf.int32)
+        return {
+            "serving_default": (
+                {"INPUT0": a, "INPUT1": b},
+                {"OUTPUT0": tf.as_string(x + y), "OUTPUT1": tf.as_string(x - y)},
+            )
+        }
+
+    models.export(path, build)
+
+
 def build_simple_identity(path):
     def build():
         s = tf.placeholder(tf.string, [None, None], name="INPUT0")
@@ -45,6 +64,7 @@ def build_simple_identity(path):
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("triton-examples")
     build_simple(root / "simple" / "1")
+    build_simple_string(root / "simple_string" / "1")
     build_simple_identity(root / "simple_identity" / "1")
     config = ServerConfig(
         model_repository=str(root), poll_interval=0.0, port=0, enable_batching=True
@@ -143,5 +163,60 @@ def test_simple_identity_bytes(server, transport):
         inp.set_data_from_numpy(values)
         result = client.infer("simple_identity", [inp])
         assert result.as_numpy("OUTPUT0").tolist() == values.tolist()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("transport,binary", [("http", True), ("http", False), ("grpc", True)])
+def test_simple_string_client(server, transport, binary):
+    """simple_{http,grpc}_string_infer_client.py: integers sent as their decimal strings, the
+    sum and difference read back as strings."""
+    module = httpclient if transport == "http" else grpcclient
+    port = server.port if transport == "http" else server.grpc_port
+    client = module.InferenceServerClient(f"127.0.0.1:{port}")
+    try:
+        metadata = client.get_model_metadata("simple_string")
+        if transport == "grpc":
+            datatypes = [t.datatype for t in metadata.inputs] + [
+                t.datatype for t in metadata.outputs
+            ]
+        else:
+            datatypes = [t["datatype"] for t in metadata["inputs"] + metadata["outputs"]]
+        assert datatypes == ["BYTES"] * 4
+        in0, in1 = data()
+        in1 = in1 * np.int32(-7)  # negative numbers too
+        strings = [
+            np.array([str(v).encode("utf-8") for v in x.reshape(-1)], dtype=np.object_).reshape(
+                x.shape
+            )
+            for x in (in0, in1)
+        ]
+        inputs = [module.InferInput(n, [1, 16], "BYTES") for n in ("INPUT0", "INPUT1")]
+        for inp, values in zip(inputs, strings):
+            if transport == "http":
+                inp.set_data_from_numpy(values, binary_data=binary)
+            else:
+                inp.set_data_from_numpy(values)
+        if transport == "http":
+            outputs = [
+                module.InferRequestedOutput(n, binary_data=binary) for n in ("OUTPUT0", "OUTPUT1")
+            ]
+        else:
+            outputs = [module.InferRequestedOutput(n) for n in ("OUTPUT0", "OUTPUT1")]
+        results = client.infer("simple_string", inputs, outputs=outputs)
+        out0, out1 = results.as_numpy("OUTPUT0"), results.as_numpy("OUTPUT1")
+        assert out0.shape == out1.shape == (1, 16)
+        as_ints = np.vectorize(lambda v: int(v.decode() if isinstance(v, bytes) else v))
+        np.testing.assert_array_equal(as_ints(out0), in0 + in1)
+        np.testing.assert_array_equal(as_ints(out1), in0 - in1)
+        # A string that is not a number is the client's error, not the server's.
+        bad = np.array([[b"x"] * 16], dtype=np.object_)
+        inputs[0].set_data_from_numpy(bad)
+        with pytest.raises(Exception, match="could not correctly convert string") as info:
+            client.infer("simple_string", inputs, outputs=outputs)
+        if transport == "http":
+            assert info.value.status() == "400"
+        else:
+            assert info.value.status() == "StatusCode.INVALID_ARGUMENT"
     finally:
         client.close()
