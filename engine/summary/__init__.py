@@ -60,9 +60,10 @@ def _collect(op_out: Tensor, collections) -> Tensor:
 
 
 def _tag(scope: str, family) -> str:
-    # The family, when given, is already the first part of the scope.
-    del family
-    return scope.rstrip("/")
+    # As TF1's summary_scope: with a family, the tag is the family again, then the scope
+    # (which itself starts with the family), so it shows in the family's TensorBoard tab.
+    family = _clean_tag(family)
+    return f"{family}/{scope.rstrip('/')}" if family else scope.rstrip("/")
 
 
 def _check_name(name) -> str:
