@@ -50,8 +50,9 @@ class _Any:
     def __getitem__(self, k):
         return _Any()
 
-pyplot = _Any()
-sys.modules[__name__ + ".pyplot"] = pyplot
+pyplot = gridspec = cm = _Any()
+for _sub in ("pyplot", "gridspec", "cm"):
+    sys.modules[__name__ + "." + _sub] = _Any()
 
 
 def __getattr__(name):
