@@ -61,3 +61,14 @@ def test_contrib_imports_as_tf1_programs_write_them():
         from engine.contrib.factorization import KMeans  # noqa: F401
     with pytest.raises(ModuleNotFoundError, match="eager is not available"):
         import engine.contrib.eager  # noqa: F401
+
+
+def test_out_of_scope_tf1_names_say_so():
+    assert tf.executing_eagerly() is False
+    with pytest.raises(AttributeError, match="enable_eager_execution is not available.*eager"):
+        tf.enable_eager_execution()
+    with pytest.raises(AttributeError, match="tf.estimator is not available"):
+        tf.estimator.inputs.numpy_input_fn  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        tf.no_such_name  # noqa: B018
+    assert not hasattr(tf, "keras")
