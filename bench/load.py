@@ -268,6 +268,8 @@ def flowserve(repo: Path, name: str, *args: str) -> Server:
         "0",
         "--log-level",
         "warning",
+        "--grpc-port",
+        "0",
         *args,
     ]
     return Server(argv, port, name)

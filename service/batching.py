@@ -5,10 +5,12 @@
 ``Batcher`` (one per model version) merges concurrent requests into one session run. Requests
 for the same signature whose inputs all have an unknown leading (batch) dimension queue
 together; requests whose other dimensions differ go to separate batches unless
-``pad_variable_length_inputs`` is on. A batch runs when it holds ``max_batch_size`` rows or
-when its oldest request has waited ``batch_timeout_micros``. Up to ``num_batch_threads``
-batches (and at least one per model instance) run at once, off the event loop, each on the
-least busy instance; at most ``max_enqueued_batches`` batches wait, and
+``pad_variable_length_inputs`` is on. A free batch worker takes the oldest waiting batch at
+once (it never waits on a timer); while every worker is busy, requests keep joining the open
+batch until it holds ``max_batch_size`` rows or its oldest request has waited
+``batch_timeout_micros``, and a worker that frees up merges compatible waiting batches. Up
+to ``num_batch_threads`` batches (and at least one per model instance) run at once, off the
+event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
 beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. Results are
 split back by row count, each request getting exactly its rows in order.
 
@@ -92,11 +94,13 @@ class DirectScheduler:
         model: str = "",
         version: str = "",
         overdue: Overdue | None = None,
+        inline_seconds: float = 0.0,
     ):
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
         self._overdue = overdue
+        self._inline_seconds = inline_seconds
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -113,6 +117,16 @@ class DirectScheduler:
             version=self._labels[1],
             batch_size=_rows(arrays) if signature.batchable else 1,
         )
+        if runs_inline(signature, arrays, self._inline_seconds):
+            try:
+                values, seconds, waited = _timed_run(signature, arrays)
+            finally:
+                tracing.end_span(run_span)
+            signature.observe(arrays, seconds)
+            if self._metrics is not None:
+                self._metrics.executor_wait(*self._labels, waited, batched=False)
+                self._metrics.session_run(*self._labels, seconds)
+            return values
         token = Cancellation()
         work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
         future = asyncio.wrap_future(work, loop=loop)
@@ -137,6 +151,7 @@ class DirectScheduler:
         finally:
             timer.cancel()
             tracing.end_span(run_span)
+        signature.observe(arrays, seconds)
         if self._metrics is not None:
             self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
@@ -148,6 +163,17 @@ class DirectScheduler:
 
     async def close(self) -> None:
         return None
+
+
+def runs_inline(signature: Signature, arrays: list[np.ndarray], limit: float) -> bool:
+    """Whether a run is cheap enough to run on the event loop: its estimated compute time
+    (learned at warmup, kept current from every run) is under ``limit`` seconds. Handing a
+    run of a few microseconds to a thread costs more than the run (a queue, a wakeup, a
+    callback back to the loop); a big one stays off the loop."""
+    if limit <= 0:
+        return False
+    estimate = signature.estimated_seconds(arrays)
+    return estimate is not None and estimate < limit
 
 
 def _expire(future, expired: list) -> None:
@@ -205,8 +231,10 @@ class Batcher:
         version: str = "",
         instances: int = 1,
         overdue: Overdue | None = None,
+        inline_seconds: float = 0.0,
     ):
         self.config = config
+        self._inline_seconds = inline_seconds
         self._overdue = overdue
         # Batches running at once: the batch threads, and at least one per model instance so
         # that every instance can be busy.
@@ -214,7 +242,9 @@ class Batcher:
         self._executor = executor
         self._metrics = metrics
         self._labels = (model, version)
-        self._direct = DirectScheduler(executor, metrics, model, version, overdue=overdue)
+        self._direct = DirectScheduler(
+            executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
+        )
         self._open: dict[tuple, _Batch] = {}
         # Closed batches waiting for a worker (a deque, so workers can merge compatible
         # waiting batches into the one they take).
@@ -222,6 +252,7 @@ class Batcher:
         self._wakeup: asyncio.Event | None = None
         self._workers: list[asyncio.Task] = []
         self._queued_requests = 0
+        self._idle = 0  # workers waiting for a batch
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------
@@ -309,6 +340,10 @@ class Batcher:
         self._set_depth()
         if batch.rows >= self.config.max_batch_size:
             self._close_batch(batch)
+        elif self._idle:
+            # A worker is free: it takes this batch on its next turn of the loop, with every
+            # request that arrives before then (requests read in the same turn merge).
+            self._wakeup.set()
         try:
             return await request.future
         finally:
@@ -369,8 +404,17 @@ class Batcher:
     async def _worker(self) -> None:
         while True:
             while not self._ready:
+                if self._open:
+                    # A free worker never waits on a batch's timer: it takes the oldest open
+                    # batch now (more rows join while all workers are busy).
+                    self._close_batch(next(iter(self._open.values())))
+                    break
+                self._idle += 1
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._idle -= 1
             batch = self._take()
             try:
                 await self._run(batch)
@@ -397,6 +441,21 @@ class Batcher:
         for r in live:
             r.future.add_done_callback(gone)
         return token
+
+    async def _compute(self, signature, merged: list[np.ndarray], live: list):
+        """Runs a merged batch: on the loop when it is estimated cheap, else on a thread."""
+        if runs_inline(signature, merged, self._inline_seconds):
+            values, seconds, waited = _timed_run(signature, merged)
+        else:
+            submitted: list = []
+            token = self._watch(live, submitted)
+            work = self._executor.submit(_timed_run, signature, merged, token, time.perf_counter())
+            submitted.append(work)
+            values, seconds, waited = await asyncio.wrap_future(
+                work, loop=asyncio.get_running_loop()
+            )
+        signature.observe(merged, seconds)
+        return values, seconds, waited
 
     async def _run(self, batch: _Batch) -> None:
         loop = asyncio.get_running_loop()
@@ -427,16 +486,11 @@ class Batcher:
         await self._execute(batch.signature, live)
 
     async def _execute(self, signature, live: list[_Request]) -> None:
-        loop = asyncio.get_running_loop()
         try:
             merged, real_rows, padding = _merge(live, self.config)
         except ServingError as e:
             _fail(live, e)
             return
-        submitted: list = []
-        token = self._watch(live, submitted)
-        work = self._executor.submit(_timed_run, signature, merged, token, time.perf_counter())
-        submitted.append(work)
         try:
             with tracing.span(
                 "session_run",
@@ -444,7 +498,7 @@ class Batcher:
                 version=self._labels[1],
                 batch_size=real_rows + padding,
             ):
-                values, seconds, waited = await asyncio.wrap_future(work, loop=loop)
+                values, seconds, waited = await self._compute(signature, merged, live)
         except ServingError as e:
             _fail(live, e)
             return

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
@@ -216,6 +217,7 @@ async def serve(
     app = create_app(config, load_in_background=True)
     close_allowance = min(1.0, config.shutdown_grace_period / 4)  # to close idle connections
     runners, grpc_server = await _start_listeners(app, config, close_allowance, http, reload_models)
+    log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -345,24 +347,36 @@ async def _open_listeners(
     return runners, grpc_server
 
 
-_BLAS_THREAD_VARIABLES = (
-    "OPENBLAS_NUM_THREADS",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
+def limit_blas_threads(n: int) -> list[dict]:
+    """Caps the threads one computation uses inside numpy's BLAS (and OpenMP) at ``n``: the
+    server already runs requests in parallel on its compute threads, and BLAS threads on top
+    of those oversubscribe the CPU. Applied with threadpoolctl, which sets the limit on the
+    loaded libraries themselves, so it holds whether numpy was imported before or not.
+    Returns threadpoolctl's description of the pools after the change."""
+    import numpy  # noqa: F401 - loads the BLAS library the limit is applied to
+
+    threadpool_limits(limits=n, user_api="blas")
+    threadpool_limits(limits=n, user_api="openmp")
+    pools = threadpool_info()
+    log.debug("BLAS/OpenMP thread pools: %s", pools)
+    return pools
 
 
-def limit_blas_threads(n: int) -> None:
-    """Caps the threads numpy's BLAS uses per computation (unless the environment already
-    does). Must run before numpy is imported: the server runs requests in parallel on its
-    compute threads, and BLAS threads on top of those oversubscribe the CPU."""
-    if "numpy" in sys.modules:
-        log.warning("numpy was imported before the BLAS thread limit could be set")
-    for var in _BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(var, str(n))
+def loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop factory for ``--event-loop``: uvloop's when asked for, or for ``auto``
+    when it is installed (the ``fast`` extra); None (asyncio's default loop) otherwise.
+    Raises ConfigError when uvloop is asked for and missing."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise ConfigError(
+                "event_loop 'uvloop' needs the uvloop package (pip install 'flowserve[fast]')"
+            ) from None
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -379,7 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if exporter:
         log.info("OpenTelemetry tracing on (exporter %s)", exporter)
     try:
-        asyncio.run(serve(config))
+        new_loop = loop_factory(config.event_loop)
+    except ConfigError as e:
+        print(f"flowserve: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(serve(config))
     except OSError as e:
         log.error("cannot start the server: %s", e)
         return 1

@@ -417,6 +417,9 @@ class ServerConfig:
         64 << 20, doc="largest request body accepted (after decompression); larger gets 413"
     )
     log_format: str = _setting("text", doc="access log format: text or json")
+    event_loop: str = _setting(
+        "auto", doc="event loop: auto (uvloop when installed), uvloop or asyncio"
+    )
     log_level: str = _setting("info", doc="log level: debug, info, warning or error")
     enable_batching: bool = _setting(
         False, doc="batch concurrent requests for models that allow it"
@@ -442,6 +445,11 @@ class ServerConfig:
         doc="serve /metrics on this port of --host as well (default: only on the serving port)",
     )
     num_threads: int = _setting(0, doc="threads running model computations (0: one per CPU core)")
+    inline_compute_micros: int = _setting(
+        100,
+        doc="run a computation on the event loop instead of a compute thread when its time, "
+        "learned at warmup, is under this many microseconds (0: always on a thread)",
+    )
     intra_op_threads: int = _setting(
         1,
         doc="threads one computation may use inside numpy's BLAS "
@@ -540,6 +548,10 @@ class ServerConfig:
             raise ConfigError(
                 f"max_request_bytes must be at least 1024, got {self.max_request_bytes}"
             )
+        if self.event_loop not in ("auto", "uvloop", "asyncio"):
+            raise ConfigError(
+                f"event_loop must be 'auto', 'uvloop' or 'asyncio', got {self.event_loop!r}"
+            )
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"log_format must be 'text' or 'json', got {self.log_format!r}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -570,6 +582,7 @@ class ServerConfig:
         _bounded("shutdown_grace_period", self.shutdown_grace_period, 0, 24 * 3600.0)
         _bounded("num_threads", self.num_threads, 0, 4096)
         _bounded("intra_op_threads", self.intra_op_threads, 1, 4096)
+        _bounded("inline_compute_micros", self.inline_compute_micros, 0, 1_000_000)
         _bounded("poll_interval", self.poll_interval, 0, 24 * 3600.0)
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")

@@ -407,9 +407,15 @@ class ModelManager:
                 str(s.version),
                 instances=len(s.instances),
                 overdue=self.overdue,
+                inline_seconds=self.config.inline_compute_micros / 1e6,
             )
         return DirectScheduler(
-            self.compute_pool, self._observer, s.model, str(s.version), overdue=self.overdue
+            self.compute_pool,
+            self._observer,
+            s.model,
+            str(s.version),
+            overdue=self.overdue,
+            inline_seconds=self.config.inline_compute_micros / 1e6,
         )
 
     async def _unload(self, s: Servable, drain_timeout: float | None = None) -> None:

@@ -104,6 +104,11 @@ class Signature:
         self.output_order = sorted(outputs)
         self.fns = [fn]
         self.pool = pool
+        # Seconds a run of ``cost_elements`` input elements takes, learned at warmup and kept
+        # current from every run (None: never measured). Schedulers run requests estimated
+        # under a small threshold on the event loop instead of handing them to a thread.
+        self.cost_seconds: float | None = None
+        self.cost_elements = 1
         # Batchable: every input and output has an unknown leading (batch) dimension.
         self.batchable = all(
             s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
@@ -136,6 +141,23 @@ class Signature:
                 f"signature '{self.key}' takes inputs {self.input_order}; " + " and ".join(parts)
             )
         return [coerce(self.inputs[a], inputs[a]) for a in self.input_order]
+
+    def estimated_seconds(self, arrays: list[np.ndarray]) -> float | None:
+        """The expected compute time of a run on ``arrays`` (scaled by input elements from
+        the measured runs), or None before any run was measured."""
+        if self.cost_seconds is None:
+            return None
+        elements = sum(a.size for a in arrays)
+        return self.cost_seconds * max(1.0, elements / self.cost_elements)
+
+    def observe(self, arrays: list[np.ndarray], seconds: float) -> None:
+        """Folds a measured run into the cost estimate (a moving average, per element)."""
+        elements = max(1, sum(a.size for a in arrays))
+        if self.cost_seconds is None:
+            self.cost_seconds, self.cost_elements = seconds, elements
+            return
+        scaled = seconds * self.cost_elements / max(elements, self.cost_elements)
+        self.cost_seconds += 0.2 * (scaled - self.cost_seconds)
 
     def run(
         self,
@@ -400,6 +422,7 @@ class Servable:
                     )
                     for k in range(len(sig.fns)):
                         sig.run(arrays, instance=k, cancellation=self.load_cancellation)
+                    self._learn_cost(sig, arrays)
                 except Exception as e:  # noqa: BLE001
                     raise LoadError(f"warmup request {i} failed: {_first_line(e)}") from None
             return
@@ -408,6 +431,7 @@ class Servable:
             try:
                 for k in range(len(sig.fns)):
                     sig.run(arrays, instance=k, cancellation=self.load_cancellation)
+                self._learn_cost(sig, arrays)
             except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
                 log.warning(
                     "synthetic warmup of %s:%d signature %r failed (serving anyway): %s",
@@ -416,6 +440,17 @@ class Servable:
                     sig.key,
                     _first_line(e),
                 )
+
+    def _learn_cost(self, sig: Signature, arrays: list[np.ndarray]) -> None:
+        """Measures a warmed-up signature's compute time: the fastest of a few runs."""
+        best = None
+        for _ in range(3):
+            t0 = time.perf_counter()
+            sig.run(arrays, instance=0, cancellation=self.load_cancellation)
+            took = time.perf_counter() - t0
+            best = took if best is None else min(best, took)
+        sig.cost_seconds = None
+        sig.observe(arrays, best)
 
     def unload(self, drain_timeout: float = 30.0) -> None:
         """Waits for in-flight requests (up to ``drain_timeout``), then frees the session."""

@@ -84,11 +84,15 @@ def from_json_value(value: object, what: str) -> np.ndarray:
         raise InvalidInput(f"{what}: mixes strings with numbers or bools")
     if arr.dtype.kind == "O":
         _refuse_wide_integers(arr, what)
-    if arr.dtype.kind == "f" and arr.size:
-        with np.errstate(invalid="ignore"):
-            big = float(np.nanmax(np.abs(arr))) >= _EXACT_FLOAT if arr.size else False
-        if big:
-            arr = _exact_integers(value, arr)
+    if (
+        arr.dtype.kind == "f"
+        and arr.size
+        and not -_EXACT_FLOAT < arr.min() <= arr.max() < _EXACT_FLOAT
+    ):
+        # A magnitude of 2**53 or more (or a NaN, which fails the comparison; the exact path
+        # then keeps the floats, as a NaN is no integer): the values may be integers that
+        # float64 rounded.
+        arr = _exact_integers(value, arr)
     if arr.dtype.kind not in "biuf":
         raise InvalidInput(f"{what}: values must all be numbers, all bools or all strings")
     return arr

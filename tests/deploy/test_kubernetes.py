@@ -51,6 +51,7 @@ def test_manifests_agree_with_the_server(deploy_dir):
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {
         "http": int(env["FLOWSERVE_PORT"]),
+        "grpc": int(env["FLOWSERVE_GRPC_PORT"]),
         "metrics": int(env["FLOWSERVE_METRICS_PORT"]),
     }
     # Security: non-root, read-only root filesystem (with a writable /tmp), no escalation.

@@ -26,6 +26,12 @@ class FakeSignature:
         self.gate.set()
         self.fail_next = None
 
+    def estimated_seconds(self, arrays):  # noqa: ARG002 - never measured: runs on threads
+        return None
+
+    def observe(self, arrays, seconds):
+        pass
+
     def run(self, arrays, cancellation=None):  # noqa: ARG002 - Signature.run's signature
         self.gate.wait(timeout=30)
         self.runs.append([a.copy() for a in arrays])
@@ -161,15 +167,49 @@ async def test_request_expiring_in_the_queue_gets_504_and_never_runs(pool):
 
 async def test_cancelled_request_leaves_the_queue_before_execution(pool):
     sig = FakeSignature()
-    b = batcher(pool, batch_timeout_micros=200_000)
+    sig.gate.clear()  # the first batch holds the only worker, so the next requests queue
+    b = batcher(pool, num_batch_threads=1, batch_timeout_micros=200_000)
+    first = asyncio.create_task(b.submit(sig, [np.full((1, 1), 1, np.float32)], deadline()))
+    await asyncio.sleep(0.05)
     gone = asyncio.create_task(b.submit(sig, [np.full((1, 1), 9, np.float32)], deadline()))
     stays = asyncio.create_task(b.submit(sig, [np.full((1, 1), 3, np.float32)], deadline()))
     await asyncio.sleep(0.02)
     gone.cancel()  # what aiohttp does when the client disconnects
+    sig.gate.set()
     r = await stays
+    await first
     assert r["y"].tolist() == [[6.0]]
-    assert [run[0].ravel().tolist() for run in sig.runs] == [[3.0]]
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[1.0], [3.0]]
     assert gone.cancelled()
+    await b.close()
+
+
+async def test_a_free_worker_takes_a_batch_without_waiting_for_its_timer(pool):
+    sig = FakeSignature()
+    b = batcher(pool, num_batch_threads=1, batch_timeout_micros=60_000_000)
+    await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())  # workers started, idle
+    # The worker is idle: a lone request runs long before its batch's one-minute timer.
+    r = await asyncio.wait_for(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()), 20)
+    assert r["y"].tolist() == [[2.0]]
+    assert len(sig.runs) == 2
+    await b.close()
+
+
+async def test_requests_arriving_while_every_worker_is_busy_form_one_batch(pool):
+    sig = FakeSignature()
+    sig.gate.clear()
+    b = batcher(pool, num_batch_threads=1, max_batch_size=8, batch_timeout_micros=60_000_000)
+    first = asyncio.create_task(b.submit(sig, [np.full((1, 1), 1, np.float32)], deadline()))
+    await asyncio.sleep(0.05)  # the only worker runs the first batch
+    rest = [
+        asyncio.create_task(b.submit(sig, [np.full((1, 1), v, np.float32)], deadline()))
+        for v in (2, 3, 4)
+    ]
+    await asyncio.sleep(0.05)
+    sig.gate.set()  # the worker is free again: it takes the waiting requests at once, merged
+    results = await asyncio.wait_for(asyncio.gather(first, *rest), 20)
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[1.0], [2.0, 3.0, 4.0]]
+    assert [r["y"].tolist() for r in results] == [[[2.0]], [[4.0]], [[6.0]], [[8.0]]]
     await b.close()
 
 

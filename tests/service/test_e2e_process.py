@@ -71,6 +71,8 @@ def server(tmp_path):
             "json",
             "--request-timeout",
             "120",
+            "--grpc-port",
+            "0",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

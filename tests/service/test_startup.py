@@ -241,6 +241,9 @@ async def _serve(tmp_path, grace):
         poll_interval=0,
         shutdown_grace_period=grace,
         request_timeout=60,
+        # RunGate holds computations like long ones, which run on compute threads; a cheap
+        # model's runs would otherwise run (and be held) on the event loop.
+        inline_compute_micros=0,
     ).validate()
     stop = asyncio.Event()
     task = asyncio.create_task(serve(config, stop))

@@ -2,10 +2,14 @@
 documents that tritonclient reads."""
 
 import asyncio
+import threading
+import time
+import urllib.request
 
 import numpy as np
 import pytest
 
+from service import servable as servable_module
 from service.config import ServerConfig
 from tests.service import models
 from tests.service.serving import ServerThread
@@ -24,7 +28,14 @@ def server(tmp_path_factory):
     models.half_plus_two(root / "batched" / "1")
     models.write_config(
         root / "batched",
-        {"warmup": False, "batching": {"max_batch_size": 4, "batch_timeout_micros": 2_000_000}},
+        {
+            "warmup": False,
+            "batching": {
+                "max_batch_size": 4,
+                "batch_timeout_micros": 2_000_000,
+                "num_batch_threads": 1,
+            },
+        },
     )
     config = ServerConfig(
         model_repository=str(root), poll_interval=0.0, port=0, enable_batching=True
@@ -95,28 +106,70 @@ def test_statistics_over_rest_and_grpc(server):
         grpc.close()
 
 
-def test_batched_statistics(server):
+class _HeldRuns:
+    """Holds every session run until released, so that requests arriving meanwhile queue
+    (a free batch worker takes a waiting request at once; it never waits on the timer)."""
+
+    def __init__(self, monkeypatch):
+        self.started = threading.Event()
+        self.release = threading.Event()
+        original = servable_module.Signature.run
+        held = self
+
+        def run(sig, arrays, instance=None, **kw):
+            held.started.set()
+            held.release.wait(30)
+            return original(sig, arrays, instance, **kw)
+
+        monkeypatch.setattr(servable_module.Signature, "run", run)
+
+    def release_when_queued(self, server, model: str, depth: int) -> None:
+        """Releases the runs once ``depth`` requests for ``model`` wait in its batch queue."""
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        line = f'flowserve_batch_queue_depth{{model="{model}",version="1"}} {float(depth)}'
+        for _ in range(300):
+            with urllib.request.urlopen(url, timeout=10) as r:
+                if line in r.read().decode():
+                    break
+            time.sleep(0.05)
+        self.release.set()
+
+
+def test_batched_statistics(server, monkeypatch):
+    held = _HeldRuns(monkeypatch)
+
     async def main():
         client = grpcaio.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
         try:
-            await asyncio.gather(*(client.infer("batched", [_x(grpcclient, 1)]) for _ in range(4)))
-            return await client.get_inference_statistics("batched", as_json=True)
+            before = await client.get_inference_statistics("batched", as_json=True)
+            first = asyncio.create_task(client.infer("batched", [_x(grpcclient, 1)]))
+            await asyncio.to_thread(held.started.wait, 30)
+            rest = [
+                asyncio.create_task(client.infer("batched", [_x(grpcclient, 1)])) for _ in range(3)
+            ]
+            await asyncio.to_thread(held.release_when_queued, server, "batched", 3)
+            await asyncio.gather(first, *rest)
+            after = await client.get_inference_statistics("batched", as_json=True)
+            return before["model_stats"][0], after["model_stats"][0]
         finally:
             await client.close()
 
-    s = asyncio.run(main())["model_stats"][0]
-    # Four one-row requests, one session run of a four-row batch.
-    assert int(s["inference_count"]) == 4 and int(s["execution_count"]) == 1
-    assert [int(b["batch_size"]) for b in s["batch_stats"]] == [4]
-    assert int(s["inference_stats"]["queue"]["count"]) == 4  # the thread wait adds no count
+    before, s = asyncio.run(main())
+    assert not before.get("inference_count")
+    # Four one-row requests: the first runs alone on the free worker, the three that arrive
+    # while it runs make one batch of three.
+    assert int(s["inference_count"]) == 4 and int(s["execution_count"]) == 2
+    assert sorted(int(b["batch_size"]) for b in s["batch_stats"]) == [1, 3]
+    assert int(s["inference_stats"]["queue"]["count"]) == 4
     assert int(s["inference_stats"]["compute_output"]["count"]) == 4
 
 
-def test_a_stream_fills_a_batch(server):
-    """A stream's requests run concurrently: four one-row requests on one stream make one
-    batch of four (run one at a time, each would wait out the 2 s batch timeout alone)."""
+def test_a_stream_fills_a_batch(server, monkeypatch):
+    """A stream's requests run concurrently: while the first one runs, the next three wait
+    together and make one batch (run one at a time, each would run alone)."""
     import queue
 
+    held = _HeldRuns(monkeypatch)
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
     try:
         before = client.get_inference_statistics("batched", as_json=True)["model_stats"][0]
@@ -126,12 +179,14 @@ def test_a_stream_fills_a_batch(server):
             inp = grpcclient.InferInput("x", [1], "FP32")
             inp.set_data_from_numpy(np.array([float(i)], dtype=np.float32))
             client.async_stream_infer("batched", [inp], request_id=str(i))
+        held.started.wait(30)
+        held.release_when_queued(server, "batched", 3)
         got = [results.get(timeout=30) for _ in range(4)]
         client.stop_stream()
         assert [r.get_response().id for r, e in got] == ["0", "1", "2", "3"]
         assert [float(r.as_numpy("y")[0]) for r, _ in got] == [2.0, 2.5, 3.0, 3.5]
         after = client.get_inference_statistics("batched", as_json=True)["model_stats"][0]
         executions = int(after["execution_count"]) - int(before.get("execution_count", 0))
-        assert executions == 1
+        assert executions == 2
     finally:
         client.close()

@@ -165,34 +165,67 @@ def test_tritonclient_http_and_grpc(server):
         grpc_client.close()
 
 
-async def test_a_batch_is_traced_for_its_sampled_requests_only(aiohttp_client, tmp_path, exporter):
+async def test_a_batch_is_traced_for_its_sampled_requests_only(
+    aiohttp_client, tmp_path, exporter, monkeypatch
+):
     import asyncio
+    import threading
 
+    from service import servable as servable_module
     from tests.service import models
     from tests.service.conftest import manager_config
 
     models.half_plus_two(tmp_path / "hpt" / "1")
-    models.write_config(
-        tmp_path / "hpt",
-        {"batching": {"enabled": True, "max_batch_size": 2, "batch_timeout_micros": 5_000_000}},
-    )
-    client = await aiohttp_client(create_app(manager_config(tmp_path)))
+    batching = {"enabled": True, "max_batch_size": 2, "batch_timeout_micros": 5_000_000}
+    models.write_config(tmp_path / "hpt", {"batching": {**batching, "num_batch_threads": 1}})
+    # Runs go to the batch thread (none inline on the event loop, which the hold would block).
+    app = create_app(manager_config(tmp_path, inline_compute_micros=0))
+    client = await aiohttp_client(app)
     resp = await client.post("/v2/trace/setting", json={"trace_rate": "2"})
     assert resp.status == 200
+
+    # Hold the one batch thread's first run (installed after warmup), so that the next two
+    # requests queue while it runs and then make one batch of two.
+    started, release = threading.Event(), threading.Event()
+    original = servable_module.Signature.run
+
+    def held_run(sig, arrays, instance=None, **kw):
+        started.set()
+        release.wait(30)
+        return original(sig, arrays, instance, **kw)
+
+    monkeypatch.setattr(servable_module.Signature, "run", held_run)
 
     async def predict(i):
         resp = await client.post("/v1/models/hpt:predict", json={"instances": [float(i)]})
         assert resp.status == 200 and (await resp.json())["predictions"] == [i / 2 + 2]
 
-    # Rate 2: the first request is sampled, the second is not, and it is the second that
-    # fills the batch and starts it, in its own (unsampled) context.
     exporter.clear()
-    await asyncio.gather(predict(0), predict(1))
+    # Rate 2: the first and third requests are sampled, the second is not.
+    first = asyncio.create_task(predict(0))
+    await asyncio.to_thread(started.wait, 30)
+    rest = [asyncio.create_task(predict(i)) for i in (1, 2)]
+    depth = 'flowserve_batch_queue_depth{model="hpt",version="1"} 2.0'
+    for _ in range(500):
+        if depth in await (await client.get("/metrics")).text():
+            break
+        await asyncio.sleep(0.02)
+    release.set()
+    await asyncio.gather(first, *rest)
     finished = exporter.get_finished_spans()
-    servers = [s for s in finished if s.kind == trace.SpanKind.SERVER]
-    (batch,) = [s for s in finished if s.name == "batch"]
-    (run,) = [s for s in finished if s.name == "session_run"]
-    assert len(servers) == 1 and len([s for s in finished if s.name == "queue_wait"]) == 1
-    assert [link.context.span_id for link in batch.links] == [servers[0].context.span_id]
-    assert batch.attributes["flowserve.batch_size"] == 2  # both requests ran in it
-    assert run.parent.span_id == batch.context.span_id
+    servers = {
+        s.context.span_id
+        for s in finished
+        if s.kind == trace.SpanKind.SERVER and s.attributes["url.path"].endswith(":predict")
+    }
+    batches = sorted(
+        (s for s in finished if s.name == "batch"),
+        key=lambda s: s.attributes["flowserve.batch_size"],
+    )
+    assert len(servers) == 2 and [s.attributes["flowserve.batch_size"] for s in batches] == [1, 2]
+    assert len([s for s in finished if s.name == "queue_wait"]) == 2
+    # Each batch links only the sampled requests it carries: the batch of two carries one.
+    linked = [[link.context.span_id for link in b.links] for b in batches]
+    assert all(len(ids) == 1 for ids in linked) and {ids[0] for ids in linked} == servers
+    runs = [s for s in finished if s.name == "session_run"]
+    assert {r.parent.span_id for r in runs} == {b.context.span_id for b in batches}

@@ -1,0 +1,65 @@
+"""Cheap computations run on the event loop; the rest on compute threads."""
+
+import threading
+
+import numpy as np
+
+from service.batching import runs_inline
+from service.servable import Signature
+from tests.service import models
+
+
+def _record_threads(sig):
+    seen = []
+    fn = sig.fns[0]
+
+    def recording(*args, **kw):
+        seen.append(threading.get_ident())
+        return fn(*args, **kw)
+
+    sig.fns[0] = recording
+    return seen
+
+
+async def test_warmup_learns_the_cost_and_cheap_runs_stay_on_the_loop(tmp_path, manager_for):
+    models.half_plus_two(tmp_path / "hpt" / "1")
+    m = await manager_for(tmp_path, inline_compute_micros=1_000_000)
+    sig = m.resolve("hpt").signature(None)
+    assert sig.cost_seconds is not None and sig.cost_seconds > 0
+    assert sig.cost_elements == 1  # the synthetic warmup input: one row
+    seen = _record_threads(sig)
+    r = await m.infer("hpt", {"x": np.array([1.0, 2.0])})
+    assert r.outputs["y"].tolist() == [2.5, 3.0]
+    assert seen == [threading.get_ident()]  # ran on the event loop's thread
+
+
+async def test_inline_off_or_costly_runs_go_to_a_compute_thread(tmp_path, manager_for):
+    models.half_plus_two(tmp_path / "off" / "1")
+    models.half_plus_two(tmp_path / "on" / "1")
+    off = await manager_for(tmp_path, inline_compute_micros=0)
+    seen = _record_threads(off.resolve("off").signature(None))
+    r = await off.infer("off", {"x": np.array([4.0])})
+    assert r.outputs["y"].tolist() == [4.0]
+    assert seen and threading.get_ident() not in seen
+
+    on = await manager_for(tmp_path, inline_compute_micros=100)
+    sig = on.resolve("on").signature(None)
+    sig.cost_seconds, sig.cost_elements = 50e-6, 1  # 50 us per element
+    seen = _record_threads(sig)
+    await on.infer("on", {"x": np.array([1.0])})  # 50 us: inline
+    await on.infer("on", {"x": np.zeros(10_000)})  # estimated 0.5 s: a thread
+    assert seen[0] == threading.get_ident() and seen[1] != threading.get_ident()
+
+
+def test_estimates_scale_with_input_elements_and_follow_measured_runs():
+    sig = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
+    one = [np.zeros((1, 10))]
+    assert sig.estimated_seconds(one) is None and not runs_inline(sig, one, 1.0)
+    sig.observe(one, 20e-6)
+    assert sig.cost_elements == 10 and sig.estimated_seconds(one) == 20e-6
+    assert sig.estimated_seconds([np.zeros((100, 10))]) == 20e-6 * 100
+    assert runs_inline(sig, one, 100e-6) and not runs_inline(sig, one, 0)
+    assert not runs_inline(sig, [np.zeros((100, 10))], 100e-6)
+    for _ in range(50):  # the model got slower: the estimate follows and it leaves the loop
+        sig.observe(one, 400e-6)
+    assert not runs_inline(sig, one, 100e-6)

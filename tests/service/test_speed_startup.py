@@ -1,0 +1,68 @@
+"""Start-up settings that decide the server's speed: the BLAS thread limit and the event loop."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from service import cli
+from service.config import ConfigError, ServerConfig
+
+_CHILD = """
+import json, os, sys
+import numpy as np  # imported first: the limit must hold anyway
+from threadpoolctl import threadpool_info
+from service.cli import limit_blas_threads
+
+n = int(sys.argv[1])
+before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+limit_blas_threads(n)
+a = np.ones((256, 256))
+(a @ a).sum()  # a BLAS call after the limit: it must not reset it
+after = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+print(json.dumps({"before": before, "after": after}))
+"""
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_blas_thread_limit_holds_when_numpy_was_imported_first(n):
+    env_free = {k: v for k, v in __import__("os").environ.items() if "NUM_THREADS" not in k}
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_free,
+        check=True,
+    )
+    pools = json.loads(out.stdout.strip().splitlines()[-1])
+    assert pools["after"], "numpy's BLAS was not found by threadpoolctl"
+    assert pools["after"] == [n] * len(pools["after"])
+    assert "numpy was imported" not in out.stderr
+
+
+def test_event_loop_choice():
+    assert cli.loop_factory("asyncio") is None
+    try:
+        import uvloop
+    except ImportError:
+        assert cli.loop_factory("auto") is None
+        with pytest.raises(ConfigError, match="uvloop"):
+            cli.loop_factory("uvloop")
+    else:
+        assert cli.loop_factory("auto") is uvloop.new_event_loop
+        assert cli.loop_factory("uvloop") is uvloop.new_event_loop
+
+
+def test_event_loop_uvloop_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop raises ImportError
+    assert cli.loop_factory("auto") is None
+    with pytest.raises(ConfigError, match=r"flowserve\[fast\]"):
+        cli.loop_factory("uvloop")
+
+
+def test_event_loop_setting_is_validated():
+    with pytest.raises(ConfigError, match="event_loop"):
+        ServerConfig(event_loop="trio").validate()
+    assert cli.main(["--event-loop", "trio"]) == 2
