@@ -8,7 +8,8 @@ has both TensorFlow and flowserve's dependencies (the repository goes on sys.pat
 
 Without TensorFlow it times only the loads, on the committed tests/fixtures keras_cnn.
 Model (NHWC): 28x28x1 -> conv 5x5x32 SAME + ReLU -> max pool 2 -> conv 5x5x64 SAME + ReLU ->
-max pool 2 -> dense 128 + ReLU -> dense 10 softmax (Keras 3 ``model.export``).
+max pool 2 -> dense 128 + ReLU -> dense 10 softmax (Keras 3 ``model.export``). With TensorFlow,
+also a Keras LSTM (TF2 ``While`` over ``TensorList`` ops), 20 steps, batch 32.
 """
 
 from __future__ import annotations
@@ -67,6 +68,31 @@ def _engine_load(path):
     return sess.make_callable(out.name, [inp.name])
 
 
+def _lstm_row(tf, tmp, calls):
+    """A Keras LSTM (a While loop over TensorLists): batch 32 of 20 steps, ours vs TF's."""
+    path = os.path.join(tmp, "lstm")
+    model = tf.keras.Sequential(
+        [tf.keras.Input((20, 8)), tf.keras.layers.LSTM(32), tf.keras.layers.Dense(4)]
+    )
+    model.export(path, verbose=False)
+    call = _engine_load(path)
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    sess = tf1.Session(graph=g)
+    with g.as_default():
+        meta = tf1.saved_model.load(sess, ["serve"], path)
+    sig = meta.signature_def["serving_default"]
+    (inp,) = sig.inputs.values()
+    (out,) = sig.outputs.values()
+    tf_call = sess.make_callable(out.name, [inp.name])
+    x = np.random.RandomState(0).rand(32, 20, 8).astype(np.float32)
+    np.testing.assert_allclose(call(x), tf_call(x), rtol=1e-4, atol=1e-5)
+    n = max(10, calls // 8)
+    t_e = _median_time(lambda: call(x), n)
+    t_t = _median_time(lambda: tf_call(x), n)
+    return ("LSTM While loop batch 32: flowserve / TF", t_e, t_t, t_e / t_t)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
@@ -110,6 +136,7 @@ def main() -> None:
                 t_e = _median_time(lambda x=x: call(x), n)
                 t_t = _median_time(lambda x=x: tf_call(x), n)
                 rows.append((f"call batch {batch}: flowserve / TF session", t_e, t_t, t_e / t_t))
+            rows.append(_lstm_row(tf, tmp, args.calls))
     print(f"{'measure':45} {'a (ms)':>10} {'b (ms)':>10} {'a/b':>8}")
     for name, a, b, ratio in rows:
         print(f"{name:45} {a * 1e3:10.3f} {b * 1e3:10.3f} {ratio:8.2f}")

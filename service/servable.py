@@ -29,6 +29,7 @@ from engine import devices as engine_devices
 from engine import errors as engine_errors
 from engine import graph_inspection
 from engine.runtime import Cancellation
+from service import tf_warmup
 from service.config import ModelConfig
 from service.errors import (
     Cancelled,
@@ -39,6 +40,7 @@ from service.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from service.protocols.tf_examples import single_string_input
 from service.tensors import TensorSpec, coerce, from_json_value
 
 if TYPE_CHECKING:
@@ -407,6 +409,9 @@ class Servable:
         warmup = self.config.warmup
         if warmup is False:
             return
+        tf_serving_file = tf_warmup.warmup_path(self.path)
+        if tf_serving_file is not None:
+            self._tf_serving_warmup(tf_serving_file)
         if isinstance(warmup, list):
             for i, req in enumerate(warmup):
                 key = req.get("signature_name") or self.default_signature
@@ -426,6 +431,8 @@ class Servable:
                 except Exception as e:  # noqa: BLE001
                     raise LoadError(f"warmup request {i} failed: {_first_line(e)}") from None
             return
+        if tf_serving_file is not None:
+            return  # the model's own warmup requests replace the synthetic ones
         for sig in self.signatures.values():
             arrays = [_synthetic(spec) for spec in (sig.inputs[a] for a in sig.input_order)]
             try:
@@ -440,6 +447,46 @@ class Servable:
                     sig.key,
                     _first_line(e),
                 )
+
+    def _tf_serving_warmup(self, path: Path) -> None:
+        """Runs the requests of TF Serving's warmup file on every instance; any failure
+        (a malformed file, an unknown signature, a failing request) fails the load."""
+        try:
+            requests = tf_warmup.read_warmup(path)
+        except tf_warmup.WarmupError as e:
+            raise LoadError(str(e)) from None
+        costed: set[str] = set()
+        for req in requests:
+            where = f"{tf_warmup.WARMUP_FILE} record {req.record}"
+            key = req.signature_name or self.default_signature
+            sig = self.signatures.get(key)
+            if sig is None:
+                raise LoadError(f"{where} names unknown signature {key!r}")
+            try:
+                if req.method is not None:
+                    if sig.method_name != req.method:
+                        raise InvalidInput(
+                            f"signature {key!r} has method_name {sig.method_name!r}, "
+                            f"not {req.method!r}"
+                        )
+                    inputs = {single_string_input(sig): req.examples}
+                else:
+                    inputs = req.inputs
+                arrays = sig.validate(inputs)
+                for k in range(len(sig.fns)):
+                    sig.run(arrays, instance=k, cancellation=self.load_cancellation)
+                if key not in costed:  # once per signature: a file may hold 1000 records
+                    costed.add(key)
+                    self._learn_cost(sig, arrays)
+            except Exception as e:  # noqa: BLE001 - reported as the load's failure
+                raise LoadError(f"{where} failed: {_first_line(e)}") from None
+        log.info(
+            "model %s version %d: ran %d warmup request(s) from %s",
+            self.model,
+            self.version,
+            len(requests),
+            tf_warmup.WARMUP_FILE,
+        )
 
     def _learn_cost(self, sig: Signature, arrays: list[np.ndarray]) -> None:
         """Measures a warmed-up signature's compute time: the fastest of a few runs."""

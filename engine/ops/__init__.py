@@ -27,5 +27,6 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     string_ops,
     summary_ops,
     tensor_array,
+    tensor_list,
     training_ops,
 )

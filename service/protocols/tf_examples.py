@@ -13,14 +13,17 @@ from __future__ import annotations
 import base64
 import binascii
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine import dtypes
 from service.errors import InvalidInput
-from service.manager import InferResult
 from service.protocols.proto import tfserving_pb2 as pb
-from service.servable import Signature
+
+if TYPE_CHECKING:  # annotations only: the servable's warmup (service/tf_warmup.py) uses this
+    from service.manager import InferResult
+    from service.servable import Signature
 
 __all__ = [
     "CLASSIFY",

@@ -12,6 +12,7 @@ from tests.engine import (
     test_conv_ops,
     test_data,
     test_embedding,
+    test_image_ops,
     test_losses,
     test_math_elementwise,
     test_nn_grads,
@@ -21,6 +22,7 @@ from tests.engine import (
     test_reduction_grads,
     test_reduction_ops,
     test_summary,
+    test_tensor_list,
 )
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
@@ -186,7 +188,16 @@ def _resizes():
     )
 
 
+def _non_max_suppressions():
+    boxes = tf.constant(test_image_ops._BOXES)
+    scores = tf.constant(test_image_ops._SCORES)
+    padded = tf.image.non_max_suppression_padded(boxes, scores, 4, 0.5, 0.7, True)
+    soft = tf.image.non_max_suppression_with_scores(boxes, scores, 5, 0.9, soft_nms_sigma=0.5)
+    return [tf.image.non_max_suppression(boxes, scores, 3), *padded, *soft], {}, []
+
+
 SPECIAL = {
+    "non_max_suppressions": _non_max_suppressions,
     "resizes": _resizes,
     "lookup_tables": _lookup_tables,
     "string_ops": _string_ops,
@@ -197,6 +208,7 @@ SPECIAL = {
     "summaries": test_summary.round_trip_builder,
     "candidate_samplers": test_embedding.round_trip_builder,
     "datasets": test_data.round_trip_builder,
+    "tensor_lists": test_tensor_list.round_trip_builder,
     "parse_examples": test_parsing_ops.round_trip_builder,
 }
 

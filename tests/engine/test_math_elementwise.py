@@ -111,6 +111,49 @@ CASES = [
     Case("sign", tf.sign, [a], np.sign),
     Case("reciprocal", tf.reciprocal, [pos], np.reciprocal),
     Case("squared_difference", tf.squared_difference, [a, row], lambda x, y: np.square(x - y)),
+    Case(
+        "einsum_matmul",
+        lambda x, y: tf.einsum("ij,jk->ik", x, y),
+        [a, b.T.copy()],
+        lambda x, y: x @ y,
+        [2, 2],
+        rtol=1e-5,
+    ),
+    Case(
+        "einsum_ellipsis_broadcast",
+        lambda x, y: tf.einsum("...ij,...jk->...ik", x, y),
+        [np.stack([a, b]), b.T.copy()],
+        lambda x, y: np.matmul(x, y),
+        [2, 2, 2],
+        rtol=1e-5,
+    ),
+    Case("einsum_transpose", lambda x: tf.einsum("ij->ji", x), [a], np.transpose, [3, 2]),
+    Case("einsum_identity", lambda x: tf.einsum("ij->ij", x), [a], np.copy, [2, 3]),
+    Case("einsum_trace", lambda x: tf.einsum("ii", x), [a @ b.T], np.trace, [], rtol=1e-5),
+    Case(
+        "einsum_implicit_output",
+        lambda x, y: tf.einsum("ij,kj", x, y),
+        [a, b],
+        lambda x, y: x @ y.T,
+        [2, 2],
+        rtol=1e-5,
+    ),
+    Case("einsum_outer", lambda x, y: tf.einsum("i,j->ij", x, y), [row, row], np.outer, [3, 3]),
+    Case(
+        "einsum_three_operands",
+        lambda x, y, z: tf.einsum("ij,jk,kl->il", x, y, z),
+        [a, b.T.copy(), a],
+        lambda x, y, z: x @ y @ z,
+        [2, 3],
+        rtol=1e-5,
+    ),
+    Case(
+        "einsum_int32_reduce",
+        lambda x: tf.einsum("ij->j", x),
+        [ia],
+        lambda x: x.sum(0).astype(np.int32),
+        [3],
+    ),
 ]
 
 
@@ -187,6 +230,28 @@ GRAD_CASES = [
         None,
         grad_inputs=(0, 1),
     ),
+    Case(
+        "einsum_attention_scores",
+        lambda q, k: tf.einsum("bqd,bkd->bqk", q, k),
+        [np.stack([away, other]), np.stack([other, away])],
+        None,
+        grad_inputs=(0, 1),
+    ),
+    Case(
+        "einsum_ellipsis_broadcast",
+        lambda x, y: tf.einsum("...ij,...jk->...ik", x, y),
+        [np.stack([away, other]), other.T.copy()],
+        None,
+        grad_inputs=(0, 1),
+    ),
+    Case("einsum_summed_label", lambda x: tf.einsum("ij->i", x), [away], None, grad_inputs=(0,)),
+    Case(
+        "einsum_three_operands",
+        lambda x, y, z: tf.einsum("ij,jk,kl", x, y, z),
+        [away, other.T.copy(), away],
+        None,
+        grad_inputs=(0, 1, 2),
+    ),
     # second order, through the fused gradient kernels
     Case(
         "tanh_grad_grad", lambda x: tf.gradients(tf.tanh(x), x)[0], [away], None, grad_inputs=(0,)
@@ -258,3 +323,28 @@ def _no_grad_op(x):
     if registry.lookup("TestOpWithoutGradient") is None:
         registry.op("TestOpWithoutGradient", infer=same_as_input)(lambda xp, v: v + 0)
     return create("TestOpWithoutGradient", [x], {}, "no_grad").outputs[0]
+
+
+def test_einsum_errors_are_typed_and_name_the_problem():
+    x = tf.constant(a)
+    with pytest.raises(ValueError, match="names 2 operands but 1 were given"):
+        tf.einsum("ij,jk->ik", x)
+    with pytest.raises(ValueError, match="output label 'z' is unused"):
+        tf.einsum("ij->iz", x)
+    with pytest.raises(ValueError, match="invalid label"):
+        tf.einsum("i1->i", x)
+    with pytest.raises(ValueError, match="label 'j' has sizes 3 and 2"):
+        tf.einsum("ij,jk->ik", x, x)
+    with pytest.raises(ValueError, match="has rank 2"):
+        tf.einsum("ijk->k", x)
+    p = tf.placeholder(tf.float32, [None, None])
+    y = tf.einsum("ij,jk->ik", p, p)
+    assert y.shape.as_list() == [None, None]
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="Einsum"):
+        sess.run(y, {p: a})
+
+
+def test_einsum_gradient_of_repeated_label_is_refused_clearly():
+    x = tf.constant(a @ b.T)
+    with pytest.raises(LookupError, match="repeat a label"):
+        tf.gradients(tf.einsum("ii->", x), x)

@@ -75,3 +75,16 @@ async def test_versions_that_cannot_load_show_failed_with_the_reason(aiohttp_cli
     assert status["4"]["state"] == "END"
     assert "saved_model.pb" in status["4"]["status"]["error_message"]
     assert "saved_model.msgpack" in status["4"]["status"]["error_message"]
+
+
+async def test_tf2_model_with_control_flow_is_served(aiohttp_client, tmp_path):
+    shutil.copytree(FIXTURES / "tf2_control_flow", tmp_path / "flow" / "1")
+    client = await _client(aiohttp_client, tmp_path)
+    io = np.load(FIXTURES / "tf2_control_flow" / "io.npz")
+    for case in ("pos", "neg"):
+        body = {"inputs": {"x": io[f"x_{case}"].tolist(), "n": int(io[f"n_{case}"])}}
+        r = await client.post("/v1/models/flow:predict", data=json.dumps(body))
+        assert r.status == 200, await r.text()
+        out = (await r.json())["outputs"]
+        np.testing.assert_allclose(out["y"], io[f"y_{case}"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["acc"], io[f"acc_{case}"], rtol=1e-5, atol=1e-5)

@@ -117,6 +117,10 @@ def _matmul(w, op, ins, out):
     w.node("MatMul", [a, b], [out])
 
 
+def _einsum(w, op, ins, out):
+    w.node("Einsum", ins, [out], equation=op.get_attr("equation"))
+
+
 def _swap_last(rank, op):
     if rank is None:
         raise ExportError(f"{op.type} '{op.name}' transposes an input of unknown rank")
@@ -243,6 +247,7 @@ WRITERS = {
     "LogSoftmax": _softmax("LogSoftmax"),
     "MatMul": _matmul,
     "BatchMatMulV2": _matmul,
+    "Einsum": _einsum,
     "BiasAdd": _bias_add,
     "Cast": _cast,
     "ArgMax": _argmax("ArgMax"),

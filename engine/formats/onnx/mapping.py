@@ -417,7 +417,7 @@ def _lrn(ctx, node):
 def _einsum(ctx, node):
     xs = [ctx.input(node, i) for i in range(len(node["input"]))]
     eq = ctx.attr(node, "equation").replace(" ", "")
-    return [create("OnnxEinsum", xs, {"equation": eq}).outputs[0]]
+    return [create("Einsum", xs, {"equation": eq}).outputs[0]]  # the engine's (TF's) op
 
 
 # -----------------------------------------------------------------------------------------

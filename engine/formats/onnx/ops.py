@@ -3,7 +3,7 @@
 ONNX operators map onto the engine's TF ops wherever the two agree (``mapping.py``). The ops
 here exist because ONNX's semantics differ in ways a TF op cannot express: negative indices
 (Gather), run-time ``0`` dims (Reshape), ONNX's slice clamping, numpy ``matmul`` ranks,
-two-way broadcasting (Expand), edge/wrap and negative pads, ``erf``, ``einsum``, top-k on any
+two-way broadcasting (Expand), edge/wrap and negative pads, ``erf``, top-k on any
 axis, C-style integer division and ``fmod``, and LRN's window.
 
 They are served, never trained: every one is declared not differentiable. Kernels follow the
@@ -159,23 +159,6 @@ def _matmul_infer(op):
 @_onnx_op("OnnxMatMul", infer=_matmul_infer, inputs=("a", "b"))
 def _matmul(xp, a, b):
     return xp.matmul(a, b)
-
-
-def _einsum_infer(op):
-    check_same_dtype(op)
-    eq = op._attrs["equation"]
-    rank = None
-    if "->" in eq and "..." not in eq:
-        rank = len(eq.split("->")[1])
-    return [(check_dtype(op, 0, NUMERIC), unknown_shape(rank))]
-
-
-@_onnx_op("OnnxEinsum", infer=_einsum_infer, inputs=("inputs*",), attrs=[("equation", "string")])
-def _einsum(xp, *xs, equation):
-    try:
-        return xp.asarray(xp.einsum(equation, *xs))
-    except ValueError as e:
-        raise _bad(f"Einsum '{equation}': {e}") from None
 
 
 # -----------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ not trusted from the file. The steps, each a function:
 from __future__ import annotations
 
 import collections
+import dataclasses
 
 import msgpack
 import numpy as np
@@ -130,7 +131,7 @@ def _output_offset(op_type: str, arg: str, where: str) -> int:
     return args.index(arg)
 
 
-def _inline_call(node: Node, functions, depth: int, where: str, out: list) -> None:
+def _inline_call(node: Node, functions, depth: int, where: str, out: list, budget=None) -> None:
     """Appends ``node``'s function body (renamed under ``node.name/``) and the IdentityN
     standing for the call to ``out``."""
     if depth > GraphLimits.max_call_depth:
@@ -188,7 +189,7 @@ def _inline_call(node: Node, functions, depth: int, where: str, out: list) -> No
         for av in body.attrs.values():
             if av.WhichOneof("value") == "placeholder":
                 raise TFFormatError(f"{where}: function {fname!r} is generic (attr placeholders)")
-        _expand(body, functions, depth + 1, where, out)
+        _expand(body, functions, depth + 1, where, out, budget)
     rets = [resolve(fdef.ret[a.name]) for a in sig.output_arg]
     ctrl = ["^" + prefix + fdef.control_ret[k] for k in sorted(fdef.control_ret)]
     if rets:
@@ -197,12 +198,79 @@ def _inline_call(node: Node, functions, depth: int, where: str, out: list) -> No
         out.append(Node(node.name, "NoOp", ctrl + controls, {}))
 
 
-def _expand(node: Node, functions, depth: int, where: str, out: list) -> None:
+# TF2's functional control flow: op type -> (engine op, its function attrs).
+CONTROL_FLOW = {
+    "If": ("If", ("then_branch", "else_branch")),
+    "StatelessIf": ("If", ("then_branch", "else_branch")),
+    "While": ("While", ("cond", "body")),
+    "StatelessWhile": ("While", ("cond", "body")),
+}
+_ARG = "_FunctionArg"  # a function input while converting (becomes the engine's Arg)
+_RESOURCE = 20  # DT_RESOURCE
+
+
+@dataclasses.dataclass
+class FunctionBody:
+    """A ``FunctionDef`` a control-flow op runs, converted to nodes: one ``_ARG`` node per
+    input (``args``), the body (calls inlined under ``body/``) and its results."""
+
+    name: str
+    args: list[Node]
+    nodes: list[Node]
+    outputs: list[str]
+    control_outputs: list[str]
+
+
+def _function_body(fname: str, functions, depth: int, where: str, budget) -> FunctionBody:
+    fdef = functions.get(fname)
+    if fdef is None:
+        raise TFFormatError(f"{where}: control flow calls unknown function {fname!r}")
+    args = []
+    for i, a in enumerate(fdef.signature.input_arg):
+        if a.number_attr or a.type_list_attr or a.type_attr:
+            raise TFFormatError(f"{where}: function {fname!r} has generic argument {a.name!r}")
+        shape = None
+        arg_attrs = fdef.arg_attr.get(i)
+        if arg_attrs is not None and "_output_shapes" in arg_attrs.attr:
+            shapes = arg_attrs.attr["_output_shapes"].list.shape
+            if len(shapes) == 1:
+                shape = shape_from_proto(shapes[0], f"{where}: function {fname!r} arg {i}")
+        attrs = {"type": int(a.type), "shape": shape, "index": i}
+        args.append(Node(f"arg/{a.name}", _ARG, [], attrs))
+    call = Node(
+        "body",
+        "PartitionedCall",
+        [f"{n.name}:0" for n in args],
+        {"f": attr_value_pb2.AttrValue(func=attr_value_pb2.NameAttrList(name=fname))},
+    )
+    nodes: list[Node] = []
+    _inline_call(call, functions, depth + 1, where, nodes, budget)
+    n_out = len(fdef.signature.output_arg)
+    outputs = [f"body:{k}" for k in range(n_out)]
+    return FunctionBody(fname, args, nodes, outputs, [] if n_out else ["body"])
+
+
+def _expand(node: Node, functions, depth: int, where: str, out: list, budget=None) -> None:
+    """Appends ``node`` to ``out``: calls inlined, control flow with its function bodies.
+    ``budget`` counts the nodes of the whole conversion, function bodies included, so that
+    functions referenced many times over cannot multiply past ``GraphLimits.max_nodes``."""
+    budget = budget if budget is not None else [0]
     if node.op in op_table.CALL_OPS or node.op in functions:
-        _inline_call(node, functions, depth, where, out)
+        _inline_call(node, functions, depth, where, out, budget)
+    elif node.op in CONTROL_FLOW:
+        if depth > GraphLimits.max_call_depth:
+            raise TFFormatError(f"{where}: control flow nested over {GraphLimits.max_call_depth}")
+        attrs = dict(node.attrs)
+        for key in CONTROL_FLOW[node.op][1]:
+            av = attrs.get(key)
+            if av is None or av.WhichOneof("value") != "func":
+                raise TFFormatError(f"{where}: node {node.name!r} ({node.op}) lacks {key!r}")
+            attrs[key] = _function_body(av.func.name, functions, depth, where, budget)
+        out.append(Node(node.name, node.op, node.inputs, attrs))
     else:
         out.append(node)
-    if len(out) > GraphLimits.max_nodes:
+    budget[0] += 1
+    if len(out) > GraphLimits.max_nodes or budget[0] > GraphLimits.max_nodes:
         raise TFFormatError(f"{where}: more than {GraphLimits.max_nodes} nodes after inlining")
 
 
@@ -212,8 +280,9 @@ def inline_functions(gd: graph_pb2.GraphDef, where: str = "graph") -> list[Node]
         raise TFFormatError(f"{where}: more than {GraphLimits.max_nodes} nodes")
     functions = {f.signature.name: f for f in gd.library.function}
     out: list[Node] = []
+    budget = [0]
     for n in gd.node:
-        _expand(Node(n.name, n.op, list(n.input), dict(n.attr)), functions, 0, where, out)
+        _expand(Node(n.name, n.op, list(n.input), dict(n.attr)), functions, 0, where, out, budget)
     return out
 
 
@@ -359,8 +428,27 @@ def _tolerated(op_type: str, key: str, value, op_defaults) -> bool:
     return False
 
 
-def _special(node: Node, by_name: dict[str, Node], where: str) -> list[dict] | None:
+def _special(node: Node, by_name: dict[str, Node], where: str, op_defaults) -> list[dict] | None:
     """Nodes needing more than a rename: extra constant inputs or attrs from elsewhere."""
+    if node.op == _ARG:
+        shape = node.attrs["shape"]
+        return [
+            {
+                "name": node.name,
+                "op": "Arg",
+                "inputs": [],
+                "device": "",
+                "attrs": {
+                    "dtype": ["dtype", node.attrs["dtype"]],
+                    "shape": ["none", None]
+                    if shape is None
+                    else ["shape", [-1 if d is None or d < 0 else d for d in shape]],
+                    "index": ["i", node.attrs["index"]],
+                },
+            }
+        ]
+    if node.op in CONTROL_FLOW:
+        return [_control_flow(node, by_name, where, op_defaults)]
     if node.op == "ResourceGather":
         axis = {
             "name": node.name + "/axis",
@@ -402,6 +490,86 @@ def _special(node: Node, by_name: dict[str, Node], where: str) -> list[dict] | N
     return None
 
 
+def _input_dtype(ref: str, by_name: dict[str, Node], where: str) -> str | None:
+    """The engine dtype name of a reference to a resource: the variable it reaches through
+    identities and function arguments (a ref dtype, as the engine's variables have)."""
+    seen = 0
+    while seen < 64:
+        seen += 1
+        src = by_name.get(source_node(ref))
+        if src is None:
+            return None
+        if src.op == _ARG:
+            return src.attrs.get("dtype")
+        if src.op == "VarHandleOp" and "dtype" in src.attrs:
+            return dtype_from_enum(src.attrs["dtype"].type, where).name + "_ref"
+        if src.op in ("Identity", "IdentityN") and src.inputs:
+            data = [i for i in src.inputs if not i.startswith("^")]
+            index = int(ref.split(":")[1]) if ":" in ref and src.op == "IdentityN" else 0
+            if index >= len(data):
+                return None
+            ref = data[index]
+            continue
+        return None
+    return None
+
+
+def _function_doc(body: FunctionBody, inputs: list[str], by_name, where, op_defaults) -> dict:
+    """The engine's function document for ``body`` called with the data ``inputs``."""
+    where = f"{where} function {body.name!r}"
+    if len(inputs) != len(body.args):
+        raise TFFormatError(f"{where}: called with {len(inputs)} inputs, takes {len(body.args)}")
+    args = []
+    for arg, ref in zip(body.args, inputs):
+        attrs = dict(arg.attrs)
+        if attrs["type"] == _RESOURCE:
+            dtype = _input_dtype(ref, by_name, where)
+            if dtype is None:
+                raise TFFormatError(f"{where}: cannot tell which variable input {ref!r} is")
+        else:
+            dtype = dtype_from_enum(attrs["type"], where).name
+        attrs["dtype"] = dtype
+        args.append(Node(arg.name, _ARG, [], attrs))
+    doc = to_document(args + body.nodes, where, op_defaults)
+    return {
+        "name": body.name,
+        "nodes": doc["nodes"],
+        "inputs": [f"{a.name}:0" for a in args],
+        "outputs": list(body.outputs),
+        "control_outputs": list(body.control_outputs),
+    }
+
+
+def _control_flow(node: Node, by_name, where: str, op_defaults=None) -> dict:
+    """TF2's If/While (and Stateless forms) as the engine's If/While: their functions
+    become the engine's function attrs; TF's type and shape attrs are re-inferred."""
+    engine_op, keys = CONTROL_FLOW[node.op]
+    data = [i for i in node.inputs if not i.startswith("^")]
+    node_where = f"{where}: node {node.name!r} ({node.op})"
+    if engine_op == "If":
+        if not data:
+            raise TFFormatError(f"{node_where} has no condition input")
+        attrs = {
+            k: ["func", _function_doc(node.attrs[k], data[1:], by_name, node_where, op_defaults)]
+            for k in keys
+        }
+    else:
+        attrs = {
+            k: ["func", _function_doc(node.attrs[k], data, by_name, node_where, op_defaults)]
+            for k in keys
+        }
+        pi = node.attrs.get("parallel_iterations")
+        attrs["num_loop_vars"] = ["i", len(data)]
+        attrs["parallel_iterations"] = ["i", int(pi.i) if pi is not None else 10]
+    return {
+        "name": node.name,
+        "op": engine_op,
+        "inputs": list(node.inputs),
+        "device": "",
+        "attrs": attrs,
+    }
+
+
 def op_defaults_from(op_list, where: str) -> dict:
     """``{op type: {attr: tagged default}}`` from a meta graph's ``stripped_op_list``."""
     out = {}
@@ -427,7 +595,13 @@ def to_document(nodes: list[Node], where: str = "graph", op_defaults=None) -> di
     bad_attrs: list[str] = []
     out = []
     for n in nodes:
-        special = _special(n, by_name, where)
+        try:
+            special = _special(n, by_name, where, op_defaults)
+        except UnsupportedOpsError as e:  # inside a function: reported with the rest
+            for op_type, names in e.missing.items():
+                missing.setdefault(op_type, []).extend(names)
+            bad_attrs.extend(e.unsupported_attrs)
+            continue
         if special is not None:
             out.extend(special)
             continue
@@ -474,7 +648,12 @@ def missing_ops(nodes: list[Node]) -> dict[str, int]:
     """Op types (after renames) the engine lacks, with their node counts."""
     counts: dict[str, int] = {}
     for n in nodes:
-        if n.op == "ResourceGather" or n.op == "VarIsInitializedOp":
+        if n.op in CONTROL_FLOW:
+            for key in CONTROL_FLOW[n.op][1]:
+                for op_type, k in missing_ops(n.attrs[key].nodes).items():
+                    counts[op_type] = counts.get(op_type, 0) + k
+            continue
+        if n.op in ("ResourceGather", "VarIsInitializedOp", _ARG):
             continue
         if registry.lookup(op_table.RENAMES.get(n.op, n.op)) is None:
             counts[n.op] = counts.get(n.op, 0) + 1

@@ -48,6 +48,8 @@ DERIVED_ATTRS = frozenset(
     [
         "T",
         "Tidx",
+        "T_threshold",
+        "shape_type",
         "Tshape",
         "Tpaddings",
         "Tperm",

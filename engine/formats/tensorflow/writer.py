@@ -52,6 +52,7 @@ TYPE_ATTRS: dict[str, dict[str, object]] = {
     "ConcatV2": {"T": 0, "N": "N-1", "Tidx": -1},
     "Pack": {"T": 0, "N": "N"},
     "AddN": {"T": 0, "N": "N"},
+    "Einsum": {"T": 0, "N": "N"},
     "GatherV2": {"Tparams": 0, "Tindices": 1, "Taxis": 2},
     "StridedSlice": {"T": 0, "Index": 1},
     "Slice": {"T": 0, "Index": 1},

@@ -12,6 +12,7 @@ import engine as tf
 from engine.formats.tensorflow import graph_def as tfg
 from engine.formats.tensorflow.proto import function_pb2, graph_pb2, types_pb2
 from engine.formats.tensorflow.tensors import array_to_proto
+from engine.formats.tensorflow.writer import graph_to_tf
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "tensorflow"
 FROZEN = FIXTURES / "frozen_graph"
@@ -44,6 +45,30 @@ def test_frozen_graph_matches_tensorflow(how):
         want = io[name]
         assert value.dtype == want.dtype, name
         np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_einsum_graph_matches_tensorflow():
+    io = np.load(FIXTURES / "einsum" / "io.npz")
+    names = ["scores", "proj", "total"]
+    feeds = {"import/q:0": io["q"], "import/k:0": io["k"]}
+    fetches = [f"{n}/Einsum:0" for n in names]
+    got, g = _run((FIXTURES / "einsum" / "model.pb").read_bytes(), feeds, fetches)
+    assert g.get_operation_by_name("import/total/Einsum").type == "Einsum"
+    assert g.get_tensor_by_name("import/scores/Einsum:0").shape.as_list() == [None, 3, 5]
+    assert g.get_tensor_by_name("import/proj/Einsum:0").shape.as_list() == [None, 3, 2]
+    for name, value in zip(names, got):
+        np.testing.assert_allclose(value, io[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    # written back as TF's GraphDef (with TF's N and T attrs), it imports and runs the same
+    written = graph_to_tf(g)
+    node = next(n for n in written.node if n.name == "import/scores/Einsum")
+    assert node.attr["N"].i == 2 and node.attr["T"].type == types_pb2.DT_FLOAT
+    again, _ = _run(
+        written.SerializeToString(),
+        {f"import/{k}": v for k, v in feeds.items()},
+        [f"import/{f}" for f in fetches],
+    )
+    for a, b in zip(got, again):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_input_map_prefix_and_return_operations():
@@ -266,3 +291,38 @@ def test_unused_function_library_entries_are_ignored():
     extra.signature.name = "unused"
     extra.node_def.add(name="z", op="NotAnOp")
     tf.GraphDef.FromString(gd.SerializeToString())
+
+
+def _doubling_if_chain(levels: int) -> graph_pb2.GraphDef:
+    """f0 .. f{levels}: each f_k holds an If whose two branches both call f_{k+1}."""
+    gd = graph_pb2.GraphDef()
+    for k in range(levels + 1):
+        f = gd.library.function.add()
+        f.signature.name = f"f{k}"
+        f.signature.input_arg.add(name="x", type=types_pb2.DT_FLOAT)
+        f.signature.output_arg.add(name="y", type=types_pb2.DT_FLOAT)
+        if k == levels:
+            f.ret["y"] = "x"
+            continue
+        p = f.node_def.add(name="p", op="Const")
+        p.attr["dtype"].type = types_pb2.DT_BOOL
+        p.attr["value"].tensor.CopyFrom(array_to_proto(np.array(True)))
+        n = f.node_def.add(name="cond", op="StatelessIf", input=["p:output:0", "x"])
+        n.attr["then_branch"].func.name = f"f{k + 1}"
+        n.attr["else_branch"].func.name = f"f{k + 1}"
+        f.ret["y"] = "cond:output:0"
+    x = gd.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = types_pb2.DT_FLOAT
+    x.attr["shape"].shape.unknown_rank = True
+    call = gd.node.add(name="call", op="PartitionedCall", input=["x"])
+    call.attr["f"].func.name = "f0"
+    return gd
+
+
+def test_functional_control_flow_nests_and_its_size_is_bounded(monkeypatch):
+    got, _ = _run(_doubling_if_chain(3), {"import/x:0": np.float32(2.5)}, ["call:0"])
+    assert got[0] == np.float32(2.5)
+    # functions referenced over and over count every time: the budget covers them all
+    monkeypatch.setattr(tfg.GraphLimits, "max_nodes", 200)
+    with pytest.raises(ValueError, match="more than 200 nodes"):
+        tfg.inline_functions(_doubling_if_chain(8))

@@ -19,6 +19,7 @@ KINDS = [
     "saved_model_vocab",
     "tf2_module",
     "keras_cnn",
+    "keras_lstm",
 ]
 
 
@@ -180,3 +181,72 @@ def test_cli_convert_both_ways(tmp_path):
             got = sess.run(sig.outputs["out"].name, {sig.inputs["x"].name: io["x"]})
             np.testing.assert_allclose(got, io["out"], rtol=1e-5)
             assert len(tf.global_variables()) == 2  # TF2 variables became Variables
+
+
+# -- TF2 functional control flow (If / While with function attrs) ----------------------------
+
+CONTROL_FLOW = FIXTURES / "tf2_control_flow"
+
+
+def _stateless(tmp_path):
+    """The fixture with its If/While recorded as StatelessIf/StatelessWhile (what TF writes
+    for branches and bodies without stateful ops)."""
+    from engine.formats.tensorflow.proto import saved_model_pb2
+
+    d = _copy(tmp_path, "tf2_control_flow")
+    sm = saved_model_pb2.SavedModel.FromString((d / "saved_model.pb").read_bytes())
+    for f in sm.meta_graphs[0].graph_def.library.function:
+        for n in f.node_def:
+            if n.op in ("If", "While"):
+                n.op = "Stateless" + n.op
+    (d / "saved_model.pb").write_bytes(sm.SerializeToString())
+    return d
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+@pytest.mark.parametrize("case", ["pos", "neg"])
+def test_tf2_if_and_while_match_tensorflow(case, stateless, tmp_path):
+    io = np.load(CONTROL_FLOW / "io.npz")
+    export_dir = _stateless(tmp_path) if stateless else CONTROL_FLOW
+    with tf.Graph().as_default() as g, tf.Session() as sess:
+        meta = tf.saved_model.load(sess, ["serve"], str(export_dir))
+        sig = meta.signature_def["serving_default"]
+        feeds = {sig.inputs["x"].name: io[f"x_{case}"], sig.inputs["n"].name: io[f"n_{case}"]}
+        got = sess.run({a: i.name for a, i in sig.outputs.items()}, feeds)
+        types = {op.type for op in g.get_operations()}
+    # the cond took the branch TF took, the loop ran n times, the variable was read in both
+    assert {"If", "While"} <= types
+    np.testing.assert_allclose(got["y"], io[f"y_{case}"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["acc"], io[f"acc_{case}"], rtol=1e-5, atol=1e-5)
+
+
+def test_ops_missing_inside_control_flow_functions_are_named_with_the_rest(tmp_path):
+    from engine.formats.tensorflow.proto import saved_model_pb2
+
+    d = _copy(tmp_path, "tf2_control_flow")
+    sm = saved_model_pb2.SavedModel.FromString((d / "saved_model.pb").read_bytes())
+    for f in sm.meta_graphs[0].graph_def.library.function:
+        for n in f.node_def:
+            if n.op == "Relu" and f.signature.name.startswith("cond_false"):
+                n.op = "FancyRelu"
+            if n.op == "Less" and f.signature.name.startswith("while_cond"):
+                n.op = "FancyLess"
+    (d / "saved_model.pb").write_bytes(sm.SerializeToString())
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with pytest.raises(errors.UnimplementedError, match="FancyLess.*FancyRelu"):
+            tf.saved_model.load(sess, ["serve"], str(d))
+
+
+def test_control_flow_calling_an_unknown_function_is_a_typed_error(tmp_path):
+    from engine.formats.tensorflow.proto import saved_model_pb2
+
+    d = _copy(tmp_path, "tf2_control_flow")
+    sm = saved_model_pb2.SavedModel.FromString((d / "saved_model.pb").read_bytes())
+    for f in sm.meta_graphs[0].graph_def.library.function:
+        for n in f.node_def:
+            if n.op == "While":
+                n.attr["body"].func.name = "no_such_function"
+    (d / "saved_model.pb").write_bytes(sm.SerializeToString())
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with pytest.raises(errors.OpError, match="unknown function 'no_such_function'"):
+            tf.saved_model.load(sess, ["serve"], str(d))
