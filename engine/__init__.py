@@ -229,3 +229,23 @@ arg_max = argmax  # noqa: F405 - from engine.ops.reduction
 arg_min = argmin  # noqa: F405
 
 from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above
+
+# TF1 names whose subsystems the engine deliberately does not have (issue 12's scope): a
+# program using them gets an error naming why, not a bare missing attribute.
+_OUT_OF_SCOPE = {
+    "enable_eager_execution": "eager execution (the engine runs TF1 graphs in sessions)",
+    "estimator": "tf.estimator (the engine runs TF1 graph-mode programs, not estimators)",
+    "keras": "tf.keras (use tf.layers, which the engine has)",
+}
+
+
+def executing_eagerly() -> bool:
+    """Always False: the engine builds graphs and runs them in sessions (TF1 semantics)."""
+    return False
+
+
+def __getattr__(name):
+    why = _OUT_OF_SCOPE.get(name)
+    if why is None:
+        raise AttributeError(f"module 'engine' has no attribute '{name}'")
+    raise AttributeError(f"tf.{name} is not available in flowserve's engine: {why} is out of scope")

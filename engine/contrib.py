@@ -4,6 +4,9 @@ that says it is not available, instead of a bare missing attribute."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 import types
 
 from engine import conv_layers, core_layers, init_ops, rnn, rnn_dropout
@@ -115,3 +118,43 @@ class _Contrib(_Namespace):
 
 contrib = _Contrib("tf.contrib")
 contrib.__dict__.update(rnn=rnn_namespace, layers=layers_namespace)
+
+
+# `from tensorflow.contrib import rnn` and `import tensorflow.contrib.eager as tfe`, written
+# against the engine: the module's own names are tf.contrib's, and submodule imports of what
+# the engine lacks fail with the message that names it, not "engine.contrib is not a package".
+rnn, layers = rnn_namespace, layers_namespace
+__path__: list[str] = []
+
+
+class _ContribLoader(importlib.abc.Loader):
+    def __init__(self, namespace):
+        self._namespace = namespace
+
+    def create_module(self, spec):
+        del spec
+        return self._namespace
+
+    def exec_module(self, module):
+        del module
+
+
+class _ContribFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        del path, target
+        prefix = __name__ + "."
+        if not fullname.startswith(prefix):
+            return None
+        name = fullname[len(prefix) :]
+        member = contrib.__dict__.get(name)
+        if not isinstance(member, types.ModuleType):
+            try:
+                getattr(contrib, name)
+            except AttributeError as e:
+                raise ModuleNotFoundError(str(e), name=fullname) from None
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return importlib.util.spec_from_loader(fullname, _ContribLoader(member))
+
+
+if not any(isinstance(f, _ContribFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _ContribFinder())

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
-from engine import dtypes
+import re
+
+from engine import dtypes, tf_logging
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import GraphKeys, Tensor, add_to_collection, get_collection, name_scope
 from engine.ops._common import create
@@ -28,9 +30,24 @@ __all__ = [
 ]
 
 
+_INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")
+
+
+def _clean_tag(name):
+    """TF1's ``clean_tag``: characters a tag or scope cannot hold become ``_`` and leading
+    slashes go, so ``tf.summary.histogram(var.name, var)`` ("W1:0") is tagged "W1_0"."""
+    if name is None:
+        return None
+    new_name = _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
+    if new_name != name:
+        tf_logging.info("Summary name %s is illegal; using %s instead.", name, new_name)
+    return new_name
+
+
 def _summary_scope(name, family, values):
     """(tag, scope) as TF1's ``summary_scope``: the tag is the name-scoped name, prefixed by
-    ``family`` when given."""
+    ``family`` when given; both are cleaned first."""
+    name, family = _clean_tag(name), _clean_tag(family)
     if family:
         return name_scope(f"{family}/{name}", values=values)
     return name_scope(name, values=values)
@@ -43,9 +60,10 @@ def _collect(op_out: Tensor, collections) -> Tensor:
 
 
 def _tag(scope: str, family) -> str:
-    # The family, when given, is already the first part of the scope.
-    del family
-    return scope.rstrip("/")
+    # As TF1's summary_scope: with a family, the tag is the family again, then the scope
+    # (which itself starts with the family), so it shows in the family's TensorBoard tab.
+    family = _clean_tag(family)
+    return f"{family}/{scope.rstrip('/')}" if family else scope.rstrip("/")
 
 
 def _check_name(name) -> str:

@@ -163,6 +163,22 @@ def test_run_time_errors():
     assert tf.summary.merge_all(key="nothing_here") is None
 
 
+def test_illegal_summary_names_are_cleaned_as_tensorflow_does():
+    # TF1 example programs tag histograms with variable names such as "W1:0".
+    w = tf.Variable(tf.ones([3]), name="W1")
+    h = tf.summary.histogram(w.name, w)
+    s = tf.summary.scalar("/loss value(train)", tf.reduce_sum(w), family="my fam")
+    assert h.op.name == "W1_0"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        (hv,) = summary_pb2.Summary.FromString(sess.run(h)).value
+        (sv,) = summary_pb2.Summary.FromString(sess.run(s)).value
+    assert hv.tag == "W1_0" and hv.histo.num == 3
+    # the tags TensorFlow 2.21's tf.compat.v1 gives for the same calls
+    assert sv.tag == "my_fam/my_fam/loss_value_train_"
+    assert sv.simple_value == 3.0
+
+
 def round_trip_builder():
     """The summary ops for test_graph_def's round-trip table."""
     x = tf.placeholder(tf.float32, [2, 2, 2, 1], name="img")

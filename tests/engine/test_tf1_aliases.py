@@ -47,3 +47,28 @@ def test_contrib_names_what_it_lacks():
         tf.contrib.slim  # noqa: B018
     with pytest.raises(AttributeError, match="tf.contrib.rnn.NASCell is not available"):
         tf.contrib.rnn.NASCell  # noqa: B018
+
+
+def test_contrib_imports_as_tf1_programs_write_them():
+    from engine.contrib import layers, rnn
+
+    assert rnn is tf.contrib.rnn and layers is tf.contrib.layers
+    assert rnn.static_rnn is tf.nn.static_rnn
+    import engine.contrib.rnn as contrib_rnn
+
+    assert contrib_rnn.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
+    with pytest.raises(ModuleNotFoundError, match="factorization is not available.*out of"):
+        from engine.contrib.factorization import KMeans  # noqa: F401
+    with pytest.raises(ModuleNotFoundError, match="eager is not available"):
+        import engine.contrib.eager  # noqa: F401
+
+
+def test_out_of_scope_tf1_names_say_so():
+    assert tf.executing_eagerly() is False
+    with pytest.raises(AttributeError, match="enable_eager_execution is not available.*eager"):
+        tf.enable_eager_execution()
+    with pytest.raises(AttributeError, match="tf.estimator is not available"):
+        tf.estimator.inputs.numpy_input_fn  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        tf.no_such_name  # noqa: B018
+    assert not hasattr(tf, "keras")
