@@ -86,6 +86,8 @@ class InferenceStatistics:
             entry.stats["success" if ok else "fail"].add(seconds)
             if ok:
                 entry.inference_count += rows
+                # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
+                # duration: time.time() is the right clock here.
                 entry.last_inference = int(time.time() * 1000)
 
     def compute_input(self, model: str, version: int | str, seconds: float) -> None:

@@ -480,6 +480,17 @@ def _sizes(v, op_type: str, what: str):
     return v
 
 
+def _attrs(strides, padding, explicit_paddings, data_format, dilations) -> dict:
+    """A conv kernel's window attrs as one dict, as ``_geometry`` reads them."""
+    return dict(
+        strides=strides,
+        padding=padding,
+        explicit_paddings=explicit_paddings,
+        data_format=data_format,
+        dilations=dilations,
+    )
+
+
 @op("Conv2D", infer=_conv_infer(False), inputs=CONV_INPUTS, grad=_conv_grad, attrs=CONV_ATTRS)
 def conv2d_kernel(
     xp,
@@ -493,13 +504,7 @@ def conv2d_kernel(
     dilations=(1, 1, 1, 1),
     use_cudnn_on_gpu=True,
 ):
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        explicit_paddings=explicit_paddings,
-        data_format=data_format,
-        dilations=dilations,
-    )
+    attrs = _attrs(strides, padding, explicit_paddings, data_format, dilations)
     fmt = attrs["data_format"]
     _check_input(x, "Conv2D")
     xn = _to_nhwc(x, fmt)
@@ -538,13 +543,7 @@ def conv2d_backprop_input_kernel(
     dilations=(1, 1, 1, 1),
     use_cudnn_on_gpu=True,
 ):
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        explicit_paddings=explicit_paddings,
-        data_format=data_format,
-        dilations=dilations,
-    )
+    attrs = _attrs(strides, padding, explicit_paddings, data_format, dilations)
     fmt = attrs["data_format"]
     op_type = "Conv2DBackpropInput"
     shape = _nhwc_shape(_sizes(sizes, op_type, "input_sizes"), fmt)
@@ -589,13 +588,7 @@ def conv2d_backprop_filter_kernel(
     dilations=(1, 1, 1, 1),
     use_cudnn_on_gpu=True,
 ):
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        explicit_paddings=explicit_paddings,
-        data_format=data_format,
-        dilations=dilations,
-    )
+    attrs = _attrs(strides, padding, explicit_paddings, data_format, dilations)
     fmt = attrs["data_format"]
     op_type = "Conv2DBackpropFilter"
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))
@@ -663,13 +656,7 @@ def _depthwise_filter_grad(o, g):
 def depthwise_conv2d_kernel(
     xp, x, f, *, strides, padding, explicit_paddings=(), data_format="NHWC", dilations=(1, 1, 1, 1)
 ):
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        explicit_paddings=explicit_paddings,
-        data_format=data_format,
-        dilations=dilations,
-    )
+    attrs = _attrs(strides, padding, explicit_paddings, data_format, dilations)
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNative"
     _check_input(x, op_type)
@@ -705,13 +692,7 @@ def depthwise_backprop_input_kernel(
     data_format="NHWC",
     dilations=(1, 1, 1, 1),
 ):
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        explicit_paddings=explicit_paddings,
-        data_format=data_format,
-        dilations=dilations,
-    )
+    attrs = _attrs(strides, padding, explicit_paddings, data_format, dilations)
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNativeBackpropInput"
     shape = _nhwc_shape(_sizes(sizes, op_type, "input_sizes"), fmt)
@@ -750,13 +731,7 @@ def depthwise_backprop_filter_kernel(
     data_format="NHWC",
     dilations=(1, 1, 1, 1),
 ):
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        explicit_paddings=explicit_paddings,
-        data_format=data_format,
-        dilations=dilations,
-    )
+    attrs = _attrs(strides, padding, explicit_paddings, data_format, dilations)
     fmt = attrs["data_format"]
     op_type = "DepthwiseConv2dNativeBackpropFilter"
     fshape = tuple(_sizes(sizes, op_type, "filter_sizes"))

@@ -215,7 +215,9 @@ async def _models(request: web.Request) -> web.Response:
 
 async def _traffic(request: web.Request) -> web.Response:
     summary = traffic_summary(request.app[METRICS].registry)
-    summary["time"] = time.time()
+    # Only differences between two polls are used (rates): a monotonic clock, so that a wall
+    # clock step (NTP) never turns into a negative or huge rate.
+    summary["time"] = time.monotonic()
     return json_response(summary, headers=_NO_CACHE)
 
 
