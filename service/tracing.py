@@ -55,6 +55,7 @@ ENABLED = trace is not None
 _SERVER_SPAN = web.RequestKey("fs_server_span", object)
 _PHASE = web.RequestKey("fs_phase_span", object)
 _PHASE_CONTEXT = web.RequestKey("fs_phase_context", object)
+_TRACED = []  # [True] once a request got a server span: before that, phase() has no work
 # Set while serving a request the trace settings did not sample: no span of it is recorded,
 # in the handler or in the tasks it starts (batches reset it for the requests they carry).
 _UNSAMPLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fs_unsampled", default=False)
@@ -71,13 +72,21 @@ def active() -> bool:
     """Whether spans are recorded: the packages are installed and a real tracer provider is
     set (by ``configure`` or the embedding program). Otherwise every hook here returns at
     once, instead of paying for the API's no-op spans (tens of microseconds a request)."""
-    return ENABLED and not _UNSAMPLED.get() and _provider_set()
+    return ENABLED and _provider_set() and not _UNSAMPLED.get()
+
+
+_PROVIDER_SEEN = []  # [True] once a real provider was seen: OpenTelemetry sets it only once
 
 
 def _provider_set() -> bool:
-    return not isinstance(
+    if _PROVIDER_SEEN:
+        return True
+    if isinstance(
         trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
-    )
+    ):
+        return False
+    _PROVIDER_SEEN.append(True)
+    return True
 
 
 def configure(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -147,6 +156,8 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
         attributes={"http.request.method": request.method, "url.path": request.path},
     ) as server_span:
         request[_SERVER_SPAN] = server_span
+        if not _TRACED:
+            _TRACED.append(True)
         status = 500
         try:
             response = await handler(request)
@@ -182,8 +193,8 @@ def _sampled(request: web.Request, settings) -> bool:
 
 def phase(request: web.Request, name: str | None, **attributes: object) -> None:
     """Ends the request's open phase span (parse, encode), and starts ``name`` if given."""
-    if _SERVER_SPAN not in request:
-        return  # not traced
+    if not _TRACED or _SERVER_SPAN not in request:
+        return  # not traced (a request's mapping raises KeyError inside ``in``: check first)
     current = request.get(_PHASE)
     if current is not None:
         current.end()

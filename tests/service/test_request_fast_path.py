@@ -1,0 +1,178 @@
+"""The per-request fast paths give what the general ones give: ``float_array`` the arrays (and,
+by falling back, the errors) of ``coerce(from_json_value(...))``; responses written with
+orjson's numpy support read back as the identical float32 bits; request IDs stay unique."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import dtypes
+from engine.tensor_shape import TensorShape
+from service.errors import InvalidInput
+from service.logs import new_request_id
+from service.protocols.common import dumps
+from service.protocols.tfserving import _has_bool_token
+from service.tensors import TensorSpec, coerce, float_array, from_json_value
+
+FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16)
+
+
+def _general(value, dtype):
+    """The array or the InvalidInput message of the general path."""
+    spec = TensorSpec("x", "x:0", dtype, TensorShape(None))
+    try:
+        return coerce(spec, from_json_value(value, "input 'x'"))
+    except InvalidInput as e:
+        return e.message
+
+
+def _nested(value, levels: int):
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _same(a, b) -> bool:
+    return (
+        isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+        and a.dtype == b.dtype
+        and a.shape == b.shape
+        and a.tobytes() == b.tobytes()
+    )
+
+
+leaves = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.floats(min_value=-1e6, max_value=1e6),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.sampled_from([0.0, -0.0, 1.0, 2.0**53, -(2.0**53), 65504.0, 65519.0, 3.5e38, 1e-45]),
+)
+
+
+@st.composite
+def rectangular(draw):
+    """A nested list of numbers (rows of equal length), sometimes with a ragged row."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    flat = draw(st.lists(leaves, min_size=math.prod(shape), max_size=math.prod(shape)))
+    arr = np.empty(math.prod(shape), dtype=object)
+    arr[:] = flat
+    value = arr.reshape(shape).tolist()
+    if len(shape) > 1 and draw(st.booleans()) and draw(st.booleans()):
+        value[0] = value[0][:-1] or [[]]  # ragged
+    return value
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=rectangular(), dtype=st.sampled_from(FLOATS))
+def test_float_array_is_the_general_conversion_or_defers_to_it(value, dtype):
+    fast = float_array(value, dtype)
+    general = _general(value, dtype)
+    if fast is not None:
+        assert _same(fast, general), (value, fast, general)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [[1.0, 2.0], [3.0]],  # ragged
+        [1.0, "2"],  # a string
+        ["NaN", 1.0],
+        [1.0, None],
+        [True, False],  # bools alone
+        [2**64, 1.0],  # beyond 64 bits
+        [1e39, 1.0],  # beyond float32
+        [float("nan"), 1.0],
+        [2.0**53 + 2, 1.0],
+        [],
+        [[]],
+        [{"b64": "AA=="}],
+        _nested([1.0], 33),  # 34 levels
+    ],
+)
+def test_float_array_defers_whatever_needs_a_check(value):
+    assert float_array(value, dtypes.float32) is None
+    # and the general path answers it (an array for NaN, a clear error for the rest)
+    general = _general(value, dtypes.float32)
+    assert isinstance(general, (np.ndarray, str))
+
+
+def test_float_array_matches_values_and_dtypes():
+    assert _same(float_array([[1, 2], [3, 4]], dtypes.float32), np.float32([[1, 2], [3, 4]]))
+    got = float_array([0.1, -2.5], dtypes.float16)
+    assert got.dtype == np.float16 and got.tolist() == np.float16([0.1, -2.5]).tolist()
+    assert float_array([1.0], dtypes.int32) is None  # integer targets take the exact path
+    assert float_array(["a"], dtypes.string) is None
+
+
+async def test_malformed_rows_answer_as_before(client):
+    """Fast or not, bad input gets the general path's messages."""
+    cases = [
+        ({"instances": [[1.0, 2.0], [3.0]]}, "input 'x'"),
+        ({"instances": [1.0, "b"]}, "instance 1 holds strings but instance 0 holds numbers"),
+        ({"instances": [1.0, True]}, "instance 1 holds bools but instance 0 holds numbers"),
+        ({"instances": [1.0, 1e39]}, "values out of range for float32"),
+        ({"instances": ["NaN"]}, "expects float32 numbers, got strings"),
+        ({"inputs": [1.0, None]}, "values must all be numbers, all bools or all strings"),
+        ({"inputs": [[1.0], [2.0]]}, "has shape [2, 1] (rank 2); the model expects shape [?]"),
+    ]
+    for body, message in cases:
+        resp = await client.post("/v1/models/half_plus_two:predict", data=json.dumps(body))
+        assert resp.status == 400, body
+        assert message in (await resp.json())["error"], body
+
+
+def test_bool_token_search():
+    assert not _has_bool_token(b'{"instances": [[1.5, 2e-05, -3]]}')
+    assert not _has_bool_token(b'{"signature_name": "serving_default", "inputs": [1]}')
+    assert _has_bool_token(b'{"instances": [true]}')
+    assert _has_bool_token(b'{"instances": [false]}')
+    assert _has_bool_token(b'{"signature_name": "u", "instances": [1, true]}')
+
+
+def test_float32_text_reads_back_as_the_same_bits():
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, 50_000, dtype=np.uint64).astype(np.uint32)
+    values = bits.view(np.float32)
+    values = values[np.isfinite(values)]
+    # contiguous, and not (written through the default hook)
+    for doc in (dumps({"v": values}), dumps({"v": values.reshape(-1, 1)[::2]})):
+        back = np.array(json.loads(doc)["v"], dtype=np.float64).astype(np.float32).reshape(-1)
+        expected = values if back.size == values.size else values[::2]
+        assert back.view(np.uint32).tolist() == expected.view(np.uint32).tolist()
+
+
+def test_float32_is_written_as_its_shortest_text():
+    assert dumps({"p": np.float32([0.1, 1 / 3, 2.5])}) == b'{"p":[0.1,0.33333334,2.5]}'
+    assert dumps({"p": np.float32(0.1)}) == b'{"p":0.1}'
+    assert dumps({"p": np.array(0.1, np.float32)}) == b'{"p":0.1}'  # 0-d
+    assert dumps({"p": np.float64([0.1])}) == b'{"p":[0.1]}'
+    assert dumps({"p": np.array([1, -2], np.int8)}) == b'{"p":[1,-2]}'
+    assert dumps({"p": np.array([True])}) == b'{"p":[true]}'
+    assert dumps({"p": np.array([2**64 - 1], np.uint64)}) == b'{"p":[18446744073709551615]}'
+
+
+def test_nan_and_infinity_keep_their_tokens_and_the_same_float_text():
+    doc = dumps({"p": np.float32([np.nan, np.inf, -np.inf, 0.1, 1 / 3])})
+    assert doc == b'{"p":[NaN,Infinity,-Infinity,0.1,0.33333334]}'
+    # a float16 as orjson writes it (its float32 text), with or without a NaN beside it
+    assert dumps({"p": np.float16([0.1])}) == b'{"p":[0.099975586]}'
+    assert dumps({"p": np.float16([np.nan, 0.1])}) == b'{"p":[NaN,0.099975586]}'
+    big = dumps({"p": np.array([np.nan, 2.0], ">f4")})  # not native-endian: the fallback
+    assert big == b'{"p":[NaN,2.0]}'
+
+
+def test_unserializable_values_still_raise():
+    with pytest.raises(TypeError):
+        dumps({"p": object()})
+
+
+def test_request_ids_are_unique_hex():
+    ids = {new_request_id() for _ in range(10_000)}
+    assert len(ids) == 10_000
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
