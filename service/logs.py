@@ -16,6 +16,8 @@ import re
 import sys
 from datetime import UTC, datetime
 
+import orjson
+
 __all__ = [
     "REQUEST_ID_HEADER",
     "request_id_var",
@@ -55,8 +57,18 @@ def accept_request_id(value: object) -> str | None:
 
 def rfc3339(created: float) -> str:
     """``2026-11-22T20:31:05.123Z`` for a ``time.time()`` value."""
-    stamp = datetime.fromtimestamp(created, tz=UTC).isoformat(timespec="milliseconds")
-    return stamp.replace("+00:00", "Z")
+    second = int(created // 1)
+    micros = round((created - second) * 1e6)  # as datetime rounds a timestamp
+    if micros >= 1_000_000:
+        second, micros = second + 1, micros - 1_000_000
+    millis = micros // 1000
+    cached = _SECOND_STAMP
+    if cached[0] != second:  # formatted once a second, not once a line
+        cached[:] = [second, datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{cached[1]}.{millis:03d}Z"
+
+
+_SECOND_STAMP: list = [None, ""]
 
 
 class RequestIdFilter(logging.Filter):
@@ -87,7 +99,10 @@ class JsonFormatter(logging.Formatter):
             doc.update(extra)
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
-        return json.dumps(doc, ensure_ascii=False)
+        try:
+            return orjson.dumps(doc).decode("utf-8")
+        except TypeError:  # e.g. a lone surrogate from a header; the standard library copes
+            return json.dumps(doc, ensure_ascii=False)
 
 
 class TextFormatter(logging.Formatter):

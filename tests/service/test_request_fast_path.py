@@ -3,7 +3,9 @@ by falling back, the errors) of ``coerce(from_json_value(...))``; responses writ
 orjson's numpy support read back as the identical float32 bits; request IDs stay unique."""
 
 import json
+import logging
 import math
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -12,8 +14,9 @@ from hypothesis import strategies as st
 
 from engine import dtypes
 from engine.tensor_shape import TensorShape
+from service.cli import AccessLogger
 from service.errors import InvalidInput
-from service.logs import new_request_id
+from service.logs import JsonFormatter, new_request_id, rfc3339
 from service.protocols.common import dumps
 from service.protocols.tfserving import _has_bool_token
 from service.tensors import TensorSpec, coerce, float_array, from_json_value
@@ -176,3 +179,51 @@ def test_request_ids_are_unique_hex():
     ids = {new_request_id() for _ in range(10_000)}
     assert len(ids) == 10_000
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def test_rfc3339_matches_datetime_to_the_millisecond():
+    rng = np.random.default_rng(1)
+    seconds = rng.integers(0, 2**31, 20_000)
+    fractions = np.concatenate([rng.random(10_000), 0.9999995 + rng.uniform(-1e-6, 1e-6, 10_000)])
+    for created in [*(seconds + fractions).tolist(), 1700000000.123, 1700000000.9999999, 0.0]:
+        stamp = datetime.fromtimestamp(created, tz=UTC).isoformat(timespec="milliseconds")
+        assert rfc3339(created) == stamp.replace("+00:00", "Z"), created
+
+
+def test_json_log_lines_with_unusual_text():
+    record = logging.LogRecord(
+        "flowserve.x", logging.INFO, __file__, 1, "päth \udcff %s", ("é",), None
+    )
+    record.access = {"path": "/v1/\udcff", "latency_ms": 0.123}
+    doc = json.loads(JsonFormatter().format(record))
+    assert doc["message"] == "päth \udcff é" and doc["path"] == "/v1/\udcff"
+    assert doc["latency_ms"] == 0.123 and doc["level"] == "INFO"
+    record.access = {"path": "/v1/ok", "latency_ms": 1.5}
+    record.msg, record.args = "ünïcode", None
+    line = JsonFormatter().format(record)
+    assert "ünïcode" in line and json.loads(line)["latency_ms"] == 1.5
+
+
+def test_access_log_record_names_its_source():
+    records = []
+    logger = logging.getLogger("flowserve.access.fast-path")
+    logger.propagate = False
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    class Request(dict):
+        method, path, remote = "GET", "/v1/models/m", "127.0.0.1"
+
+    class Response:
+        status = 404
+
+    AccessLogger(logger, "").log(Request(), Response(), 0.0025)
+    (record,) = records
+    assert record.getMessage() == "GET /v1/models/m model=- status=404 latency_ms=2.50"
+    assert record.levelno == logging.INFO and record.funcName == "AccessLogger.log"
+    assert record.access["status"] == 404 and record.access["latency_ms"] == 2.5
+    logger.setLevel(logging.WARNING)
+    AccessLogger(logger, "").log(Request(), Response(), 0.0025)
+    assert len(records) == 1
