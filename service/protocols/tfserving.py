@@ -89,6 +89,7 @@ PROTOCOL = "tfserving"
 _MODEL = "/v1/models/{model:[^/:]+}"
 _TARGETS = ("", "/versions/{version:[^/:]+}", "/labels/{label:[^/:]+}")
 _REQUEST_FIELDS = ("signature_name", "instances", "inputs", "timeout")
+_FIELD_SET = frozenset(_REQUEST_FIELDS)
 _MAX_DEPTH = 32
 _DT_NAMES = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF"}
 
@@ -266,8 +267,8 @@ def _check_fields(body, packed: bool) -> None:
             f"The request body must be a {kind} object with 'instances' or "
             f"'inputs', got {type(body).__name__}"
         )
-    unknown = sorted(str(k) for k in body if k not in _REQUEST_FIELDS)
-    if unknown:
+    if not _FIELD_SET.issuperset(body):
+        unknown = sorted(str(k) for k in body if k not in _REQUEST_FIELDS)
         raise InvalidInput(f"Unknown request field(s) {unknown}; expected {list(_REQUEST_FIELDS)}")
     if "instances" in body and "inputs" in body:
         raise InvalidInput(
