@@ -314,7 +314,7 @@ def create_app(
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
     middlewares = [_front, _errors]
-    if tracing.active():  # a tracer provider is configured (flowserve's main does it)
+    if tracing.active(refresh=True):  # a tracer provider is set (flowserve's main does it)
         middlewares.insert(1, tracing.middleware)
     if config.auth_token:
         middlewares.append(_auth(config.auth_token))

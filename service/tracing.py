@@ -68,25 +68,29 @@ def _tracer():
     return _TRACER
 
 
-def active() -> bool:
+def active(refresh: bool = False) -> bool:
     """Whether spans are recorded: the packages are installed and a real tracer provider is
     set (by ``configure`` or the embedding program). Otherwise every hook here returns at
-    once, instead of paying for the API's no-op spans (tens of microseconds a request)."""
-    return ENABLED and _provider_set() and not _UNSAMPLED.get()
+    once, instead of paying for the API's no-op spans (tens of microseconds a request).
+
+    Whether a provider is set is looked up again with ``refresh`` (``create_app`` does, as
+    it decides on the tracing middleware) and remembered in between: the lookup reads the
+    environment, a few percent of a small request's time. Once set it stays set (an
+    OpenTelemetry provider can be set only once)."""
+    return ENABLED and _provider_set(refresh) and not _UNSAMPLED.get()
 
 
-_PROVIDER_SEEN = []  # [True] once a real provider was seen: OpenTelemetry sets it only once
+_PROVIDER = [None]  # whether a real tracer provider was set, as last looked up
 
 
-def _provider_set() -> bool:
-    if _PROVIDER_SEEN:
-        return True
-    if isinstance(
+def _provider_set(refresh: bool = False) -> bool:
+    known = _PROVIDER[0]
+    if known or (known is not None and not refresh):
+        return known
+    _PROVIDER[0] = not isinstance(
         trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
-    ):
-        return False
-    _PROVIDER_SEEN.append(True)
-    return True
+    )
+    return _PROVIDER[0]
 
 
 def configure(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -130,6 +134,7 @@ def configure(environ: Mapping[str, str] = os.environ) -> str | None:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    _provider_set(refresh=True)
     return exporter_name
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from engine import dtypes
 from engine.tensor_shape import TensorShape
+from service import tracing
 from service.cli import AccessLogger
 from service.errors import InvalidInput
 from service.logs import JsonFormatter, new_request_id, rfc3339
@@ -227,3 +228,21 @@ def test_access_log_record_names_its_source():
     logger.setLevel(logging.WARNING)
     AccessLogger(logger, "").log(Request(), Response(), 0.0025)
     assert len(records) == 1
+
+
+def test_whether_a_tracer_provider_is_set_is_remembered_between_refreshes(monkeypatch):
+    trace = pytest.importorskip("opentelemetry.trace", reason="the otel extra is not installed")
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="the otel SDK is not installed")
+    calls = []
+    provider = [trace.ProxyTracerProvider()]
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: calls.append(1) or provider[0])
+    monkeypatch.setattr(tracing, "_PROVIDER", [None])
+    assert not tracing.active(refresh=True)
+    assert not any(tracing.active() for _ in range(10))
+    assert len(calls) == 1  # looked up once, not per request
+    provider[0] = sdk.TracerProvider()
+    assert not tracing.active()  # until the next refresh (create_app's)
+    assert tracing.active(refresh=True)
+    provider[0] = trace.ProxyTracerProvider()
+    assert tracing.active(refresh=True)  # once set, a provider stays set
+    assert len(calls) == 2
