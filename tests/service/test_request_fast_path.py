@@ -18,6 +18,7 @@ from service import tracing
 from service.cli import AccessLogger
 from service.errors import InvalidInput
 from service.logs import JsonFormatter, new_request_id, rfc3339
+from service.metrics import ServingMetrics
 from service.protocols.common import dumps
 from service.protocols.tfserving import _has_bool_token
 from service.tensors import TensorSpec, coerce, float_array, from_json_value
@@ -246,3 +247,38 @@ def test_whether_a_tracer_provider_is_set_is_remembered_between_refreshes(monkey
     provider[0] = trace.ProxyTracerProvider()
     assert tracing.active(refresh=True)  # once set, a provider stays set
     assert len(calls) == 2
+
+
+def test_cached_metric_children_count_per_label():
+    metrics = ServingMetrics()
+    for _ in range(3):
+        metrics.observe_request("m", "1", "tfserving", 200, 0.002, endpoint="predict")
+    metrics.observe_request("m", "1", "tfserving", 400, 0.001, endpoint="predict")
+    metrics.observe_request("m", "2", "v2", 200, 0.003, endpoint="infer")
+    metrics.inflight("m", 1)
+    metrics.inflight("m", 1)
+    metrics.inflight("m", -1)
+    value = metrics.registry.get_sample_value
+    labels = {"model": "m", "version": "1", "protocol": "tfserving", "endpoint": "predict"}
+    assert value("flowserve_requests_total", {**labels, "code": "200"}) == 3
+    assert value("flowserve_requests_total", {**labels, "code": "400"}) == 1
+    v2 = {"model": "m", "version": "2", "protocol": "v2", "endpoint": "infer"}
+    assert value("flowserve_requests_total", {**v2, "code": "200"}) == 1
+    assert value("flowserve_request_duration_seconds_count", labels) == 4
+    assert value("flowserve_request_duration_seconds_sum", labels) == pytest.approx(0.007)
+    assert value("flowserve_request_duration_seconds_bucket", {**labels, "le": "0.001"}) == 1
+    assert value("flowserve_requests_in_flight", {"model": "m"}) == 1
+
+
+async def test_request_metrics_are_labelled_by_endpoint_and_status(client):
+    for _ in range(2):
+        resp = await client.post("/v1/models/half_plus_two:predict", json={"instances": [1.0]})
+        assert resp.status == 200
+    resp = await client.post("/v1/models/half_plus_two:predict", json={"instances": ["a"]})
+    assert resp.status == 400
+    text = await (await client.get("/metrics")).text()
+    base = 'model="half_plus_two",protocol="tfserving"'
+    lines = [line for line in text.splitlines() if line.startswith("flowserve_requests_total")]
+    assert any(base in line and 'code="200"' in line and line.endswith(" 2.0") for line in lines)
+    assert any(base in line and 'code="400"' in line and line.endswith(" 1.0") for line in lines)
+    assert all('endpoint="predict"' in line for line in lines if base in line)
