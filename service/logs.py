@@ -16,8 +16,6 @@ import re
 import sys
 from datetime import UTC, datetime
 
-import orjson
-
 __all__ = [
     "REQUEST_ID_HEADER",
     "request_id_var",
@@ -99,10 +97,7 @@ class JsonFormatter(logging.Formatter):
             doc.update(extra)
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
-        try:
-            return orjson.dumps(doc).decode("utf-8")
-        except TypeError:  # e.g. a lone surrogate from a header; the standard library copes
-            return json.dumps(doc, ensure_ascii=False)
+        return json.dumps(doc, ensure_ascii=False)
 
 
 class TextFormatter(logging.Formatter):
