@@ -1,10 +1,10 @@
 """Batching on vs off, each pair measured in one run (issue 13's batching targets).
 
     python bench/batching.py [--duration 5] [--parts inprocess,http,clients,background]
-        [--batching-parameters FILE] [--baseline REF] [--json out.json]
+        [--rounds 3] [--batching-parameters FILE] [--baseline REF] [--json out.json]
 
-Parts (every pair alternates on/off in the same run; servers listen on free 127.0.0.1 ports
-and are stopped at the end):
+Parts (every pair alternates on/off in the same run, ``--rounds`` times in rotating order,
+printing medians; servers listen on free 127.0.0.1 ports and are stopped at the end):
 
 * ``inprocess``: ``wide_mlp`` (784-2048-2048-10) driven by 64 concurrent asyncio callers of
   ``ModelManager.infer`` -- the servable core, no HTTP -- batching off vs on (target >= 4x).
@@ -133,17 +133,22 @@ async def drive_in_process(manager, model: str, x: np.ndarray, clients: int, dur
     return result, where
 
 
-async def part_inprocess(repo: Path, params: Path | None, duration: float) -> dict:
+async def part_inprocess(repo: Path, params: Path | None, duration: float, rounds: int) -> dict:
     x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
     managers = await _managers(repo, params)
-    out = {}
-    try:
-        for label in ("off", "on"):  # warm both (first batches, thread start)
-            await drive_in_process(managers[label], "wide_mlp", x, 64, min(duration, 0.5))
-        for label in ("off", "on"):
+
+    async def measure(i: int) -> dict:
+        out = {}
+        for label in _order(managers, i):
             r, where = await drive_in_process(managers[label], "wide_mlp", x, 64, duration)
             r.label = f"wide_mlp in process, 64 callers, batching {label}"
             out[label] = (r, where)
+        return out
+
+    try:
+        for label in ("off", "on"):  # warm both (first batches, thread start)
+            await drive_in_process(managers[label], "wide_mlp", x, 64, min(duration, 0.5))
+        out = await _repeat(measure, rounds)
     finally:
         for m in managers.values():
             await m.stop()
@@ -155,6 +160,41 @@ async def part_inprocess(repo: Path, params: Path | None, duration: float) -> di
             )
         },
     }
+
+
+def _median(rows: list[tuple[Result, dict]]) -> tuple[Result, dict]:
+    """Field by field, the median of repeated measurements of one configuration."""
+    if len(rows) == 1:
+        return rows[0]
+    results = [r for r, _ in rows]
+
+    def med(name: str) -> float:
+        return round(float(np.median([getattr(r, name) for r in results])), 3)
+
+    errors: dict = {}
+    for r in results:
+        for k, v in r.errors.items():
+            errors[k] = errors.get(k, 0) + v
+    merged = Result(
+        f"{results[0].label} (median of {len(rows)})",
+        results[0].concurrency,
+        med("duration_s"),
+        sum(r.requests for r in results),
+        errors,
+        med("throughput_rps"),
+        med("p50_ms"),
+        med("p90_ms"),
+        med("p99_ms"),
+        med("mean_ms"),
+    )
+    where = {k: round(float(np.median([w[k] for _, w in rows])), 3) for k in rows[0][1]}
+    return merged, where
+
+
+async def _repeat(measure, rounds: int) -> dict:
+    """``measure(i)`` (label -> (Result, where)) ``rounds`` times; the medians per label."""
+    runs = [await measure(i) for i in range(rounds)]
+    return {label: _median([run[label] for run in runs]) for label in runs[0]}
 
 
 # -----------------------------------------------------------------------------------------
@@ -265,7 +305,7 @@ def _ratio(a: float, b: float) -> float:
 
 
 def _order(servers: dict, i: int) -> list[str]:
-    """The labels of ``servers`` rotated by ``i``: no server always goes first."""
+    """The labels of ``servers`` (or managers) rotated by ``i``: none always goes first."""
     labels = list(servers)
     i %= len(labels)
     return labels[i:] + labels[:i]
@@ -284,18 +324,25 @@ def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
     return ratios
 
 
-async def part_http(servers: dict, duration: float) -> dict:
-    pair = await http_pair(servers, "wide_mlp", 64, duration, _order(servers, 0))
+async def part_http(servers: dict, duration: float, rounds: int) -> dict:
+    async def measure(i: int) -> dict:
+        return await http_pair(servers, "wide_mlp", 64, duration, _order(servers, i))
+
+    pair = await _repeat(measure, rounds)
     return {
         "rows": pair,
         "ratios": _pair_ratios(pair, "wide_mlp HTTP 64 clients (target on/off >= 3):", False),
     }
 
 
-async def part_clients(servers: dict, duration: float, title: str) -> dict:
+async def part_clients(servers: dict, duration: float, rounds: int, title: str) -> dict:
     rows, ratios = {}, {}
-    for i, clients in enumerate(CLIENTS):
-        pair = await http_pair(servers, "mlp", clients, duration, _order(servers, i))
+    for clients in CLIENTS:
+
+        async def measure(i: int, clients: int = clients) -> dict:
+            return await http_pair(servers, "mlp", clients, duration, _order(servers, i))
+
+        pair = await _repeat(measure, rounds)
         for label, row in pair.items():
             rows[f"{clients}/{label}"] = row
         ratios.update(_pair_ratios(pair, f"{title}mlp {clients} clients", True))
@@ -330,7 +377,13 @@ def _print(result: dict) -> None:
         print(f"   ratio  {name}: {value}", flush=True)
 
 
-async def run(parts: list[str], duration: float, params: Path | None, baseline: str | None) -> dict:
+async def run(
+    parts: list[str],
+    duration: float,
+    rounds: int,
+    params: Path | None,
+    baseline: str | None,
+) -> dict:
     out = {
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
@@ -344,24 +397,24 @@ async def run(parts: list[str], duration: float, params: Path | None, baseline: 
         results = {}
         if "inprocess" in parts:
             print("== in process (ModelManager.infer, no HTTP)", flush=True)
-            results["inprocess"] = await part_inprocess(repo, params, duration)
+            results["inprocess"] = await part_inprocess(repo, params, duration, rounds)
             _print(results["inprocess"])
         if {"http", "clients", "background"} & set(parts):
             servers = await start_servers(repo, params, code)
             try:
                 if "http" in parts:
                     print("== over HTTP: wide_mlp, 64 clients", flush=True)
-                    results["http"] = await part_http(servers, duration)
+                    results["http"] = await part_http(servers, duration, rounds)
                     _print(results["http"])
                 if "clients" in parts:
                     print("== over HTTP: mlp at 1, 8, 64 clients", flush=True)
-                    results["clients"] = await part_clients(servers, duration, "")
+                    results["clients"] = await part_clients(servers, duration, rounds, "")
                     _print(results["clients"])
                 if "background" in parts:
                     print("== over HTTP: mlp, one core busy with unrelated work", flush=True)
                     with Background():
                         results["background"] = await part_clients(
-                            servers, duration, "background load, "
+                            servers, duration, rounds, "background load, "
                         )
                     _print(results["background"])
             finally:
@@ -383,6 +436,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}"
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every pair this many times, in rotating order, and print the medians",
+    )
     parser.add_argument("--batching-parameters", help="TF Serving batching parameters file")
     parser.add_argument(
         "--baseline", help="git ref whose code also serves batching on (before/after)"
@@ -394,7 +453,7 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown parts {unknown}; choose from {list(PARTS)}")
     params = Path(args.batching_parameters).resolve() if args.batching_parameters else None
-    out = asyncio.run(run(parts, args.duration, params, args.baseline))
+    out = asyncio.run(run(parts, args.duration, max(1, args.rounds), params, args.baseline))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0
