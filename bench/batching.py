@@ -14,6 +14,10 @@ printing medians; servers listen on free 127.0.0.1 ports and are stopped at the 
   batching off vs on (target: on's p99 never above off's).
 * ``background``: ``clients`` again while a subprocess spins single-threaded numpy matmuls
   (one core busy with unrelated work).
+* ``blas``: the cause of "p99 triples with batching on under background load": ``mlp`` at 64
+  clients under the same background work, off vs on, with the server's BLAS limit (one
+  thread per computation, ``--intra-op-threads 1``) and with two BLAS threads per
+  computation, as the server ran before the limit held.
 
 Each HTTP row also prints where a request's time went, from the server's own statistics
 (``/v2/models/NAME/stats``): mean queue wait per request, mean compute per session run, and
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -37,7 +42,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+for _var in BLAS_VARS:
     os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +63,7 @@ from bench.load import (  # noqa: E402
 )
 
 CLIENTS = (1, 8, 64)
-PARTS = ("inprocess", "http", "clients", "background")
+PARTS = ("inprocess", "http", "clients", "background", "blas")
 
 # One core of unrelated CPU work: single-threaded BLAS matmuls, back to back, until killed.
 SPINNER = (
@@ -349,6 +355,53 @@ async def part_clients(servers: dict, duration: float, rounds: int, title: str) 
     return {"rows": rows, "ratios": ratios}
 
 
+@contextlib.contextmanager
+def _blas_env_unset():
+    """Servers started inside inherit no BLAS thread variables (this script sets them to 1
+    for itself), so ``--intra-op-threads`` alone decides their BLAS threads."""
+    saved = {v: os.environ.pop(v) for v in BLAS_VARS if v in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+async def part_blas(repo: Path, params: Path | None, servers: dict, duration: float, rounds: int):
+    extra = ["--batching-parameters-file", str(params)] if params is not None else []
+    with _blas_env_unset():
+        two = {
+            "off, 2 BLAS threads": flowserve(repo, "blas2-off", "--intra-op-threads", "2"),
+            "on, 2 BLAS threads": flowserve(
+                repo, "blas2-on", "--intra-op-threads", "2", "--enable-batching", *extra
+            ),
+        }
+    group = {"off": servers["off"], "on": servers["on"], **two}
+    try:
+        for s in two.values():
+            await s.wait_ready()
+        with Background():
+
+            async def measure(i: int) -> dict:
+                return await http_pair(group, "mlp", 64, duration, _order(group, i))
+
+            pair = await _repeat(measure, rounds)
+    finally:
+        for s in two.values():
+            s.stop()
+    p99 = {label: row[0].p99_ms for label, row in pair.items()}
+    return {
+        "rows": pair,
+        "ratios": {
+            "background load, mlp 64 clients, 1 BLAS thread: p99 on/off": _ratio(
+                p99["on"], p99["off"]
+            ),
+            "background load, mlp 64 clients, 2 BLAS threads: p99 on/off": _ratio(
+                p99["on, 2 BLAS threads"], p99["off, 2 BLAS threads"]
+            ),
+        },
+    }
+
+
 class Background:
     """A subprocess keeping one core busy with numpy matmuls while the block runs."""
 
@@ -399,7 +452,7 @@ async def run(
             print("== in process (ModelManager.infer, no HTTP)", flush=True)
             results["inprocess"] = await part_inprocess(repo, params, duration, rounds)
             _print(results["inprocess"])
-        if {"http", "clients", "background"} & set(parts):
+        if {"http", "clients", "background", "blas"} & set(parts):
             servers = await start_servers(repo, params, code)
             try:
                 if "http" in parts:
@@ -417,6 +470,12 @@ async def run(
                             servers, duration, rounds, "background load, "
                         )
                     _print(results["background"])
+                if "blas" in parts:
+                    print(
+                        "== over HTTP: mlp, 64 clients, background work, BLAS threads", flush=True
+                    )
+                    results["blas"] = await part_blas(repo, params, servers, duration, rounds)
+                    _print(results["blas"])
             finally:
                 for s in servers.values():
                     s.stop()
