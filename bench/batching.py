@@ -290,12 +290,13 @@ def _export(ref: str, into: Path) -> Path:
 async def start_servers(repo: Path, params: Path | None, baseline: Path | None = None) -> dict:
     servers = {}
     extra = ["--batching-parameters-file", str(params)] if params is not None else []
-    servers["off"] = flowserve(repo, "batching-off")
-    servers["on"] = flowserve(repo, "batching-on", "--enable-batching", *extra)
-    if baseline is not None:
-        servers["on@baseline"] = _baseline_server(
-            baseline, repo, "batching-on-baseline", "--enable-batching", *extra
-        )
+    with _blas_env_unset():  # as shipped: the server's own BLAS limit decides
+        servers["off"] = flowserve(repo, "batching-off")
+        servers["on"] = flowserve(repo, "batching-on", "--enable-batching", *extra)
+        if baseline is not None:
+            servers["on@baseline"] = _baseline_server(
+                baseline, repo, "batching-on-baseline", "--enable-batching", *extra
+            )
     try:
         for s in servers.values():
             await s.wait_ready()
