@@ -7,9 +7,10 @@ HTTP, 64 clients (``bench/load.py``'s client), one 784-float JSON request:
 - flowserve with each speed means turned off (asyncio's loop instead of uvloop; every
   computation on a compute thread), to show what each one pays
 
-In process, batch 1 and 64, one BLAS thread: the engine's ``make_callable``, the same math by
-hand in numpy, and onnxruntime's ``InferenceSession.run`` when ``onnxruntime`` and ``onnx``
-are importable. MLServer and PyTriton need their own virtualenvs; they are not driven here.
+In process, batch 1 and 64, one BLAS thread: the engine's ``make_callable`` (compiled, and
+through the plan interpreter), the same math by hand in numpy, and onnxruntime's
+``InferenceSession.run`` when ``onnxruntime`` and ``onnx`` are importable. MLServer and
+PyTriton need their own virtualenvs; they are not driven here.
 
     python bench/peers/run.py [--duration 5] [--concurrency 64] [--skip-http]
 """
@@ -142,7 +143,15 @@ def in_process(params) -> list[dict]:
     with g.as_default(), tf.Session(graph=g) as sess:
         sess.run(tf.global_variables_initializer())
         engine = sess.make_callable(y, [x])
-        peers = {"engine make_callable": engine, "numpy by hand": numpy_mlp(params)}
+        # The same callable through the plan interpreter (a call with options takes it):
+        # what make_callable ran before plans were compiled, for the before/after ratio.
+        with_options = sess.make_callable(y, [x], accept_options=True)
+        opts = tf.RunOptions()
+        peers = {
+            "engine make_callable": engine,
+            "engine interpreter": lambda xb: with_options(xb, options=opts),
+            "numpy by hand": numpy_mlp(params),
+        }
         ort = onnx_mlp(params)
         if ort is not None:
             peers["onnxruntime"] = ort
