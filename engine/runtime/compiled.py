@@ -31,6 +31,7 @@ from engine.runtime.interpreter import (
     _is_read,
     _step_error,
     _verify_outputs,
+    activated,
     coerce_output,
     copy_error,
 )
@@ -81,54 +82,68 @@ class _Source:
 def compile_callable(session, plan, n_feeds, build, slow, accept_options: bool, describe):
     """``plan`` as a function of ``n_feeds`` positional values returning ``build(fetched)``,
     or None when the interpreter should run it. ``slow`` is the interpreter's callable (run
-    for calls with options); ``describe(n)`` the TypeError for a call with ``n`` values."""
+    for calls with options); ``describe(n)`` the TypeError for a call with ``n`` values.
+    With ``accept_options``, a call given a ``cancellation`` token runs a second compiled
+    body that checks the token before every step, as the interpreter does."""
     if len(plan.steps) > MAX_STEPS:
         return None
     decisions = plan_memory(plan.steps, plan.fetch_slots) if plan.placement is None else {}
-    n_arena = sum(d.arena is not None for d in decisions.values())
     src = _Source(plan)
-    pool: list = []
-    _prologue(src, session, n_feeds, slow, accept_options, describe)
-    _feeds(src, plan)
-    if n_arena:
-        src.add(2, "try:")
-        src.add(3, f"A = {src.ref(pool.pop)}()")
-        src.add(2, "except IndexError:")
-        src.add(3, f"A = [None] * {n_arena}")
-    _errstate_enter(src)
-    src.add(2, "_k = -1")
-    src.add(2, "try:")
-    src.add(3, "pass")
-    for k, step in enumerate(plan.steps):
-        _step(src, k, step, decisions.get(k))
-    fail = _failure_factory(plan)
-    src.add(2, "except Exception as exc:")
-    src.add(3, f"raise {src.ref(fail)}(_k, locals(), exc) from {src.ref(_cause)}(exc)")
-    src.add(2, "finally:")
-    _errstate_exit(src)
-    if n_arena:
-        src.add(2, f"{src.ref(pool.append)}(A)")
-    _fetches(src, plan, build)
-    return _finish(src)
-
-
-def _prologue(src: _Source, session, n_feeds, slow, accept_options, describe) -> None:
+    body = (session, n_feeds, build, describe, decisions, [], _failure_factory(plan))
     if accept_options:
+        src.add(1, "def run_checked(c, *args):")
+        _body(src, body, checked=True)
         src.add(1, "def run(*args, options=None, run_metadata=None, cancellation=None):")
-        src.add(2, "if options is not None or cancellation is not None:")
+        src.add(2, "if options is not None:")
         src.add(
             3,
             f"return {src.ref(slow)}(*args, options=options, run_metadata=run_metadata, "
             "cancellation=cancellation)",
         )
+        src.add(2, "if cancellation is not None:")
+        src.add(3, "return run_checked(cancellation, *args)")
     else:
         src.add(1, "def run(*args):")
+    _body(src, body, checked=False)
+    return _finish(src)
+
+
+def _body(src: _Source, body, checked: bool) -> None:
+    """A function's body: feeds, the steps (with ``checked``, each after a check of the
+    token ``c``, which is the thread's active one meanwhile), fetches."""
+    session, n_feeds, build, describe, decisions, pool, fail = body
+    plan = src.plan
     src.add(2, f"if {src.ref(session)}._closed:")
     src.add(3, "raise RuntimeError('Attempted to use a closed Session.')")
     src.add(2, f"if len(args) != {int(n_feeds)}:")
     src.add(3, f"raise {src.ref(describe)}(len(args))")
     if n_feeds:
         src.add(2, "".join(f"a{i}, " for i in range(n_feeds)) + "= args")
+    _feeds(src, plan)
+    n_arena = sum(d.arena is not None for d in decisions.values())
+    if n_arena:
+        src.add(2, "try:")
+        src.add(3, f"A = {src.ref(pool.pop)}()")
+        src.add(2, "except IndexError:")
+        src.add(3, f"A = [None] * {int(n_arena)}")
+    _errstate_enter(src)
+    if checked:  # control-flow bodies find the token as the thread's active one
+        src.add(2, f"act = {src.ref(activated)}(c)")
+        src.add(2, "act.__enter__()")
+    src.add(2, "_k = -1")
+    src.add(2, "try:")
+    src.add(3, "pass")
+    for k, step in enumerate(plan.steps):
+        _step(src, k, step, decisions.get(k), checked)
+    src.add(2, "except Exception as exc:")
+    src.add(3, f"raise {src.ref(fail)}(_k, locals(), exc) from {src.ref(_cause)}(exc)")
+    src.add(2, "finally:")
+    _errstate_exit(src)
+    if checked:
+        src.add(3, "act.__exit__(None, None, None)")
+    if n_arena:
+        src.add(2, f"{src.ref(pool.append)}(A)")
+    _fetches(src, plan, build)
 
 
 def _feeds(src: _Source, plan) -> None:
@@ -174,9 +189,11 @@ def _errstate_exit(src: _Source) -> None:
         src.add(3, "tok.__exit__(None, None, None)")
 
 
-def _step(src: _Source, k: int, step, decision: Decision | None) -> None:
+def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) -> None:
     fn, ins, out, nout, free, op = step
     src.add(3, f"_k = {int(k)}")
+    if checked:
+        src.add(3, "c.check()")
     args = ", ".join(src.slot(s) for s in ins)
     target = f"v{out}"
     verify = CHECK_KERNELS and op is not None and fn.__class__ is not Copy and not _is_read(fn, op)

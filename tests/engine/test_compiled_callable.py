@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import engine as tf
+from engine.runtime import Cancellation
 from engine.runtime.memplan import plan_memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,3 +255,25 @@ def test_digits_cnn_bit_identical_to_interpreter():
         xb = np.random.default_rng(6).random(dims).astype(np.float32)
         for got, want in zip(fast(xb), slow(xb)):
             np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_a_cancellation_token_takes_the_checked_compiled_body():
+    x, y = mlp(np.float32, layers=(8, 6, 3))
+    xb = np.random.default_rng(7).standard_normal((3, 8)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        fn, slow = sess.make_callable(y, [x], accept_options=True), interpreted(sess, y, [x])
+        assert "c.check()" in fn.plan_source
+        np.testing.assert_array_equal(fn(xb, cancellation=Cancellation()), slow(xb))
+        token = Cancellation()
+        token.cancel("client went away")
+        with pytest.raises(tf.errors.CancelledError) as fast_err:
+            fn(xb, cancellation=token)
+        with pytest.raises(tf.errors.CancelledError) as slow_err:
+            fn(xb, options=tf.RunOptions(), cancellation=token)
+        assert str(fast_err.value) == str(slow_err.value)
+        assert "client went away" in str(fast_err.value)
+        late = Cancellation(deadline=0.0)
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            fn(xb, cancellation=late)
+        np.testing.assert_array_equal(fn(xb), slow(xb))
