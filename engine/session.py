@@ -31,7 +31,7 @@ from engine.framework.graph import (
     get_default_graph,
     get_default_session,
 )
-from engine.runtime.compiled import compile_callable
+from engine.runtime.compiled import compile_callable, compile_run
 from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
@@ -266,6 +266,15 @@ class BaseSession:
     def _run_plan(
         self, plan: Plan, feed_values, trace=False, run_metadata=None, token=None, budget=None
     ):
+        if not trace and token is None and budget is None:
+            run = plan.compiled
+            if run is None:
+                # A plan run once (an initializer, a restore) is not worth compiling.
+                plan.runs += 1
+                if plan.runs > 1:
+                    run = plan.compiled = compile_run(self, plan) or False
+            if run:
+                return run(feed_values)
         vals = plan.template.copy()
         specs = plan.feed_specs
         for spec, slot, value in zip(specs, plan.feed_slots, feed_values):

@@ -43,7 +43,7 @@ try:  # numpy's error-state context variable: setting it costs a tenth of np.err
 except ImportError:  # pragma: no cover - another numpy layout: np.errstate() it is
     _errstate_var = None
 
-__all__ = ["compile_callable"]
+__all__ = ["compile_callable", "compile_run"]
 
 _ndarray = np.ndarray
 # Past this many steps the interpreter runs the plan (compiling would take longer than the
@@ -108,17 +108,30 @@ def compile_callable(session, plan, n_feeds, build, slow, accept_options: bool, 
     return _finish(src)
 
 
+def compile_run(session, plan):
+    """``plan`` as ``f(feed_values) -> fetched values`` (a list, as ``collect`` returns it)
+    for ``Session.run``, or None when the interpreter should run it."""
+    if len(plan.steps) > MAX_STEPS:
+        return None
+    decisions = plan_memory(plan.steps, plan.fetch_slots) if plan.placement is None else {}
+    src = _Source(plan)
+    src.add(1, "def run(args):")
+    _body(src, (session, None, None, None, decisions, [], _failure_factory(plan)), False)
+    return _finish(src)
+
+
 def _body(src: _Source, body, checked: bool) -> None:
     """A function's body: feeds, the steps (with ``checked``, each after a check of the
     token ``c``, which is the thread's active one meanwhile), fetches."""
     session, n_feeds, build, describe, decisions, pool, fail = body
     plan = src.plan
-    src.add(2, f"if {src.ref(session)}._closed:")
-    src.add(3, "raise RuntimeError('Attempted to use a closed Session.')")
-    src.add(2, f"if len(args) != {int(n_feeds)}:")
-    src.add(3, f"raise {src.ref(describe)}(len(args))")
-    if n_feeds:
-        src.add(2, "".join(f"a{i}, " for i in range(n_feeds)) + "= args")
+    if n_feeds is not None:  # a callable's; Session.run has checked both
+        src.add(2, f"if {src.ref(session)}._closed:")
+        src.add(3, "raise RuntimeError('Attempted to use a closed Session.')")
+        src.add(2, f"if len(args) != {int(n_feeds)}:")
+        src.add(3, f"raise {src.ref(describe)}(len(args))")
+    if plan.feed_slots:
+        src.add(2, "".join(f"a{i}, " for i in range(len(plan.feed_slots))) + "= args")
     _feeds(src, plan)
     n_arena = sum(d.arena is not None for d in decisions.values())
     if n_arena:
@@ -283,7 +296,9 @@ def _fetches(src: _Source, plan, build) -> None:
         src.add(2, "else:")
         src.add(3, f"{r} = {src.ref(to_host)}({r})")
     marker = object()
-    if len(names) == 1 and build([marker]) is marker:
+    if build is None:
+        src.add(2, f"return [{', '.join(names)}]")
+    elif len(names) == 1 and build([marker]) is marker:
         src.add(2, f"return {names[0]}")  # a single fetch, not in a list
     else:
         src.add(2, f"return {src.ref(build)}([{', '.join(names)}])")

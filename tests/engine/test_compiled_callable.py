@@ -277,3 +277,23 @@ def test_a_cancellation_token_takes_the_checked_compiled_body():
         with pytest.raises(tf.errors.DeadlineExceededError):
             fn(xb, cancellation=late)
         np.testing.assert_array_equal(fn(xb), slow(xb))
+
+
+def test_session_run_compiles_a_plan_on_its_second_run():
+    x, y = mlp(np.float64, layers=(12, 9, 4))
+    xb = np.random.default_rng(8).standard_normal((5, 12))
+    interpreter = tf.RunOptions(timeout_in_ms=10**7)  # a token: the interpreter's loop
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(y, {x: xb}, options=interpreter)
+        plan = sess._plan_for((x,), (y,))
+        first = sess.run(y, {x: xb})
+        assert plan.compiled is None  # run once: not compiled
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run(y, {x: xb}), want, strict=True)
+        assert callable(plan.compiled)
+        np.testing.assert_array_equal(first, want, strict=True)
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            sess.run(y, {x: xb[:, :5]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="You must feed"):
+            sess.run(y)
