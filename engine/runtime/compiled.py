@@ -248,6 +248,13 @@ def _recipe(src: _Source, d: Decision, ins, target: str) -> None:
     if r.kind == "ufunc":
         y = src.slot(ins[1])
         src.add(3, f"{target} = {fn}({x}, {y}, {x})" if d.inplace else f"{target} = {fn}({x}, {y})")
+    elif r.kind == "ufunc_row":
+        y = src.slot(ins[1])
+        if not d.inplace:
+            src.add(3, f"{target} = {fn}({x}, {y})")
+        else:
+            row = f"{src.ref(r.const)}({y})"
+            src.add(3, f"{target} = {fn}({x}, {row} if {x}.shape[0] == 1 else {y}, {x})")
     elif r.kind == "ufunc_kw":
         y = src.slot(ins[1])
         tail = f", out={x})" if d.inplace else ")"
