@@ -297,3 +297,19 @@ def test_session_run_compiles_a_plan_on_its_second_run():
             sess.run(y, {x: xb[:, :5]})
         with pytest.raises(tf.errors.InvalidArgumentError, match="You must feed"):
             sess.run(y)
+
+
+def test_a_reassigned_bias_is_seen_by_the_one_row_fast_path():
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    b = tf.Variable(np.zeros(2, np.float32))
+    y = tf.matmul(x, tf.constant(np.ones((3, 2), np.float32))) + b
+    out = tf.nn.relu(y)
+    with tf.Session() as sess:
+        sess.run(b.initializer)
+        fn, slow = sess.make_callable(out, [x]), interpreted(sess, out, [x])
+        xb = np.array([[1.0, -2.0, 0.5]], np.float32)
+        np.testing.assert_array_equal(fn(xb), [[0.0, 0.0]])
+        for value in ([1.0, 2.0], [3.0, -4.0]):
+            sess.run(b.assign(np.array(value, np.float32)))
+            np.testing.assert_array_equal(fn(xb), slow(xb), strict=True)
+            np.testing.assert_array_equal(fn(xb), [np.maximum(np.float32(-0.5) + value, 0)])
