@@ -205,8 +205,8 @@ def _errstate_exit(src: _Source) -> None:
 def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) -> None:
     fn, ins, out, nout, free, op = step
     src.add(3, f"_k = {int(k)}")
-    if checked:
-        src.add(3, "c.check()")
+    if checked:  # Cancellation.check() when it could raise: cancelled, or with a deadline
+        src.add(3, "if c.cancelled or c.deadline is not None: c.check()")
     args = ", ".join(src.slot(s) for s in ins)
     target = f"v{out}"
     verify = CHECK_KERNELS and op is not None and fn.__class__ is not Copy and not _is_read(fn, op)

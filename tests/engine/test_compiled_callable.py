@@ -263,7 +263,7 @@ def test_a_cancellation_token_takes_the_checked_compiled_body():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         fn, slow = sess.make_callable(y, [x], accept_options=True), interpreted(sess, y, [x])
-        assert "c.check()" in fn.plan_source
+        assert "c.check()" in fn.plan_source  # before every step
         np.testing.assert_array_equal(fn(xb, cancellation=Cancellation()), slow(xb))
         token = Cancellation()
         token.cancel("client went away")
