@@ -212,6 +212,10 @@ def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) 
     verify = CHECK_KERNELS and op is not None and fn.__class__ is not Copy and not _is_read(fn, op)
     if decision is not None:
         _recipe(src, decision, ins, target)
+        if not decision.inplace and decision.recipe.kind not in ("matmul", "softmax"):
+            # A ufunc of 0-d arrays returns a numpy scalar: a 0-d array, as coerce_output makes
+            src.add(3, f"if {target}.__class__ is not {src.ref(_ndarray)}:")
+            src.add(4, f"{target} = {src.ref(coerce_output)}({target}, {src.ref(op)}, 0)")
     elif fn is deref and ins[0] not in src.written and _is_slot(src, ins[0]):
         var = src.slot(ins[0])
         src.add(3, f"{target} = {var}.value")

@@ -313,3 +313,14 @@ def test_a_reassigned_bias_is_seen_by_the_one_row_fast_path():
             sess.run(b.assign(np.array(value, np.float32)))
             np.testing.assert_array_equal(fn(xb), slow(xb), strict=True)
             np.testing.assert_array_equal(fn(xb), [np.maximum(np.float32(-0.5) + value, 0)])
+
+
+def test_zero_d_values_stay_arrays_between_steps():
+    x = tf.placeholder(tf.float32, [], name="x")
+    y = tf.nn.relu(x * tf.constant(3.0) + tf.constant(1.0)) - tf.constant(0.5)
+    with tf.Session() as sess:
+        fn, slow = sess.make_callable(y, [x]), interpreted(sess, y, [x])
+        for v in (2.0, -4.0):
+            got = fn(np.float32(v))
+            assert got == slow(np.float32(v)) and got.dtype == np.float32
+            assert sess.run(y, {x: v}) == got and sess.run(y, {x: v}) == got
