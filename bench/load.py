@@ -264,7 +264,9 @@ class Server:
 
     def stop(self, keep_log: bool = False) -> None:
         if self.proc.poll() is None:
-            self._signal_group(signal.SIGTERM)
+            # SIGTERM to the leader only: it shuts its workers down and cleans up after them
+            # (PyTriton's workspace and shared memory); the group's leftovers are killed after.
+            self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:

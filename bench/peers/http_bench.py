@@ -152,7 +152,10 @@ async def measure(row: Row, ref: Reference, args) -> Result | str:
     returned as the reason (and the server's log tail), never raised: one broken peer must
     not lose the other rows."""
     request = ref.requests[row.protocol]
-    server = row.start()
+    try:
+        server = row.start()
+    except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
+        return "failed to start: " + "".join(traceback.format_exception_only(e)).strip()
     keep_log = False
     try:
         await server.wait_ready(timeout=args.start_timeout)

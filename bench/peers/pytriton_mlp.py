@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> None:
         metrics_port=args.metrics_port,
         log_verbose=0,
     )
+    # SIGTERM (how run.py stops it) acts as Ctrl+C, from the first moment: the model is ready
+    # (and may be stopped) while bind() still runs. Either way it leaves through the context
+    # manager, which stops tritonserver and its stubs and removes PyTriton's workspace.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with Triton(config=triton_config) as triton:
         triton.bind(
             model_name=MODEL_NAME,
@@ -76,9 +80,6 @@ def main(argv: list[str] | None = None) -> None:
             config=config,
             strict=True,
         )
-        # SIGTERM (how run.py stops it) leaves through the context manager, which stops
-        # tritonserver and the python backend stubs.
-        signal.signal(signal.SIGTERM, lambda *_: triton.stop())
         triton.serve()
 
 

@@ -70,7 +70,7 @@ def mlserver(venv: Path, work: Path, name: str, workers: int | None, batching: b
     ``parallel_workers``; ``batching`` turns on its adaptive batching."""
     http, grpc, metrics = free_port(), free_port(), free_port()
     folder = work / name
-    (folder / MODEL_NAME).mkdir(parents=True)
+    (folder / MODEL_NAME).mkdir(parents=True, exist_ok=True)  # again each round
     settings = {
         "debug": False,
         "host": "127.0.0.1",
