@@ -229,23 +229,29 @@ def summarize(rows: list[Row], best: dict) -> dict:
     for row in rows:
         r = best.get(row.label)
         if isinstance(r, Result):
-            table.append({"server": row.label, "group": row.group, **asdict(r)})
+            table.append(
+                {"server": row.label, "group": row.group, "protocol": row.protocol, **asdict(r)}
+            )
         else:
-            table.append({"server": row.label, "group": row.group, "skipped": r})
+            table.append(
+                {"server": row.label, "group": row.group, "protocol": row.protocol, "skipped": r}
+            )
     return {"table": table, "ratios": ratios}
 
 
 def print_summary(summary: dict, args) -> None:
-    floor = next(
-        (t for t in summary["table"] if t["group"] == "floor-rest" and "requests" in t), None
-    )
-    base = floor["throughput_rps"] if floor else 0.0
+    floors = {
+        t["protocol"]: t["throughput_rps"]
+        for t in summary["table"]
+        if t["group"].startswith("floor") and "requests" in t
+    }
     print(f"\n{args.concurrency} clients, {args.duration:g} s per row, client: {args.client}")
-    print("\n| server | req/s | p50 | p99 | of the floor |\n|---|---|---|---|---|")
+    print("\n| server | req/s | p50 | p99 | of the floor (same body) |\n|---|---|---|---|---|")
     for t in summary["table"]:
         if "requests" not in t:
             print(f"| {t['server']} | - | - | - | {t['skipped'].splitlines()[0][:120]} |")
             continue
+        base = floors.get(t["protocol"])
         share = f"{t['throughput_rps'] / base:.0%}" if base else "-"
         err = f" ({sum(t['errors'].values())} errors)" if t["errors"] else ""
         print(
@@ -259,6 +265,14 @@ def print_summary(summary: dict, args) -> None:
         else:
             verdict = "met" if r["met"] else "NOT met"
             print(f"| {r['ratio']} | {r['value']:.2f} | >= {r['target']:g}: {verdict} |")
+    print_client_share(summary, args)
+
+
+def print_client_share(summary: dict, args) -> None:
+    """How much of the machine the load client itself took while driving the floor."""
+    floor = next(
+        (t for t in summary["table"] if t["group"] == "floor-rest" and "requests" in t), None
+    )
     if floor and floor["client_cpu_s"]:
         cores = os.cpu_count() or 1
         share = floor["client_cpu_s"] / floor["duration_s"] / cores

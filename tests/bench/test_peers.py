@@ -11,8 +11,8 @@ import pytest
 
 import engine as tf
 from bench.http_clients import _parse_hey, _parse_wrk, available, run_client
-from bench.load import bare, make_request
-from bench.peers import servers
+from bench.load import Result, bare, make_request
+from bench.peers import http_bench, servers
 from bench.peers.mlp import INPUT_NAME, LAYERS, MODEL_NAME, numpy_mlp, weights
 from bench.peers.run import build_graph
 
@@ -157,3 +157,40 @@ async def test_client_drives_a_server_and_counts_errors(tmp_path, client):
     assert ok.requests > 0 and ok.errors == {} and ok.throughput_rps > 0
     assert ok.p50_ms > 0 and ok.p99_ms >= ok.p50_ms and ok.client == client
     assert failing.requests == 0 and sum(failing.errors.values()) > 0
+
+
+def test_summary_takes_each_groups_best_row_and_flags_the_targets():
+    def row(label, group, protocol="v2"):
+        return http_bench.Row(label, group, protocol, start=lambda: None)
+
+    def result(label, rps):
+        return Result(label, 64, 5.0, int(rps * 5), throughput_rps=rps)
+
+    rows = [
+        row("floor", "floor-rest", "tfserving"),
+        row("floor v2", "floor-v2"),
+        row("rest off", "rest", "tfserving"),
+        row("rest on", "rest", "tfserving"),
+        row("v2 off", "v2"),
+        row("mls", "mlserver"),
+        row("mls broken", "mlserver"),
+    ]
+    best = {
+        "floor": result("floor", 1000),
+        "floor v2": result("floor v2", 800),
+        "rest off": result("rest off", 500),
+        "rest on": result("rest on", 750),
+        "v2 off": result("v2 off", 600),
+        "mls": result("mls", 200),
+        "mls broken": "wrong answer (max |diff| 1.0e-01 vs flowserve); not timed",
+    }
+    summary = http_bench.summarize(rows, best)
+    ratios = {r["ratio"]: r for r in summary["ratios"]}
+    assert ratios["flowserve REST / floor"]["value"] == 0.75  # the better REST row
+    assert ratios["flowserve REST / floor"]["met"] is True
+    assert ratios["flowserve V2 / floor"]["value"] == 0.75
+    assert ratios["flowserve REST / MLServer"]["value"] == 3.75
+    assert ratios["flowserve V2 / MLServer"]["met"] is True  # 3.0 >= 3
+    assert ratios["flowserve REST / Triton"]["value"] is None  # no Triton row
+    skipped = [t for t in summary["table"] if "skipped" in t]
+    assert [t["server"] for t in skipped] == ["mls broken"]
