@@ -85,26 +85,29 @@ def flowserve_rows(repo: Path, work: Path) -> list[Row]:
     return rows
 
 
-def peer_rows(peers: list[str], venvs: dict[str, str | None], work: Path) -> list[Row]:
+def peer_rows(args, work: Path) -> list[Row]:
     """The peers' rows; a peer whose venv is missing is skipped with the reason printed."""
+    venvs = {"mlserver": args.mlserver_venv, "pytriton": args.pytriton_venv}
     rows = []
-    for peer in peers:
-        venv = servers.venv_path(peer, venvs.get(peer))
+    for peer in args.peers:
+        venv = servers.venv_path(peer, venvs[peer])
         why = servers.missing(peer, venv)
         if why:
             print(f"skipping {peer}: {why}", flush=True)
             continue
         if peer == "mlserver":
             for workers, wname in ((0, "parallel_workers 0"), (None, "default workers")):
-                for batching in (False, True):
-                    label = f"MLServer, {wname}, batching {'on' if batching else 'off'}"
-                    name = f"mlserver-{wname.split()[-1]}-{'on' if batching else 'off'}"
-                    start = _starter(servers.mlserver, venv, work, name, workers, batching)
+                for on in (False, True):
+                    label = f"MLServer, {wname}, batching {'on' if on else 'off'}"
+                    name = f"mlserver-{wname.split()[-1]}-{'on' if on else 'off'}"
+                    batch_time = args.mlserver_max_batch_time if on else None
+                    start = _starter(servers.mlserver, venv, work, name, workers, batch_time)
                     rows.append(Row(label, "mlserver", "v2", start))
         else:
-            for batching in (False, True):
-                label = f"Triton (PyTriton), batching {'on' if batching else 'off'}"
-                start = _starter(servers.pytriton, venv, "pytriton", batching)
+            for on in (False, True):
+                label = f"Triton (PyTriton), batching {'on' if on else 'off'}"
+                delay = args.triton_max_queue_delay_us if on else None
+                start = _starter(servers.pytriton, venv, "pytriton", delay, args.triton_instances)
                 rows.append(Row(label, "triton", "v2", start))
     return rows
 
@@ -147,18 +150,35 @@ def floor_rows(ref: Reference, work: Path) -> list[Row]:
     return rows
 
 
+async def start_ready(row: Row, args, attempts: int = 2) -> Server:
+    """Starts ``row``'s server and waits until it is ready, trying again once when it dies
+    or hangs on the way (a port another process took between ``free_port`` and the bind);
+    the failed attempt's log tail is printed, the last failure raises with its log kept."""
+    for attempt in range(1, attempts + 1):
+        server = row.start()
+        try:
+            await server.wait_ready(timeout=args.start_timeout)
+            return server
+        except RuntimeError as e:
+            tail = server.log_tail(1500)
+            server.stop(keep_log=attempt == attempts)
+            if attempt == attempts:
+                raise RuntimeError(f"{e}:\n{tail}") from None
+            print(f"{row.label}: start {attempt} failed ({e}), trying again:\n{tail}")
+    raise AssertionError("unreachable")
+
+
 async def measure(row: Row, ref: Reference, args) -> Result | str:
     """One row: start, await readiness, check the answer, load it, stop. A failure is
     returned as the reason (and the server's log tail), never raised: one broken peer must
     not lose the other rows."""
     request = ref.requests[row.protocol]
     try:
-        server = row.start()
+        server = await start_ready(row, args)
     except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
         return "failed to start: " + "".join(traceback.format_exception_only(e)).strip()
     keep_log = False
     try:
-        await server.wait_ready(timeout=args.start_timeout)
         if row.check:
             check = await servers.check_answer(server.url, request, ref.probabilities)
             if not check.ok:
@@ -180,9 +200,7 @@ async def run_http(args, work: Path, export_model: Callable[[Path], None]) -> di
     export_model(repo / MODEL_NAME / "1")
     ref = await reference(repo)
     rows = floor_rows(ref, work) + flowserve_rows(repo, work)
-    rows += peer_rows(
-        args.peers, {"mlserver": args.mlserver_venv, "pytriton": args.pytriton_venv}, work
-    )
+    rows += peer_rows(args, work)
     best: dict[str, Result | str] = {}
     for round_ in range(args.rounds):
         print(f"-- round {round_ + 1} of {args.rounds}, load average {os.getloadavg()[0]:.1f}")

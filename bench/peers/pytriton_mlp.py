@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batching", choices=["on", "off"], default="off")
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--max-queue-delay-us", type=int, default=0)
+    parser.add_argument("--instances", type=int, default=1, help="model instances")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     mlp = numpy_mlp(weights())
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     with Triton(config=triton_config) as triton:
         triton.bind(
             model_name=MODEL_NAME,
-            infer_func=infer,
+            infer_func=[infer] * args.instances,
             inputs=[Tensor(name=INPUT_NAME, dtype=np.float32, shape=in_shape)],
             outputs=[Tensor(name=OUTPUT_NAME, dtype=np.float32, shape=out_shape)],
             config=config,

@@ -156,6 +156,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--client", default="wrk", choices=CLIENTS, help="load client")
     parser.add_argument("--mlserver-venv", help="MLServer's virtualenv (FLOWSERVE_MLSERVER_VENV)")
     parser.add_argument("--pytriton-venv", help="PyTriton's venv (FLOWSERVE_PYTRITON_VENV)")
+    parser.add_argument(
+        "--mlserver-max-batch-time",
+        type=float,
+        default=0.001,
+        help="MLServer's adaptive batching wait, seconds (batching-on rows)",
+    )
+    parser.add_argument(
+        "--triton-max-queue-delay-us",
+        type=int,
+        default=0,
+        help="Triton's dynamic batcher queue delay (batching-on rows)",
+    )
+    parser.add_argument("--triton-instances", type=int, default=1, help="Triton model instances")
     parser.add_argument("--start-timeout", type=float, default=120.0, help="per server, s")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--skip-inprocess", action="store_true")
@@ -171,6 +184,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = [p for p in args.peers if p not in servers.PEERS]
     if unknown:
         parser.error(f"unknown peers {unknown}; known: {', '.join(servers.PEERS)}")
+    if args.mlserver_max_batch_time <= 0:
+        parser.error("--mlserver-max-batch-time must be > 0 (MLServer batches only then)")
+    if args.triton_max_queue_delay_us < 0 or args.triton_instances < 1:
+        parser.error("--triton-max-queue-delay-us must be >= 0, --triton-instances >= 1")
+    if args.rounds < 1 or args.duration <= 0 or args.concurrency < 1:
+        parser.error("--rounds, --duration and --concurrency must be positive")
     why = available(args.client)
     if why and not args.skip_http:
         parser.error(f"--client {args.client}: {why}")

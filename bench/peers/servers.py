@@ -27,8 +27,7 @@ HERE = Path(__file__).resolve().parent
 PEERS = ("mlserver", "pytriton")
 VENV_VARS = {"mlserver": "FLOWSERVE_MLSERVER_VENV", "pytriton": "FLOWSERVE_PYTRITON_VENV"}
 
-# MLServer's adaptive batching: up to 64 rows, waiting at most 1 ms for a batch to fill.
-MLSERVER_BATCHING = {"max_batch_size": 64, "max_batch_time": 0.001}
+MAX_BATCH_SIZE = 64  # rows, for every server's batching
 
 
 def venv_path(peer: str, flag: str | None = None) -> Path:
@@ -65,9 +64,12 @@ def libpython_dir(venv: Path) -> str:
     return out.stdout.strip()
 
 
-def mlserver(venv: Path, work: Path, name: str, workers: int | None, batching: bool) -> Server:
+def mlserver(
+    venv: Path, work: Path, name: str, workers: int | None, max_batch_time: float | None
+) -> Server:
     """``mlserver start`` on the MLP runtime; ``workers`` None keeps MLServer's default
-    ``parallel_workers``; ``batching`` turns on its adaptive batching."""
+    ``parallel_workers``; ``max_batch_time`` (seconds, > 0) turns its adaptive batching on
+    (up to ``MAX_BATCH_SIZE`` rows), None leaves it off."""
     http, grpc, metrics = free_port(), free_port(), free_port()
     folder = work / name
     (folder / MODEL_NAME).mkdir(parents=True, exist_ok=True)  # again each round
@@ -82,8 +84,10 @@ def mlserver(venv: Path, work: Path, name: str, workers: int | None, batching: b
     if workers is not None:
         settings["parallel_workers"] = workers
     model = {"name": MODEL_NAME, "implementation": "mlserver_mlp.MLPRuntime"}
-    if batching:
-        model.update(MLSERVER_BATCHING)
+    if max_batch_time is not None:
+        if max_batch_time <= 0:
+            raise ValueError("MLServer batches only with max_batch_time > 0")
+        model.update(max_batch_size=MAX_BATCH_SIZE, max_batch_time=max_batch_time)
     (folder / "settings.json").write_text(json.dumps(settings))
     (folder / MODEL_NAME / "model-settings.json").write_text(json.dumps(model))
     return Server(
@@ -96,9 +100,10 @@ def mlserver(venv: Path, work: Path, name: str, workers: int | None, batching: b
     )
 
 
-def pytriton(venv: Path, name: str, batching: bool, max_queue_delay_us: int = 0) -> Server:
+def pytriton(venv: Path, name: str, max_queue_delay_us: int | None, instances: int = 1) -> Server:
     """``pytriton_mlp.py`` in the PyTriton venv, with the python backend stub's libpython on
-    ``LD_LIBRARY_PATH``."""
+    ``LD_LIBRARY_PATH``; ``max_queue_delay_us`` turns Triton's dynamic batching on (up to
+    ``MAX_BATCH_SIZE`` rows), None leaves it off; ``instances`` model instances."""
     http, grpc, metrics = free_port(), free_port(), free_port()
     lib = libpython_dir(venv)
     ld = ":".join(p for p in (lib, os.environ.get("LD_LIBRARY_PATH", "")) if p)
@@ -112,9 +117,13 @@ def pytriton(venv: Path, name: str, batching: bool, max_queue_delay_us: int = 0)
         "--metrics-port",
         str(metrics),
         "--batching",
-        "on" if batching else "off",
+        "off" if max_queue_delay_us is None else "on",
+        "--max-batch-size",
+        str(MAX_BATCH_SIZE),
         "--max-queue-delay-us",
-        str(max_queue_delay_us),
+        str(max_queue_delay_us or 0),
+        "--instances",
+        str(instances),
     ]
     return Server(
         argv,

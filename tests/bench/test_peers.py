@@ -3,15 +3,19 @@ the answer check that keeps a wrong peer out of the table, and the venv lookup."
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import engine as tf
 from bench.http_clients import _parse_hey, _parse_wrk, available, run_client
-from bench.load import Result, bare, make_request
+from bench.load import Result, Server, bare, free_port, make_request
 from bench.peers import http_bench, servers
 from bench.peers.mlp import INPUT_NAME, LAYERS, MODEL_NAME, numpy_mlp, weights
 from bench.peers.run import build_graph
@@ -194,3 +198,24 @@ def test_summary_takes_each_groups_best_row_and_flags_the_targets():
     assert ratios["flowserve REST / Triton"]["value"] is None  # no Triton row
     skipped = [t for t in summary["table"] if "skipped" in t]
     assert [t["server"] for t in skipped] == ["mls broken"]
+
+
+async def test_a_server_that_dies_at_start_is_tried_twice_then_reported(capsys):
+    starts = []
+
+    def start():
+        starts.append(1)
+        code = "import sys; print('boom: no such model'); sys.exit(3)"
+        return Server([sys.executable, "-c", code], free_port(), "dies")
+
+    x = np.zeros((1, LAYERS[0]), np.float32)
+    ref = http_bench.Reference({"v2": make_request("v2", MODEL_NAME, INPUT_NAME, x)}, {}, x)
+    row = http_bench.Row("a peer that dies", "mlserver", "v2", start)
+    args = argparse.Namespace(start_timeout=30.0, client="aiohttp", concurrency=1, duration=0.1)
+    got = await http_bench.measure(row, ref, args)
+    assert len(starts) == 2
+    assert isinstance(got, str) and got.startswith("failed to start") and "boom" in got
+    assert "start 1 failed" in capsys.readouterr().out
+    log = re.search(r"see (\S+\.log)", got).group(1)
+    assert Path(log).exists()  # the last attempt's log is kept for the reader
+    Path(log).unlink()
