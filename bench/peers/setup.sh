@@ -20,13 +20,16 @@ echo "== MLServer in $root/mlserver"
 "$root/mlserver/bin/pip" install -q --upgrade pip
 "$root/mlserver/bin/pip" install -q "mlserver==1.7.1" "uvloop<0.22" numpy
 
-py312="${PYTHON312:-}"
-if [ -z "$py312" ]; then
-    py312="$(command -v python3.12 || true)"
-fi
-if [ -z "$py312" ]; then
-    py312="$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1 || true)"
-fi
+# The first candidate that really is a Python 3.12 (a pyenv shim on PATH may not be).
+py312=""
+for cand in "${PYTHON312:-}" "$(command -v python3.12 || true)" \
+    $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 2>/dev/null | sort -r); do
+    if [ -n "$cand" ] && "$cand" -c 'import sys; assert sys.version_info[:2] == (3, 12)' \
+        >/dev/null 2>&1; then
+        py312="$cand"
+        break
+    fi
+done
 if [ -z "$py312" ]; then
     echo "no Python 3.12 found (set PYTHON312=/path/to/python3.12); PyTriton not set up" >&2
     exit 1
