@@ -85,8 +85,9 @@ def flowserve_rows(repo: Path, work: Path) -> list[Row]:
     return rows
 
 
-def peer_rows(args, work: Path) -> list[Row]:
-    """The peers' rows; a peer whose venv is missing is skipped with the reason printed."""
+def peer_rows(args, work: Path, skipped: dict[str, str]) -> list[Row]:
+    """The peers' rows; a peer whose venv is missing is left out, the reason printed and
+    put in ``skipped``."""
     venvs = {"mlserver": args.mlserver_venv, "pytriton": args.pytriton_venv}
     rows = []
     for peer in args.peers:
@@ -94,6 +95,7 @@ def peer_rows(args, work: Path) -> list[Row]:
         why = servers.missing(peer, venv)
         if why:
             print(f"skipping {peer}: {why}", flush=True)
+            skipped[peer] = why
             continue
         if peer == "mlserver":
             for workers, wname in ((0, "parallel_workers 0"), (None, "default workers")):
@@ -200,7 +202,8 @@ async def run_http(args, work: Path, export_model: Callable[[Path], None]) -> di
     export_model(repo / MODEL_NAME / "1")
     ref = await reference(repo)
     rows = floor_rows(ref, work) + flowserve_rows(repo, work)
-    rows += peer_rows(args, work)
+    skipped: dict[str, str] = {}
+    rows += peer_rows(args, work, skipped)
     best: dict[str, Result | str] = {}
     for round_ in range(args.rounds):
         print(f"-- round {round_ + 1} of {args.rounds}, load average {os.getloadavg()[0]:.1f}")
@@ -214,7 +217,7 @@ async def run_http(args, work: Path, export_model: Callable[[Path], None]) -> di
                 best[row.label] = got
             elif old is None:
                 best[row.label] = got
-    return {"rows": rows, "best": best}
+    return {"rows": rows, "best": best, "skipped_peers": skipped}
 
 
 def summarize(rows: list[Row], best: dict) -> dict:

@@ -242,11 +242,14 @@ def main(argv=None) -> int:
             )
         summary = http_bench.summarize(got["rows"], got["best"])
         http_bench.print_summary(summary, args)
+        for peer, why in got["skipped_peers"].items():
+            print(f"not measured: {peer}: {why}")
         out["http"] = {
             "client": args.client,
             "concurrency": args.concurrency,
             "duration_s": args.duration,
             "rounds": args.rounds,
+            "skipped_peers": got["skipped_peers"],
             **summary,
         }
         out["load_average_after"] = os.getloadavg()

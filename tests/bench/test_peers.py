@@ -219,3 +219,48 @@ async def test_a_server_that_dies_at_start_is_tried_twice_then_reported(capsys):
     log = re.search(r"see (\S+\.log)", got).group(1)
     assert Path(log).exists()  # the last attempt's log is kept for the reader
     Path(log).unlink()
+
+
+def test_peer_rows_cover_each_peers_settings_and_skip_missing_venvs(tmp_path, capsys):
+    mls = tmp_path / "mls"
+    (mls / "bin").mkdir(parents=True)
+    (mls / "bin" / "python").touch()
+    (mls / "bin" / "mlserver").touch()
+    args = argparse.Namespace(
+        peers=["mlserver", "pytriton"],
+        mlserver_venv=str(mls),
+        pytriton_venv=str(tmp_path / "absent"),
+        mlserver_max_batch_time=0.002,
+        triton_max_queue_delay_us=0,
+        triton_instances=1,
+    )
+    skipped = {}
+    rows = http_bench.peer_rows(args, tmp_path / "work", skipped)
+    assert [r.label for r in rows] == [
+        "MLServer, parallel_workers 0, batching off",
+        "MLServer, parallel_workers 0, batching on",
+        "MLServer, default workers, batching off",
+        "MLServer, default workers, batching on",
+    ]
+    assert {r.group for r in rows} == {"mlserver"} and {r.protocol for r in rows} == {"v2"}
+    assert list(skipped) == ["pytriton"] and "no virtualenv" in skipped["pytriton"]
+    assert "skipping pytriton" in capsys.readouterr().out
+
+
+def test_mlserver_settings_written_for_each_mode(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(servers, "Server", lambda *a, **kw: started.append((a, kw)) or a)
+    servers.mlserver(tmp_path, tmp_path, "on", 0, 0.002)
+    servers.mlserver(tmp_path, tmp_path, "off", None, None)
+    on = json.loads((tmp_path / "on" / MODEL_NAME / "model-settings.json").read_text())
+    off = json.loads((tmp_path / "off" / MODEL_NAME / "model-settings.json").read_text())
+    assert on["max_batch_size"] == 64 and on["max_batch_time"] == 0.002
+    assert "max_batch_size" not in off and off["implementation"] == "mlserver_mlp.MLPRuntime"
+    settings_on = json.loads((tmp_path / "on" / "settings.json").read_text())
+    settings_off = json.loads((tmp_path / "off" / "settings.json").read_text())
+    assert settings_on["parallel_workers"] == 0 and "parallel_workers" not in settings_off
+    ports = [settings_on[k] for k in ("http_port", "grpc_port", "metrics_port")]
+    assert settings_on["host"] == "127.0.0.1" and len(set(ports)) == 3
+    assert settings_on["debug"] is False  # no access log per request
+    with pytest.raises(ValueError, match="max_batch_time > 0"):
+        servers.mlserver(tmp_path, tmp_path, "zero", 0, 0.0)
