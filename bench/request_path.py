@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -65,17 +64,7 @@ def _flowserve(tree: Path, repo: Path, *args: str) -> Server:
         "0",
         *args,
     ]
-    server = Server.__new__(Server)
-    server.port, server.name = port, "flowserve"
-    server.log = tempfile.NamedTemporaryFile(prefix="fs-bench-", suffix=".log", delete=False)
-    server.proc = subprocess.Popen(
-        argv,
-        stdout=server.log,
-        stderr=subprocess.STDOUT,
-        cwd=tree,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    return server
+    return Server(argv, port, "flowserve", cwd=tree)
 
 
 async def _measure(server: Server, request, duration: float, label: str) -> Result:
