@@ -35,7 +35,7 @@ from engine.runtime.interpreter import (
     coerce_output,
     copy_error,
 )
-from engine.runtime.memplan import Decision, plan_memory
+from engine.runtime.memplan import Decision, c_buffers, dot_operand, plan_memory
 from engine.runtime.values import Copy, VariableSlot, deref, to_host
 
 try:  # numpy's error-state context variable: setting it costs a tenth of np.errstate()
@@ -59,6 +59,7 @@ class _Source:
         self.lines: list[str] = []
         self.objects: list = []
         self._index: dict[int, int] = {}
+        self.own: set[int] = set()
         self.written: set[int] = set(plan.feed_slots)
         for _, _, out, nout, _, _ in plan.steps:
             self.written.update(range(out, out + nout))
@@ -125,6 +126,7 @@ def _body(src: _Source, body, checked: bool) -> None:
     token ``c``, which is the thread's active one meanwhile), fetches."""
     session, n_feeds, build, describe, decisions, pool, fail = body
     plan = src.plan
+    src.own = c_buffers(plan.steps, decisions)
     if n_feeds is not None:  # a callable's; Session.run has checked both
         src.add(2, f"if {src.ref(session)}._closed:")
         src.add(3, "raise RuntimeError('Attempted to use a closed Session.')")
@@ -265,21 +267,67 @@ def _recipe(src: _Source, d: Decision, ins, target: str) -> None:
         src.add(3, f"{target} = {fn}({x}, {y}{tail}")
     elif r.kind == "relu":
         tail = f", out={x})" if d.inplace else ")"
-        src.add(3, f"{target} = {fn}({x}, {src.ref(r.const)}{tail}")
+        src.add(3, f"{target} = {fn}({x}, {src.ref(r.const)}({x}){tail}")
     elif r.kind == "softmax":
         src.add(3, f"{target} = {fn}({x}, {x if d.inplace else 'None'})")
-    else:  # matmul
-        a = x + (".T" if r.transpose[0] else "")
-        b = src.slot(ins[1]) + (".T" if r.transpose[1] else "")
-        if d.arena is None:
-            src.add(3, f"{target} = {fn}({a}, {b})")
-            return
-        # matmul refuses an out= of another shape: a new batch size takes a new buffer.
-        src.add(3, "try:")
-        src.add(4, f"{target} = {fn}({a}, {b}, A[{int(d.arena)}])")
-        src.add(3, "except ValueError:")
-        src.add(4, f"{target} = {fn}({a}, {b})")
-        src.add(3, f"A[{int(d.arena)}] = {target}")
+    else:
+        _matmul(src, d, ins, target)
+
+
+def _matmul(src: _Source, d: Decision, ins, target: str) -> None:
+    """A MatMul recipe: ``np.dot`` where it makes ``np.matmul``'s very BLAS call (checked
+    per call, see ``memplan.dot_operand``; it spares matmul's ufunc dispatch), else
+    ``np.matmul``; into the arena buffer when the step has one."""
+    r = d.recipe
+    a = src.slot(ins[0]) + (".T" if r.transpose[0] else "")
+    b = src.slot(ins[1]) + (".T" if r.transpose[1] else "")
+    guard = _dot_guard(src, ins, r.const)
+    if guard is None:
+        _product(src, 3, src.ref(np.matmul), a, b, d.arena, target)
+        return
+    src.add(3, f"if {guard}:")
+    _product(src, 4, src.ref(np.dot), a, b, d.arena, target)
+    src.add(3, "else:")
+    _product(src, 4, src.ref(np.matmul), a, b, d.arena, target)
+
+
+def _product(src: _Source, indent: int, fn: str, a: str, b: str, arena, target: str) -> None:
+    # Any ValueError (a shape the product refuses, or an out= of another shape: a new batch
+    # size) retries with matmul allocating, which raises the kernel's error if it is one.
+    mm = src.ref(np.matmul)
+    if arena is None and fn == mm:
+        src.add(indent, f"{target} = {fn}({a}, {b})")
+        return
+    src.add(indent, "try:")
+    out = f", A[{int(arena)}]" if arena is not None else ""
+    src.add(indent + 1, f"{target} = {fn}({a}, {b}{out})")
+    src.add(indent, "except ValueError:")
+    src.add(indent + 1, f"{target} = {mm}({a}, {b})")
+    if arena is not None:
+        src.add(indent, f"A[{int(arena)}] = {target}")
+
+
+def _dot_guard(src: _Source, ins, dtype) -> str | None:
+    """The per-call condition for ``np.dot`` (``memplan.dot_operand`` inline on each operand
+    not known to be one), or None where it never holds (a constant failing it)."""
+    tests = []
+    nd, dt = src.ref(_ndarray), src.ref(dtype)
+    for i, s in enumerate(ins):
+        if s not in src.written:  # a hoisted constant: checked once, here
+            if not dot_operand(src.plan.template[s], dtype, right=i == 1):
+                return None
+            continue
+        v = f"v{s}"
+        if s in src.own:  # a matmul's own C buffer (see memplan.c_buffers)
+            tests.append(f"{v}.dtype is {dt}")
+        else:
+            tests.append(
+                f"{v}.__class__ is {nd} and {v}.dtype is {dt} and {v}.flags.carray "
+                f"and {v}.ndim == 2"
+            )
+        if i == 1:
+            tests.append(f"1 not in {v}.shape")
+    return " and ".join(tests) if tests else "True"
 
 
 def _fetches(src: _Source, plan, build) -> None:
