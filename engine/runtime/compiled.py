@@ -21,6 +21,8 @@ is ever part of the source, and a hostile saved graph cannot inject code.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from engine.runtime.feeds import FeedSpec
@@ -222,6 +224,10 @@ def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) 
         var = src.slot(ins[0])
         src.add(3, f"{target} = {var}.value")
         src.add(3, f"if {target} is None: {target} = {var}.read()")
+    elif nout == 1 and _is_identity(fn, op):  # the kernel returns its input: no call
+        src.add(3, f"{target} = {args}")
+        src.add(3, f"if {target}.__class__ is not {src.ref(_ndarray)}:")
+        src.add(4, f"{target} = {src.ref(coerce_output)}({target}, {src.ref(op)}, 0)")
     elif nout == 1:
         src.add(3, f"{target} = {src.ref(fn)}({args})")
         src.add(3, f"if {target}.__class__ is not {src.ref(_ndarray)}:")
@@ -240,6 +246,18 @@ def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) 
     for s in free:
         if s in src.written and s != kept:
             src.add(3, f"v{s} = None")
+
+
+def _is_identity(fn, op) -> bool:
+    """An Identity step running its host kernel (``return x``) as it is, not wrapped."""
+    return (
+        op is not None
+        and op._type == "Identity"
+        and fn.__class__ is partial
+        and fn.func is op._opdef.kernel
+        and fn.args == (np,)
+        and not fn.keywords
+    )
 
 
 def _is_slot(src: _Source, s: int) -> bool:

@@ -5,6 +5,8 @@ the routines could differ."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,28 @@ def test_relu_against_zeros_keeps_nans_signed_zeros_and_infinities(dtype):
     assert zeros(small) is zeros(small) and not zeros(small).flags.writeable
     for v in (big, small, np.concatenate([special, nan_payload])):
         assert np.maximum(v, zeros(v)).tobytes() == np.maximum(v, 0).tobytes()
+
+
+def test_identity_steps_pass_their_input_on_without_a_call():
+    # SavedModels end in Identity ops: the compiled code assigns, the interpreter calls the
+    # kernel (``return x``); results, aliasing and a ref input (a variable) stay the same.
+    rng = np.random.default_rng(9)
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    w = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32))
+    h = tf.identity(tf.nn.relu(tf.matmul(x, w)), name="hidden")
+    y = tf.identity(tf.nn.softmax(tf.matmul(h, tf.constant(np.eye(3, dtype=np.float32)))))
+    echo = tf.identity(x)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        fast = sess.make_callable([y, echo, tf.identity(w)], [x])
+        slow = interpreted(sess, [y, echo, tf.identity(w)], [x])
+        # four Identity steps (echo's, w's and the two in the chain), each an assignment
+        assert len(re.findall(r"^ +v\d+ = v\d+$", fast.plan_source, re.M)) == 4
+        for m in (1, 5, 0):
+            xb = rng.standard_normal((m, 4)).astype(np.float32)
+            got, want = fast(xb), slow(xb)
+            for g, v in zip(got, want, strict=True):
+                assert g.tobytes() == v.tobytes() and g.dtype == v.dtype
+            assert (got[1] is xb) == (want[1] is xb)
+            sess.run(w.assign(w + 1.0))  # the identity of a variable reads it per call
+            np.testing.assert_array_equal(fast(xb)[2], sess.run(w))
