@@ -142,7 +142,7 @@ def _body(src: _Source, body, checked: bool) -> None:
         src.add(2, "try:")
         src.add(3, f"A = {src.ref(pool.pop)}()")
         src.add(2, "except IndexError:")
-        src.add(3, f"A = [None] * {int(n_arena)}")
+        src.add(3, f"A = [None] * {int(n_arena)} + [{{}} for _ in range({int(n_arena)})]")
     _errstate_enter(src)
     if checked:  # control-flow bodies find the token as the thread's active one
         src.add(2, f"act = {src.ref(activated)}(c)")
@@ -297,32 +297,54 @@ def _matmul(src: _Source, d: Decision, ins, target: str) -> None:
     per call, see ``memplan.dot_operand``; it spares matmul's ufunc dispatch), else
     ``np.matmul``; into the arena buffer when the step has one."""
     r = d.recipe
-    a = src.slot(ins[0]) + (".T" if r.transpose[0] else "")
+    x = src.slot(ins[0])
+    a = x + (".T" if r.transpose[0] else "")
     b = src.slot(ins[1]) + (".T" if r.transpose[1] else "")
+    out = None
+    if d.arena is not None:
+        # The kept buffer for as many rows as this call's product has (batch sizes coming
+        # and going each keep theirs: no failed out= and new buffer on every change)
+        i, rows = int(d.arena), f"{x}.shape[{1 if r.transpose[0] else 0}]"
+        out = "o"
+        src.add(3, f"o = A[{i}]")
+        src.add(3, f"if o is None or o.shape[0] != {rows}:")
+        src.add(4, f"o = {src.ref(_swap_buffer)}(A, {i}, {rows})")
     guard = _dot_guard(src, ins, r.const)
     if guard is None:
-        _product(src, 3, src.ref(np.matmul), a, b, d.arena, target)
-        return
-    src.add(3, f"if {guard}:")
-    _product(src, 4, src.ref(np.dot), a, b, d.arena, target)
-    src.add(3, "else:")
-    _product(src, 4, src.ref(np.matmul), a, b, d.arena, target)
+        _product(src, 3, src.ref(np.matmul), a, b, out, target)
+    else:
+        src.add(3, f"if {guard}:")
+        _product(src, 4, src.ref(np.dot), a, b, out, target)
+        src.add(3, "else:")
+        _product(src, 4, src.ref(np.matmul), a, b, out, target)
+    if d.arena is not None:
+        src.add(3, f"A[{int(d.arena)}] = {target}")
 
 
-def _product(src: _Source, indent: int, fn: str, a: str, b: str, arena, target: str) -> None:
-    # Any ValueError (a shape the product refuses, or an out= of another shape: a new batch
-    # size) retries with matmul allocating, which raises the kernel's error if it is one.
+def _swap_buffer(arena: list, i: int, rows: int):
+    """Arena entry ``i`` (in use: the last product's buffer) set aside among the kept
+    buffers of entry ``i`` (``arena[n + i]``, by rows), and the one kept for ``rows`` taken
+    out (None: the product allocates one). At most 8 sizes are kept per entry."""
+    kept = arena[len(arena) // 2 + i]
+    current = arena[i]
+    if current is not None:
+        if len(kept) >= 8:
+            kept.clear()
+        kept[current.shape[0]] = current
+    return kept.pop(rows, None)
+
+
+def _product(src: _Source, indent: int, fn: str, a: str, b: str, out, target: str) -> None:
+    # Any ValueError (a shape the product refuses, or an out= of another shape) retries
+    # with matmul allocating, which raises the kernel's error if it is one.
     mm = src.ref(np.matmul)
-    if arena is None and fn == mm:
+    if out is None and fn == mm:
         src.add(indent, f"{target} = {fn}({a}, {b})")
         return
     src.add(indent, "try:")
-    out = f", A[{int(arena)}]" if arena is not None else ""
-    src.add(indent + 1, f"{target} = {fn}({a}, {b}{out})")
+    src.add(indent + 1, f"{target} = {fn}({a}, {b}{', ' + out if out else ''})")
     src.add(indent, "except ValueError:")
     src.add(indent + 1, f"{target} = {mm}({a}, {b})")
-    if arena is not None:
-        src.add(indent, f"A[{int(arena)}] = {target}")
 
 
 def _dot_guard(src: _Source, ins, dtype) -> str | None:
@@ -340,8 +362,8 @@ def _dot_guard(src: _Source, ins, dtype) -> str | None:
             tests.append(f"{v}.dtype is {dt}")
         else:
             tests.append(
-                f"{v}.__class__ is {nd} and {v}.dtype is {dt} and {v}.flags.carray "
-                f"and {v}.ndim == 2"
+                f"{v}.__class__ is {nd} and {v}.dtype is {dt} and (f := {v}.flags).c_contiguous "
+                f"and f.aligned and {v}.ndim == 2"
             )
         if i == 1:
             tests.append(f"1 not in {v}.shape")

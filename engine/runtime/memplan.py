@@ -247,8 +247,8 @@ def c_buffers(steps: list, decisions: dict[int, Decision]) -> set[int]:
 
 def dot_operand(v, dtype, right: bool) -> bool:
     """Whether ``v`` (before any transpose) may be an operand of ``np.dot`` in place of
-    ``np.matmul``: an aligned C-contiguous 2-D ndarray of ``dtype``; the right operand also
-    has no dimension of 1.
+    ``np.matmul``: an aligned C-contiguous 2-D ndarray of ``dtype`` (read-only or not); the
+    right operand also has no dimension of 1.
 
     Why that suffices (numpy 2.x, ``_core/src/umath/matmul.c.src`` for matmul,
     ``_core/src/common/cblasfuncs.c`` ``cblas_matrixproduct`` for dot): with both operands
@@ -274,7 +274,8 @@ def dot_operand(v, dtype, right: bool) -> bool:
     return (
         v.__class__ is np.ndarray
         and v.dtype is dtype
-        and v.flags.carray
+        and (flags := v.flags).c_contiguous
+        and flags.aligned
         and v.ndim == 2
         and (not right or 1 not in v.shape)
     )

@@ -12,6 +12,7 @@ import pytest
 
 import engine as tf
 from engine.runtime import memplan
+from engine.runtime.compiled import _swap_buffer
 from engine.runtime.memplan import c_buffers, dot_operand, plan_memory, zeros_like
 
 
@@ -111,6 +112,9 @@ def test_dot_operand_accepts_only_what_numpy_hands_blas_alike():
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     a = np.ones((4, 3), np.float32)
     assert dot_operand(a, f32, right=True)
+    frozen = a.copy()
+    frozen.flags.writeable = False  # constants are read-only: dot reads them alike
+    assert dot_operand(frozen, f32, right=True)
     assert dot_operand(np.ones((0, 3), np.float32), f32, right=False)
     assert dot_operand(np.ones((1, 3), np.float32), f32, right=False)
     assert not dot_operand(np.ones((1, 3), np.float32), f32, right=True)  # k == 1
@@ -202,3 +206,46 @@ def test_identity_steps_pass_their_input_on_without_a_call():
             assert (got[1] is xb) == (want[1] is xb)
             sess.run(w.assign(w + 1.0))  # the identity of a variable reads it per call
             np.testing.assert_array_equal(fast(xb)[2], sess.run(w))
+
+
+def test_alternating_batch_sizes_reuse_their_own_buffers(monkeypatch):
+    rng = np.random.default_rng(10)
+    x = tf.placeholder(tf.float32, [None, 6], name="x")
+    h = x
+    for n_in, n_out in ((6, 8), (8, 5), (5, 3)):
+        h = tf.nn.relu(tf.matmul(h, tf.constant(rng.standard_normal((n_in, n_out)), tf.float32)))
+    outs = []
+    real_dot = np.dot
+
+    def dot(a, b, out=None):  # the compiled code binds np.dot when it is compiled
+        outs.append(out)
+        return real_dot(a, b, out)
+
+    with tf.Session() as sess:
+        xs = [rng.standard_normal((m, 6)).astype(np.float32) for m in (1, 4, 0, 9)]
+        monkeypatch.setattr(np, "dot", dot)
+        fast = sess.make_callable(h, [x])
+        for xb in xs:  # compiles; each size makes its buffers once
+            fast(xb)
+        monkeypatch.undo()
+        slow = interpreted(sess, h, [x])
+        outs.clear()
+        for _ in range(3):
+            for xb in xs:
+                assert fast(xb).tobytes() == slow(xb).tobytes()
+        # two products write kept buffers (the last one's value is fetched: fresh)
+        kept = [o for o in outs if o is not None]
+        assert len(outs) == 3 * 3 * len(xs) and len(kept) == 2 * 3 * len(xs)
+        assert len({id(o) for o in kept}) == 2 * len(xs)  # one per product and size
+
+
+def test_swap_buffer_keeps_one_buffer_per_row_count():
+    one, four = np.zeros((1, 3)), np.zeros((4, 3))
+    arena = [one, {}]
+    assert _swap_buffer(arena, 0, 4) is None and arena[1] == {1: one}
+    arena[0] = four
+    assert _swap_buffer(arena, 0, 1) is one and arena[1] == {4: four}
+    for rows in range(20):  # many sizes: at most 8 kept
+        arena[0] = np.zeros((rows, 3))
+        _swap_buffer(arena, 0, -1)
+        assert len(arena[1]) <= 8
