@@ -12,6 +12,7 @@ files. Each run goes to the least busy instance.
 
 from __future__ import annotations
 
+import collections
 import enum
 import itertools
 import logging
@@ -85,6 +86,10 @@ class InstancePool:
             self.busy[i] -= 1
 
 
+# Runs the compute-time estimate looks back over (see Signature.observe).
+COST_WINDOW = 16
+
+
 class Signature:
     """A servable signature: named inputs/outputs and, per instance, the callable that
     computes them."""
@@ -111,6 +116,7 @@ class Signature:
         # under a small threshold on the event loop instead of handing them to a thread.
         self.cost_seconds: float | None = None
         self.cost_elements = 1
+        self._recent_costs: collections.deque[float] = collections.deque(maxlen=COST_WINDOW)
         # On the CPU the estimate learns from the computing thread's CPU time, not wall
         # time: under load, wall time counts the waits for a core and for the GIL, so a
         # small model measured on a busy machine would never be judged cheap enough to run
@@ -163,16 +169,24 @@ class Signature:
     def observe(
         self, arrays: list[np.ndarray], seconds: float, cpu_seconds: float | None = None
     ) -> None:
-        """Folds a measured run into the cost estimate (a moving average, per element):
-        its CPU time where given and the signature runs on the CPU, else its wall time."""
+        """Folds a measured run into the cost estimate: the least time per element of the
+        last ``COST_WINDOW`` runs, each its CPU time where given and the signature runs on
+        the CPU, else its wall time.
+
+        The least, not an average: a run on a compute thread shares the machine with the
+        event loop (on two hardware threads of one core, each runs slower), so an average
+        taken while runs are on threads stays above what the same run costs on the loop,
+        and a cheap model measured under load would never come back inline. A model that
+        really got slower raises every run, and so the least, within the window."""
         if cpu_seconds is not None and self.cpu_bound:
             seconds = cpu_seconds
         elements = max(1, sum(a.size for a in arrays))
         if self.cost_seconds is None:
-            self.cost_seconds, self.cost_elements = seconds, elements
-            return
+            self._recent_costs.clear()
+            self.cost_elements = elements
         scaled = seconds * self.cost_elements / max(elements, self.cost_elements)
-        self.cost_seconds += 0.2 * (scaled - self.cost_seconds)
+        self._recent_costs.append(scaled)
+        self.cost_seconds = min(self._recent_costs)
 
     def run(
         self,

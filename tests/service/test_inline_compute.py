@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from service.batching import runs_inline
-from service.servable import Signature
+from service.servable import COST_WINDOW, Signature
 from tests.service import models
 
 
@@ -77,8 +77,22 @@ def test_cpu_signatures_learn_cpu_time_and_device_ones_wall_time():
     gpu.cpu_bound = False  # a device run waits for the device without using the CPU
     gpu.observe(one, 5e-3, 20e-6)
     assert gpu.estimated_seconds(one) == 5e-3 and not runs_inline(gpu, one, 100e-6)
-    cpu.observe(one, 30e-6)  # no CPU time given: the wall time
-    assert cpu.estimated_seconds(one) == 20e-6 + 0.2 * (30e-6 - 20e-6)
+    cpu.observe(one, 10e-6)  # no CPU time given: the wall time
+    assert cpu.estimated_seconds(one) == 10e-6
+
+
+def test_the_estimate_is_the_least_recent_run_so_contention_does_not_push_it_up():
+    sig = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
+    one = [np.zeros((1, 10))]
+    sig.observe(one, 50e-6)
+    for _ in range(10):  # runs slowed down by sharing a core: the estimate stays
+        sig.observe(one, 150e-6)
+    assert sig.estimated_seconds(one) == 50e-6 and runs_inline(sig, one, 100e-6)
+    for _ in range(COST_WINDOW):  # a whole window slower: the model itself got slower
+        sig.observe(one, 150e-6)
+    assert sig.estimated_seconds(one) == 150e-6 and not runs_inline(sig, one, 100e-6)
+    sig.observe([np.zeros((4, 10))], 400e-6)  # four times the elements: 100 us per 10
+    assert sig.estimated_seconds(one) == 100e-6
 
 
 async def test_runs_that_wait_without_computing_keep_the_estimate_small(tmp_path, manager_for):
