@@ -418,7 +418,8 @@ class ServerConfig:
     )
     log_format: str = _setting("text", doc="access log format: text or json")
     event_loop: str = _setting(
-        "auto", doc="event loop: auto (uvloop when installed), uvloop or asyncio"
+        "asyncio",
+        doc="event loop: asyncio (the default), uvloop, or auto (uvloop when installed)",
     )
     log_level: str = _setting("info", doc="log level: debug, info, warning or error")
     enable_batching: bool = _setting(

@@ -7,7 +7,7 @@ with ``concurrency`` clients for ``duration`` seconds and stops it:
 - the floor: ``bench/bare_server.py`` parsing the same JSON and answering a fixed reply
   (once with the TF Serving REST body, once with the V2 body)
 - flowserve, TF Serving REST and V2 JSON, batching off and on, and the REST run with each
-  speed means turned off (asyncio's loop; no inline compute)
+  speed means switched (uvloop's loop instead of asyncio's; no inline compute)
 - MLServer (``parallel_workers: 0`` and its default workers; adaptive batching off and on)
 - Triton through PyTriton (dynamic batching off and on)
 
@@ -78,7 +78,7 @@ def flowserve_rows(repo: Path, work: Path) -> list[Row]:
             label = f"flowserve {name}, batching {state}"
             rows.append(Row(label, group, protocol, _starter(flowserve, repo, "flowserve", *args)))
     for label, args in (
-        ("  same (REST, off), asyncio loop", ["--event-loop", "asyncio"]),
+        ("  same (REST, off), uvloop loop", ["--event-loop", "uvloop"]),
         ("  same (REST, off), no inline compute", ["--inline-compute-micros", "0"]),
     ):
         rows.append(Row(label, "means", "tfserving", _starter(flowserve, repo, "flowserve", *args)))

@@ -5,7 +5,7 @@ every row (``wrk`` by default, ``--client hey|aiohttp`` for the others):
 
 - the floor: a bare aiohttp handler parsing the same JSON and answering a fixed reply
 - flowserve, TF Serving REST and KServe V2 JSON, batching off and on, and flowserve with each
-  speed means turned off (asyncio's loop instead of uvloop; every computation on a thread)
+  speed means switched (uvloop's loop instead of asyncio's; every computation on a thread)
 - MLServer (``parallel_workers: 0`` and its default workers, adaptive batching off and on)
   and Triton through PyTriton (dynamic batching off and on), each from its own virtualenv
   (``bench/peers/setup.sh`` makes them; a peer whose venv is missing is skipped, saying why)

@@ -43,6 +43,7 @@ def test_blas_thread_limit_holds_when_numpy_was_imported_first(n):
 
 
 def test_event_loop_choice():
+    assert ServerConfig().event_loop == "asyncio"  # uvloop measured no faster, worse p99
     assert cli.loop_factory("asyncio") is None
     try:
         import uvloop
