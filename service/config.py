@@ -710,6 +710,17 @@ class ServerConfig:
         return self.model_control_mode == "poll" and self.poll_interval > 0
 
     @property
+    def poll_phase(self) -> float:
+        """Seconds a worker of ``--workers N`` delays its repository polls: worker i polls
+        ``i / N`` of an interval after worker 0, so a new version is loaded by one worker
+        at a time across the interval rather than by all at the same instant (0 in a
+        single server)."""
+        worker = self.worker
+        if worker is None or not self.polls:
+            return 0.0
+        return self.poll_interval * worker.index / worker.count
+
+    @property
     def worker_count(self) -> int:
         """Server processes to run (``workers``, with ``auto`` resolved)."""
         return parse_workers(self.workers)

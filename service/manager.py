@@ -195,6 +195,7 @@ class ModelManager:
         return self._draining
 
     async def _poll_forever(self) -> None:
+        await asyncio.sleep(self.config.poll_phase)  # workers of --workers N take turns
         while True:
             await asyncio.sleep(self.config.poll_interval)
             try:

@@ -25,7 +25,7 @@ import grpc
 import pytest
 
 from service.cli import build_parser, main, resolve_config
-from service.config import ConfigError, ServerConfig, available_cores, parse_workers
+from service.config import ConfigError, ServerConfig, WorkerRole, available_cores, parse_workers
 from service.protocols.proto import kserve_pb2 as pb
 from service.workers import START_FAILURES, WORKER_HEADER, Supervisor, reserve_port
 from tests.service import models
@@ -359,3 +359,15 @@ def _alive(pid: int) -> bool:
         Path(f"/proc/{pid}/status").exists()
         and "zombie" not in Path(f"/proc/{pid}/status").read_text()
     )
+
+
+def test_workers_poll_the_repository_at_staggered_phases(tmp_path):
+    config = _resolve("--model-repository", str(tmp_path), "--poll-interval", "3")
+    assert config.poll_phase == 0.0  # a single server polls at once
+    phases = []
+    for index in range(3):
+        config.worker = WorkerRole(index=index, count=3, metrics_dir=str(tmp_path))
+        phases.append(config.poll_phase)
+    assert phases == [0.0, 1.0, 2.0]
+    config.poll_interval = 0  # polling off: nothing to stagger
+    assert config.poll_phase == 0.0
