@@ -254,12 +254,19 @@ class ServingMetrics:
     def rejected(self, model: str, version: str, reason: str) -> None:
         self._child(self.rejections, model, version, reason).inc()
 
+    def combined(self) -> CollectorRegistry:
+        """The serving metrics of the whole server: this registry, or with ``--workers N``
+        one that reads (and sums) every worker's multiprocess files."""
+        if self.multiprocess_dir is None:
+            return self.registry
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined, self.multiprocess_dir)
+        return combined
+
     def render(self) -> bytes:
         if self.multiprocess_dir is None:
             return generate_latest(self.registry)
-        combined = CollectorRegistry()
-        MultiProcessCollector(combined, self.multiprocess_dir)
-        return generate_latest(combined) + generate_latest(self._local)
+        return generate_latest(self.combined()) + generate_latest(self._local)
 
 
 def _local_registry(registry: CollectorRegistry, multiprocess_dir: str | None):

@@ -254,6 +254,14 @@ async def test_two_workers_share_the_port_and_sum_their_metrics(two_workers):
             )
             assert check.returncode == 0, check.stdout + check.stderr
 
+    # The console's traffic view sums the workers too, and it offers no load/unload.
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{base}/console/api/traffic") as r:
+            traffic = {m["model"]: m for m in (await r.json())["models"]}
+        async with s.get(f"{base}/console/api/models") as r:
+            assert (await r.json())["repository_control"] is False
+    assert traffic["hpt"]["requests"] == 40
+
     # gRPC shares its port too: every worker's server answers on it.
     with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
         live = channel.unary_unary(
