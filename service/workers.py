@@ -14,9 +14,9 @@ owns nothing but its children:
   ``prometheus_client`` starts in multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a private
   directory the supervisor makes and removes). A worker opens its listeners once its models
   have loaded and then says so on a pipe: a restarted worker never receives requests for
-  models it is still loading. Worker 0 starts first and the others once it serves (or
-  fails), so a broken setup fails once, not N times, and the model files are read once
-  from disk before N copies load.
+  models it is still loading. Worker 0 starts first and the others once it serves, so a
+  broken setup fails once, not N times, and the model files are read once from disk
+  before N copies load.
 - **Supervision.** A worker that exits is restarted, after a backoff that doubles with each
   failure in a row (0.5 s up to 10 s). A worker that exits before serving, five times in a
   row, means the setup cannot work: the supervisor stops every worker and exits 1 with a
@@ -156,6 +156,8 @@ class Supervisor:
     # -- setup --------------------------------------------------------------------------
     def _reserve_ports(self) -> dict[str, int]:
         """Binds every port the workers will share; the actual port numbers."""
+        if not hasattr(socket, "SO_REUSEPORT"):
+            raise OSError("--workers above 1 needs SO_REUSEPORT (Linux, BSD, macOS)")
         config = self.config
         wanted = {"port": config.port}
         if config.metrics_port is not None:

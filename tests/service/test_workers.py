@@ -274,8 +274,8 @@ async def test_two_workers_share_the_port_and_sum_their_metrics(two_workers):
     assert len(re.findall(rf"gRPC listening on 127\.0\.0\.1:{grpc_port}", text)) == 2
 
 
-async def test_per_process_changes_are_refused(two_workers):
-    _, port, _, grpc_port = two_workers
+async def test_per_process_changes_are_refused_and_orphans_stop(two_workers):
+    server, port, _, grpc_port = two_workers
     base = f"http://127.0.0.1:{port}"
     refused = [
         ("/v2/repository/models/hpt/unload", {}, "Explicit model load / unload is per process"),
@@ -310,6 +310,17 @@ async def test_per_process_changes_are_refused(two_workers):
         with pytest.raises(grpc.RpcError) as e:
             unload(pb.RepositoryModelUnloadRequest(model_name="hpt"), timeout=10)
         assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+    # A supervisor killed outright leaves no worker behind: each sees its parent go, drains
+    # and exits.
+    pids = server.worker_pids()
+    server.proc.kill()
+    server.proc.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids.values()), server.text()[-2000:]
+    assert server.text().count("is gone: stopping") == 2
 
 
 async def test_killed_worker_is_restarted_and_sigterm_drains_all(two_workers):
