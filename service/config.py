@@ -16,6 +16,8 @@ from pathlib import Path
 from types import UnionType
 from typing import get_args, get_type_hints
 
+from service.cpus import available_cores
+
 __all__ = [
     "ServerConfig",
     "ModelConfig",
@@ -368,17 +370,9 @@ def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
 _MAX_WORKERS = 256
 
 
-def available_cores() -> int:
-    """CPU cores this process may run on (its affinity, else the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def parse_workers(value: object) -> int:
     """The ``workers`` setting as a count: a positive integer, or ``auto`` (one per core
-    this process may use); ConfigError otherwise."""
+    this process may use, a container's CPU quota included); ConfigError otherwise."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return min(available_cores(), _MAX_WORKERS)
     text = value.strip() if isinstance(value, str) else value

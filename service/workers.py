@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import select
 import shutil
@@ -91,7 +92,8 @@ def reserve_port(host: str, port: int) -> socket.socket:
 
 def worker_settings(config: ServerConfig, ports: dict[str, int]) -> dict:
     """The settings a worker runs with: ``config``'s, with the ports the supervisor
-    reserved, as plain JSON values."""
+    reserved, as plain JSON values. ``num_threads`` 0 (one compute thread per core) becomes
+    the worker's share of the cores, so the server as a whole keeps one per core."""
     names = {name for name, _, _, _ in SERVER_SETTINGS}
     doc = {
         f.name: getattr(config, f.name)
@@ -99,6 +101,8 @@ def worker_settings(config: ServerConfig, ports: dict[str, int]) -> dict:
         if f.name in names and getattr(config, f.name) is not None
     }
     doc.update(ports, workers="1")
+    if not config.num_threads:
+        doc["num_threads"] = max(1, math.ceil(config.compute_threads / config.worker_count))
     return doc
 
 

@@ -10,6 +10,7 @@ supervisor's give-up on a worker that never starts are tested without models.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -25,9 +26,17 @@ import grpc
 import pytest
 
 from service.cli import build_parser, main, resolve_config
-from service.config import ConfigError, ServerConfig, WorkerRole, available_cores, parse_workers
+from service.config import ConfigError, ServerConfig, WorkerRole, parse_workers
+from service.cpus import available_cores, cgroup_cpu_limit
 from service.protocols.proto import kserve_pb2 as pb
-from service.workers import START_FAILURES, WORKER_HEADER, Supervisor, reserve_port
+from service.workers import (
+    START_FAILURES,
+    WORKER_HEADER,
+    Supervisor,
+    load_worker_config,
+    reserve_port,
+    worker_settings,
+)
 from tests.service import models
 
 PROMTOOL = shutil.which("promtool")
@@ -68,10 +77,50 @@ def test_workers_setting_values_and_sources(tmp_path):
         parse_workers(2.0)
 
 
+def test_auto_counts_a_containers_cpu_quota(tmp_path):
+    proc = tmp_path / "cgroup"
+    proc.write_text("0::/kubepods/pod1/c1\n")
+    v2 = tmp_path / "v2"
+    (v2 / "kubepods" / "pod1" / "c1").mkdir(parents=True)
+    (v2 / "kubepods" / "pod1" / "c1" / "cpu.max").write_text("max 100000\n")
+    (v2 / "kubepods" / "pod1" / "cpu.max").write_text("150000 100000\n")  # the pod's limit
+    assert cgroup_cpu_limit(str(v2), str(proc)) == 1.5
+    assert available_cores(str(v2), str(proc)) == min(2, len(os.sched_getaffinity(0)))
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")  # no quota
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert cgroup_cpu_limit(str(v1), str(proc)) is None
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("50000\n")
+    assert cgroup_cpu_limit(str(v1), str(proc)) == 0.5
+    assert available_cores(str(v1), str(proc)) == 1
+    assert cgroup_cpu_limit(str(tmp_path / "none"), str(tmp_path / "missing")) is None
+
+
 def test_cli_refuses_bad_workers_with_exit_2(capsys):
     assert main(["--workers", "abc"]) == 2
     err = capsys.readouterr().err
     assert "workers must be a positive integer or 'auto'" in err and "'abc'" in err
+
+
+def test_worker_settings_round_trip_with_the_reserved_ports(tmp_path, monkeypatch):
+    config = _resolve(
+        "--model-repository", str(tmp_path), "--workers", "2", "--auth-token", "t", "--port", "0"
+    )
+    doc = worker_settings(config, {"port": 4321, "grpc_port": 4322})
+    assert doc["port"] == 4321 and doc["grpc_port"] == 4322 and doc["workers"] == "1"
+    assert doc["auth_token"] == "t" and doc["model_repository"] == str(tmp_path)
+    assert doc["num_threads"] == max(1, -(-config.compute_threads // 2))  # its share
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(doc))
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    worker = load_worker_config(str(path), 1, 2)
+    assert worker.worker == WorkerRole(index=1, count=2, metrics_dir=str(tmp_path))
+    assert (worker.port, worker.auth_token, worker.worker_count) == (4321, "t", 1)
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
+    with pytest.raises(ConfigError, match="PROMETHEUS_MULTIPROC_DIR"):
+        load_worker_config(str(path), 1, 2)
+    assert worker_settings(_resolve("--num-threads", "3"), {})["num_threads"] == 3
 
 
 def test_reserved_port_is_shared_and_a_taken_port_fails():
