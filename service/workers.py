@@ -71,6 +71,7 @@ _BACKOFF_FIRST = 0.5
 _BACKOFF_MAX = 10.0
 _KILL_MARGIN = 5.0  # seconds past the grace period before workers are killed
 _READY = b"serving\n"
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
@@ -156,6 +157,7 @@ class Supervisor:
         self.settings_path: str | None = None
         self.gave_up = False
         self._first_served = False  # worker 0 has served: the others may start
+        self._signal: int | None = None  # the signal that asked to stop
 
     # -- setup --------------------------------------------------------------------------
     def _reserve_ports(self) -> dict[str, int]:
@@ -221,11 +223,17 @@ class Supervisor:
             "--ready-fd",
             str(write_fd),
         ]
-        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir}
+        # The worker finds this package even when it is neither installed nor in the working
+        # directory (a checkout run by path); appended, so it shadows nothing.
+        path = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), _PACKAGE_ROOT]))
+        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir, "PYTHONPATH": path}
         try:
             w.proc = subprocess.Popen(
                 command, env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL
             )
+        except OSError:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)
         w.ready_fd, w.serving, w.restart_at = read_fd, False, None
@@ -249,6 +257,8 @@ class Supervisor:
         """Bookkeeping for a worker that exited; schedules its restart (or gives up)."""
         pid, code = w.proc.pid, w.proc.returncode
         mark_process_dead(pid, self.metrics_dir)
+        if w.ready_fd is not None and select.select([w.ready_fd], [], [], 0)[0]:
+            self._on_ready_pipe(w)  # it reported serving just before it exited
         self._close_pipe(w)
         w.proc = None
         if self._stop:
@@ -300,7 +310,8 @@ class Supervisor:
             self._cleanup()
 
     def _request_stop(self, signum: int, _frame) -> None:
-        log.info("%s: stopping every worker", signal.Signals(signum).name)
+        # Only a flag: logging from a signal handler could re-enter a handler mid-write.
+        self._signal = signum
         self._stop = True
 
     def _step(self, now: float) -> None:
@@ -328,6 +339,8 @@ class Supervisor:
 
     def _shutdown(self) -> int:
         """Forwards SIGTERM to every worker and waits for them (grace period + margin)."""
+        if self._signal is not None:
+            log.info("%s: stopping every worker", signal.Signals(self._signal).name)
         live = [w for w in self.workers if w.proc is not None]
         for w in live:
             _signal(w.proc, signal.SIGTERM)
