@@ -188,7 +188,7 @@ class _Server:
     def text(self) -> str:
         return self.log_path.read_text()
 
-    def wait_for(self, pattern: str, timeout: float = 60.0, after: int = 0) -> re.Match:
+    def wait_for(self, pattern: str, timeout: float = 120.0, after: int = 0) -> re.Match:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             m = re.compile(pattern).search(self.text(), after)
@@ -222,7 +222,7 @@ class _Server:
 def two_workers(tmp_path):
     repo = tmp_path / "repo"
     models.half_plus_two(repo / "hpt" / "1", b=2.0)
-    models.slow(repo / "slow" / "1", iterations=60_000)
+    models.slow(repo / "slow" / "1", iterations=150_000)
     metrics_port, grpc_port = _free_port(), _free_port()
     server = _Server(
         tmp_path,
@@ -394,8 +394,9 @@ async def test_killed_worker_is_restarted_and_sigterm_drains_all(two_workers):
     text = await _metrics(f"http://127.0.0.1:{metrics_port}/metrics")
     assert _counter(text, "flowserve_requests_total", model="hpt", code="200") == 60.0
 
-    # SIGTERM with slow requests in flight on both workers: they finish, every process
-    # exits within the grace period, the supervisor with 0.
+    # SIGTERM with slow requests in flight (every one arrived: the in-flight gauge, summed
+    # over the live workers, says so): they finish, every process exits within the grace
+    # period, the supervisor with 0.
     async def slow(session):
         async with session.post(f"{base}/v1/models/slow:predict", json={"instances": [1]}) as r:
             return r.status, r.headers.get(WORKER_HEADER)
@@ -403,7 +404,14 @@ async def test_killed_worker_is_restarted_and_sigterm_drains_all(two_workers):
     connector = aiohttp.TCPConnector(force_close=True)
     async with aiohttp.ClientSession(connector=connector) as session:
         inflight = [asyncio.create_task(slow(session)) for _ in range(6)]
-        await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = await _metrics(f"http://127.0.0.1:{metrics_port}/metrics")
+            if _counter(text, "flowserve_requests_in_flight", model="slow") == 6:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the slow requests never were all in flight")
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         done = await asyncio.gather(*inflight)
