@@ -18,9 +18,10 @@ owns nothing but its children:
   broken setup fails once, not N times, and the model files are read once from disk
   before N copies load.
 - **Supervision.** A worker that exits is restarted, after a backoff that doubles with each
-  failure in a row (0.5 s up to 10 s). A worker that exits before serving, five times in a
-  row, means the setup cannot work: the supervisor stops every worker and exits 1 with a
-  log line saying so. Its multiprocess files are marked dead (``mark_process_dead``).
+  exit that follows less than 30 s of serving (0.5 s up to 10 s). A worker that exits
+  before serving, five times in a row, means the setup cannot work: the supervisor stops
+  every worker and exits 1 with a log line saying so. A dead worker's multiprocess files
+  are marked dead (``mark_process_dead``).
 - **Stopping.** SIGTERM/SIGINT go to every worker, each drains as a single server does
   (not ready, in-flight requests finish, listeners close, models unload) within
   ``--shutdown-grace-period``; the supervisor waits that long plus a margin, kills what is
@@ -70,6 +71,7 @@ START_FAILURES = 5  # exits before serving, in a row, before the supervisor give
 _BACKOFF_FIRST = 0.5
 _BACKOFF_MAX = 10.0
 _KILL_MARGIN = 5.0  # seconds past the grace period before workers are killed
+_STABLE = 30.0  # seconds of serving after which an exit no longer grows the backoff
 _READY = b"serving\n"
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -135,8 +137,10 @@ class _Worker:
     proc: subprocess.Popen | None = None
     ready_fd: int | None = None  # read end of the pipe the worker reports serving on
     serving: bool = False
-    failures: int = 0  # exits in a row (before serving: counted towards START_FAILURES)
-    start_failures: int = 0
+    failures: int = 0  # exits without a stable run between them: the backoff grows
+    start_failures: int = 0  # exits before serving, in a row: towards START_FAILURES
+    served_at: float = 0.0  # monotonic time it reported serving
+    started: bool = False  # started at least once
     restart_at: float | None = None  # monotonic time a restart is due
 
 
@@ -236,7 +240,7 @@ class Supervisor:
             raise
         finally:
             os.close(write_fd)
-        w.ready_fd, w.serving, w.restart_at = read_fd, False, None
+        w.ready_fd, w.serving, w.restart_at, w.started = read_fd, False, None, True
         log.info("worker %d started (pid %d)", w.index, w.proc.pid)
 
     def _close_pipe(self, w: _Worker) -> None:
@@ -248,7 +252,7 @@ class Supervisor:
         """The worker wrote to (or closed) its pipe: serving, or on its way out."""
         data = os.read(w.ready_fd, 64)
         if data.startswith(_READY):
-            w.serving, w.failures, w.start_failures = True, 0, 0
+            w.serving, w.start_failures, w.served_at = True, 0, time.monotonic()
             self._first_served = True
             log.info("worker %d serving (pid %d)", w.index, w.proc.pid)
         self._close_pipe(w)
@@ -263,6 +267,8 @@ class Supervisor:
         w.proc = None
         if self._stop:
             return
+        if w.serving and now - w.served_at >= _STABLE:
+            w.failures = 0  # it ran well for a while: this exit starts a new count
         w.failures += 1
         if not w.serving:
             w.start_failures += 1
@@ -333,7 +339,7 @@ class Supervisor:
         others_may_start = self._may_start_others()
         for w in self.workers:
             due = w.restart_at is not None and w.restart_at <= now
-            first_start = w.proc is None and w.restart_at is None and w.failures == 0
+            first_start = not w.started
             if due or (first_start and others_may_start):
                 self._spawn(w)
 

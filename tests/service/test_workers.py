@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -164,6 +165,54 @@ def test_supervisor_gives_up_on_a_worker_that_never_starts(tmp_path, caplog):
     assert text.count("worker 0 started") == START_FAILURES
     assert "worker 1 started" not in text  # the others wait for worker 0 to serve
     assert not os.path.exists(supervisor.metrics_dir)  # the private directory is removed
+
+
+def test_supervisor_restarts_a_crashing_worker_with_growing_backoff(tmp_path, caplog):
+    # A "worker" that reports serving, then exits: restarted again and again (it served,
+    # so the supervisor never gives up), each time after a longer wait; the others start
+    # once worker 0 served; SIGTERM ends it all with 0.
+    fake = tmp_path / "python"
+    fake.write_text(
+        f"#!{sys.executable}\nimport os, sys, time\n"
+        'os.write(int(sys.argv[-1]), b"serving\\n")\ntime.sleep(0.2)\nsys.exit(1)\n'
+    )
+    fake.chmod(0o755)
+    config = _resolve(
+        "--model-repository",
+        str(tmp_path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--grpc-port",
+        "0",
+        "--workers",
+        "2",
+        "--shutdown-grace-period",
+        "1",
+    )
+    supervisor = Supervisor(config, python=str(fake))
+    stopper = threading.Timer(8.0, os.kill, (os.getpid(), signal.SIGTERM))
+    stopper.start()
+    try:
+        with caplog.at_level("INFO", logger="flowserve.workers"):
+            assert supervisor.run() == 0
+    finally:
+        stopper.cancel()
+    text = caplog.text
+    assert not supervisor.gave_up
+    assert text.count("worker 0 serving") >= 3
+    assert "worker 1 started" in text
+    delays = [
+        float(d)
+        for d in re.findall(
+            r"worker 0 \(pid \d+\) exited with status 1; "
+            r"restarting in ([\d.]+)s",
+            text,
+        )
+    ]
+    assert delays[:3] == [0.5, 1.0, 2.0]
+    assert "SIGTERM: stopping every worker" in text
 
 
 # -- the real command -------------------------------------------------------------------------
