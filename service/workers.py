@@ -62,6 +62,7 @@ __all__ = [
     "add_worker_header",
     "WORKER_HEADER",
     "START_FAILURES",
+    "remove_stale_workdirs",
 ]
 
 log = logging.getLogger("flowserve.workers")
@@ -74,6 +75,44 @@ _KILL_MARGIN = 5.0  # seconds past the grace period before workers are killed
 _STABLE = 30.0  # seconds of serving after which an exit no longer grows the backoff
 _READY = b"serving\n"
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_WORKDIR_PREFIX = "flowserve-workers-"  # then the supervisor's pid and a random part
+
+
+def remove_stale_workdirs(root: str | None = None) -> list[str]:
+    """Removes the private directories of supervisors that died without cleaning up (killed
+    with SIGKILL, or out of memory): this user's ``flowserve-workers-<pid>-*`` directories
+    whose pid is not running, or is this process's own (a container restarted as the same
+    pid 1: it has not made its directory yet). Returns the removed paths."""
+    root = root or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        pid_text = name[len(_WORKDIR_PREFIX) :].partition("-")[0]
+        if not name.startswith(_WORKDIR_PREFIX) or not pid_text.isdigit():
+            continue
+        path = os.path.join(root, name)
+        try:
+            if os.lstat(path).st_uid != os.getuid() or not os.path.isdir(path):
+                continue
+        except OSError:
+            continue
+        if int(pid_text) == os.getpid() or not _running(int(pid_text)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
@@ -185,7 +224,8 @@ class Supervisor:
         return ports
 
     def _prepare(self) -> None:
-        self._workdir = tempfile.mkdtemp(prefix="flowserve-workers-")
+        remove_stale_workdirs()
+        self._workdir = tempfile.mkdtemp(prefix=f"{_WORKDIR_PREFIX}{os.getpid()}-")
         self.metrics_dir = os.path.join(self._workdir, "metrics")
         os.mkdir(self.metrics_dir, 0o700)
         ports = self._reserve_ports()

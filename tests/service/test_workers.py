@@ -10,6 +10,7 @@ supervisor's give-up on a worker that never starts are tested without models.
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,6 +37,7 @@ from service.workers import (
     WORKER_HEADER,
     Supervisor,
     load_worker_config,
+    remove_stale_workdirs,
     reserve_port,
     worker_settings,
 )
@@ -122,6 +125,23 @@ def test_worker_settings_round_trip_with_the_reserved_ports(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match="PROMETHEUS_MULTIPROC_DIR"):
         load_worker_config(str(path), 1, 2)
     assert worker_settings(_resolve("--num-threads", "3"), {})["num_threads"] == 3
+
+
+def test_stale_workdirs_of_dead_supervisors_are_removed(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    paths = {
+        "dead": tmp_path / f"flowserve-workers-{dead.pid}-abc",
+        "self": tmp_path / f"flowserve-workers-{os.getpid()}-abc",  # a restarted pid 1
+        "alive": tmp_path / f"flowserve-workers-{os.getppid()}-abc",
+        "other": tmp_path / "flowserve-workers-notapid",
+    }
+    for path in paths.values():
+        (path / "metrics").mkdir(parents=True)
+    removed = remove_stale_workdirs(str(tmp_path))
+    assert sorted(removed) == sorted([str(paths["dead"]), str(paths["self"])])
+    assert paths["alive"].exists() and paths["other"].exists()
+    assert not paths["dead"].exists() and not paths["self"].exists()
 
 
 def test_reserved_port_is_shared_and_a_taken_port_fails():
@@ -256,9 +276,13 @@ class _Server:
         return pids
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        if self.proc.poll() is None:  # drain, so the supervisor removes its directory
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
         for pid in self.worker_pids().values():  # a worker left behind: never leak one
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -419,6 +443,11 @@ async def test_per_process_changes_are_refused_and_orphans_stop(two_workers):
         await asyncio.sleep(0.1)
     assert not any(_alive(pid) for pid in pids.values()), server.text()[-2000:]
     assert server.text().count("is gone: stopping") == 2
+    # Its private directory is left behind; the next supervisor removes it.
+    stale = glob.glob(os.path.join(tempfile.gettempdir(), f"flowserve-workers-{server.proc.pid}-*"))
+    assert len(stale) == 1
+    assert stale[0] in remove_stale_workdirs()
+    assert not os.path.exists(stale[0])
 
 
 async def test_killed_worker_is_restarted_and_sigterm_drains_all(two_workers):
