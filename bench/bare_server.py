@@ -29,6 +29,7 @@ def make_app(response_body: bytes) -> web.Application:
 
     app = web.Application(client_max_size=64 << 20)
     app.router.add_post("/v1/models/{tail:.*}", predict)
+    app.router.add_post("/v2/models/{tail:.*}", predict)  # the V2 JSON body, same reply
     app.router.add_get("/v2/health/ready", ready)
     return app
 

@@ -2,6 +2,8 @@
 
 * ``wide_mlp``: a 784-2048-2048-10 ReLU MLP with softmax -- compute-bound (about 6M
   multiply-adds and 23 MB of weights read per unbatched request), the case batching helps.
+* ``mlp``: the issue-13 784-256-128-10 ReLU MLP with softmax (the model of the peer table):
+  cheap per request, so serving overhead dominates.
 * ``big_input``: the mean of a float32 [N, 262144] input (1 MiB per row): payload-bound, for
   comparing request encodings.
 
@@ -31,11 +33,11 @@ def _export(path: Path, build) -> None:
             tf.saved_model.simple_save(sess, str(path), inputs, outputs)
 
 
-def wide_mlp(path: Path) -> None:
+def _dense_stack(path: Path, layers: list[int]) -> None:
     def build():
         x = tf.placeholder(tf.float32, [None, 784], name="x")
         h = x
-        for i, units in enumerate([2048, 2048, 10]):
+        for i, units in enumerate(layers):
             w = tf.get_variable(
                 f"w{i}",
                 [h.shape[1].value, units],
@@ -43,11 +45,19 @@ def wide_mlp(path: Path) -> None:
             )
             b = tf.get_variable(f"b{i}", [units], initializer=tf.zeros_initializer())
             h = tf.matmul(h, w) + b
-            if i < 2:
+            if i < len(layers) - 1:
                 h = tf.nn.relu(h)
         return {"x": x}, {"probabilities": tf.nn.softmax(h, name="probabilities")}
 
     _export(path, build)
+
+
+def wide_mlp(path: Path) -> None:
+    _dense_stack(path, [2048, 2048, 10])
+
+
+def mlp(path: Path) -> None:
+    _dense_stack(path, [256, 128, 10])
 
 
 def big_input(path: Path) -> None:
@@ -60,7 +70,7 @@ def big_input(path: Path) -> None:
 
 def build_repository(root: Path, batching: bool | dict | None = None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    for name, fn in (("wide_mlp", wide_mlp), ("big_input", big_input)):
+    for name, fn in (("wide_mlp", wide_mlp), ("mlp", mlp), ("big_input", big_input)):
         if not (root / name / "1").exists():
             fn(root / name / "1")
         if batching is not None:

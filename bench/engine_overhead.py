@@ -1,9 +1,12 @@
 """Engine overhead over raw numpy, measured in one process.
 
-For each computation the same arithmetic runs three ways: raw numpy, ``Session.run`` and a
-``Session.make_callable`` callable. Prints microseconds per call, the engine/numpy ratio, the
-per-call overhead and the budget the project holds itself to with ``make_callable``:
-10 us + 1.5 us per executed op. These sessions are pinned to the CPU.
+For each computation the same arithmetic runs four ways: raw numpy, ``Session.run``, a
+``Session.make_callable`` callable (its plan compiled to straight-line code with planned
+memory) and the same callable through the plan interpreter (what a call with ``options``
+runs; ``interp/call`` is the compiled code's speedup). Prints microseconds per call, the
+engine/numpy ratio, the per-call overhead and the budget the project holds itself to with
+``make_callable``: 10 us + 1.5 us per executed op. These sessions are pinned to the CPU, BLAS
+to one thread (unless ``OPENBLAS_NUM_THREADS`` says otherwise).
 
 ``--device gpu`` adds the MLP at batch 1, 64 and 1024 on CPU:0 and on GPU:0 (cupy), each as a
 ``make_callable`` from host inputs to host outputs (upload and download included), next to
@@ -16,13 +19,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -137,10 +144,14 @@ def measure(name, build, quick=False):
         engine_val = sess.run(out, feed_dict)
         np.testing.assert_allclose(engine_val, numpy_fn(), rtol=1e-4, atol=1e-6)
         fn = sess.make_callable(out, feed_list=feeds)
+        with_options = sess.make_callable(out, feed_list=feeds, accept_options=True)
+        opts = tf.RunOptions()
+        np.testing.assert_array_equal(fn(*feed_vals), with_options(*feed_vals, options=opts))
         n_ops = executed_ops(sess, out, feeds)
         t_np = time_per_call(numpy_fn, min_time)
         t_run = time_per_call(lambda: sess.run(out, feed_dict), min_time)
         t_call = time_per_call(lambda: fn(*feed_vals), min_time)
+        t_interp = time_per_call(lambda: with_options(*feed_vals, options=opts), min_time)
     overhead_us = (t_call - t_np) * 1e6
     budget_us = 10 + 1.5 * n_ops
     return {
@@ -149,6 +160,8 @@ def measure(name, build, quick=False):
         "numpy_us": round(t_np * 1e6, 2),
         "session_run_us": round(t_run * 1e6, 2),
         "make_callable_us": round(t_call * 1e6, 2),
+        "interpreter_us": round(t_interp * 1e6, 2),
+        "interp_over_call": round(t_interp / t_call, 2),
         "ratio_run": round(t_run / t_np, 2),
         "ratio_callable": round(t_call / t_np, 2),
         "callable_overhead_us": round(overhead_us, 2),
@@ -237,7 +250,8 @@ def main(argv=None) -> int:
     rows = [measure(name, build, args.quick) for name, build in WORKLOADS]
     header = (
         f"{'workload':32} {'ops':>4} {'numpy us':>9} {'run us':>9} {'call us':>9} "
-        f"{'run/np':>7} {'call/np':>8} {'overhead':>9} {'budget':>7}  ok"
+        f"{'interp us':>9} {'run/np':>7} {'call/np':>8} {'interp/call':>11} {'overhead':>9} "
+        f"{'budget':>7}  ok"
     )
     print(
         f"engine overhead on {platform.processor() or platform.machine()}, "
@@ -248,7 +262,8 @@ def main(argv=None) -> int:
         [
             f"{r['workload']:32} {r['executed_ops']:>4} {r['numpy_us']:>9.2f} "
             f"{r['session_run_us']:>9.2f} {r['make_callable_us']:>9.2f} "
-            f"{r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
+            f"{r['interpreter_us']:>9.2f} {r['ratio_run']:>7.2f} {r['ratio_callable']:>8.2f} "
+            f"{r['interp_over_call']:>11.2f} "
             f"{r['callable_overhead_us']:>9.2f} {r['budget_us']:>7.1f}  "
             f"{'yes' if r['within_budget'] else 'NO'}"
             for r in rows

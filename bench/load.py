@@ -111,6 +111,8 @@ class Result:
     p90_ms: float = 0.0
     p99_ms: float = 0.0
     mean_ms: float = 0.0
+    client: str = "aiohttp"
+    client_cpu_s: float = 0.0  # CPU time the load client itself used while measuring
 
     def line(self) -> str:
         err = f" errors={self.errors}" if self.errors else ""
@@ -140,6 +142,8 @@ async def run_load(
     start = loop.time()
     measure_from = start + warmup
     end = measure_from + duration
+    cpu_at_start = [time.process_time()]  # replaced when the warmup ends
+    loop.call_at(measure_from, lambda: cpu_at_start.__setitem__(0, time.process_time()))
 
     async def one(session):
         t0 = time.perf_counter()
@@ -191,6 +195,7 @@ async def run_load(
         round(float(np.percentile(lat, 90)), 3),
         round(float(np.percentile(lat, 99)), 3),
         round(float(lat.mean()), 3),
+        client_cpu_s=round(time.process_time() - cpu_at_start[0], 3),
     )
 
 
@@ -208,18 +213,30 @@ def free_port() -> int:
 class Server:
     """A server subprocess (flowserve or the bare aiohttp baseline) on a free port."""
 
-    def __init__(self, argv: list[str], port: int, name: str):
+    def __init__(
+        self,
+        argv: list[str],
+        port: int,
+        name: str,
+        env: dict | None = None,
+        cwd: Path = ROOT,
+        ready_path: str = "/v2/health/ready",
+    ):
         self.port = port
         self.name = name
+        self.ready_path = ready_path
         self.log = tempfile.NamedTemporaryFile(
             prefix=f"fs-bench-{name}-", suffix=".log", delete=False
         )
+        # Its own process group: a server that forks workers (MLServer, tritonserver and its
+        # python backend stubs) is stopped whole, and only what this bench started.
         self.proc = subprocess.Popen(
             argv,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=cwd,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            start_new_session=True,
         )
 
     @property
@@ -233,7 +250,7 @@ class Server:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"{self.name} exited; see {self.log.name}")
                 try:
-                    async with s.get(self.url + "/v2/health/ready") as r:
+                    async with s.get(self.url + self.ready_path) as r:
                         if r.status == 200:
                             return
                 except aiohttp.ClientError:
@@ -241,15 +258,30 @@ class Server:
                 await asyncio.sleep(0.2)
         raise RuntimeError(f"{self.name} not ready after {timeout}s; see {self.log.name}")
 
-    def stop(self) -> None:
+    def log_tail(self, chars: int = 3000) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")[-chars:]
+
+    def stop(self, keep_log: bool = False) -> None:
         if self.proc.poll() is None:
+            # SIGTERM to the leader only: it shuts its workers down and cleans up after them
+            # (PyTriton's workspace and shared memory); the group's leftovers are killed after.
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self._signal_group(signal.SIGKILL)
+                self.proc.wait()
+        self._signal_group(signal.SIGKILL)  # workers the server left behind
         self.log.close()
-        os.unlink(self.log.name)
+        if not keep_log:
+            os.unlink(self.log.name)
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 def flowserve(repo: Path, name: str, *args: str) -> Server:

@@ -31,6 +31,7 @@ from engine.framework.graph import (
     get_default_graph,
     get_default_session,
 )
+from engine.runtime.compiled import compile_callable, compile_run
 from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
@@ -265,6 +266,15 @@ class BaseSession:
     def _run_plan(
         self, plan: Plan, feed_values, trace=False, run_metadata=None, token=None, budget=None
     ):
+        if not trace and token is None and budget is None:
+            run = plan.compiled
+            if run is None:
+                # A plan run once (an initializer, a restore) is not worth compiling.
+                plan.runs += 1
+                if plan.runs > 1:
+                    run = plan.compiled = compile_run(self, plan) or False
+            if run:
+                return run(feed_values)
         vals = plan.template.copy()
         specs = plan.feed_specs
         for spec, slot, value in zip(specs, plan.feed_slots, feed_values):
@@ -366,10 +376,7 @@ class BaseSession:
             if session._closed:
                 raise RuntimeError("Attempted to use a closed Session.")
             if len(feed_values) != n_feeds:
-                raise TypeError(
-                    f"This callable takes {n_feeds} feed value(s) "
-                    f"({', '.join(t.name for t in feeds)}), got {len(feed_values)}"
-                )
+                raise _arity_error(feeds)(len(feed_values))
             vals = template.copy()
             for spec, slot, value in zip(specs, feed_slots, feed_values):
                 vals[slot] = spec.convert(value)
@@ -383,9 +390,27 @@ class BaseSession:
             execute_plan(plan, vals, trace, run_metadata, token, budget)
             return build(collect(plan, vals))
 
+        if not default_limit:  # a memory limit counts every call's bytes: the interpreter
+            compiled = compile_callable(
+                self, plan, n_feeds, build, run_callable, accept_options, _arity_error(feeds)
+            )
+            if compiled is not None:
+                return compiled
         if accept_options:
             return run_callable
         return lambda *feed_values: run_callable(*feed_values)
+
+
+def _arity_error(feeds: tuple):
+    """The TypeError of a callable taking ``feeds`` called with ``n`` values."""
+
+    def describe(n: int) -> TypeError:
+        return TypeError(
+            f"This callable takes {len(feeds)} feed value(s) "
+            f"({', '.join(t.name for t in feeds)}), got {n}"
+        )
+
+    return describe
 
 
 def _cancellation(options) -> Cancellation | None:

@@ -5,14 +5,16 @@
 ``Batcher`` (one per model version) merges concurrent requests into one session run. Requests
 for the same signature whose inputs all have an unknown leading (batch) dimension queue
 together; requests whose other dimensions differ go to separate batches unless
-``pad_variable_length_inputs`` is on. A free batch worker takes the oldest waiting batch at
-once (it never waits on a timer); while every worker is busy, requests keep joining the open
-batch until it holds ``max_batch_size`` rows or its oldest request has waited
-``batch_timeout_micros``, and a worker that frees up merges compatible waiting batches. Up
+``pad_variable_length_inputs`` is on. While a batch thread is free, the oldest waiting batch
+starts on the next turn of the event loop with every request read in the same turn (it never
+waits on a timer); while every thread is busy, requests keep joining the open batch until it
+holds ``max_batch_size`` rows or its oldest request has waited ``batch_timeout_micros``, and the
+thread that frees up takes the oldest batch with the compatible batches waiting behind it. Up
 to ``num_batch_threads`` batches (and at least one per model instance) run at once, off the
 event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
-beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. Results are
-split back by row count, each request getting exactly its rows in order.
+beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. No task runs
+per batch: a finished run is one callback on the loop that splits the results back by row
+count (each request gets exactly its rows, in order) and starts the next waiting batch.
 
 A request whose deadline passes while queued gets ``DeadlineExceeded`` (504) and never runs; a
 request whose client disconnects (its task is cancelled) leaves the queue before execution.
@@ -53,9 +55,27 @@ if TYPE_CHECKING:
     from service.metrics import ServingMetrics
     from service.servable import Signature
 
-__all__ = ["DirectScheduler", "Batcher", "Overdue"]
+__all__ = ["DirectScheduler", "Batcher", "Overdue", "warn_blas_threads"]
 
 log = logging.getLogger("flowserve.batching")
+
+
+_warned_blas: set[int] = set()
+
+
+def warn_blas_threads(intra_op_threads: int) -> None:
+    """Logs once per process (and thread count) that batching with several BLAS threads per
+    computation is fragile. Measured with ``bench/batching.py`` (part ``blas``): while another
+    process used one of two cores, a 16-row batch of a 784-256-128-10 MLP took 184 ms with
+    two BLAS threads instead of 1.6 ms with one, and batching's p99 became 3x unbatched."""
+    if intra_op_threads > 1 and intra_op_threads not in _warned_blas:
+        _warned_blas.add(intra_op_threads)
+        log.warning(
+            "batching with intra_op_threads=%d: each batched run uses several BLAS threads, "
+            "which stall when other work shares the cores (tail latency several times "
+            "worse than without batching); intra_op_threads=1 avoids it",
+            intra_op_threads,
+        )
 
 
 class Overdue:
@@ -246,13 +266,12 @@ class Batcher:
             executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
         )
         self._open: dict[tuple, _Batch] = {}
-        # Closed batches waiting for a worker (a deque, so workers can merge compatible
-        # waiting batches into the one they take).
+        # Closed batches waiting for a batch thread (a deque, so a batch being started can
+        # take compatible waiting batches along).
         self._ready: collections.deque[_Batch] = collections.deque()
-        self._wakeup: asyncio.Event | None = None
-        self._workers: list[asyncio.Task] = []
+        self._running = 0  # batches handed to a thread and not yet finished
+        self._dispatching: asyncio.Handle | None = None  # a dispatch scheduled for next turn
         self._queued_requests = 0
-        self._idle = 0  # workers waiting for a batch
         self._closed = False
 
     # -- public ---------------------------------------------------------------------------
@@ -277,32 +296,21 @@ class Batcher:
         return await self._enqueue(signature, arrays, rows, deadline)
 
     async def close(self) -> None:
-        """Stops the workers; queued requests fail with Unavailable-style errors."""
+        """Stops batching: queued requests fail with QueueFull (503, retry); batches already
+        running finish and deliver their results."""
         self._closed = True
+        if self._dispatching is not None:
+            self._dispatching.cancel()
+            self._dispatching = None
         for batch in list(self._open.values()):
             self._close_batch(batch)
-        for task in self._workers:
-            task.cancel()
-        for task in self._workers:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-        self._workers = []
         while self._ready:
             batch = self._ready.popleft()
-            for r in batch.requests:
-                if not r.future.done():
-                    r.future.set_exception(QueueFull("the model version is being unloaded; retry"))
+            self._queued_requests -= len(batch.requests)
+            _fail(batch.requests, QueueFull("the model version is being unloaded; retry"))
+        self._set_depth()
 
     # -- queueing -------------------------------------------------------------------------
-    def _start(self) -> None:
-        self._wakeup = asyncio.Event()
-        self._workers = [
-            asyncio.create_task(self._worker(), name=f"fs-batch-{i}")
-            for i in range(self._concurrency)
-        ]
-
     def _enqueued_batches(self) -> int:
         return len(self._open) + len(self._ready)
 
@@ -310,8 +318,6 @@ class Batcher:
         loop = asyncio.get_running_loop()
         if self._closed:
             raise QueueFull("the model version is being unloaded; retry")
-        if self._wakeup is None:
-            self._start()
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
         batch = self._open.get(key)
         if batch is not None and batch.rows + rows > self.config.max_batch_size:
@@ -325,8 +331,11 @@ class Batcher:
                     " batches waiting); retry later"
                 )
             batch = self._open[key] = _Batch(signature, key)
-            timeout = self.config.batch_timeout_micros / 1e6
-            batch.timer = loop.call_later(timeout, self._close_batch, batch)
+            if self.config.batch_timeout_micros:
+                # Only matters while every batch thread is busy: a free one takes the batch
+                # on the next turn of the loop whatever its age.
+                timeout = self.config.batch_timeout_micros / 1e6
+                batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
         request.timer = loop.call_at(deadline, self._expire, request)
         if tracing.active():
@@ -340,10 +349,11 @@ class Batcher:
         self._set_depth()
         if batch.rows >= self.config.max_batch_size:
             self._close_batch(batch)
-        elif self._idle:
-            # A worker is free: it takes this batch on its next turn of the loop, with every
-            # request that arrives before then (requests read in the same turn merge).
-            self._wakeup.set()
+        if self._running < self._concurrency and self._dispatching is None:
+            # A batch thread is free: the batch starts on the next turn of the loop, with
+            # every request read in this turn (concurrent arrivals merge; none waits on a
+            # timer).
+            self._dispatching = loop.call_soon(self._dispatch)
         try:
             return await request.future
         finally:
@@ -359,7 +369,6 @@ class Batcher:
         if self._open.get(batch.key) is batch:
             del self._open[batch.key]
         self._ready.append(batch)
-        self._wakeup.set()
 
     def _expire(self, request: _Request) -> None:
         if not request.future.done():
@@ -385,6 +394,22 @@ class Batcher:
         return {alias: np.concatenate([p[alias] for p in parts], axis=0) for alias in parts[0]}
 
     # -- execution ------------------------------------------------------------------------
+    def _dispatch(self) -> None:
+        """Starts waiting batches while batch threads are free: the oldest closed batch,
+        else the oldest open one (a free thread never waits on a batch's timer)."""
+        self._dispatching = None
+        while self._running < self._concurrency and not self._closed:
+            if not self._ready:
+                if not self._open:
+                    return
+                self._close_batch(next(iter(self._open.values())))
+            batch = self._take()
+            try:
+                self._start(batch)
+            except Exception as e:  # noqa: BLE001 - its requests must not hang
+                log.exception("starting a batch failed")
+                _fail(batch.requests, Internal(f"batching failed: {e}"))
+
     def _take(self) -> _Batch:
         """The oldest waiting batch, merged with later waiting batches it can hold."""
         batch = self._ready.popleft()
@@ -401,27 +426,106 @@ class Batcher:
             self._ready = keep
         return batch
 
-    async def _worker(self) -> None:
-        while True:
-            while not self._ready:
-                if self._open:
-                    # A free worker never waits on a batch's timer: it takes the oldest open
-                    # batch now (more rows join while all workers are busy).
-                    self._close_batch(next(iter(self._open.values())))
-                    break
-                self._idle += 1
-                self._wakeup.clear()
-                try:
-                    await self._wakeup.wait()
-                finally:
-                    self._idle -= 1
-            batch = self._take()
+    def _start(self, batch: _Batch) -> None:
+        """Hands ``batch`` to a batch thread (or runs it here when estimated cheap). No task
+        per batch: the thread's completion is one callback on the loop, which delivers the
+        results and starts the next waiting batch in the same turn."""
+        loop = asyncio.get_running_loop()
+        live = [r for r in batch.requests if not r.future.done()]
+        self._queued_requests -= len(batch.requests)
+        self._set_depth()
+        if not live:
+            return
+        now = loop.time()
+        if self._metrics is not None:
+            for r in live:
+                self._metrics.queue_wait(*self._labels, now - r.enqueued)
+        try:
+            merged, real_rows, padding = _merge(live, self.config)
+        except ServingError as e:
+            _fail(live, e)
+            return
+        run = _Run(batch.signature, live, merged, real_rows, padding)
+        traced = [r for r in live if r.trace is not None]
+        if traced:
+            self._running += 1
+            task = loop.create_task(self._run_traced(run, traced))
+            task.add_done_callback(self._traced_done)
+            return
+        if runs_inline(run.signature, merged, self._inline_seconds):
+            self._finish(run, *_attempt(run.signature, merged))
+            return
+        self._running += 1
+        try:
+            work = self._launch(run)
+        except RuntimeError as e:  # the executor is shut down
+            self._running -= 1
+            _fail(live, QueueFull(f"the model version is being unloaded; retry ({e})"))
+            return
+
+        def done(work) -> None:
             try:
-                await self._run(batch)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - the worker must survive anything
-                log.exception("batch execution failed unexpectedly")
+                loop.call_soon_threadsafe(self._completed, run, work)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+        work.add_done_callback(done)
+
+    def _launch(self, run: _Run) -> Future:
+        """Submits the run to the executor, with a token that cancels it once every request
+        in it has gone."""
+        submitted: list = []
+        token = self._watch(run.live, submitted)
+        work = self._executor.submit(
+            _timed_run, run.signature, run.merged, token, time.perf_counter()
+        )
+        submitted.append(work)
+        return work
+
+    def _completed(self, run: _Run, work: Future) -> None:
+        self._running -= 1
+        try:
+            outcome = (work.result(), None)
+        except Exception as e:  # noqa: BLE001 - reported to every request in the batch
+            outcome = (None, e)
+        try:
+            self._finish(run, *outcome)
+        finally:
+            self._dispatch()
+
+    async def _run_traced(self, run: _Run, traced: list[_Request]) -> None:
+        """A batch with traced requests: the same run inside its ``batch`` and
+        ``session_run`` spans (a task, so the spans are current while it runs)."""
+        for r in traced:
+            tracing.end_span(r.wait)
+            r.wait = None
+        with tracing.batch_span(
+            [r.trace for r in traced],
+            model=self._labels[0],
+            version=self._labels[1],
+            batch_size=run.real_rows,
+            requests=len(run.live),
+        ):
+            with tracing.span(
+                "session_run",
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=run.real_rows + run.padding,
+            ):
+                if runs_inline(run.signature, run.merged, self._inline_seconds):
+                    result, error = _attempt(run.signature, run.merged)
+                else:
+                    try:
+                        result, error = await asyncio.wrap_future(self._launch(run)), None
+                    except Exception as e:  # noqa: BLE001 - reported to every request
+                        result, error = None, e
+            self._finish(run, result, error)
+
+    def _traced_done(self, task: asyncio.Task) -> None:
+        self._running -= 1
+        if not task.cancelled() and task.exception() is not None:
+            log.error("batch execution failed unexpectedly", exc_info=task.exception())
+        self._dispatch()
 
     def _watch(self, live: list, work: list) -> Cancellation:
         """The batch run's token: cancelled once every request in the batch has gone (missed
@@ -442,75 +546,22 @@ class Batcher:
             r.future.add_done_callback(gone)
         return token
 
-    async def _compute(self, signature, merged: list[np.ndarray], live: list):
-        """Runs a merged batch: on the loop when it is estimated cheap, else on a thread."""
-        if runs_inline(signature, merged, self._inline_seconds):
-            values, seconds, waited = _timed_run(signature, merged)
-        else:
-            submitted: list = []
-            token = self._watch(live, submitted)
-            work = self._executor.submit(_timed_run, signature, merged, token, time.perf_counter())
-            submitted.append(work)
-            values, seconds, waited = await asyncio.wrap_future(
-                work, loop=asyncio.get_running_loop()
-            )
-        signature.observe(merged, seconds)
-        return values, seconds, waited
-
-    async def _run(self, batch: _Batch) -> None:
-        loop = asyncio.get_running_loop()
-        live = [r for r in batch.requests if not r.future.done()]
-        self._queued_requests -= len(batch.requests)
-        self._set_depth()
-        if not live:
+    def _finish(self, run: _Run, result, error: BaseException | None) -> None:
+        """Delivers a finished run: each live request its rows, or the run's error."""
+        live = run.live
+        if error is not None:
+            if not isinstance(error, ServingError):
+                log.error("batch run failed", exc_info=error)
+                error = Internal(f"model failed: {error}")
+            _fail(live, error)
             return
-        now = loop.time()
-        if self._metrics is not None:
-            for r in live:
-                self._metrics.queue_wait(*self._labels, now - r.enqueued)
-        traced = [r for r in live if r.trace is not None]
-        if traced:
-            for r in traced:
-                tracing.end_span(r.wait)
-                r.wait = None
-            rows = sum(r.rows for r in live)
-            with tracing.batch_span(
-                [r.trace for r in traced],
-                model=self._labels[0],
-                version=self._labels[1],
-                batch_size=rows,
-                requests=len(live),
-            ):
-                await self._execute(batch.signature, live)
-            return
-        await self._execute(batch.signature, live)
-
-    async def _execute(self, signature, live: list[_Request]) -> None:
-        try:
-            merged, real_rows, padding = _merge(live, self.config)
-        except ServingError as e:
-            _fail(live, e)
-            return
-        try:
-            with tracing.span(
-                "session_run",
-                model=self._labels[0],
-                version=self._labels[1],
-                batch_size=real_rows + padding,
-            ):
-                values, seconds, waited = await self._compute(signature, merged, live)
-        except ServingError as e:
-            _fail(live, e)
-            return
-        except Exception as e:  # noqa: BLE001 - reported to every request in the batch
-            log.exception("batch run failed")
-            _fail(live, Internal(f"model failed: {e}"))
-            return
+        values, seconds, waited = result
+        run.signature.observe(run.merged, seconds)
         if self._metrics is not None:
             for _ in live:
                 self._metrics.executor_wait(*self._labels, waited, batched=True)
-            self._metrics.batch(*self._labels, real_rows, padding, seconds)
-        total = real_rows + padding
+            self._metrics.batch(*self._labels, run.real_rows, run.padding, seconds)
+        total = run.real_rows + run.padding
         for alias, v in values.items():
             if v.ndim == 0 or v.shape[0] != total:
                 _fail(
@@ -527,6 +578,27 @@ class Batcher:
             if not r.future.done():
                 r.future.set_result({a: v[offset : offset + r.rows] for a, v in values.items()})
             offset += r.rows
+
+
+class _Run:
+    """One batch on its way through a session run: its live requests and merged inputs."""
+
+    __slots__ = ("signature", "live", "merged", "real_rows", "padding")
+
+    def __init__(self, signature, live, merged, real_rows, padding):
+        self.signature = signature
+        self.live = live
+        self.merged = merged
+        self.real_rows = real_rows
+        self.padding = padding
+
+
+def _attempt(signature, merged):
+    """A run on this thread: ``((values, seconds, waited), None)`` or ``(None, error)``."""
+    try:
+        return _timed_run(signature, merged), None
+    except Exception as e:  # noqa: BLE001 - reported to every request in the batch
+        return None, e
 
 
 def _fail(requests, error: ServingError) -> None:

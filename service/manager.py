@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from service.batching import Batcher, DirectScheduler, Overdue
+from service.batching import Batcher, DirectScheduler, Overdue, warn_blas_threads
 from service.config import BatchingConfig, ModelConfig, ServerConfig
 from service.errors import (
     FailedPrecondition,
@@ -400,6 +400,7 @@ class ModelManager:
     def _scheduler_for(self, s: Servable):
         batching = self.batching_for(s)
         if batching.enabled and any(sig.batchable for sig in s.signatures.values()):
+            warn_blas_threads(self.config.intra_op_threads)
             return Batcher(
                 batching,
                 self.compute_pool,

@@ -1,17 +1,24 @@
 """flowserve beside its peers on one MLP (784-256-128-10, float32), each pair in one run.
 
-HTTP, 64 clients (``bench/load.py``'s client), one 784-float JSON request:
+HTTP, 64 clients, one 784-float JSON request, the same bodies and the same load client for
+every row (``wrk`` by default, ``--client hey|aiohttp`` for the others):
 
 - the floor: a bare aiohttp handler parsing the same JSON and answering a fixed reply
-- flowserve, TF Serving REST and KServe V2 JSON, batching off and on
-- flowserve with each speed means turned off (asyncio's loop instead of uvloop; every
-  computation on a compute thread), to show what each one pays
+- flowserve, TF Serving REST and KServe V2 JSON, batching off and on, and flowserve with each
+  speed means turned off (asyncio's loop instead of uvloop; every computation on a thread)
+- MLServer (``parallel_workers: 0`` and its default workers, adaptive batching off and on)
+  and Triton through PyTriton (dynamic batching off and on), each from its own virtualenv
+  (``bench/peers/setup.sh`` makes them; a peer whose venv is missing is skipped, saying why)
 
-In process, batch 1 and 64, one BLAS thread: the engine's ``make_callable``, the same math by
-hand in numpy, and onnxruntime's ``InferenceSession.run`` when ``onnxruntime`` and ``onnx``
-are importable. MLServer and PyTriton need their own virtualenvs; they are not driven here.
+Every server's answer is checked against flowserve's probabilities before it is timed. The
+script prints the table and the ratios issue 13 sets targets for.
 
-    python bench/peers/run.py [--duration 5] [--concurrency 64] [--skip-http]
+In process, batch 1 and 64, one BLAS thread: the engine's ``make_callable`` (compiled, and
+through the plan interpreter), the same math by hand in numpy, and onnxruntime's
+``InferenceSession.run`` when ``onnxruntime`` and ``onnx`` are importable.
+
+    python bench/peers/run.py [--duration 5] [--rounds 2] [--peers mlserver,pytriton]
+        [--client wrk|hey|aiohttp] [--skip-http] [--skip-inprocess] [--json out.json]
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ import argparse
 import asyncio
 import json
 import os
+import platform
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -34,20 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
 import engine as tf  # noqa: E402
-from bench.load import bare, flowserve, make_request, run_load  # noqa: E402
-
-LAYERS = (784, 256, 128, 10)
-
-
-def weights(seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    return [
-        (
-            (rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32),
-            (rng.standard_normal(o) * 0.1).astype(np.float32),
-        )
-        for i, o in zip(LAYERS[:-1], LAYERS[1:])
-    ]
+from bench.http_clients import CLIENTS, available  # noqa: E402
+from bench.peers import http_bench, servers  # noqa: E402
+from bench.peers.mlp import LAYERS, numpy_mlp, weights  # noqa: E402
 
 
 def build_graph(params):
@@ -69,19 +68,6 @@ def export(path: Path, params) -> None:
     with g.as_default(), tf.Session(graph=g) as sess:
         sess.run(tf.global_variables_initializer())
         tf.saved_model.simple_save(sess, str(path), {"x": x}, {"probabilities": y})
-
-
-def numpy_mlp(params):
-    (w0, b0), (w1, b1), (w2, b2) = params
-
-    def run(x):
-        h = np.maximum(x @ w0 + b0, 0)
-        h = np.maximum(h @ w1 + b1, 0)
-        z = h @ w2 + b2
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
-
-    return run
 
 
 def onnx_mlp(params):
@@ -117,18 +103,6 @@ def onnx_mlp(params):
     return lambda x: sess.run(None, {"x": x})[0]
 
 
-def per_call_us(fn, x, min_time=0.2, repeats=5) -> float:
-    n, t = 1, 0.0
-    while t < min_time / 5:
-        n *= 2
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(x)
-        t = time.perf_counter() - t0
-    best = min(_timed(fn, x, n) for _ in range(repeats))
-    return best / n * 1e6
-
-
 def _timed(fn, x, n) -> float:
     t0 = time.perf_counter()
     for _ in range(n):
@@ -142,7 +116,15 @@ def in_process(params) -> list[dict]:
     with g.as_default(), tf.Session(graph=g) as sess:
         sess.run(tf.global_variables_initializer())
         engine = sess.make_callable(y, [x])
-        peers = {"engine make_callable": engine, "numpy by hand": numpy_mlp(params)}
+        # The same callable through the plan interpreter (a call with options takes it):
+        # what make_callable ran before plans were compiled, for the before/after ratio.
+        with_options = sess.make_callable(y, [x], accept_options=True)
+        opts = tf.RunOptions()
+        peers = {
+            "engine make_callable": engine,
+            "engine interpreter": lambda xb: with_options(xb, options=opts),
+            "numpy by hand": numpy_mlp(params),
+        }
         ort = onnx_mlp(params)
         if ort is not None:
             peers["onnxruntime"] = ort
@@ -150,72 +132,86 @@ def in_process(params) -> list[dict]:
             xb = np.random.default_rng(batch).standard_normal((batch, LAYERS[0]))
             xb = xb.astype(np.float32)
             ref = peers["numpy by hand"](xb)
+            times = interleaved_us(peers, xb)
             for name, fn in peers.items():
                 diff = float(np.abs(fn(xb) - ref).max())
-                rows.append({"batch": batch, "runner": name, "us": per_call_us(fn, xb)})
+                rows.append({"batch": batch, "runner": name, "us": times[name]})
                 rows[-1]["max_abs_diff_vs_numpy"] = diff
     return rows
 
 
-async def http(duration: float, concurrency: int, work: Path, params) -> list:
-    repo = work / "repo"
-    export(repo / "mlp" / "1", params)
-    batching = work / "batching.json"
-    batching.write_text(
-        json.dumps({"max_batch_size": 64, "batch_timeout_micros": 0, "num_batch_threads": 1})
-    )
-    on = ["--enable-batching", "--batching-parameters-file", str(batching)]
-    x = np.random.default_rng(0).standard_normal((1, LAYERS[0])).astype(np.float32)
-    requests = {p: make_request(p, "mlp", "x", x) for p in ("tfserving", "v2")}
-    runs = [
-        ("flowserve TF Serving REST, batching off", "tfserving", []),
-        ("flowserve TF Serving REST, batching on", "tfserving", on),
-        ("flowserve V2 JSON, batching off", "v2", []),
-        ("flowserve V2 JSON, batching on", "v2", on),
-        ("  same (REST, off), asyncio loop", "tfserving", ["--event-loop", "asyncio"]),
-        ("  same (REST, off), no inline compute", "tfserving", ["--inline-compute-micros", "0"]),
-    ]
-    results, response = [], None
-    for label, protocol, args in runs:
-        server = flowserve(repo, "flowserve", *args)
-        try:
-            await server.wait_ready()
-            r = await run_load(server.url, requests[protocol], concurrency, duration, label=label)
-            results.append(r)
-            print(r.line(), flush=True)
-            if response is None:
-                import aiohttp
-
-                async with aiohttp.ClientSession() as s:
-                    req = requests["tfserving"]
-                    async with s.post(server.url + req.path, data=req.body) as resp:
-                        response = await resp.read()
-        finally:
-            server.stop()
-    reply = work / "reply.json"
-    reply.write_bytes(response)
-    floor_server = bare(reply)
-    try:
-        await floor_server.wait_ready()
-        floor = await run_load(
-            floor_server.url, requests["tfserving"], concurrency, duration, label="bare floor"
-        )
-        print(floor.line(), flush=True)
-    finally:
-        floor_server.stop()
-    return [floor, *results]
+def interleaved_us(runners: dict, x, min_time=0.2, rounds=7) -> dict:
+    """Best microseconds per call of each runner, the runners taking turns round after
+    round, so that load from elsewhere falls on all of them alike."""
+    counts = {}
+    for name, fn in runners.items():  # calls per round: about min_time / rounds each
+        n, t = 1, 0.0
+        while t < min_time / rounds:
+            n *= 2
+            t = _timed(fn, x, n)
+        counts[name] = n
+    best = dict.fromkeys(runners, float("inf"))
+    for _ in range(rounds):
+        for name, fn in runners.items():
+            best[name] = min(best[name], _timed(fn, x, counts[name]) / counts[name] * 1e6)
+    return best
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per HTTP row")
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat all rows; keep the best")
+    parser.add_argument(
+        "--peers",
+        default=",".join(servers.PEERS),
+        help="comma-separated peers to run (mlserver, pytriton); empty for none",
+    )
+    parser.add_argument("--client", default="wrk", choices=CLIENTS, help="load client")
+    parser.add_argument("--mlserver-venv", help="MLServer's virtualenv (FLOWSERVE_MLSERVER_VENV)")
+    parser.add_argument("--pytriton-venv", help="PyTriton's venv (FLOWSERVE_PYTRITON_VENV)")
+    parser.add_argument(
+        "--mlserver-max-batch-time",
+        type=float,
+        default=0.001,
+        help="MLServer's adaptive batching wait, seconds (batching-on rows)",
+    )
+    parser.add_argument(
+        "--triton-max-queue-delay-us",
+        type=int,
+        default=0,
+        help="Triton's dynamic batcher queue delay (batching-on rows)",
+    )
+    parser.add_argument("--triton-instances", type=int, default=1, help="Triton model instances")
+    parser.add_argument("--start-timeout", type=float, default=120.0, help="per server, s")
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--skip-inprocess", action="store_true")
+    parser.add_argument("--setup", action="store_true", help="run setup.sh (make the venvs)")
+    parser.add_argument(
+        "--compare-clients",
+        action="store_true",
+        help="only drive the floor with each load client and print their CPU cost",
+    )
+    parser.add_argument("--json", help="write the results here as JSON")
     args = parser.parse_args(argv)
-    params = weights()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    args.peers = [p for p in args.peers.split(",") if p.strip()]
+    unknown = [p for p in args.peers if p not in servers.PEERS]
+    if unknown:
+        parser.error(f"unknown peers {unknown}; known: {', '.join(servers.PEERS)}")
+    if args.mlserver_max_batch_time <= 0:
+        parser.error("--mlserver-max-batch-time must be > 0 (MLServer batches only then)")
+    if args.triton_max_queue_delay_us < 0 or args.triton_instances < 1:
+        parser.error("--triton-max-queue-delay-us must be >= 0, --triton-instances >= 1")
+    if args.rounds < 1 or args.duration <= 0 or args.concurrency < 1:
+        parser.error("--rounds, --duration and --concurrency must be positive")
+    why = available(args.client)
+    if why and not args.skip_http:
+        parser.error(f"--client {args.client}: {why}")
+    return args
+
+
+def print_in_process(rows: list[dict]) -> None:
     print("\nIn process (one BLAS thread), us per call:")
-    rows = in_process(params)
     for batch in (1, 64):
         mine = [r for r in rows if r["batch"] == batch]
         base = {r["runner"]: r["us"] for r in mine}
@@ -227,18 +223,52 @@ def main(argv=None) -> int:
                 f"  batch {batch:2d}  {r['runner']:22} {r['us']:8.1f} us   ({ratios}; "
                 f"max |diff| vs numpy {r['max_abs_diff_vs_numpy']:.1e})"
             )
-    if args.skip_http:
-        return 0
-    print(f"\nHTTP, {args.concurrency} clients, {args.duration:g} s each:")
-    with tempfile.TemporaryDirectory(prefix="fs-peers-") as work:
-        results = asyncio.run(http(args.duration, args.concurrency, Path(work), params))
-    floor = results[0].throughput_rps or 1.0
-    print("\n| server | req/s | p99 ms | of the floor |\n|---|---|---|---|")
-    for r in results:
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.setup:
+        subprocess.run(["bash", str(Path(__file__).with_name("setup.sh"))], check=True)
+    params = weights()
+    out = {
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.compare_clients:
+        with tempfile.TemporaryDirectory(prefix="fs-peers-") as work:
+            results = asyncio.run(
+                http_bench.compare_clients(args, Path(work), lambda path: export(path, params))
+            )
+        out["clients"] = [asdict(r) for r in results]
+        args.skip_http = args.skip_inprocess = True
+    if not args.skip_inprocess:
+        out["in_process"] = in_process(params)
+        print_in_process(out["in_process"])
+    if not args.skip_http:
         print(
-            f"| {r.label} | {r.throughput_rps:.0f} | {r.p99_ms:.1f} "
-            f"| {r.throughput_rps / floor:.0%} |"
+            f"\nHTTP, {args.concurrency} clients, {args.duration:g} s each, client {args.client}:"
         )
+        with tempfile.TemporaryDirectory(prefix="fs-peers-") as work:
+            got = asyncio.run(
+                http_bench.run_http(args, Path(work), lambda path: export(path, params))
+            )
+        summary = http_bench.summarize(got["rows"], got["best"])
+        http_bench.print_summary(summary, args)
+        for peer, why in got["skipped_peers"].items():
+            print(f"not measured: {peer}: {why}")
+        out["http"] = {
+            "client": args.client,
+            "concurrency": args.concurrency,
+            "duration_s": args.duration,
+            "rounds": args.rounds,
+            "skipped_peers": got["skipped_peers"],
+            **summary,
+        }
+        out["load_average_after"] = os.getloadavg()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
     return 0
 
 

@@ -65,6 +65,8 @@ class Plan:
         "fetch_host",
         "num_ops",
         "placement",
+        "compiled",
+        "runs",
     )
 
     def __init__(self):
@@ -78,6 +80,9 @@ class Plan:
         self.fetch_host: tuple = ()
         self.num_ops = 0
         self.placement: dict | None = None  # op -> Device (None: single-device session)
+        # Session.run's compiled form of the plan (compiled on its second run); False: none.
+        self.compiled = None
+        self.runs = 0
 
 
 def compile_plan(

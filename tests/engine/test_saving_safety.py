@@ -1160,8 +1160,20 @@ def test_no_pickle_eval_or_exec_in_the_engine_and_service_sources():
     assert len(files) > 20
     found = []
     for p in files:
-        found += _unsafe_uses(p.read_text(encoding="utf-8"), str(p.relative_to(ROOT)))
+        rel = p.relative_to(ROOT).as_posix()
+        hits = _unsafe_uses(p.read_text(encoding="utf-8"), rel)
+        if rel in _AUDITED:  # exactly the audited calls there, no more
+            assert sorted(h.split(": ", 1)[1] for h in hits) == sorted(_AUDITED[rel]), hits
+            continue
+        found += hits
     assert found == []
+
+
+# The one audited exception: make_callable's plan compiler compiles Python source it writes
+# itself from slot indices and fixed text, every object (kernels, constants, ops) bound by
+# index and never as text, so nothing from a graph file reaches the source (see
+# engine/runtime/compiled.py and test_compiled_callable.py's hostile-names test).
+_AUDITED = {"engine/runtime/compiled.py": ["exec(", "exec()", "compile()"]}
 
 
 def test_loading_works_with_unpickling_and_np_load_disabled(model, tmp_path, monkeypatch):

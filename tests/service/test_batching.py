@@ -2,11 +2,12 @@
 
 import asyncio
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
+from service import batching
 from service.batching import Batcher
 from service.config import BatchingConfig
 from service.errors import DeadlineExceeded, InvalidInput, QueueFull, TooLarge
@@ -278,3 +279,163 @@ async def test_unbatchable_signatures_run_directly(pool):
     with pytest.raises(InvalidInput, match="same batch size"):
         await batcher(pool).submit(FakeSignature(), [np.ones((2, 1)), np.ones((3, 1))], deadline())
     await b.close()
+
+
+class InlineExecutor(Executor):
+    """Runs each submitted call at once on the caller's thread: a batch's run and its
+    completion callback happen in a fixed number of loop turns, so tests can assert by event
+    ordering (turns) instead of wall time."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as e:  # noqa: BLE001 - delivered through the future
+            future.set_exception(e)
+        return future
+
+
+async def _turns(n):
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def test_a_lone_request_with_an_idle_thread_runs_at_once_not_after_the_timeout():
+    sig = FakeSignature()
+    b = batcher(InlineExecutor(), num_batch_threads=1, batch_timeout_micros=60_000_000)
+    task = asyncio.create_task(b.submit(sig, [np.ones((1, 2), np.float32)], deadline()))
+    # Turns: enqueue; the batch starts (and, here, runs); its completion is delivered; the
+    # request resumes. A batch waiting on its one-minute timer would still be pending.
+    await _turns(5)
+    assert task.done() and task.result()["y"].tolist() == [[2.0, 2.0]]
+    assert len(sig.runs) == 1
+    await b.close()
+
+
+async def test_requests_read_in_the_same_turn_share_one_batch_without_a_timer():
+    sig = FakeSignature()
+    b = batcher(InlineExecutor(), batch_timeout_micros=0, max_batch_size=8)
+    xs = [np.full((1, 1), v, np.float32) for v in range(5)]
+    tasks = [asyncio.create_task(b.submit(sig, [x], deadline())) for x in xs]
+    await _turns(6)
+    assert all(t.done() for t in tasks)
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[0.0, 1.0, 2.0, 3.0, 4.0]]
+    await b.close()
+
+
+async def test_a_full_batch_runs_next_while_later_requests_start_another(pool):
+    sig = FakeSignature()
+    sig.gate.clear()
+    b = batcher(pool, num_batch_threads=1, max_batch_size=4, batch_timeout_micros=60_000_000)
+
+    def one(v, rows=1):
+        x = np.full((rows, 1), v, np.float32)
+        return asyncio.create_task(b.submit(sig, [x], deadline()))
+
+    first = one(0)
+    await asyncio.sleep(0.05)  # the only thread runs the first batch
+    full = [one(v) for v in (1, 2, 3, 4)]  # fills max_batch_size: closed at once
+    later = one(5)
+    await _turns(3)
+    sig.gate.set()
+    await asyncio.wait_for(asyncio.gather(first, *full, later), 20)
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[0.0], [1, 2, 3, 4], [5.0]]
+    await b.close()
+
+
+class MatmulSignature(FakeSignature):
+    """y = x @ w in float32 (BLAS), so merged runs exercise real kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+
+    def run(self, arrays, cancellation=None):  # noqa: ARG002
+        self.runs.append([a.copy() for a in arrays])
+        return {"y": arrays[0] @ self.w}
+
+
+async def test_merged_results_are_the_merged_run_split_back_bit_for_bit():
+    sig = MatmulSignature()
+    b = batcher(InlineExecutor(), max_batch_size=32)
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((n, 16)).astype(np.float32) for n in (1, 3, 2, 5, 1)]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    (run,) = sig.runs
+    whole = np.concatenate(xs) @ sig.w
+    offsets = np.cumsum([0] + [len(x) for x in xs])
+    for x, r, lo, hi in zip(xs, results, offsets, offsets[1:]):
+        assert r["y"].dtype == np.float32
+        np.testing.assert_array_equal(r["y"], whole[lo:hi])  # exactly its rows of the run
+        # vs running the request alone: BLAS may sum in another order for another row count
+        np.testing.assert_allclose(r["y"], x @ sig.w, rtol=1e-5, atol=1e-5)
+    await b.close()
+
+
+class PermitSignature(FakeSignature):
+    """Each run waits for one permit (``allow()``), so a test decides when each batch ends."""
+
+    def __init__(self):
+        super().__init__()
+        self.permits = threading.Semaphore(0)
+
+    def allow(self):
+        self.permits.release()
+
+    def run(self, arrays, cancellation=None):
+        assert self.permits.acquire(timeout=30)
+        return super().run(arrays, cancellation)
+
+
+async def test_requests_that_leave_a_running_batch_do_not_disturb_the_others(pool):
+    sig = PermitSignature()
+    b = batcher(pool, num_batch_threads=1, max_batch_size=8)
+    first = asyncio.create_task(b.submit(sig, [np.zeros((1, 1), np.float32)], deadline()))
+    await asyncio.sleep(0.05)  # the only thread runs the first batch
+    tasks = [
+        asyncio.create_task(b.submit(sig, [np.full((2, 1), v, np.float32)], deadline()))
+        for v in (1, 2, 3)
+    ]
+    expiring = asyncio.create_task(b.submit(sig, [np.full((1, 1), 9, np.float32)], deadline(0.3)))
+    await asyncio.sleep(0.05)
+    sig.allow()
+    await asyncio.wait_for(first, 20)  # the queued requests now run as one batch
+    tasks[1].cancel()  # leaves while its batch runs
+    with pytest.raises(DeadlineExceeded):
+        await expiring
+    sig.allow()
+    r1, r3 = await asyncio.wait_for(asyncio.gather(tasks[0], tasks[2]), 20)
+    assert r1["y"].tolist() == [[2.0], [2.0]] and r3["y"].tolist() == [[6.0], [6.0]]
+    assert tasks[1].cancelled()
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[0.0], [1, 1, 2, 2, 3, 3, 9]]
+    await b.close()
+
+
+async def test_close_fails_queued_requests_and_lets_the_running_batch_finish(pool):
+    sig = FakeSignature()
+    sig.gate.clear()
+    b = batcher(pool, num_batch_threads=1)
+    running = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    await asyncio.sleep(0.05)
+    queued = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    await _turns(2)
+    await b.close()
+    with pytest.raises(QueueFull, match="unloaded"):
+        await queued
+    with pytest.raises(QueueFull, match="unloaded"):
+        await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+    sig.gate.set()
+    r = await asyncio.wait_for(running, 20)
+    assert r["y"].tolist() == [[2.0]]
+    assert len(sig.runs) == 1
+
+
+def test_batching_with_several_blas_threads_is_warned_about_once(caplog):
+    batching._warned_blas.discard(3)
+    with caplog.at_level("WARNING", logger="flowserve.batching"):
+        batching.warn_blas_threads(1)
+        assert not caplog.records
+        batching.warn_blas_threads(3)
+        batching.warn_blas_threads(3)
+    (record,) = caplog.records
+    assert "intra_op_threads=3" in record.getMessage()

@@ -1,0 +1,523 @@
+"""Batching on vs off, each pair measured in one run (issue 13's batching targets).
+
+    python bench/batching.py [--duration 5] [--parts inprocess,http,clients,background]
+        [--rounds 3] [--batching-parameters FILE] [--baseline REF] [--json out.json]
+
+Parts (every pair alternates on/off in the same run, ``--rounds`` times in rotating order,
+printing medians; servers listen on free 127.0.0.1 ports and are stopped at the end):
+
+* ``inprocess``: ``wide_mlp`` (784-2048-2048-10) driven by 64 concurrent asyncio callers of
+  ``ModelManager.infer`` -- the servable core, no HTTP -- batching off vs on (target >= 4x).
+* ``http``: the same over HTTP (TF Serving REST JSON, 64 clients of ``bench/load.py``)
+  (target >= 3x).
+* ``clients``: the 784-256-128-10 ``mlp`` over HTTP at 1, 8 and 64 clients: req/s, p50, p99,
+  batching off vs on (target: on's p99 never above off's).
+* ``background``: ``clients`` again while a subprocess spins single-threaded numpy matmuls
+  (one core busy with unrelated work).
+* ``blas``: the cause of "p99 triples with batching on under background load": ``mlp`` at 64
+  clients under the same background work, off vs on, with the server's BLAS limit (one
+  thread per computation, ``--intra-op-threads 1``) and with two BLAS threads per
+  computation, as the server ran before the limit held.
+
+Each HTTP row also prints where a request's time went, from the server's own statistics
+(``/v2/models/NAME/stats``): mean queue wait per request, mean compute per session run, and
+mean rows per run. Batching parameters are the server's defaults unless
+``--batching-parameters`` names a TF Serving batching parameters file. ``--baseline REF`` (a
+git ref, e.g. ``main``) also serves the HTTP parts with batching on from that commit's code
+(``git archive`` into a temporary directory), measured in the same rounds: before/after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+for _var in BLAS_VARS:
+    os.environ.setdefault(_var, "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import aiohttp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.bench_models import build_repository  # noqa: E402
+from bench.load import (  # noqa: E402
+    Result,
+    Server,
+    flowserve,
+    free_port,
+    make_request,
+    run_load,
+)
+
+CLIENTS = (1, 8, 64)
+PARTS = ("inprocess", "http", "clients", "background", "blas")
+
+# One core of unrelated CPU work: single-threaded BLAS matmuls, back to back, until killed.
+SPINNER = (
+    "import numpy as np\n"
+    "a = np.random.default_rng(0).standard_normal((384, 384)).astype(np.float32)\n"
+    "while True:\n"
+    "    a = np.tanh(a @ a)\n"
+)
+
+
+# -----------------------------------------------------------------------------------------
+# In process: ModelManager.infer without HTTP
+# -----------------------------------------------------------------------------------------
+
+
+async def _managers(repo: Path, params: Path | None) -> dict:
+    from service.config import ServerConfig
+    from service.manager import ModelManager
+
+    managers = {}
+    for label in ("off", "on"):
+        kw = {"enable_batching": label == "on"}
+        if params is not None and label == "on":
+            kw["batching_parameters_file"] = str(params)
+        manager = ModelManager(
+            ServerConfig(model_repository=str(repo), poll_interval=0, **kw).validate()
+        )
+        await manager.start()
+        managers[label] = manager
+    return managers
+
+
+async def drive_in_process(manager, model: str, x: np.ndarray, clients: int, duration: float):
+    """``clients`` asyncio callers of ``manager.infer`` back to back for ``duration`` s; also
+    the event loop's lag (how late a 1 ms sleep wakes), the sign of a starved loop."""
+    loop = asyncio.get_running_loop()
+    latencies: list[float] = []
+    lags: list[float] = []
+    end = loop.time() + duration
+
+    async def client():
+        while loop.time() < end:
+            t0 = time.perf_counter()
+            await manager.infer(model, {"x": x})
+            latencies.append(time.perf_counter() - t0)
+
+    async def probe():
+        while loop.time() < end:
+            t0 = loop.time()
+            await asyncio.sleep(0.001)
+            lags.append(loop.time() - t0 - 0.001)
+
+    before = manager.model_statistics(model)[0]
+    t0 = loop.time()
+    await asyncio.gather(probe(), *(client() for _ in range(clients)))
+    elapsed = loop.time() - t0
+    after = manager.model_statistics(model)[0]
+    lat = np.array(latencies) * 1000
+    result = Result(
+        "",
+        clients,
+        round(elapsed, 2),
+        len(latencies),
+        {},
+        round(len(latencies) / elapsed, 1),
+        round(float(np.percentile(lat, 50)), 3),
+        round(float(np.percentile(lat, 90)), 3),
+        round(float(np.percentile(lat, 99)), 3),
+        round(float(lat.mean()), 3),
+    )
+    where = _where(before, after)
+    where["loop_lag_p99_ms"] = round(float(np.percentile(np.array(lags) * 1000, 99)), 3)
+    return result, where
+
+
+async def part_inprocess(repo: Path, params: Path | None, duration: float, rounds: int) -> dict:
+    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+    managers = await _managers(repo, params)
+
+    async def measure(i: int) -> dict:
+        out = {}
+        for label in _order(managers, i):
+            r, where = await drive_in_process(managers[label], "wide_mlp", x, 64, duration)
+            r.label = f"wide_mlp in process, 64 callers, batching {label}"
+            out[label] = (r, where)
+        return out
+
+    try:
+        for label in ("off", "on"):  # warm both (first batches, thread start)
+            await drive_in_process(managers[label], "wide_mlp", x, 64, min(duration, 0.5))
+        out = await _repeat(measure, rounds)
+    finally:
+        for m in managers.values():
+            await m.stop()
+    return {
+        "rows": out,
+        "ratios": {
+            "wide_mlp in-process throughput on/off (target >= 4)": _ratio(
+                out["on"][0].throughput_rps, out["off"][0].throughput_rps
+            )
+        },
+    }
+
+
+def _median(rows: list[tuple[Result, dict]]) -> tuple[Result, dict]:
+    """Field by field, the median of repeated measurements of one configuration."""
+    if len(rows) == 1:
+        return rows[0]
+    results = [r for r, _ in rows]
+
+    def med(name: str) -> float:
+        return round(float(np.median([getattr(r, name) for r in results])), 3)
+
+    errors: dict = {}
+    for r in results:
+        for k, v in r.errors.items():
+            errors[k] = errors.get(k, 0) + v
+    merged = Result(
+        f"{results[0].label} (median of {len(rows)})",
+        results[0].concurrency,
+        med("duration_s"),
+        sum(r.requests for r in results),
+        errors,
+        med("throughput_rps"),
+        med("p50_ms"),
+        med("p90_ms"),
+        med("p99_ms"),
+        med("mean_ms"),
+    )
+    where = {k: round(float(np.median([w[k] for _, w in rows])), 3) for k in rows[0][1]}
+    return merged, where
+
+
+async def _repeat(measure, rounds: int) -> dict:
+    """``measure(i)`` (label -> (Result, where)) ``rounds`` times; the medians per label."""
+    runs = [await measure(i) for i in range(rounds)]
+    return {label: _median([run[label] for run in runs]) for label in runs[0]}
+
+
+# -----------------------------------------------------------------------------------------
+# Over HTTP
+# -----------------------------------------------------------------------------------------
+
+
+async def _stats(url: str, model: str) -> dict:
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{url}/v2/models/{model}/stats") as r:
+            return (await r.json())["model_stats"][0]
+
+
+def _where(before: dict, after: dict) -> dict:
+    """Mean queue wait per request, compute per session run and rows per run between two
+    statistics documents (Triton's model_stats)."""
+
+    def delta(doc_key, field):
+        a = after["inference_stats"][doc_key][field]
+        b = before["inference_stats"][doc_key][field]
+        return a - b
+
+    requests = max(1, delta("success", "count"))
+    runs = max(1, after["execution_count"] - before["execution_count"])
+    rows = after["inference_count"] - before["inference_count"]
+    return {
+        "queue_ms": round(delta("queue", "ns") / requests / 1e6, 3),
+        "compute_ms_per_run": round(delta("compute_infer", "ns") / runs / 1e6, 3),
+        "rows_per_run": round(rows / runs, 2),
+    }
+
+
+async def http_pair(servers: dict, model: str, clients: int, duration: float, order) -> dict:
+    """One measurement per server in ``order`` (labels of ``servers``), back to back."""
+    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+    request = make_request("tfserving", model, "x", x)
+    out = {}
+    for label in order:
+        server = servers[label]
+        before = await _stats(server.url, model)
+        r = await run_load(
+            server.url,
+            request,
+            clients,
+            duration,
+            warmup=min(1.0, duration / 4),
+            label=f"{model}, {clients} clients, batching {label}",
+        )
+        out[label] = (r, _where(before, await _stats(server.url, model)))
+    return out
+
+
+def _baseline_server(code: Path, repo: Path, name: str, *args: str) -> Server:
+    """flowserve from the code tree ``code`` (another commit), on a free port."""
+    port = free_port()
+    boot = f"import sys; sys.path.insert(0, {str(code)!r}); from service.cli import main; main()"
+    argv = [
+        sys.executable,
+        "-c",
+        boot,
+        "--model-repository",
+        str(repo),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--poll-interval",
+        "0",
+        "--log-level",
+        "warning",
+        "--grpc-port",
+        "0",
+        *args,
+    ]
+    return Server(argv, port, name)
+
+
+def _export(ref: str, into: Path) -> Path:
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True
+    ).stdout
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+async def start_servers(repo: Path, params: Path | None, baseline: Path | None = None) -> dict:
+    servers = {}
+    extra = ["--batching-parameters-file", str(params)] if params is not None else []
+    with _blas_env_unset():  # as shipped: the server's own BLAS limit decides
+        servers["off"] = flowserve(repo, "batching-off")
+        servers["on"] = flowserve(repo, "batching-on", "--enable-batching", *extra)
+        if baseline is not None:
+            servers["on@baseline"] = _baseline_server(
+                baseline, repo, "batching-on-baseline", "--enable-batching", *extra
+            )
+    try:
+        for s in servers.values():
+            await s.wait_ready()
+    except BaseException:
+        for s in servers.values():
+            s.stop()
+        raise
+    return servers
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / max(b, 1e-9), 2)
+
+
+def _order(servers: dict, i: int) -> list[str]:
+    """The labels of ``servers`` (or managers) rotated by ``i``: none always goes first."""
+    labels = list(servers)
+    i %= len(labels)
+    return labels[i:] + labels[:i]
+
+
+def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
+    ratios = {}
+    off = pair["off"][0]
+    for label in pair:
+        if label == "off":
+            continue
+        r = pair[label][0]
+        if p99:
+            ratios[f"{title} p99 {label}/off (target <= 1)"] = _ratio(r.p99_ms, off.p99_ms)
+        ratios[f"{title} req/s {label}/off"] = _ratio(r.throughput_rps, off.throughput_rps)
+    return ratios
+
+
+async def part_http(servers: dict, duration: float, rounds: int) -> dict:
+    async def measure(i: int) -> dict:
+        return await http_pair(servers, "wide_mlp", 64, duration, _order(servers, i))
+
+    pair = await _repeat(measure, rounds)
+    return {
+        "rows": pair,
+        "ratios": _pair_ratios(pair, "wide_mlp HTTP 64 clients (target on/off >= 3):", False),
+    }
+
+
+async def part_clients(servers: dict, duration: float, rounds: int, title: str) -> dict:
+    rows, ratios = {}, {}
+    for clients in CLIENTS:
+
+        async def measure(i: int, clients: int = clients) -> dict:
+            return await http_pair(servers, "mlp", clients, duration, _order(servers, i))
+
+        pair = await _repeat(measure, rounds)
+        for label, row in pair.items():
+            rows[f"{clients}/{label}"] = row
+        ratios.update(_pair_ratios(pair, f"{title}mlp {clients} clients", True))
+    return {"rows": rows, "ratios": ratios}
+
+
+@contextlib.contextmanager
+def _blas_env_unset():
+    """Servers started inside inherit no BLAS thread variables (this script sets them to 1
+    for itself), so ``--intra-op-threads`` alone decides their BLAS threads."""
+    saved = {v: os.environ.pop(v) for v in BLAS_VARS if v in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+async def part_blas(repo: Path, params: Path | None, servers: dict, duration: float, rounds: int):
+    extra = ["--batching-parameters-file", str(params)] if params is not None else []
+    with _blas_env_unset():
+        two = {
+            "off, 2 BLAS threads": flowserve(repo, "blas2-off", "--intra-op-threads", "2"),
+            "on, 2 BLAS threads": flowserve(
+                repo, "blas2-on", "--intra-op-threads", "2", "--enable-batching", *extra
+            ),
+        }
+    group = {"off": servers["off"], "on": servers["on"], **two}
+    try:
+        for s in two.values():
+            await s.wait_ready()
+        with Background():
+
+            async def measure(i: int) -> dict:
+                return await http_pair(group, "mlp", 64, duration, _order(group, i))
+
+            pair = await _repeat(measure, rounds)
+    finally:
+        for s in two.values():
+            s.stop()
+    p99 = {label: row[0].p99_ms for label, row in pair.items()}
+    return {
+        "rows": pair,
+        "ratios": {
+            "background load, mlp 64 clients, 1 BLAS thread: p99 on/off": _ratio(
+                p99["on"], p99["off"]
+            ),
+            "background load, mlp 64 clients, 2 BLAS threads: p99 on/off": _ratio(
+                p99["on, 2 BLAS threads"], p99["off, 2 BLAS threads"]
+            ),
+        },
+    }
+
+
+class Background:
+    """A subprocess keeping one core busy with numpy matmuls while the block runs."""
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SPINNER],
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        )
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+# -----------------------------------------------------------------------------------------
+# Main
+# -----------------------------------------------------------------------------------------
+
+
+def _print(result: dict) -> None:
+    for _, (r, where) in result["rows"].items():
+        print(f"{r.line()}\n{'':44} where: {where}", flush=True)
+    for name, value in result["ratios"].items():
+        print(f"   ratio  {name}: {value}", flush=True)
+
+
+async def run(
+    parts: list[str],
+    duration: float,
+    rounds: int,
+    params: Path | None,
+    baseline: str | None,
+) -> dict:
+    out = {
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "duration_s": duration,
+        "load_average_at_start": os.getloadavg(),
+    }
+    with tempfile.TemporaryDirectory(prefix="fs-bench-batching-") as tmp:
+        repo = build_repository(Path(tmp) / "repo")
+        code = _export(baseline, Path(tmp) / "baseline") if baseline else None
+        results = {}
+        if "inprocess" in parts:
+            print("== in process (ModelManager.infer, no HTTP)", flush=True)
+            results["inprocess"] = await part_inprocess(repo, params, duration, rounds)
+            _print(results["inprocess"])
+        if {"http", "clients", "background", "blas"} & set(parts):
+            servers = await start_servers(repo, params, code)
+            try:
+                if "http" in parts:
+                    print("== over HTTP: wide_mlp, 64 clients", flush=True)
+                    results["http"] = await part_http(servers, duration, rounds)
+                    _print(results["http"])
+                if "clients" in parts:
+                    print("== over HTTP: mlp at 1, 8, 64 clients", flush=True)
+                    results["clients"] = await part_clients(servers, duration, rounds, "")
+                    _print(results["clients"])
+                if "background" in parts:
+                    print("== over HTTP: mlp, one core busy with unrelated work", flush=True)
+                    with Background():
+                        results["background"] = await part_clients(
+                            servers, duration, rounds, "background load, "
+                        )
+                    _print(results["background"])
+                if "blas" in parts:
+                    print(
+                        "== over HTTP: mlp, 64 clients, background work, BLAS threads", flush=True
+                    )
+                    results["blas"] = await part_blas(repo, params, servers, duration, rounds)
+                    _print(results["blas"])
+            finally:
+                for s in servers.values():
+                    s.stop()
+    out["load_average_at_end"] = os.getloadavg()
+    print(f"load average: start {out['load_average_at_start']}, end {out['load_average_at_end']}")
+    for name, result in results.items():
+        out[name] = {
+            "ratios": result["ratios"],
+            "rows": {k: {**asdict(r), "where": w} for k, (r, w) in result["rows"].items()},
+        }
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every pair this many times, in rotating order, and print the medians",
+    )
+    parser.add_argument("--batching-parameters", help="TF Serving batching parameters file")
+    parser.add_argument(
+        "--baseline", help="git ref whose code also serves batching on (before/after)"
+    )
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args(argv)
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown parts {unknown}; choose from {list(PARTS)}")
+    params = Path(args.batching_parameters).resolve() if args.batching_parameters else None
+    out = asyncio.run(run(parts, args.duration, max(1, args.rounds), params, args.baseline))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

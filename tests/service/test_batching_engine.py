@@ -1,0 +1,48 @@
+"""Batching on a real engine model, without HTTP: merged runs through ModelManager.infer."""
+
+import asyncio
+
+import numpy as np
+
+import engine as tf
+from tests.service import models
+
+
+def dense(path):
+    """y = relu(x @ w + b), x float32 [None, 32]: real BLAS matrix products."""
+
+    def build():
+        x = tf.placeholder(tf.float32, [None, 32], name="x")
+        rng = np.random.default_rng(7)
+        w = tf.Variable(rng.standard_normal((32, 16)).astype(np.float32), name="w")
+        b = tf.Variable(rng.standard_normal(16).astype(np.float32), name="b")
+        return {"serving_default": ({"x": x}, {"y": tf.nn.relu(tf.matmul(x, w) + b)})}
+
+    models.export(path, build)
+
+
+async def test_merged_requests_get_the_rows_of_the_same_run_without_batching(tmp_path, manager_for):
+    dense(tmp_path / "dense" / "1")
+    models.write_config(
+        tmp_path / "dense",
+        {"batching": {"max_batch_size": 64, "batch_timeout_micros": 60_000_000}},
+    )
+    batched = await manager_for(tmp_path, enable_batching=True)
+    plain = await manager_for(tmp_path)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((n, 32)).astype(np.float32) for n in (1, 4, 2, 7, 1, 3)]
+    # Read in one turn with the batch thread idle: one batch, started at once (the one-minute
+    # timeout never applies), holding every request in order.
+    results = await asyncio.wait_for(
+        asyncio.gather(*(batched.infer("dense", {"x": x}) for x in xs)), 30
+    )
+    (stats,) = batched.model_statistics("dense")
+    assert stats["execution_count"] == 1 and stats["inference_count"] == sum(map(len, xs))
+    # The same rows run unbatched as one request: bit for bit what each request got back.
+    whole = (await plain.infer("dense", {"x": np.concatenate(xs)})).outputs["y"]
+    offset = 0
+    for x, r in zip(xs, results):
+        y = r.outputs["y"]
+        assert y.dtype == np.float32 and y.shape == (len(x), 16)
+        np.testing.assert_array_equal(y, whole[offset : offset + len(x)])
+        offset += len(x)
