@@ -162,6 +162,9 @@ class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path, model, status, latency (text or JSON)."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        logger = self.logger
+        if not logger.isEnabledFor(logging.INFO):
+            return
         model = request.get(MODEL, "-") or "-"
         version = request.get(VERSION, "")
         # The access log is written outside the handler's task: pass the ID explicitly.
@@ -175,15 +178,27 @@ class AccessLogger(AbstractAccessLogger):
             "latency_ms": round(time * 1000, 3),
             "remote": request.remote,
         }
-        self.logger.info(
-            "%s %s model=%s%s status=%d latency_ms=%.2f",
-            request.method,
-            request.path,
-            model,
-            f" version={version}" if version else "",
-            response.status,
-            time * 1000,
-            extra={"access": fields, "request_id": request_id},
+        # makeRecord + handle is logger.info without its search of the caller's frame (a
+        # third of the cost of a line): an access line's source is always this method.
+        logger.handle(
+            logger.makeRecord(
+                logger.name,
+                logging.INFO,
+                __file__,
+                0,
+                "%s %s model=%s%s status=%d latency_ms=%.2f",
+                (
+                    request.method,
+                    request.path,
+                    model,
+                    f" version={version}" if version else "",
+                    response.status,
+                    time * 1000,
+                ),
+                None,
+                func="AccessLogger.log",
+                extra={"access": fields, "request_id": request_id},
+            )
         )
 
     @property

@@ -17,12 +17,21 @@ from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service.errors import InvalidInput, TooLarge
 
-__all__ = ["TensorSpec", "from_json_value", "coerce", "shape_str", "check_shape", "MAX_ELEMENTS"]
+__all__ = [
+    "TensorSpec",
+    "from_json_value",
+    "float_array",
+    "coerce",
+    "shape_str",
+    "check_shape",
+    "MAX_ELEMENTS",
+]
 
 # The default cap on the elements of one request tensor (and on each of its dimensions), so
 # that a declared shape is refused before anything is allocated for it.
 MAX_ELEMENTS = 1 << 28
 _EXACT_FLOAT = 2.0**53  # floats at or above this magnitude may have lost integer digits
+_MAX_DEPTH = 32  # nested lists
 
 
 class TensorSpec:
@@ -98,6 +107,45 @@ def from_json_value(value: object, what: str) -> np.ndarray:
     return arr
 
 
+# Magnitudes below which a float64 from JSON converts to each float type with no further
+# check: 2**53 (from_json_value re-reads larger ones as exact integers), or the type's range.
+_FAST_FLOAT_LIMITS = {
+    np.dtype(np.float64): 2.0**53,
+    np.dtype(np.float32): 2.0**53,
+    np.dtype(np.float16): 65504.0,
+}
+
+
+def float_array(value: list, dtype: dtypes.DType) -> np.ndarray | None:
+    """``value``, a nested list of numbers from a JSON body, as an array of the float
+    ``dtype`` in one numpy conversion: the array ``coerce(from_json_value(value))`` gives,
+    without its per-call checks. None when anything needs them (strings, nulls, bools
+    alone, ragged rows, deep nesting, empty, NaN, or magnitudes at 2**53 or the type's
+    range): the caller then takes that path, for its exact result or error message.
+
+    A bool among numbers becomes a number, as ``from_json_value`` makes it."""
+    limit = _FAST_FLOAT_LIMITS.get(dtype.base_dtype.np)
+    if limit is None:
+        return None
+    try:
+        arr = np.array(value)
+    except (ValueError, OverflowError):
+        return None
+    kind = arr.dtype.kind
+    if not arr.size or arr.ndim > _MAX_DEPTH:
+        return None
+    if kind == "f":
+        # NaN fails both comparisons: the full path decides about it.
+        if not (-limit < _min(arr, None) and _max(arr, None) < limit):
+            return None
+    elif kind not in "iu" or limit < _EXACT_FLOAT:  # integers may overflow float16 only
+        return None
+    return arr.astype(dtype.base_dtype.np, copy=False)
+
+
+_min, _max = np.minimum.reduce, np.maximum.reduce
+
+
 def _refuse_wide_integers(arr: np.ndarray, what: str) -> None:
     for v in arr.reshape(-1):
         if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
@@ -148,8 +196,8 @@ def _first_leaf(value, what):
             return 0.0
         v = v[0]
         depth += 1
-        if depth > 32:
-            raise InvalidInput(f"{what}: nested more than 32 levels deep")
+        if depth > _MAX_DEPTH:
+            raise InvalidInput(f"{what}: nested more than {_MAX_DEPTH} levels deep")
     if isinstance(v, dict) and set(v) == {"b64"}:
         return b""
     return v
@@ -183,9 +231,11 @@ _FLOAT_LIMITS = {np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.40282346
 
 def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.ndarray:
     """``arr`` cast safely to ``spec.dtype`` and checked against ``spec.shape``."""
-    what = what or f"input '{spec.alias}'"
     target = spec.dtype.base_dtype
     kind = arr.dtype.kind
+    if kind in "biuf" and arr.dtype == target.np:
+        return _check_dims(spec, arr, what)  # already converted (float_array): no cast
+    what = what or f"input '{spec.alias}'"
     if target is dtypes.string:
         if kind != "O":
             raise InvalidInput(
@@ -231,8 +281,13 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
                 raise InvalidInput(f"{what}: values out of range for {target.name}")
     else:
         out = arr.astype(target.np, copy=False)
+    return _check_dims(spec, out, what)
+
+
+def _check_dims(spec: TensorSpec, out: np.ndarray, what: str | None) -> np.ndarray:
     dims = spec.dims
     if dims is not None:
+        what = what or f"input '{spec.alias}'"
         if out.ndim != len(dims):
             raise InvalidInput(
                 f"{what} has shape {list(out.shape)} (rank {out.ndim}); the "

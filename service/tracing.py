@@ -55,6 +55,7 @@ ENABLED = trace is not None
 _SERVER_SPAN = web.RequestKey("fs_server_span", object)
 _PHASE = web.RequestKey("fs_phase_span", object)
 _PHASE_CONTEXT = web.RequestKey("fs_phase_context", object)
+_TRACED = []  # [True] once a request got a server span: before that, phase() has no work
 # Set while serving a request the trace settings did not sample: no span of it is recorded,
 # in the handler or in the tasks it starts (batches reset it for the requests they carry).
 _UNSAMPLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fs_unsampled", default=False)
@@ -67,17 +68,29 @@ def _tracer():
     return _TRACER
 
 
-def active() -> bool:
+def active(refresh: bool = False) -> bool:
     """Whether spans are recorded: the packages are installed and a real tracer provider is
     set (by ``configure`` or the embedding program). Otherwise every hook here returns at
-    once, instead of paying for the API's no-op spans (tens of microseconds a request)."""
-    return ENABLED and not _UNSAMPLED.get() and _provider_set()
+    once, instead of paying for the API's no-op spans (tens of microseconds a request).
+
+    Whether a provider is set is looked up again with ``refresh`` (``create_app`` does, as
+    it decides on the tracing middleware) and remembered in between: the lookup reads the
+    environment, a few percent of a small request's time. Once set it stays set (an
+    OpenTelemetry provider can be set only once)."""
+    return ENABLED and _provider_set(refresh) and not _UNSAMPLED.get()
 
 
-def _provider_set() -> bool:
-    return not isinstance(
+_PROVIDER = [None]  # whether a real tracer provider was set, as last looked up
+
+
+def _provider_set(refresh: bool = False) -> bool:
+    known = _PROVIDER[0]
+    if known or (known is not None and not refresh):
+        return known
+    _PROVIDER[0] = not isinstance(
         trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
     )
+    return _PROVIDER[0]
 
 
 def configure(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -121,6 +134,7 @@ def configure(environ: Mapping[str, str] = os.environ) -> str | None:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    _provider_set(refresh=True)
     return exporter_name
 
 
@@ -147,6 +161,8 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
         attributes={"http.request.method": request.method, "url.path": request.path},
     ) as server_span:
         request[_SERVER_SPAN] = server_span
+        if not _TRACED:
+            _TRACED.append(True)
         status = 500
         try:
             response = await handler(request)
@@ -182,8 +198,8 @@ def _sampled(request: web.Request, settings) -> bool:
 
 def phase(request: web.Request, name: str | None, **attributes: object) -> None:
     """Ends the request's open phase span (parse, encode), and starts ``name`` if given."""
-    if _SERVER_SPAN not in request:
-        return  # not traced
+    if not _TRACED or _SERVER_SPAN not in request:
+        return  # not traced (a request's mapping raises KeyError inside ``in``: check first)
     current = request.get(_PHASE)
     if current is not None:
         current.end()

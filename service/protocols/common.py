@@ -8,6 +8,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import orjson
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -53,7 +54,6 @@ BODY_TIMEOUT = web.AppKey("fs_body_timeout", float)
 MAX_BODY = web.AppKey("fs_max_body", int)
 _BROTLI_ERRORS = (brotli.error,) if brotli is not None else ()
 _INLINE_DECODE_BYTES = 64 << 10  # larger compressed bodies are decoded off the event loop
-_JSON_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
 def note(
@@ -96,8 +96,11 @@ async def read_body(request: web.Request, timeout: float | None = None) -> bytes
     if timeout is None:
         timeout = request.app.get(BODY_TIMEOUT)
     try:
-        async with asyncio.timeout(timeout):
+        if request.content.is_eof():  # all arrived with the headers: no timer to arm
             raw = await request.read()
+        else:
+            async with asyncio.timeout(timeout):
+                raw = await request.read()
     except TimeoutError:
         raise RequestTimeout(
             f"The request body did not arrive within {timeout:g} seconds (body_timeout)"
@@ -223,13 +226,41 @@ def parse_json(body: bytes, what: str = "The request body") -> Any:
 
 
 def dumps(obj: Any) -> bytes:
-    """JSON bytes. orjson writes NaN and infinities as ``null``; TF Serving writes the tokens
+    """JSON bytes of ``obj``, which may hold numpy arrays and scalars (written as nested
+    lists, without a Python object per element).
+
+    Floats are written as the shortest text that reads back as the same value *of their
+    own type*: a float32 0.1 is ``0.1`` (as TF Serving writes it), not the ``0.10000000149011612``
+    of its float64 widening; parsed and cast to float32 it gives back the identical bits.
+
+    orjson writes NaN and infinities as ``null``; TF Serving writes the tokens
     ``NaN``/``Infinity``, so a document that came out with a ``null`` is re-encoded with the
     standard library to keep them."""
-    out = orjson.dumps(obj)
+    try:
+        out = orjson.dumps(obj, default=_plain_array, option=orjson.OPT_SERIALIZE_NUMPY)
+    except orjson.JSONEncodeError:  # e.g. a big-endian array, which orjson refuses
+        out = b"null"
     if b"null" in out:
         out = _JSON_DUMPS.encode(obj).encode("utf-8")
     return out
+
+
+def _plain_array(value: Any) -> Any:
+    """``value`` (a numpy array or scalar orjson does not write itself: non-contiguous,
+    0-d, big-endian, object) as plain Python values, floats as ``dumps`` writes them."""
+    if not isinstance(value, (np.ndarray, np.generic)):
+        raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" and arr.dtype.itemsize < 8:
+        # numpy's str() of a float32 is its shortest round-tripping text (orjson's, which
+        # writes a float16 as a float32); the float64 read from it prints as that text.
+        return arr.astype(np.float32).astype(str).astype(np.float64).tolist()
+    return arr.tolist()
+
+
+_JSON_DUMPS = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=True, separators=(",", ":"), default=_plain_array
+)
 
 
 def json_response(

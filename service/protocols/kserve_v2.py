@@ -162,15 +162,22 @@ def triton_errors(name: str) -> Iterator[None]:
     try:
         yield
     except ModelNotFound as e:
-        at = f" version {e.version}" if e.version is not None else ""
-        raise NotFound(f"Request for unknown model: '{name}'{at} is not found") from None
+        raise _unknown_model(name, e) from None
+
+
+def _unknown_model(name: str, e: ModelNotFound) -> NotFound:
+    at = f" version {e.version}" if e.version is not None else ""
+    return NotFound(f"Request for unknown model: '{name}'{at} is not found")
 
 
 def _triton_route(handler):
     @functools.wraps(handler)
     async def wrapped(request: web.Request) -> web.Response:
-        with triton_errors(request.match_info.get("model", "")):
+        # triton_errors, without a context manager's generator per request
+        try:
             return await handler(request)
+        except ModelNotFound as e:
+            raise _unknown_model(request.match_info.get("model", ""), e) from None
 
     return wrapped
 

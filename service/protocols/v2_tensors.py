@@ -16,7 +16,7 @@ import numpy as np
 from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service.errors import Internal, InvalidInput
-from service.tensors import TensorSpec, coerce, from_json_value
+from service.tensors import TensorSpec, coerce, float_array, from_json_value
 
 __all__ = [
     "DATATYPES",
@@ -125,6 +125,10 @@ def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what:
     if isinstance(data, bytes):
         return _from_raw(data, dtype, shape, datatype, what)
     count = math.prod(shape)
+    if isinstance(data, list):
+        arr = float_array(data, dtype)  # numbers for a float datatype: one conversion
+        if arr is not None and arr.size == count:
+            return arr.reshape(shape)
     arr = from_json_value(data if isinstance(data, list) else [data], what)
     if arr.size != count:
         raise InvalidInput(
@@ -162,10 +166,11 @@ def _to_raw(arr: np.ndarray) -> bytes:
     return np.ascontiguousarray(arr, arr.dtype.newbyteorder("<")).tobytes()
 
 
-def _json_data(arr: np.ndarray) -> list | None:
-    """Flat JSON values, or None for BYTES that are not all UTF-8 (sent as binary then)."""
+def _json_data(arr: np.ndarray) -> np.ndarray | list | None:
+    """Flat JSON values (numbers and bools as a flat array, written by ``common.dumps``), or
+    None for BYTES that are not all UTF-8 (sent as binary then)."""
     if arr.dtype.kind != "O":
-        return arr.reshape(-1).tolist()
+        return arr.reshape(-1)
     try:
         return [v.decode("utf-8") for v in _flat_bytes(arr)]
     except UnicodeDecodeError:

@@ -1,0 +1,146 @@
+"""What flowserve's per-request path costs beside the floor: throughput and server CPU time
+per request, TF Serving REST and V2 JSON, batching off and on, each next to the bare aiohttp
+floor in the same run.
+
+Throughput at 64 clients depends on everything else the machine runs; the server's own CPU
+seconds per request (user + system, all its threads, read from ``/proc``) much less, so both
+are printed, each as a ratio to the floor's. ``--compare PATH`` runs the same servers from
+another checkout (e.g. a ``git worktree`` of ``main``) interleaved with this one: an A/B of a
+change in one run.
+
+    python bench/request_path.py [--duration 3] [--rounds 1] [--compare ../main]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import aiohttp  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.load import Result, Server, bare, free_port, make_request, run_load  # noqa: E402
+from bench.peers.run import LAYERS, export, weights  # noqa: E402
+
+CLIENTS = 64
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _flowserve(tree: Path, repo: Path, *args: str) -> Server:
+    """flowserve from checkout ``tree`` (its ``service`` package, this interpreter)."""
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "service",
+        "--model-repository",
+        str(repo),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--poll-interval",
+        "0",
+        "--log-level",
+        "warning",
+        "--grpc-port",
+        "0",
+        *args,
+    ]
+    return Server(argv, port, "flowserve", cwd=tree)
+
+
+async def _measure(server: Server, request, duration: float, label: str) -> Result:
+    """Load at CLIENTS clients; the result carries ``cpu_us``, server CPU per request."""
+    await server.wait_ready()
+    await run_load(server.url, request, CLIENTS, 0.5, warmup=0.0)  # warm up
+    before = _cpu_seconds(server.proc.pid)
+    result = await run_load(server.url, request, CLIENTS, duration, warmup=0.0, label=label)
+    result.cpu_us = (_cpu_seconds(server.proc.pid) - before) / max(1, result.requests) * 1e6
+    return result
+
+
+async def run(duration: float, rounds: int, trees: dict[str, Path]) -> list[tuple]:
+    work = Path(tempfile.mkdtemp(prefix="fs-request-path-"))
+    export(work / "repo" / "mlp" / "1", weights())
+    batching = work / "batching.json"
+    batching.write_text(
+        json.dumps({"max_batch_size": 64, "batch_timeout_micros": 0, "num_batch_threads": 1})
+    )
+    modes = {"off": [], "on": ["--enable-batching", "--batching-parameters-file", str(batching)]}
+    x = np.random.default_rng(0).standard_normal((1, LAYERS[0])).astype(np.float32)
+    requests = {p: make_request(p, "mlp", "x", x) for p in ("tfserving", "v2")}
+    reply = work / "reply.json"
+    server = _flowserve(ROOT, work / "repo")
+    try:
+        await server.wait_ready()
+        async with aiohttp.ClientSession() as s:
+            req = requests["tfserving"]
+            async with s.post(server.url + req.path, data=req.body) as resp:
+                reply.write_bytes(await resp.read())
+    finally:
+        server.stop()
+    rows = []
+    for _ in range(rounds):
+        floor_server = bare(reply)
+        try:
+            floor = await _measure(floor_server, requests["tfserving"], duration, "bare floor")
+        finally:
+            floor_server.stop()
+        print(f"{floor.line()}   cpu {floor.cpu_us:6.0f} us/req", flush=True)
+        for protocol, name in (("tfserving", "TF Serving REST"), ("v2", "V2 JSON")):
+            for mode, args in modes.items():
+                for tree_name, tree in trees.items():
+                    label = f"{tree_name}: {name}, batching {mode}"
+                    server = _flowserve(tree, work / "repo", *args)
+                    try:
+                        r = await _measure(server, requests[protocol], duration, label)
+                    finally:
+                        server.stop()
+                    rps, cpu = r.throughput_rps / floor.throughput_rps, r.cpu_us / floor.cpu_us
+                    print(
+                        f"{r.line()}   cpu {r.cpu_us:6.0f} us/req   "
+                        f"({rps:.0%} of the floor's req/s; {cpu:.2f}x its cpu/req)",
+                        flush=True,
+                    )
+                    rows.append((label, rps, cpu))
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds per server")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--compare", type=Path, help="another checkout to run beside this one")
+    args = parser.parse_args(argv)
+    trees = {"this": ROOT}
+    if args.compare is not None:
+        trees = {"compare": args.compare.resolve(), "this": ROOT}
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {CLIENTS} clients")
+    rows = asyncio.run(run(args.duration, args.rounds, trees))
+    print(f"\nload average {os.getloadavg()[0]:.1f}")
+    print("\n| server | of the floor's req/s | cpu per request / the floor's |\n|---|---|---|")
+    for label, rps, cpu in rows:
+        print(f"| {label} | {rps:.0%} | {cpu:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
