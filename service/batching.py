@@ -139,10 +139,10 @@ class DirectScheduler:
         )
         if runs_inline(signature, arrays, self._inline_seconds):
             try:
-                values, seconds, waited = _timed_run(signature, arrays)
+                values, seconds, waited, cpu = _timed_run(signature, arrays)
             finally:
                 tracing.end_span(run_span)
-            signature.observe(arrays, seconds)
+            signature.observe(arrays, seconds, cpu)
             if self._metrics is not None:
                 self._metrics.executor_wait(*self._labels, waited, batched=False)
                 self._metrics.session_run(*self._labels, seconds)
@@ -157,7 +157,7 @@ class DirectScheduler:
         expired = []
         timer = loop.call_at(deadline, _expire, future, expired)
         try:
-            values, seconds, waited = await future
+            values, seconds, waited, cpu = await future
         except asyncio.CancelledError:
             token.cancel("deadline exceeded" if expired else "request cancelled")
             if self._overdue is not None:
@@ -171,7 +171,7 @@ class DirectScheduler:
         finally:
             timer.cancel()
             tracing.end_span(run_span)
-        signature.observe(arrays, seconds)
+        signature.observe(arrays, seconds, cpu)
         if self._metrics is not None:
             self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
@@ -203,14 +203,15 @@ def _expire(future, expired: list) -> None:
 
 
 def _timed_run(signature, arrays, cancellation=None, submitted=None):
-    """Runs on a compute thread: ``(values, run seconds, seconds waited for the thread)``."""
-    t0 = time.perf_counter()
+    """Runs on a compute thread: ``(values, run seconds, seconds waited for the thread, the
+    thread's CPU seconds in the run)``."""
+    t0, c0 = time.perf_counter(), time.thread_time()
     waited = t0 - submitted if submitted is not None else 0.0
     if cancellation is None:
         values = signature.run(arrays)
     else:
         values = signature.run(arrays, cancellation=cancellation)
-    return values, time.perf_counter() - t0, waited
+    return values, time.perf_counter() - t0, waited, time.thread_time() - c0
 
 
 class _Request:
@@ -555,8 +556,8 @@ class Batcher:
                 error = Internal(f"model failed: {error}")
             _fail(live, error)
             return
-        values, seconds, waited = result
-        run.signature.observe(run.merged, seconds)
+        values, seconds, waited, cpu = result
+        run.signature.observe(run.merged, seconds, cpu)
         if self._metrics is not None:
             for _ in live:
                 self._metrics.executor_wait(*self._labels, waited, batched=True)
@@ -594,7 +595,7 @@ class _Run:
 
 
 def _attempt(signature, merged):
-    """A run on this thread: ``((values, seconds, waited), None)`` or ``(None, error)``."""
+    """A run on this thread: ``((values, seconds, waited, cpu), None)`` or ``(None, error)``."""
     try:
         return _timed_run(signature, merged), None
     except Exception as e:  # noqa: BLE001 - reported to every request in the batch

@@ -111,6 +111,11 @@ class Signature:
         # under a small threshold on the event loop instead of handing them to a thread.
         self.cost_seconds: float | None = None
         self.cost_elements = 1
+        # On the CPU the estimate learns from the computing thread's CPU time, not wall
+        # time: under load, wall time counts the waits for a core and for the GIL, so a
+        # small model measured on a busy machine would never be judged cheap enough to run
+        # inline. A GPU run waits for its device without using the CPU: it learns wall time.
+        self.cpu_bound = True
         # Batchable: every input and output has an unknown leading (batch) dimension.
         self.batchable = all(
             s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
@@ -155,8 +160,13 @@ class Signature:
         elements = sum(a.size for a in arrays)
         return self.cost_seconds * max(1.0, elements / self.cost_elements)
 
-    def observe(self, arrays: list[np.ndarray], seconds: float) -> None:
-        """Folds a measured run into the cost estimate (a moving average, per element)."""
+    def observe(
+        self, arrays: list[np.ndarray], seconds: float, cpu_seconds: float | None = None
+    ) -> None:
+        """Folds a measured run into the cost estimate (a moving average, per element):
+        its CPU time where given and the signature runs on the CPU, else its wall time."""
+        if cpu_seconds is not None and self.cpu_bound:
+            seconds = cpu_seconds
         elements = max(1, sum(a.size for a in arrays))
         if self.cost_seconds is None:
             self.cost_seconds, self.cost_elements = seconds, elements
@@ -346,6 +356,9 @@ class Servable:
             self._add_instance(i, graph, session, meta)
             graph.finalize()
             self.instances.append(label)
+        on_cpu = all(label.partition(":")[0] == "cpu" for label in self.instances)
+        for sig in self.signatures.values():
+            sig.cpu_bound = on_cpu
         if len(configs) > 1:
             self.pool = InstancePool(self.instances)
             for sig in self.signatures.values():
@@ -493,14 +506,15 @@ class Servable:
 
     def _learn_cost(self, sig: Signature, arrays: list[np.ndarray]) -> None:
         """Measures a warmed-up signature's compute time: the fastest of a few runs."""
-        best = None
+        best = best_cpu = None
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             sig.run(arrays, instance=0, cancellation=self.load_cancellation)
-            took = time.perf_counter() - t0
+            took, cpu = time.perf_counter() - t0, time.thread_time() - c0
             best = took if best is None else min(best, took)
+            best_cpu = cpu if best_cpu is None else min(best_cpu, cpu)
         sig.cost_seconds = None
-        sig.observe(arrays, best)
+        sig.observe(arrays, best, best_cpu)
 
     def unload(self, drain_timeout: float = 30.0) -> None:
         """Waits for in-flight requests (up to ``drain_timeout``), then frees the session."""

@@ -104,10 +104,12 @@ def onnx_mlp(params):
 
 
 def _timed(fn, x, n) -> float:
-    t0 = time.perf_counter()
+    """CPU seconds of ``n`` calls: other processes' load on the machine slows every runner
+    alike but is not counted."""
+    t0 = time.process_time()
     for _ in range(n):
         fn(x)
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
 def in_process(params) -> list[dict]:
@@ -140,9 +142,10 @@ def in_process(params) -> list[dict]:
     return rows
 
 
-def interleaved_us(runners: dict, x, min_time=0.2, rounds=7) -> dict:
-    """Best microseconds per call of each runner, the runners taking turns round after
-    round, so that load from elsewhere falls on all of them alike."""
+def interleaved_us(runners: dict, x, min_time=0.2, rounds=15) -> dict:
+    """Best microseconds (CPU time) per call of each runner, the runners taking turns round
+    after round, each round starting with the next runner, so that load from elsewhere and
+    the cache left by the previous runner fall on all of them alike."""
     counts = {}
     for name, fn in runners.items():  # calls per round: about min_time / rounds each
         n, t = 1, 0.0
@@ -151,9 +154,11 @@ def interleaved_us(runners: dict, x, min_time=0.2, rounds=7) -> dict:
             t = _timed(fn, x, n)
         counts[name] = n
     best = dict.fromkeys(runners, float("inf"))
-    for _ in range(rounds):
-        for name, fn in runners.items():
-            best[name] = min(best[name], _timed(fn, x, counts[name]) / counts[name] * 1e6)
+    names = list(runners)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            t = _timed(runners[name], x, counts[name])
+            best[name] = min(best[name], t / counts[name] * 1e6)
     return best
 
 

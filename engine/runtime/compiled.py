@@ -21,6 +21,8 @@ is ever part of the source, and a hostile saved graph cannot inject code.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from engine.runtime.feeds import FeedSpec
@@ -35,7 +37,7 @@ from engine.runtime.interpreter import (
     coerce_output,
     copy_error,
 )
-from engine.runtime.memplan import Decision, plan_memory
+from engine.runtime.memplan import Decision, c_buffers, dot_operand, plan_memory
 from engine.runtime.values import Copy, VariableSlot, deref, to_host
 
 try:  # numpy's error-state context variable: setting it costs a tenth of np.errstate()
@@ -59,6 +61,7 @@ class _Source:
         self.lines: list[str] = []
         self.objects: list = []
         self._index: dict[int, int] = {}
+        self.own: set[int] = set()
         self.written: set[int] = set(plan.feed_slots)
         for _, _, out, nout, _, _ in plan.steps:
             self.written.update(range(out, out + nout))
@@ -125,6 +128,7 @@ def _body(src: _Source, body, checked: bool) -> None:
     token ``c``, which is the thread's active one meanwhile), fetches."""
     session, n_feeds, build, describe, decisions, pool, fail = body
     plan = src.plan
+    src.own = c_buffers(plan.steps, decisions)
     if n_feeds is not None:  # a callable's; Session.run has checked both
         src.add(2, f"if {src.ref(session)}._closed:")
         src.add(3, "raise RuntimeError('Attempted to use a closed Session.')")
@@ -138,7 +142,7 @@ def _body(src: _Source, body, checked: bool) -> None:
         src.add(2, "try:")
         src.add(3, f"A = {src.ref(pool.pop)}()")
         src.add(2, "except IndexError:")
-        src.add(3, f"A = [None] * {int(n_arena)}")
+        src.add(3, f"A = [None] * {int(n_arena)} + [{{}} for _ in range({int(n_arena)})]")
     _errstate_enter(src)
     if checked:  # control-flow bodies find the token as the thread's active one
         src.add(2, f"act = {src.ref(activated)}(c)")
@@ -220,6 +224,10 @@ def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) 
         var = src.slot(ins[0])
         src.add(3, f"{target} = {var}.value")
         src.add(3, f"if {target} is None: {target} = {var}.read()")
+    elif nout == 1 and _is_identity(fn, op):  # the kernel returns its input: no call
+        src.add(3, f"{target} = {args}")
+        src.add(3, f"if {target}.__class__ is not {src.ref(_ndarray)}:")
+        src.add(4, f"{target} = {src.ref(coerce_output)}({target}, {src.ref(op)}, 0)")
     elif nout == 1:
         src.add(3, f"{target} = {src.ref(fn)}({args})")
         src.add(3, f"if {target}.__class__ is not {src.ref(_ndarray)}:")
@@ -238,6 +246,18 @@ def _step(src: _Source, k: int, step, decision: Decision | None, checked: bool) 
     for s in free:
         if s in src.written and s != kept:
             src.add(3, f"v{s} = None")
+
+
+def _is_identity(fn, op) -> bool:
+    """An Identity step running its host kernel (``return x``) as it is, not wrapped."""
+    return (
+        op is not None
+        and op._type == "Identity"
+        and fn.__class__ is partial
+        and fn.func is op._opdef.kernel
+        and fn.args == (np,)
+        and not fn.keywords
+    )
 
 
 def _is_slot(src: _Source, s: int) -> bool:
@@ -265,21 +285,89 @@ def _recipe(src: _Source, d: Decision, ins, target: str) -> None:
         src.add(3, f"{target} = {fn}({x}, {y}{tail}")
     elif r.kind == "relu":
         tail = f", out={x})" if d.inplace else ")"
-        src.add(3, f"{target} = {fn}({x}, {src.ref(r.const)}{tail}")
+        src.add(3, f"{target} = {fn}({x}, {src.ref(r.const)}({x}){tail}")
     elif r.kind == "softmax":
         src.add(3, f"{target} = {fn}({x}, {x if d.inplace else 'None'})")
-    else:  # matmul
-        a = x + (".T" if r.transpose[0] else "")
-        b = src.slot(ins[1]) + (".T" if r.transpose[1] else "")
-        if d.arena is None:
-            src.add(3, f"{target} = {fn}({a}, {b})")
-            return
-        # matmul refuses an out= of another shape: a new batch size takes a new buffer.
-        src.add(3, "try:")
-        src.add(4, f"{target} = {fn}({a}, {b}, A[{int(d.arena)}])")
-        src.add(3, "except ValueError:")
-        src.add(4, f"{target} = {fn}({a}, {b})")
+    else:
+        _matmul(src, d, ins, target)
+
+
+def _matmul(src: _Source, d: Decision, ins, target: str) -> None:
+    """A MatMul recipe: ``np.dot`` where it makes ``np.matmul``'s very BLAS call (checked
+    per call, see ``memplan.dot_operand``; it spares matmul's ufunc dispatch), else
+    ``np.matmul``; into the arena buffer when the step has one."""
+    r = d.recipe
+    x = src.slot(ins[0])
+    a = x + (".T" if r.transpose[0] else "")
+    b = src.slot(ins[1]) + (".T" if r.transpose[1] else "")
+    out = None
+    if d.arena is not None:
+        # The kept buffer for as many rows as this call's product has (batch sizes coming
+        # and going each keep theirs: no failed out= and new buffer on every change)
+        i, rows = int(d.arena), f"{x}.shape[{1 if r.transpose[0] else 0}]"
+        out = "o"
+        src.add(3, f"o = A[{i}]")
+        src.add(3, f"if o is None or o.shape[0] != {rows}:")
+        src.add(4, f"o = {src.ref(_swap_buffer)}(A, {i}, {rows})")
+    guard = _dot_guard(src, ins, r.const)
+    if guard is None:
+        _product(src, 3, src.ref(np.matmul), a, b, out, target)
+    else:
+        src.add(3, f"if {guard}:")
+        _product(src, 4, src.ref(np.dot), a, b, out, target)
+        src.add(3, "else:")
+        _product(src, 4, src.ref(np.matmul), a, b, out, target)
+    if d.arena is not None:
         src.add(3, f"A[{int(d.arena)}] = {target}")
+
+
+def _swap_buffer(arena: list, i: int, rows: int):
+    """Arena entry ``i`` (in use: the last product's buffer) set aside among the kept
+    buffers of entry ``i`` (``arena[n + i]``, by rows), and the one kept for ``rows`` taken
+    out (None: the product allocates one). At most 8 sizes are kept per entry."""
+    kept = arena[len(arena) // 2 + i]
+    current = arena[i]
+    if current is not None:
+        if len(kept) >= 8:
+            kept.clear()
+        kept[current.shape[0]] = current
+    return kept.pop(rows, None)
+
+
+def _product(src: _Source, indent: int, fn: str, a: str, b: str, out, target: str) -> None:
+    # Any ValueError (a shape the product refuses, or an out= of another shape) retries
+    # with matmul allocating, which raises the kernel's error if it is one.
+    mm = src.ref(np.matmul)
+    if out is None and fn == mm:
+        src.add(indent, f"{target} = {fn}({a}, {b})")
+        return
+    src.add(indent, "try:")
+    src.add(indent + 1, f"{target} = {fn}({a}, {b}{', ' + out if out else ''})")
+    src.add(indent, "except ValueError:")
+    src.add(indent + 1, f"{target} = {mm}({a}, {b})")
+
+
+def _dot_guard(src: _Source, ins, dtype) -> str | None:
+    """The per-call condition for ``np.dot`` (``memplan.dot_operand`` inline on each operand
+    not known to be one), or None where it never holds (a constant failing it)."""
+    tests = []
+    nd, dt = src.ref(_ndarray), src.ref(dtype)
+    for i, s in enumerate(ins):
+        if s not in src.written:  # a hoisted constant: checked once, here
+            if not dot_operand(src.plan.template[s], dtype, right=i == 1):
+                return None
+            continue
+        v = f"v{s}"
+        if s in src.own:  # a matmul's own C buffer (see memplan.c_buffers)
+            tests.append(f"{v}.dtype is {dt}")
+        else:
+            tests.append(
+                f"{v}.__class__ is {nd} and {v}.dtype is {dt} and (f := {v}.flags).c_contiguous "
+                f"and f.aligned and {v}.ndim == 2"
+            )
+        if i == 1:
+            tests.append(f"1 not in {v}.shape")
+    return " and ".join(tests) if tests else "True"
 
 
 def _fetches(src: _Source, plan, build) -> None:

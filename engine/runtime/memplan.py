@@ -28,7 +28,16 @@ from functools import partial
 
 import numpy as np
 
-__all__ = ["Decision", "plan_memory", "recipe_for", "row_view", "softmax_into"]
+__all__ = [
+    "Decision",
+    "c_buffers",
+    "dot_operand",
+    "plan_memory",
+    "recipe_for",
+    "row_view",
+    "softmax_into",
+    "zeros_like",
+]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -126,7 +135,7 @@ def recipe_for(step) -> Recipe | None:
             return Recipe("ufunc", _POSITIONAL_OUT[kind], None, inplace_ok)
         return Recipe("ufunc_kw", _KEYWORD_OUT[kind], None, inplace_ok)
     if kind == "Relu":
-        return Recipe("relu", np.maximum, out_dtype.np.type(0), True)
+        return Recipe("relu", np.maximum, zeros_like(out_dtype.np), True)
     if kind == "Softmax":
         if _static(op._inputs[0])[0] in (None, 0):
             return None  # the kernel's rank error stays the kernel's
@@ -137,7 +146,8 @@ def recipe_for(step) -> Recipe | None:
         if ra != 2 or rb != 2:
             return None  # the kernel's rank errors stay the kernel's
         transpose = (bool(fn.keywords["transpose_a"]), bool(fn.keywords["transpose_b"]))
-        return Recipe("matmul", np.matmul, None, False, transpose)
+        # const: the operands' dtype, which the np.dot guard checks (see dot_operand)
+        return Recipe("matmul", np.matmul, out_dtype.np, False, transpose)
     return None
 
 
@@ -222,3 +232,80 @@ def row_view():
 
 _max_reduce = np.maximum.reduce
 _add_reduce = np.add.reduce
+
+
+def c_buffers(steps: list, decisions: dict[int, Decision]) -> set[int]:
+    """The slots whose value is, in every run, a C-contiguous, aligned ndarray that a MatMul
+    recipe allocated (or wrote into a kept buffer), possibly updated in place since."""
+    own: set[int] = set()
+    for k, d in decisions.items():
+        _, ins, out, _, _, _ = steps[k]
+        if d.recipe.kind == "matmul" or (d.inplace and ins[0] in own):
+            own.add(out)
+    return own
+
+
+def dot_operand(v, dtype, right: bool) -> bool:
+    """Whether ``v`` (before any transpose) may be an operand of ``np.dot`` in place of
+    ``np.matmul``: an aligned C-contiguous 2-D ndarray of ``dtype`` (read-only or not); the
+    right operand also has no dimension of 1.
+
+    Why that suffices (numpy 2.x, ``_core/src/umath/matmul.c.src`` for matmul,
+    ``_core/src/common/cblasfuncs.c`` ``cblas_matrixproduct`` for dot): with both operands
+    aligned and either C-contiguous or transposed views of C-contiguous arrays (so
+    F-contiguous), inner dimension k >= 2, columns n >= 2 and a C-contiguous output, both
+    make the one same BLAS call with the same arguments:
+
+    - m >= 2: ``cblas_?gemm(RowMajor, tA, tB, m, n, k, 1, A, lda, B, ldb, 0, C, n)``, with
+      ``tX`` = Trans and ``ld`` = the leading extent for a transposed operand (``matmul``:
+      not ``is_blasable2d`` as C, blasable as F; ``dot``: ``PyArray_IS_F_CONTIGUOUS``); or
+      ``cblas_?syrk(RowMajor, Upper, tA, n, k, ...)`` and the same triangle copy for
+      ``A @ A.T`` / ``A.T @ A`` on one buffer (both test the same pointer and strides).
+      ``dot`` zeroes the output first, which ``beta = 0`` overwrites.
+    - m == 1: ``cblas_?gemv(RowMajor (B as C) or ColMajor (B transposed), Trans, k, n, 1,
+      B, ld, A, 1, 0, C, 1)`` (matmul's ``vector_matrix`` with the operands switched; dot's
+      row-times-matrix case).
+    - m == 0 or k == 0: no BLAS call; both give an empty or all-zero output.
+
+    Left to ``matmul`` (their routines differ): k == 1 (matmul's loop vs dot's gemm), n == 1
+    (gemv in another order, or dot products), strided or unaligned operands (dot copies
+    them first), other dtypes, subclasses.
+    """
+    return (
+        v.__class__ is np.ndarray
+        and v.dtype is dtype
+        and (flags := v.flags).c_contiguous
+        and flags.aligned
+        and v.ndim == 2
+        and (not right or 1 not in v.shape)
+    )
+
+
+def zeros_like(dtype):
+    """``zeros(x)``: a read-only zero array of ``x``'s shape and ``dtype`` (a 0-d zero for an
+    ``x`` of more than ``ZEROS_MAX`` elements), remembered per shape (the last few).
+    ``maximum(x, zeros(x), out=x)`` gives the bits of ``maximum(x, 0)`` (NaNs and signed
+    zeros included: the same elementwise rule) in about half the time: numpy's SIMD loop for
+    two arrays instead of an array and a broadcast scalar."""
+    scalar = np.zeros((), dtype)
+    kept: dict[tuple, np.ndarray] = {}
+
+    def zeros(x):
+        shape = x.shape
+        z = kept.get(shape)
+        if z is not None:
+            return z
+        if x.size > ZEROS_MAX:
+            return scalar
+        z = np.zeros(shape, dtype)
+        z.flags.writeable = False
+        if len(kept) >= 8:  # batch sizes come and go: keep the memory bounded
+            kept.clear()
+        kept[shape] = z
+        return z
+
+    return zeros
+
+
+# The largest relu (in elements) that gets a zero array of its own shape.
+ZEROS_MAX = 1 << 16

@@ -30,7 +30,7 @@ class FakeSignature:
     def estimated_seconds(self, arrays):  # noqa: ARG002 - never measured: runs on threads
         return None
 
-    def observe(self, arrays, seconds):
+    def observe(self, arrays, seconds, cpu_seconds=None):
         pass
 
     def run(self, arrays, cancellation=None):  # noqa: ARG002 - Signature.run's signature

@@ -1,6 +1,7 @@
 """Cheap computations run on the event loop; the rest on compute threads."""
 
 import threading
+import time
 
 import numpy as np
 
@@ -63,3 +64,35 @@ def test_estimates_scale_with_input_elements_and_follow_measured_runs():
     for _ in range(50):  # the model got slower: the estimate follows and it leaves the loop
         sig.observe(one, 400e-6)
     assert not runs_inline(sig, one, 100e-6)
+
+
+def test_cpu_signatures_learn_cpu_time_and_device_ones_wall_time():
+    one = [np.zeros((1, 10))]
+    cpu = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
+    # A run that waited 5 ms for a core or the GIL but computed for 20 us: on the CPU the
+    # estimate is the computation, so a busy machine does not push cheap models off the loop.
+    cpu.observe(one, 5e-3, 20e-6)
+    assert cpu.estimated_seconds(one) == 20e-6 and runs_inline(cpu, one, 100e-6)
+    gpu = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
+    gpu.cpu_bound = False  # a device run waits for the device without using the CPU
+    gpu.observe(one, 5e-3, 20e-6)
+    assert gpu.estimated_seconds(one) == 5e-3 and not runs_inline(gpu, one, 100e-6)
+    cpu.observe(one, 30e-6)  # no CPU time given: the wall time
+    assert cpu.estimated_seconds(one) == 20e-6 + 0.2 * (30e-6 - 20e-6)
+
+
+async def test_runs_that_wait_without_computing_keep_the_estimate_small(tmp_path, manager_for):
+    models.half_plus_two(tmp_path / "hpt" / "1")
+    m = await manager_for(tmp_path, inline_compute_micros=100)
+    sig = m.resolve("hpt").signature(None)
+    assert sig.cpu_bound
+    fn = sig.fns[0]
+
+    def slow_wall(*args, **kw):  # sleeps: wall time without CPU time
+        time.sleep(0.01)
+        return fn(*args, **kw)
+
+    sig.fns[0] = slow_wall
+    for _ in range(3):
+        await m.infer("hpt", {"x": np.array([1.0])})
+    assert sig.estimated_seconds([np.array([1.0])]) < 5e-3
