@@ -310,7 +310,11 @@ def create_app(
     ``load_in_background``: the app starts before the first repository scan and models
     load behind it (the ``flowserve`` command); otherwise starting it waits until the
     first scan's models have loaded (convenient in tests and embedding)."""
-    metrics = ServingMetrics() if manager is None or manager.metrics is None else manager.metrics
+    worker = config.worker  # a worker process of --workers N, or None
+    if manager is not None and manager.metrics is not None:
+        metrics = manager.metrics
+    else:
+        metrics = ServingMetrics(worker.metrics_dir if worker is not None else None)
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
     middlewares = [_front, _errors]
@@ -342,6 +346,10 @@ def create_app(
     app[SHARED_MEMORY] = SharedMemoryRegistry()
     app[LOG_SETTINGS] = LogSettings(config.log_format)
     app[TRACE_SETTINGS] = TraceSettings(tracing_active=tracing.active())
+    if worker is not None:  # per-process state: refuse changes rather than diverge
+        app[SHARED_MEMORY].refusal = worker.refuse("System shared memory registration")
+        app[LOG_SETTINGS].refusal = worker.refuse("Changing the log settings")
+        app[TRACE_SETTINGS].refusal = worker.refuse("Changing the trace settings")
     app.cleanup_ctx.append(_manager_ctx)
     app.router.add_get("/metrics", _metrics_handler)
     if config.prometheus_path and config.prometheus_path != "/metrics":

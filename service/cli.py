@@ -26,8 +26,9 @@ from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
 from service.keys import MANAGER, MODEL, REQUEST_ID, VERSION
 from service.logs import setup_logging
+from service.workers import Supervisor, add_worker_header
 
-__all__ = ["main", "build_parser", "resolve_config"]
+__all__ = ["main", "build_parser", "resolve_config", "run_server"]
 
 log = logging.getLogger("flowserve")
 _ENV_PREFIX = "FLOWSERVE_"
@@ -215,6 +216,7 @@ async def serve(
     stop: asyncio.Event | None = None,
     http: bool = True,
     reload_models: Callable[..., Awaitable[None]] | None = None,
+    on_serving: Callable[[], None] | None = None,
 ) -> None:
     """Runs the server until ``stop`` is set or SIGTERM/SIGINT arrives; then shuts down.
 
@@ -225,15 +227,34 @@ async def serve(
     ``shutdown_grace_period``: readiness turns 503 while the listeners keep serving, until no
     request is in flight (or the grace period is nearly spent); then the listeners close,
     and the models unload with what is left of the grace period for stragglers.
+
+    A worker of ``--workers N`` (``config.worker``) opens its listeners only once its
+    models have loaded (the other workers serve meanwhile), shares the ports
+    (``SO_REUSEPORT``), names itself in a response header, stops when its supervisor goes
+    away, and calls ``on_serving`` once it listens.
     """
     # Imported here, not at the top: main() caps BLAS threads before numpy is first imported.
     from service.app import create_app
 
-    app = create_app(config, load_in_background=True)
+    worker = config.worker
+    app = create_app(config, load_in_background=worker is None)
+    if worker is not None:
+        add_worker_header(app, worker.index)
     close_allowance = min(1.0, config.shutdown_grace_period / 4)  # to close idle connections
     runners, grpc_server = await _start_listeners(app, config, close_allowance, http, reload_models)
     log.info("event loop: %s", type(asyncio.get_running_loop()).__module__)
     stop = stop or asyncio.Event()
+    if worker is not None:
+        log.info(
+            "worker %d of %d serving %d model(s) (pid %d)",
+            worker.index,
+            worker.count,
+            len(app[MANAGER].model_names()),
+            os.getpid(),
+        )
+        watch = asyncio.create_task(_stop_when_orphaned(stop), name="fs-parent-watch")
+    if on_serving is not None:
+        on_serving()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
@@ -243,8 +264,19 @@ async def serve(
     try:
         await stop.wait()
     finally:
+        if worker is not None:
+            watch.cancel()
         await _drain(app, runners, grpc_server, config.shutdown_grace_period, close_allowance)
         log.info("stopped")
+
+
+async def _stop_when_orphaned(stop: asyncio.Event) -> None:
+    """A worker whose supervisor died (its parent changed) drains and stops."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await asyncio.sleep(0.5)
+    log.warning("the supervisor (pid %d) is gone: stopping", parent)
+    stop.set()
 
 
 async def _start_listeners(
@@ -312,6 +344,7 @@ async def _open_listeners(
 
     runners = [runner]
     sites = []
+    shared = config.worker is not None  # workers share each port (SO_REUSEPORT)
     if http:
         sites.append(
             web.TCPSite(
@@ -319,6 +352,7 @@ async def _open_listeners(
                 config.host,
                 config.port,
                 reuse_address=True,
+                reuse_port=shared or None,
                 ssl_context=config.ssl_context(),
             )
         )
@@ -326,7 +360,9 @@ async def _open_listeners(
         metrics_runner = web.AppRunner(metrics_app(app), access_log=None, shutdown_timeout=0.1)
         await metrics_runner.setup()
         runners.append(metrics_runner)
-        sites.append(web.TCPSite(metrics_runner, config.host, config.metrics_port))
+        sites.append(
+            web.TCPSite(metrics_runner, config.host, config.metrics_port, reuse_port=shared or None)
+        )
     grpc_server = None
     try:
         for site in sites:
@@ -340,7 +376,7 @@ async def _open_listeners(
                 async def reload(models: list) -> None:
                     await reload_models(models, app[MANAGER])
 
-            grpc_server = GrpcServer(app, reload_models=reload)
+            grpc_server = GrpcServer(app, reload_models=reload, reuse_port=shared)
             await grpc_server.start(config.host, config.grpc_port)
     except OSError:
         for r in reversed(runners):
@@ -403,6 +439,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"flowserve: error: {e}", file=sys.stderr)
         return 2
     setup_logging(config.log_format, config.log_level)
+    if config.worker_count > 1:
+        try:
+            return Supervisor(config).run()
+        except OSError as e:
+            log.error("cannot start the server: %s", e)
+            return 1
+    return run_server(config)
+
+
+def run_server(config: ServerConfig, on_serving: Callable[[], None] | None = None) -> int:
+    """Runs one server process with ``config`` (logging already set up) until it is
+    stopped; the exit status. ``on_serving`` is called once its listeners are open."""
     limit_blas_threads(config.intra_op_threads)
     exporter = tracing.configure()
     if exporter:
@@ -414,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
-            runner.run(serve(config))
+            runner.run(serve(config, on_serving=on_serving))
     except OSError as e:
         log.error("cannot start the server: %s", e)
         return 1

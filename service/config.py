@@ -16,6 +16,8 @@ from pathlib import Path
 from types import UnionType
 from typing import get_args, get_type_hints
 
+from service.cpus import available_cores
+
 __all__ = [
     "ServerConfig",
     "ModelConfig",
@@ -25,6 +27,8 @@ __all__ = [
     "default_model_repository",
     "load_model_config",
     "SERVER_SETTINGS",
+    "WorkerRole",
+    "parse_workers",
 ]
 
 
@@ -363,6 +367,53 @@ def load_model_config(path: Path, max_bytes: int = 1 << 20) -> ModelConfig:
 # Server configuration
 # -----------------------------------------------------------------------------------------
 
+_MAX_WORKERS = 256
+
+
+def parse_workers(value: object) -> int:
+    """The ``workers`` setting as a count: a positive integer, or ``auto`` (one per core
+    this process may use, a container's CPU quota included); ConfigError otherwise."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return min(available_cores(), _MAX_WORKERS)
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and re.fullmatch(r"\d{1,4}", text):
+        count = int(text)
+    elif isinstance(text, int) and not isinstance(text, bool):
+        count = text
+    else:
+        raise ConfigError(
+            f"workers must be a positive integer or 'auto' (one per CPU core), got {_short(value)}"
+        )
+    if not 1 <= count <= _MAX_WORKERS:
+        raise ConfigError(f"workers must be from 1 to {_MAX_WORKERS} (or 'auto'), got {count}")
+    return count
+
+
+@dataclass(frozen=True)
+class WorkerRole:
+    """Set in each worker process of ``--workers N`` (None in a single-process server):
+    which worker it is, of how many, and the Prometheus multiprocess directory they share."""
+
+    index: int
+    count: int
+    metrics_dir: str
+
+    def refuse(self, what: str) -> str:
+        """The message refusing a per-process change ``what`` (it would reach one worker)."""
+        return (
+            f"{what} is per process, and this server runs {self.count} worker processes "
+            "(--workers): the change would reach only the worker that received the request. "
+            "Run with --workers 1 to use it"
+        )
+
+    def refuse_statistics(self) -> str:
+        """The message refusing per-model statistics (one worker's are not the server's)."""
+        return (
+            f"Model statistics are per process, and this server runs {self.count} worker "
+            "processes (--workers): one worker's counts are not the server's. /metrics sums "
+            "the counts of every worker; run with --workers 1 to use this endpoint"
+        )
+
 
 def _setting(default=MISSING, *, doc: str, default_factory=MISSING):
     """A ``ServerConfig`` field that is also a flag ``--name-with-dashes``, an environment
@@ -488,8 +539,15 @@ class ServerConfig:
     console: bool = _setting(
         True, doc="serve the web console at /console (--no-console turns it off)"
     )
+    workers: str = _setting(
+        "1",
+        doc="server processes sharing the ports, each with its own copy of every model "
+        "(N times the memory): a number, or auto (one per CPU core)",
+    )
     # Derived by validate() from enable_batching and batching_parameters_file.
     batching: BatchingConfig = field(default_factory=BatchingConfig)
+    # Set by the worker entry point of --workers N (service.worker); None otherwise.
+    worker: WorkerRole | None = None
 
     def validate(self) -> ServerConfig:
         """Checks every setting (ConfigError naming the setting and what it expects) and
@@ -497,6 +555,7 @@ class ServerConfig:
         self._validate_transports()
         self._validate_serving()
         self._validate_limits()
+        parse_workers(self.workers)
         self.batching = self._read_batching().validate("batching")
         return self
 
@@ -644,6 +703,22 @@ class ServerConfig:
     @property
     def polls(self) -> bool:
         return self.model_control_mode == "poll" and self.poll_interval > 0
+
+    @property
+    def poll_phase(self) -> float:
+        """Seconds a worker of ``--workers N`` delays its repository polls: worker i polls
+        ``i / N`` of an interval after worker 0, so a new version is loaded by one worker
+        at a time across the interval rather than by all at the same instant (0 in a
+        single server)."""
+        worker = self.worker
+        if worker is None or not self.polls:
+            return 0.0
+        return self.poll_interval * worker.index / worker.count
+
+    @property
+    def worker_count(self) -> int:
+        """Server processes to run (``workers``, with ``auto`` resolved)."""
+        return parse_workers(self.workers)
 
     @property
     def compute_threads(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from service.errors import InvalidInput
+from service.errors import FailedPrecondition, InvalidInput
 
 __all__ = ["LogSettings"]
 
@@ -25,6 +25,8 @@ class LogSettings:
 
     def __init__(self, log_format: str = "text"):
         self.log_format = "json" if log_format == "json" else "default"
+        # Why changes are refused (a worker of --workers N: log settings are per process).
+        self.refusal: str | None = None
 
     def current(self) -> dict:
         level = logging.getLogger().getEffectiveLevel()
@@ -41,6 +43,8 @@ class LogSettings:
         """Applies ``changes`` (validated as a whole first) and returns the new settings."""
         if not isinstance(changes, dict):
             raise InvalidInput("log settings must be an object")
+        if changes and self.refusal is not None:
+            raise FailedPrecondition(self.refusal)
         unknown = sorted(set(changes) - {*_BOOLS, "log_verbose_level", "log_format", "log_file"})
         if unknown:
             raise InvalidInput(f"unknown log setting(s) {unknown}")

@@ -195,6 +195,7 @@ class ModelManager:
         return self._draining
 
     async def _poll_forever(self) -> None:
+        await asyncio.sleep(self.config.poll_phase)  # workers of --workers N take turns
         while True:
             await asyncio.sleep(self.config.poll_interval)
             try:
@@ -615,6 +616,8 @@ class ModelManager:
     ) -> list[dict]:
         """Triton's ``model_stats``: every loaded version of ``name`` (of every model when
         ``name`` is empty), or the one ``version``."""
+        if self.config.worker is not None:
+            raise FailedPrecondition(self.config.worker.refuse_statistics())
         if name:
             model = self._model(name)
             if version:
@@ -693,6 +696,8 @@ class ModelManager:
                 "explicit model load / unload is not allowed: the server runs with "
                 "--model-control-mode none"
             )
+        if self.config.worker is not None:
+            raise FailedPrecondition(self.config.worker.refuse("Explicit model load / unload"))
 
     async def load_model(self, name: str, config: ModelConfig | None = None) -> None:
         """(Re)loads a model from the repository; raises if no version becomes available.

@@ -3,6 +3,13 @@
 Names carry units; labels are few and bounded: model names come from the repository (a
 request for an unknown model is counted under ``model=""``), versions from the repository,
 protocols and status codes from small fixed sets.
+
+With ``--workers N`` each worker process is built with ``multiprocess_dir`` (Prometheus'
+multiprocess mode, ``PROMETHEUS_MULTIPROC_DIR`` set before ``prometheus_client`` is
+imported): every worker writes its values to files there and a scrape of any worker renders
+the sum over all of them. Gauges say how they combine (``multiprocess_mode``); the process,
+platform and GC collectors cannot be combined and are left out; the device collector reports
+the answering worker's own devices and instances.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from prometheus_client import (
     process_collector,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 
 __all__ = ["ServingMetrics", "CONTENT_TYPE"]
 
@@ -44,11 +52,11 @@ _STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
 
 
 class ServingMetrics:
-    def __init__(self):
+    def __init__(self, multiprocess_dir: str | None = None):
         self.registry = CollectorRegistry(auto_describe=True)
-        process_collector.ProcessCollector(registry=self.registry)
-        platform_collector.PlatformCollector(registry=self.registry)
-        gc_collector.GCCollector(registry=self.registry)
+        # Collectors read at scrape time from this process only.
+        self._local = _local_registry(self.registry, multiprocess_dir)
+        self.multiprocess_dir = multiprocess_dir
         r = self.registry
         self._request_children: dict = {}
         self._children: dict = {}  # label children of the scheduling metrics
@@ -70,6 +78,7 @@ class ServingMetrics:
             "Inference requests a model is working on (queued or running).",
             ["model"],
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.inference_rows = Counter(
             "flowserve_inference_rows",
@@ -98,9 +107,10 @@ class ServingMetrics:
         )
         self.version_state = Gauge(
             "flowserve_model_version_state",
-            "1 for the state each model version is in.",
+            "1 for the state each model version is in (with --workers: in any live worker).",
             ["model", "version", "state"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.load_seconds = Histogram(
             "flowserve_model_load_duration_seconds",
@@ -145,7 +155,11 @@ class ServingMetrics:
             registry=r,
         )
         self.queued = Gauge(
-            "flowserve_batch_queue_depth", "Requests waiting to be batched.", mv, registry=r
+            "flowserve_batch_queue_depth",
+            "Requests waiting to be batched.",
+            mv,
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.rejections = Counter(
             "flowserve_requests_rejected",
@@ -155,7 +169,7 @@ class ServingMetrics:
         )
         # Devices: read from the manager at scrape time (set_device_source).
         self.device_source = None
-        r.register(_DeviceCollector(self))
+        self._local.register(_DeviceCollector(self))
 
     def observe_request(
         self,
@@ -181,7 +195,10 @@ class ServingMetrics:
 
     def set_version_state(self, model: str, version: str, state: str | None) -> None:
         for s in _STATES:
-            if state is None:
+            if state is None and self.multiprocess_dir is not None:
+                # Multiprocess files cannot drop a series: a retired version reads 0.
+                self.version_state.labels(model, version, s).set(0.0)
+            elif state is None:
                 try:
                     self.version_state.remove(model, version, s)
                 except KeyError:
@@ -237,8 +254,32 @@ class ServingMetrics:
     def rejected(self, model: str, version: str, reason: str) -> None:
         self._child(self.rejections, model, version, reason).inc()
 
+    def combined(self) -> CollectorRegistry:
+        """The serving metrics of the whole server: this registry, or with ``--workers N``
+        one that reads (and sums) every worker's multiprocess files."""
+        if self.multiprocess_dir is None:
+            return self.registry
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined, self.multiprocess_dir)
+        return combined
+
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        return generate_latest(self.combined()) + generate_latest(self._local)
+
+
+def _local_registry(registry: CollectorRegistry, multiprocess_dir: str | None):
+    """Where the per-process collectors go: the serving registry of a single-process server
+    (with the process, platform and GC collectors); a registry of their own in a worker of
+    ``--workers N``, whose values files other workers cannot read (without those three,
+    which would describe one worker as if it were the server)."""
+    if multiprocess_dir is not None:
+        return CollectorRegistry(auto_describe=True)
+    process_collector.ProcessCollector(registry=registry)
+    platform_collector.PlatformCollector(registry=registry)
+    gc_collector.GCCollector(registry=registry)
+    return registry
 
 
 class _DeviceCollector:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 
-from service.errors import InvalidInput
+from service.errors import FailedPrecondition, InvalidInput
 
 __all__ = ["TraceSettings"]
 
@@ -98,6 +98,8 @@ class TraceSettings:
         self.models: dict[str, dict] = {}
         self._counters: dict[str, _Counter] = {"": _Counter("-1")}
         self._lock = threading.Lock()  # gRPC and HTTP handlers share it (one loop, but cheap)
+        # Why changes are refused (a worker of --workers N: trace settings are per process).
+        self.refusal: str | None = None
 
     def current(self, model: str | None = None) -> dict:
         """The settings that apply to ``model`` (the global ones for None); ``trace_count``
@@ -112,6 +114,8 @@ class TraceSettings:
         """Applies ``changes`` (validated as a whole first); returns the new settings."""
         if not isinstance(changes, dict):
             raise InvalidInput("trace settings must be an object")
+        if changes and self.refusal is not None:
+            raise FailedPrecondition(self.refusal)
         unknown = sorted(set(changes) - set(_FIELDS))
         if unknown:
             raise InvalidInput(f"unknown trace setting(s) {unknown}")

@@ -207,14 +207,15 @@ async def _models(request: web.Request) -> web.Response:
         ],
         "auth": bool(request.app[CONFIG].auth_token),
         # Load/unload buttons only where the repository API accepts them (Triton's
-        # model control mode "none" refuses them).
-        "repository_control": request.app[CONFIG].model_control_mode != "none",
+        # model control mode "none" refuses them, and so do workers of --workers N).
+        "repository_control": request.app[CONFIG].model_control_mode != "none"
+        and request.app[CONFIG].worker is None,
     }
     return json_response(body, headers=_NO_CACHE)
 
 
 async def _traffic(request: web.Request) -> web.Response:
-    summary = traffic_summary(request.app[METRICS].registry)
+    summary = traffic_summary(request.app[METRICS].combined())  # every worker's
     # Only differences between two polls are used (rates): a monotonic clock, so that a wall
     # clock step (NTP) never turns into a negative or huge rate.
     summary["time"] = time.monotonic()

@@ -26,12 +26,13 @@ __all__ = ["GrpcServer", "server_options"]
 log = logging.getLogger("flowserve.grpc")
 
 
-def server_options(config: ServerConfig) -> list[tuple[str, int]]:
-    """gRPC channel arguments from the server configuration."""
+def server_options(config: ServerConfig, reuse_port: bool = False) -> list[tuple[str, int]]:
+    """gRPC channel arguments from the server configuration; ``reuse_port``: share the
+    port with other processes (the workers of ``--workers N``)."""
     options = [
         ("grpc.max_receive_message_length", config.grpc_max_message_bytes),
         ("grpc.max_send_message_length", config.grpc_max_message_bytes),
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
     ]
     if config.grpc_keepalive_seconds > 0:
         options += [
@@ -50,9 +51,11 @@ class GrpcServer:
         self,
         app: web.Application,
         reload_models: Callable[[list], Awaitable[None]] | None = None,
+        reuse_port: bool = False,
     ):
         config = app[CONFIG]
         self.config = config
+        self.reuse_port = reuse_port
         self.kserve = KServeGrpc(
             app[MANAGER],
             app[METRICS],
@@ -74,7 +77,7 @@ class GrpcServer:
 
     async def start(self, host: str, port: int) -> int:
         """Binds ``host:port`` and starts serving; the bound port."""
-        server = grpc.aio.server(options=server_options(self.config))
+        server = grpc.aio.server(options=server_options(self.config, self.reuse_port))
         server.add_generic_rpc_handlers(self._handlers)
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         credentials = self.config.grpc_credentials()

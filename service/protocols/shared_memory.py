@@ -21,7 +21,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from service.errors import InvalidInput, NotFound
+from service.errors import FailedPrecondition, InvalidInput, NotFound
 
 __all__ = ["SharedMemoryRegistry", "Region", "SHM_ROOT", "MAX_REGIONS"]
 
@@ -55,8 +55,12 @@ class SharedMemoryRegistry:
         self.root = root
         self._regions: dict[str, Region] = {}
         self._lock = threading.Lock()
+        # Why registering is refused (a worker of --workers N: regions are per process).
+        self.refusal: str | None = None
 
     def register(self, name: str, key: str, offset: int, byte_size: int) -> None:
+        if self.refusal is not None:
+            raise FailedPrecondition(self.refusal)
         if not isinstance(name, str) or not name:
             raise InvalidInput("a shared memory region needs a non-empty 'name'")
         if not isinstance(key, str) or not _KEY.match(key) or key.strip("/") in (".", ".."):
