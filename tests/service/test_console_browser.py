@@ -144,12 +144,25 @@ def test_console_in_a_browser(server, browser, tmp_path):
     d.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
 
     # Models: the bundled models, available, with their signatures.
-    cards = _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".card.model"), "model cards")
+    # Elements are read inside waits: a view re-rendered between finding and reading
+    # them makes them stale, and the wait reads them again.
     bundled = {m["name"] for m in _get(server, "/console/api/models")[1]["models"]}
     assert {"digits", "half_plus_two"} <= bundled
-    assert {c.get_attribute("data-model") for c in cards} == bundled
-    states = d.find_elements(By.CSS_SELECTOR, "tr[data-model=digits] .state")
-    assert [s.text for s in states] == ["AVAILABLE"]
+    cards = ".card.model"
+    _wait(
+        d,
+        lambda d: (
+            {c.get_attribute("data-model") for c in d.find_elements(By.CSS_SELECTOR, cards)}
+            == bundled
+        ),
+        f"a model card for each of {sorted(bundled)}",
+    )
+    states = "tr[data-model=digits] .state"
+    _wait(
+        d,
+        lambda d: [s.text for s in d.find_elements(By.CSS_SELECTOR, states)] == ["AVAILABLE"],
+        "digits AVAILABLE",
+    )
     assert "serving_default (default)" in d.page_source
     d.save_screenshot(str(tmp_path / "models.png"))
 
@@ -196,9 +209,12 @@ def _check_graph(d, server, tmp_path):
     assert d.find_elements(By.CSS_SELECTOR, 'g.cluster[data-scope="hidden"]')
     matmul = d.find_element(By.CSS_SELECTOR, 'g.node.op[data-name="hidden/MatMul"]')
     ActionChains(d).move_to_element(matmul).perform()
-    tip = _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, ".fg-tooltip"), "tooltip")
-    _wait(d, lambda d: "MatMul" in tip.text, "the op's details on hover")
-    assert "float32 [?, 64]" in tip.text and "transpose_a" in tip.text
+    want_text = ("MatMul", "float32 [?, 64]", "transpose_a")
+    _wait(
+        d,
+        lambda d: all(t in d.find_element(By.CSS_SELECTOR, ".fg-tooltip").text for t in want_text),
+        f"the op's details on hover: {want_text}",
+    )
     d.save_screenshot(str(tmp_path / "graph.png"))
 
 
@@ -220,15 +236,15 @@ def _check_try_it(d, server, tmp_path):
 def _check_traffic(d, server, tmp_path):
     # Traffic: the prediction shows up per model version, with a batch-size histogram.
     d.get(server + "/console/#traffic")
-    row = _wait(
+    row = "#traffic tr[data-model=digits][data-version='1']"
+    _wait(
         d,
-        lambda d: d.find_element(
-            By.CSS_SELECTOR, "#traffic tr[data-model=digits][data-version='1']"
+        lambda d: (
+            "digits v1" in d.find_element(By.CSS_SELECTOR, row).text
+            and d.find_elements(By.CSS_SELECTOR, row + " .bars div")
         ),
-        "the digits v1 row",
+        "the digits v1 row with its batch-size bars",
     )
-    assert "digits v1" in row.text
-    assert row.find_elements(By.CSS_SELECTOR, ".bars div")
     # From the second poll on, the rate columns hold numbers (requests per second).
     rate = "#traffic tr[data-model=digits][data-version='1'] td:nth-child(2)"
     _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, rate).text == "0.00", "a live rate")

@@ -37,8 +37,14 @@ def server(tmp_path_factory):
             },
         },
     )
+    # Every run on a compute thread (no inline compute): the tests hold runs there while
+    # more requests queue, which a run held on the event loop would stop.
     config = ServerConfig(
-        model_repository=str(root), poll_interval=0.0, port=0, enable_batching=True
+        model_repository=str(root),
+        poll_interval=0.0,
+        port=0,
+        enable_batching=True,
+        inline_compute_micros=0,
     ).validate()
     with ServerThread(config) as s:
         yield s
