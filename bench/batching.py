@@ -57,6 +57,7 @@ from bench.load import (  # noqa: E402
     Result,
     Server,
     flowserve,
+    flowserve_argv,
     free_port,
     make_request,
     run_load,
@@ -257,25 +258,7 @@ def _baseline_server(code: Path, repo: Path, name: str, *args: str) -> Server:
     """flowserve from the code tree ``code`` (another commit), on a free port."""
     port = free_port()
     boot = f"import sys; sys.path.insert(0, {str(code)!r}); from service.cli import main; main()"
-    argv = [
-        sys.executable,
-        "-c",
-        boot,
-        "--model-repository",
-        str(repo),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--poll-interval",
-        "0",
-        "--log-level",
-        "warning",
-        "--grpc-port",
-        "0",
-        *args,
-    ]
-    return Server(argv, port, name)
+    return Server(flowserve_argv(repo, port, *args, launch=("-c", boot)), port, name)
 
 
 def _export(ref: str, into: Path) -> Path:

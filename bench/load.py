@@ -284,12 +284,13 @@ class Server:
             pass
 
 
-def flowserve(repo: Path, name: str, *args: str) -> Server:
-    port = free_port()
-    argv = [
+def flowserve_argv(repo: Path, port: int, *args: str, launch: tuple = ("-m", "service")) -> list:
+    """The command line of a benchmarked flowserve: ``repo`` on 127.0.0.1:``port``, no
+    polling, no gRPC, warnings only, then ``args``. ``launch`` follows the interpreter
+    (``("-c", code)`` runs another checkout's code)."""
+    return [
         sys.executable,
-        "-m",
-        "service",
+        *launch,
         "--model-repository",
         str(repo),
         "--host",
@@ -304,7 +305,11 @@ def flowserve(repo: Path, name: str, *args: str) -> Server:
         "0",
         *args,
     ]
-    return Server(argv, port, name)
+
+
+def flowserve(repo: Path, name: str, *args: str) -> Server:
+    port = free_port()
+    return Server(flowserve_argv(repo, port, *args), port, name)
 
 
 def bare(response_file: Path) -> Server:

@@ -30,7 +30,15 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.load import Result, Server, bare, free_port, make_request, run_load  # noqa: E402
+from bench.load import (  # noqa: E402
+    Result,
+    Server,
+    bare,
+    flowserve_argv,
+    free_port,
+    make_request,
+    run_load,
+)
 from bench.peers.run import LAYERS, export, weights  # noqa: E402
 
 CLIENTS = 64
@@ -46,25 +54,7 @@ def _cpu_seconds(pid: int) -> float:
 def _flowserve(tree: Path, repo: Path, *args: str) -> Server:
     """flowserve from checkout ``tree`` (its ``service`` package, this interpreter)."""
     port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "service",
-        "--model-repository",
-        str(repo),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--poll-interval",
-        "0",
-        "--log-level",
-        "warning",
-        "--grpc-port",
-        "0",
-        *args,
-    ]
-    return Server(argv, port, "flowserve", cwd=tree)
+    return Server(flowserve_argv(repo, port, *args), port, "flowserve", cwd=tree)
 
 
 async def _measure(server: Server, request, duration: float, label: str) -> Result:
