@@ -60,13 +60,16 @@ def rfc3339(created: float) -> str:
     if micros >= 1_000_000:
         second, micros = second + 1, micros - 1_000_000
     millis = micros // 1000
-    cached = _SECOND_STAMP
-    if cached[0] != second:  # formatted once a second, not once a line
-        cached[:] = [second, datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    # Formatted once a second, not once a line. One (second, text) pair, read and replaced
+    # whole: threads logging at once never pair one second's text with another's.
+    cached = _SECOND_STAMP[0]
+    if cached[0] != second:
+        cached = (second, datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+        _SECOND_STAMP[0] = cached
     return f"{cached[1]}.{millis:03d}Z"
 
 
-_SECOND_STAMP: list = [None, ""]
+_SECOND_STAMP: list[tuple] = [(None, "")]
 
 
 class RequestIdFilter(logging.Filter):

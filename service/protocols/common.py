@@ -239,8 +239,8 @@ def dumps(obj: Any) -> bytes:
     try:
         out = orjson.dumps(obj, default=_plain_array, option=orjson.OPT_SERIALIZE_NUMPY)
     except orjson.JSONEncodeError:  # e.g. a big-endian array, which orjson refuses
-        out = b"null"
-    if b"null" in out:
+        out = None
+    if out is None or b"null" in out:
         out = _JSON_DUMPS.encode(obj).encode("utf-8")
     return out
 
