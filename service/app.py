@@ -59,11 +59,18 @@ _OPEN_PATHS = frozenset(["/v2/health/live", "/v2/health/ready", "/metrics"])
 async def _errors(request: web.Request, handler):
     try:
         return await handler(request)
-    except ServingError as e:
+    except Exception as e:  # noqa: BLE001 - every error answers with JSON (bugs are logged)
+        return _error_response(request, e)
+
+
+def _error_response(request: web.Request, e: Exception) -> web.Response:
+    """The JSON answer to an exception a handler raised; HTTP exceptions below 400 (redirects)
+    are raised again."""
+    if isinstance(e, ServingError):
         return json_response({"error": e.message}, status=e.http_status)
-    except web.HTTPException as e:
+    if isinstance(e, web.HTTPException):
         if e.status < 400:
-            raise
+            raise e
         message = {
             404: "Not found: no route for " + request.method + " " + request.path,
             405: f"Method {request.method} is not allowed for {request.path}",
@@ -74,9 +81,30 @@ async def _errors(request: web.Request, handler):
             message = e.text
         headers = {k: v for k, v in e.headers.items() if k.lower() in ("allow", "www-authenticate")}
         return json_response({"error": message}, status=e.status, headers=headers)
-    except Exception:  # noqa: BLE001 - a bug must still answer with JSON, and be logged
-        log.exception("unhandled error serving %s %s", request.method, request.path)
-        return json_response({"error": "Internal server error"}, status=500)
+    log.exception("unhandled error serving %s %s", request.method, request.path, exc_info=e)
+    return json_response({"error": "Internal server error"}, status=500)
+
+
+def _auth_refusal(request: web.Request, token: str, expected: bytes) -> web.Response | None:
+    """The 401 answer to a request without the bearer token (or the console's cookie), or
+    None when it may pass (health and metrics stay open); a browser asking for the console
+    page is redirected to its login form instead (raised)."""
+    path = request.path
+    if path in _OPEN_PATHS or path == console.LOGIN_PATH:
+        return None
+    # The scheme is case-insensitive (RFC 9110); the header may hold any bytes, which
+    # aiohttp hands over surrogate-escaped: compare bytes, never decode.
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    given = credentials.strip().encode("utf-8", "surrogateescape")
+    header_ok = scheme.lower() == "bearer" and hmac.compare_digest(given, expected)
+    if header_ok or console.authorized_by_cookie(request, token):
+        return None
+    console.login_redirect(request)
+    return json_response(
+        {"error": "Missing or invalid bearer token (send 'Authorization: Bearer <token>')"},
+        status=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
 
 
 def _auth(token: str):
@@ -84,33 +112,24 @@ def _auth(token: str):
 
     @web.middleware
     async def auth(request: web.Request, handler):
-        if request.path not in _OPEN_PATHS and request.path != console.LOGIN_PATH:
-            # The scheme is case-insensitive (RFC 9110); the header may hold any bytes,
-            # which aiohttp hands over surrogate-escaped: compare bytes, never decode.
-            scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
-            given = credentials.strip().encode("utf-8", "surrogateescape")
-            header_ok = scheme.lower() == "bearer" and hmac.compare_digest(given, expected)
-            if not (header_ok or console.authorized_by_cookie(request, token)):
-                console.login_redirect(request)
-                return json_response(
-                    {
-                        "error": "Missing or invalid bearer token (send "
-                        "'Authorization: Bearer <token>')"
-                    },
-                    status=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
+        refusal = _auth_refusal(request, token, expected)
+        if refusal is not None:
+            return refusal
         return await handler(request)
 
     return auth
 
 
 class _Budget:
-    """The requests and request-body bytes being handled at once, against the limits."""
+    """The requests and request-body bytes being handled at once, against the limits:
+    refuses a declared body over the size limit before reading it (413), and sheds load
+    past the global in-flight budget (503 with Retry-After). A body whose size is not known
+    up front (chunked, or compressed) counts as ``max_request_bytes``."""
 
-    def __init__(self, max_requests: int, max_bytes: int):
+    def __init__(self, max_requests: int, max_bytes: int, max_request_bytes: int = 0):
         self.max_requests = max_requests
         self.max_bytes = max_bytes
+        self.max_request_bytes = max_request_bytes
         self.requests = 0
         self.bytes = 0
 
@@ -128,19 +147,11 @@ class _Budget:
         self.requests -= 1
         self.bytes -= nbytes
 
-
-def _limits(config: ServerConfig):
-    """Refuses a declared body over the size limit before reading it (413), and sheds load
-    past the global in-flight budget (503 with Retry-After). A body whose size is not known
-    up front (chunked, or compressed) counts as ``max_request_bytes``."""
-    budget = _Budget(config.max_inflight_requests, config.max_inflight_bytes)
-
-    @web.middleware
-    async def limits(request: web.Request, handler):
-        if request.path in _OPEN_PATHS:
-            return await handler(request)
+    def admit(self, request: web.Request) -> tuple[web.Response | None, int]:
+        """(the 413 or 503 answer, 0) for a request refused; (None, the bytes taken, to
+        ``give`` back when it is done) for one admitted."""
         length = request.content_length
-        limit = config.max_request_bytes
+        limit = self.max_request_bytes
         if length is not None and length > limit:
             response = json_response(
                 {
@@ -150,23 +161,36 @@ def _limits(config: ServerConfig):
                 status=413,
             )
             response.force_close()  # the body is not read, so the connection is unusable
-            return response
+            return response, 0
         if not request.body_exists:
             nbytes = 0
         elif length is None or request.headers.get("Content-Encoding", "identity") != "identity":
             nbytes = limit
         else:
             nbytes = length
-        refused = budget.try_take(nbytes)
-        if refused is not None:
-            response = json_response(
-                {"error": f"Server busy: {refused}; retry shortly"},
-                status=503,
-                headers={"Retry-After": "1"},
-            )
-            if request.body_exists:
-                response.force_close()
-            return response
+        refused = self.try_take(nbytes)
+        if refused is None:
+            return None, nbytes
+        response = json_response(
+            {"error": f"Server busy: {refused}; retry shortly"},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+        if request.body_exists:
+            response.force_close()
+        return response, 0
+
+
+def _limits(budget: _Budget):
+    """The in-flight budget as a middleware (``_Budget``)."""
+
+    @web.middleware
+    async def limits(request: web.Request, handler):
+        if request.path in _OPEN_PATHS:
+            return await handler(request)
+        refusal, nbytes = budget.admit(request)
+        if refusal is not None:
+            return refusal
         try:
             return await handler(request)
         finally:
@@ -211,12 +235,10 @@ def _protocol_of(path: str) -> str:
 
 @web.middleware
 async def _front(request: web.Request, handler):
-    """Outermost: the request's ID (in the log context and on every response), the count of
-    requests in flight, and the request's metrics with the final status of every response,
-    errors included. One middleware, not three: each layer costs a coroutine per request."""
-    request_id = accept_request_id(request.headers.get(REQUEST_ID_HEADER)) or new_request_id()
-    request[REQUEST_ID] = request_id
-    token = request_id_var.set(request_id)
+    """Outermost (with tracing on): the request's ID (in the log context and on every
+    response), the count of requests in flight, and the request's metrics with the final
+    status of every response, errors included."""
+    request_id, token = _start(request)
     counter = request.app[IN_FLIGHT]
     counter[0] += 1
     start = time.perf_counter()
@@ -235,6 +257,59 @@ async def _front(request: web.Request, handler):
     # A handler may adopt an ID from the body (V2's "id") when no header was sent.
     response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
     return response
+
+
+def _start(request: web.Request):
+    """Gives the request its ID: (the ID, the log context's token to reset)."""
+    request_id = accept_request_id(request.headers.get(REQUEST_ID_HEADER)) or new_request_id()
+    request[REQUEST_ID] = request_id
+    return request_id, request_id_var.set(request_id)
+
+
+def _serving(budget: _Budget, counter: list, token: str | None):
+    """The middlewares of a server without tracing in one: ``_front``, ``_errors``, the
+    bearer token check (when ``token`` is set) and the in-flight budget, in that order,
+    with the behaviour of each. One layer instead of four: each costs a coroutine and a
+    call per request."""
+    expected = token.encode("utf-8") if token else b""
+
+    @web.middleware
+    async def serving(request: web.Request, handler):
+        request_id, context = _start(request)
+        counter[0] += 1
+        start = time.perf_counter()
+        status = 500
+        try:
+            try:
+                response = None
+                if token:
+                    response = _auth_refusal(request, token, expected)
+                if response is None:
+                    if request.path in _OPEN_PATHS:
+                        response = await handler(request)
+                    else:
+                        response, nbytes = budget.admit(request)
+                        if response is None:
+                            try:
+                                response = await handler(request)
+                            finally:
+                                budget.give(nbytes)
+            except Exception as e:  # noqa: BLE001 - as _errors: every error answers in JSON
+                response = _error_response(request, e)
+            status = response.status
+        except web.HTTPException as e:  # a redirect, raised again by _error_response
+            status = e.status
+            e.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
+            raise
+        finally:
+            counter[0] -= 1
+            request_id_var.reset(context)
+            _observe(request, status, time.perf_counter() - start)
+        # A handler may adopt an ID from the body (V2's "id") when no header was sent.
+        response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
+        return response
+
+    return serving
 
 
 def _observe(request: web.Request, status: int, seconds: float) -> None:
@@ -317,12 +392,17 @@ def create_app(
         metrics = ServingMetrics(worker.metrics_dir if worker is not None else None)
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
-    middlewares = [_front, _errors]
+    budget = _Budget(
+        config.max_inflight_requests, config.max_inflight_bytes, config.max_request_bytes
+    )
+    counter = [0]
     if tracing.active(refresh=True):  # a tracer provider is set (flowserve's main does it)
-        middlewares.insert(1, tracing.middleware)
-    if config.auth_token:
-        middlewares.append(_auth(config.auth_token))
-    middlewares.append(_limits(config))
+        middlewares = [_front, tracing.middleware, _errors]
+        if config.auth_token:
+            middlewares.append(_auth(config.auth_token))
+        middlewares.append(_limits(budget))
+    else:
+        middlewares = [_serving(budget, counter, config.auth_token)]
     app = web.Application(
         client_max_size=config.max_request_bytes,
         middlewares=middlewares,
@@ -342,7 +422,7 @@ def create_app(
     app[METRICS] = metrics
     app[MANAGER] = manager or ModelManager(config, metrics)
     app[LOAD_IN_BACKGROUND] = load_in_background
-    app[IN_FLIGHT] = [0]
+    app[IN_FLIGHT] = counter
     app[SHARED_MEMORY] = SharedMemoryRegistry()
     app[LOG_SETTINGS] = LogSettings(config.log_format)
     app[TRACE_SETTINGS] = TraceSettings(tracing_active=tracing.active())

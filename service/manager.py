@@ -569,33 +569,59 @@ class ModelManager:
                 if version is not None or label is not None or attempt:
                     raise
                 continue
-            metrics = self.metrics
-            if metrics is not None:
-                metrics.inflight(s.model, 1)
-            started = time.perf_counter()
-            ok = False
-            rows = 1
-            try:
-                sig = s.signature(signature)
-                arrays = sig.validate(inputs)
-                validated = time.perf_counter()
-                self.statistics.compute_input(s.model, s.version, validated - started)
-                if isinstance(s.scheduler, Batcher) and sig.batchable and arrays:
-                    rows = arrays[0].shape[0]
-                wanted = sig.check_outputs(outputs)
-                values = await s.scheduler.submit(sig, arrays, deadline)
-                values = self.statistics.select_outputs(s.model, s.version, values, wanted)
-                ok = True
-            finally:
-                s.release()
-                if metrics is not None:
-                    metrics.inflight(s.model, -1)
-                self.statistics.request(s.model, s.version, ok, time.perf_counter() - started, rows)
-            if metrics is not None:
-                rows = arrays[0].shape[0] if sig.batchable and arrays and arrays[0].ndim else 1
-                metrics.inferred(s.model, str(s.version), rows)
-            return InferResult(s.model, s.version, sig.key, values)
+            return await self._run(s, signature, inputs, outputs, deadline)
         raise Unavailable(f"Model '{name}' has no available version")
+
+    async def _run(
+        self,
+        s: Servable,
+        signature: str | None,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str] | None,
+        deadline: float,
+    ) -> InferResult:
+        """One request on ``s`` (acquired by the caller, released here): validated, run by
+        its scheduler, counted (Prometheus metrics and Triton statistics, each in one
+        update at the end)."""
+        metrics = self.metrics
+        children = metrics.infer_children(s.model, s.version) if metrics is not None else None
+        if children is not None:
+            children[0].inc()  # in flight
+        started = time.perf_counter()
+        ok = False
+        rows = 1
+        input_seconds = output_seconds = None
+        try:
+            sig = s.signature(signature)
+            arrays = sig.validate(inputs)
+            validated = time.perf_counter()
+            input_seconds = validated - started
+            if sig.batchable and arrays and isinstance(s.scheduler, Batcher):
+                rows = arrays[0].shape[0]
+            wanted = sig.check_outputs(outputs)
+            values = await s.scheduler.submit(sig, arrays, deadline)
+            selecting = time.perf_counter()
+            values = {a: values[a] for a in wanted}
+            output_seconds = time.perf_counter() - selecting
+            ok = True
+        finally:
+            s.release()
+            if children is not None:
+                children[0].dec()
+            self.statistics.finished(
+                s.model,
+                s.version,
+                ok,
+                time.perf_counter() - started,
+                rows,
+                input_seconds,
+                output_seconds,
+            )
+        if children is not None:
+            children[1].inc(
+                arrays[0].shape[0] if sig.batchable and arrays and arrays[0].ndim else 1
+            )
+        return InferResult(s.model, s.version, sig.key, values)
 
     def signature_info(
         self,

@@ -60,6 +60,8 @@ class ServingMetrics:
         r = self.registry
         self._request_children: dict = {}
         self._children: dict = {}  # label children of the scheduling metrics
+        self._infer_children: dict = {}  # (model, version) -> children (infer_children)
+        self._run_children: dict = {}  # (model, version) -> children (session_run)
         self.requests = Counter(
             "flowserve_requests",
             "Requests by model, version, protocol, endpoint and HTTP status code.",
@@ -219,6 +221,18 @@ class ServingMetrics:
     def inferred(self, model: str, version: str, rows: int) -> None:
         self._child(self.inference_rows, model, version).inc(rows)
 
+    def infer_children(self, model: str, version: int | str) -> tuple:
+        """The label children a request of ``model`` ``version`` updates in the core, looked
+        up once: (``flowserve_requests_in_flight``, ``flowserve_inference_rows``)."""
+        key = (model, version)
+        children = self._infer_children.get(key)
+        if children is None:
+            children = self._infer_children[key] = (
+                self._child(self.in_flight, model),
+                self._child(self.inference_rows, model, str(version)),
+            )
+        return children
+
     def model_load_failed(self, model: str, version: str) -> None:  # noqa: ARG002 - events name the version; load metrics keep the model label only
         self.load_failures.labels(model).inc()
 
@@ -238,8 +252,14 @@ class ServingMetrics:
         self.session_run(model, version, seconds)
 
     def session_run(self, model: str, version: str, seconds: float) -> None:
-        self._child(self.compute_seconds, model, version).observe(seconds)
-        self._child(self.executions, model, version).inc()
+        children = self._run_children.get((model, version))
+        if children is None:
+            children = self._run_children[(model, version)] = (
+                self._child(self.compute_seconds, model, version),
+                self._child(self.executions, model, version),
+            )
+        children[0].observe(seconds)
+        children[1].inc()
 
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
         self._child(self.queue_wait_seconds, model, version).observe(seconds)

@@ -163,7 +163,7 @@ class Signature:
         the measured runs), or None before any run was measured."""
         if self.cost_seconds is None:
             return None
-        elements = sum(a.size for a in arrays)
+        elements = arrays[0].size if len(arrays) == 1 else sum(a.size for a in arrays)
         return self.cost_seconds * max(1.0, elements / self.cost_elements)
 
     def observe(
@@ -180,7 +180,7 @@ class Signature:
         really got slower raises every run, and so the least, within the window."""
         if cpu_seconds is not None and self.cpu_bound:
             seconds = cpu_seconds
-        elements = max(1, sum(a.size for a in arrays))
+        elements = max(1, arrays[0].size if len(arrays) == 1 else sum(a.size for a in arrays))
         if self.cost_seconds is None:
             self._recent_costs.clear()
             self.cost_elements = elements

@@ -68,13 +68,20 @@ class InferenceStatistics:
 
     def __init__(self):
         self._versions: dict[tuple[str, str], _Version] = {}
+        # The same entries by (model, version) as callers pass them (an int or a label):
+        # the lookup of every update, without making the label each time.
+        self._given: dict[tuple[str, int | str], _Version] = {}
         self._lock = threading.Lock()
 
-    def _entry(self, model: str, version: str) -> _Version:
+    def _entry(self, model: str, version: int | str) -> _Version:
+        entry = self._given.get((model, version))
+        if entry is not None:
+            return entry
         key = (model, str(version))
         entry = self._versions.get(key)
         if entry is None:
             entry = self._versions[key] = _Version()
+        self._given[(model, version)] = entry
         return entry
 
     def request(
@@ -84,6 +91,32 @@ class InferenceStatistics:
         with self._lock:
             entry = self._entry(model, version)
             entry.stats["success" if ok else "fail"].add(seconds)
+            if ok:
+                entry.inference_count += rows
+                # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
+                # duration: time.time() is the right clock here.
+                entry.last_inference = int(time.time() * 1000)
+
+    def finished(
+        self,
+        model: str,
+        version: int | str,
+        ok: bool,
+        seconds: float,
+        rows: int,
+        input_seconds: float | None,
+        output_seconds: float | None,
+    ) -> None:
+        """A finished request, in one update: ``request`` with its ``compute_input`` time
+        (None: its inputs were refused) and ``compute_output`` time (None: it failed first)."""
+        with self._lock:
+            entry = self._entry(model, version)
+            stats = entry.stats
+            if input_seconds is not None:
+                stats["compute_input"].add(input_seconds)
+            if output_seconds is not None:
+                stats["compute_output"].add(output_seconds)
+            stats["success" if ok else "fail"].add(seconds)
             if ok:
                 entry.inference_count += rows
                 # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
@@ -127,7 +160,8 @@ class InferenceStatistics:
 
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:
-            self._versions.pop((model, str(version)), None)
+            entry = self._versions.pop((model, str(version)), None)
+            self._given = {k: e for k, e in self._given.items() if e is not entry}
 
     def doc(self, model: str, version: int | str) -> dict:
         """Triton's ``model_stats`` entry of one version."""

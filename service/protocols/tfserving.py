@@ -55,6 +55,7 @@ from aiohttp import web
 from service import tracing
 from service.errors import InvalidInput, NotFound
 from service.keys import CONFIG, MANAGER
+from service.keys import PROTOCOL as PROTOCOL_KEY
 from service.protocols.common import (
     MSGPACK,
     is_msgpack,
@@ -152,7 +153,7 @@ async def _metadata(request: web.Request) -> web.Response:
 
 
 async def _predict(request: web.Request) -> web.Response:
-    note(request, protocol=PROTOCOL)
+    request[PROTOCOL_KEY] = PROTOCOL
     model, version, label = _target(request)
     verb = request.match_info["verb"]
     if verb in ("classify", "regress"):
@@ -174,7 +175,9 @@ async def _predict(request: web.Request) -> web.Response:
     # body without "u" (or "l") holds no "true" (or "false"), and numbers hold neither.
     fast = not packed and not _has_bool_token(raw)
     _check_fields(body, packed)
-    timeout = _timeout(request.headers.get("Request-Timeout"), body.get("timeout"))
+    header = request.headers.get("Request-Timeout")
+    field = body.get("timeout")
+    timeout = None if header is None and field is None else _timeout(header, field)
     signature = servable.signature(body.get("signature_name") or None)
     row_format = "instances" in body
     if packed:
@@ -195,7 +198,8 @@ async def _predict(request: web.Request) -> web.Response:
         timeout=timeout,
         servable=servable,
     )
-    note(request, version=result.version)
+    if result.version != servable.version:  # "latest" moved on while it waited
+        note(request, version=result.version)
     tracing.phase(request, "encode", model=result.model, version=result.version)
     if packed or wants_msgpack(request):
         return web.Response(
