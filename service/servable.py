@@ -256,7 +256,10 @@ class Servable:
         self._sessions: list = []
         self._graph = None
         self._inflight = 0
-        self._idle = threading.Condition()
+        # Requests take and give back the plain lock (no Python frames per request); unload
+        # waits on the condition over the same lock, notified only while not AVAILABLE.
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self.scheduler = None  # set by the manager: runs requests (batching or direct)
         # Cancelled when the manager gives up on the load (load_timeout): stops warmup runs.
         self.load_cancellation = Cancellation()
@@ -581,7 +584,7 @@ class Servable:
 
     # -- request accounting ---------------------------------------------------------------
     def acquire(self) -> None:
-        with self._idle:
+        with self._lock:
             if self.state is not VersionState.AVAILABLE:
                 raise Unavailable(
                     f"model {self.model} version {self.version} is {self.state.value}"
@@ -589,9 +592,11 @@ class Servable:
             self._inflight += 1
 
     def release(self) -> None:
-        with self._idle:
+        with self._lock:
             self._inflight -= 1
-            if not self._inflight:
+            # unload() sets the state before it waits (under this lock): a release that
+            # still reads AVAILABLE happened before that wait looked at the count.
+            if not self._inflight and self.state is not VersionState.AVAILABLE:
                 self._idle.notify_all()
 
     def signature(self, key: str | None) -> Signature:

@@ -109,19 +109,26 @@ class InferenceStatistics:
     ) -> None:
         """A finished request, in one update: ``request`` with its ``compute_input`` time
         (None: its inputs were refused) and ``compute_output`` time (None: it failed first)."""
+        # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
+        # duration: time.time() is the right clock here.
+        now = int(time.time() * 1000)
         with self._lock:
             entry = self._entry(model, version)
             stats = entry.stats
             if input_seconds is not None:
-                stats["compute_input"].add(input_seconds)
+                d = stats["compute_input"]
+                d.count += 1
+                d.ns += int(input_seconds * 1e9)
             if output_seconds is not None:
-                stats["compute_output"].add(output_seconds)
-            stats["success" if ok else "fail"].add(seconds)
+                d = stats["compute_output"]
+                d.count += 1
+                d.ns += int(output_seconds * 1e9)
+            d = stats["success" if ok else "fail"]
+            d.count += 1
+            d.ns += int(seconds * 1e9)
             if ok:
                 entry.inference_count += rows
-                # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
-                # duration: time.time() is the right clock here.
-                entry.last_inference = int(time.time() * 1000)
+                entry.last_inference = now
 
     def compute_input(self, model: str, version: int | str, seconds: float) -> None:
         with self._lock:
@@ -129,8 +136,11 @@ class InferenceStatistics:
 
     def queue(self, model: str, version: int | str, seconds: float, count: int = 1) -> None:
         """``seconds`` of queueing; ``count`` 0 adds to a request's queue time already counted."""
+        ns = int(seconds * 1e9)
         with self._lock:
-            self._entry(model, version).stats["queue"].add(seconds, count)
+            queue = self._entry(model, version).stats["queue"]
+            queue.count += count
+            queue.ns += ns
 
     def select_outputs(
         self, model: str, version: int | str, values: dict, wanted: list[str]
@@ -145,18 +155,25 @@ class InferenceStatistics:
 
     def execution(self, model: str, version: int | str, rows: int, seconds: float) -> None:
         """One session run of ``rows`` rows taking ``seconds``."""
+        ns = int(seconds * 1e9)
         with self._lock:
             entry = self._entry(model, version)
             entry.execution_count += 1
-            entry.stats["compute_infer"].add(seconds)
+            infer = entry.stats["compute_infer"]
+            infer.count += 1
+            infer.ns += ns
             batch = entry.batches.get(rows)
             if batch is None:
                 batch = entry.batches[rows] = {
                     k: _Duration() for k in ("compute_input", "compute_infer", "compute_output")
                 }
-            batch["compute_input"].add(0.0)
-            batch["compute_infer"].add(seconds)
-            batch["compute_output"].add(0.0)  # outputs are split per request, after the run
+            # Inputs are validated per request before the run and outputs split per request
+            # after it: a batch's own input and output times are 0.
+            batch["compute_input"].count += 1
+            infer = batch["compute_infer"]
+            infer.count += 1
+            infer.ns += ns
+            batch["compute_output"].count += 1
 
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:

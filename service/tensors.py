@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 import struct
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 
@@ -39,7 +38,7 @@ _MAX_DEPTH = 32  # nested lists
 class TensorSpec:
     """A signature input or output: public alias, graph tensor name, dtype and shape."""
 
-    __slots__ = ("alias", "tensor_name", "dtype", "shape")
+    __slots__ = ("alias", "tensor_name", "dtype", "_shape", "_dims")
 
     def __init__(self, alias: str, tensor_name: str, dtype: dtypes.DType, shape: TensorShape):
         self.alias = alias
@@ -48,8 +47,17 @@ class TensorSpec:
         self.shape = shape  # engine TensorShape
 
     @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    @shape.setter
+    def shape(self, shape: TensorShape) -> None:
+        self._shape = shape
+        self._dims = shape.as_tuple()  # read for every request: made once
+
+    @property
     def dims(self) -> tuple[int | None, ...] | None:
-        return self.shape.as_tuple()
+        return self._dims
 
     def __repr__(self) -> str:
         return f"TensorSpec({self.alias!r}, {self.dtype.name}, {shape_str(self.dims)})"
@@ -174,7 +182,8 @@ def _doubles(value: list) -> np.ndarray | None:
             for row in value:
                 if type(row) is not list or len(row) != width:
                     return None
-            packed = _packer(len(value) * width).pack(*chain.from_iterable(value))
+            pack = _packer(width).pack
+            packed = pack(*first) if len(value) == 1 else b"".join([pack(*r) for r in value])
             shape: tuple[int, ...] = (len(value), width)
         else:
             if type(first) is bool or len(value) > _PACKED_MAX:
