@@ -8,7 +8,10 @@ are printed, each as a ratio to the floor's. ``--compare PATH`` runs the same se
 another checkout (e.g. a ``git worktree`` of ``main``) interleaved with this one: an A/B of a
 change in one run.
 
-    python bench/request_path.py [--duration 3] [--rounds 1] [--compare ../main]
+    python bench/request_path.py [--duration 3] [--rounds 1] [--compare ../main] [--client wrk]
+
+The load client is ``wrk`` where installed (``--client hey|aiohttp`` for the others; see
+``bench/http_clients.py``): the cheaper the client, the more of the two cores the servers get.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.http_clients import available, run_client  # noqa: E402
 from bench.load import (  # noqa: E402
     Result,
     Server,
@@ -37,7 +41,6 @@ from bench.load import (  # noqa: E402
     flowserve_argv,
     free_port,
     make_request,
-    run_load,
 )
 from bench.peers.run import LAYERS, export, weights  # noqa: E402
 
@@ -57,17 +60,23 @@ def _flowserve(tree: Path, repo: Path, *args: str) -> Server:
     return Server(flowserve_argv(repo, port, *args), port, "flowserve", cwd=tree)
 
 
-async def _measure(server: Server, request, duration: float, label: str) -> Result:
+async def _measure(
+    server: Server, request, duration: float, label: str, client: str = "wrk"
+) -> Result:
     """Load at CLIENTS clients; the result carries ``cpu_us``, server CPU per request."""
     await server.wait_ready()
-    await run_load(server.url, request, CLIENTS, 0.5, warmup=0.0)  # warm up
+    await run_client(client, server.url, request, CLIENTS, 1.0, warmup=0.0)  # warm up
     before = _cpu_seconds(server.proc.pid)
-    result = await run_load(server.url, request, CLIENTS, duration, warmup=0.0, label=label)
+    result = await run_client(
+        client, server.url, request, CLIENTS, duration, warmup=0.0, label=label
+    )
     result.cpu_us = (_cpu_seconds(server.proc.pid) - before) / max(1, result.requests) * 1e6
     return result
 
 
-async def run(duration: float, rounds: int, trees: dict[str, Path]) -> list[tuple]:
+async def run(
+    duration: float, rounds: int, trees: dict[str, Path], client: str = "wrk"
+) -> list[tuple]:
     work = Path(tempfile.mkdtemp(prefix="fs-request-path-"))
     export(work / "repo" / "mlp" / "1", weights())
     batching = work / "batching.json"
@@ -91,7 +100,9 @@ async def run(duration: float, rounds: int, trees: dict[str, Path]) -> list[tupl
     for _ in range(rounds):
         floor_server = bare(reply)
         try:
-            floor = await _measure(floor_server, requests["tfserving"], duration, "bare floor")
+            floor = await _measure(
+                floor_server, requests["tfserving"], duration, "bare floor", client
+            )
         finally:
             floor_server.stop()
         print(f"{floor.line()}   cpu {floor.cpu_us:6.0f} us/req", flush=True)
@@ -101,7 +112,7 @@ async def run(duration: float, rounds: int, trees: dict[str, Path]) -> list[tupl
                     label = f"{tree_name}: {name}, batching {mode}"
                     server = _flowserve(tree, work / "repo", *args)
                     try:
-                        r = await _measure(server, requests[protocol], duration, label)
+                        r = await _measure(server, requests[protocol], duration, label, client)
                     finally:
                         server.stop()
                     rps, cpu = r.throughput_rps / floor.throughput_rps, r.cpu_us / floor.cpu_us
@@ -119,12 +130,19 @@ def main(argv=None) -> int:
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per server")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--compare", type=Path, help="another checkout to run beside this one")
+    parser.add_argument("--client", default="wrk", help="wrk (default), hey or aiohttp")
     args = parser.parse_args(argv)
+    why = available(args.client)
+    if why:
+        parser.error(why)
     trees = {"this": ROOT}
     if args.compare is not None:
         trees = {"compare": args.compare.resolve(), "this": ROOT}
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {CLIENTS} clients")
-    rows = asyncio.run(run(args.duration, args.rounds, trees))
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {CLIENTS} clients "
+        f"({args.client})"
+    )
+    rows = asyncio.run(run(args.duration, args.rounds, trees, args.client))
     print(f"\nload average {os.getloadavg()[0]:.1f}")
     print("\n| server | of the floor's req/s | cpu per request / the floor's |\n|---|---|---|")
     for label, rps, cpu in rows:

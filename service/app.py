@@ -266,7 +266,13 @@ def _start(request: web.Request):
     return request_id, request_id_var.set(request_id)
 
 
-def _serving(budget: _Budget, counter: list, token: str | None):
+def _serving(
+    budget: _Budget,
+    counter: list,
+    token: str | None,
+    manager: ModelManager,
+    metrics: ServingMetrics,
+):
     """The middlewares of a server without tracing in one: ``_front``, ``_errors``, the
     bearer token check (when ``token`` is set) and the in-flight budget, in that order,
     with the behaviour of each. One layer instead of four: each costs a coroutine and a
@@ -304,7 +310,7 @@ def _serving(budget: _Budget, counter: list, token: str | None):
         finally:
             counter[0] -= 1
             request_id_var.reset(context)
-            _observe(request, status, time.perf_counter() - start)
+            _observe(request, status, time.perf_counter() - start, manager, metrics)
         # A handler may adopt an ID from the body (V2's "id") when no header was sent.
         response.headers[REQUEST_ID_HEADER] = request.get(REQUEST_ID, request_id)
         return response
@@ -312,14 +318,21 @@ def _serving(budget: _Budget, counter: list, token: str | None):
     return serving
 
 
-def _observe(request: web.Request, status: int, seconds: float) -> None:
+def _observe(
+    request: web.Request,
+    status: int,
+    seconds: float,
+    manager: ModelManager | None = None,
+    metrics: ServingMetrics | None = None,
+) -> None:
+    """Counts a finished request (``manager`` and ``metrics``: the app's, if known)."""
     path = request.path
     endpoint = request.get(ENDPOINT) or _endpoint_cached(request.method, path)
     # Only names the repository knows become labels: names from URLs are unbounded.
-    model, version = request.app[MANAGER].known_labels(
+    model, version = (manager or request.app[MANAGER]).known_labels(
         request.get(MODEL, ""), request.get(VERSION, "")
     )
-    request.app[METRICS].observe_request(
+    (metrics or request.app[METRICS]).observe_request(
         model,
         version,
         request.get(PROTOCOL) or _protocol_of(path),
@@ -392,6 +405,7 @@ def create_app(
         metrics = ServingMetrics(worker.metrics_dir if worker is not None else None)
     # Outermost first: the request ID reaches every response; metrics see the final status
     # of every response, errors included.
+    manager = manager or ModelManager(config, metrics)
     budget = _Budget(
         config.max_inflight_requests, config.max_inflight_bytes, config.max_request_bytes
     )
@@ -402,7 +416,7 @@ def create_app(
             middlewares.append(_auth(config.auth_token))
         middlewares.append(_limits(budget))
     else:
-        middlewares = [_serving(budget, counter, config.auth_token)]
+        middlewares = [_serving(budget, counter, config.auth_token, manager, metrics)]
     app = web.Application(
         client_max_size=config.max_request_bytes,
         middlewares=middlewares,
@@ -420,7 +434,7 @@ def create_app(
     app[BODY_TIMEOUT] = config.body_timeout
     app[MAX_BODY] = config.max_request_bytes
     app[METRICS] = metrics
-    app[MANAGER] = manager or ModelManager(config, metrics)
+    app[MANAGER] = manager
     app[LOAD_IN_BACKGROUND] = load_in_background
     app[IN_FLIGHT] = counter
     app[SHARED_MEMORY] = SharedMemoryRegistry()

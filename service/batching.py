@@ -130,12 +130,16 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
-        run_span = tracing.start_span(
-            "session_run",
-            None,
-            model=self._labels[0],
-            version=self._labels[1],
-            batch_size=_rows(arrays) if signature.batchable else 1,
+        run_span = (
+            tracing.start_span(
+                "session_run",
+                None,
+                model=self._labels[0],
+                version=self._labels[1],
+                batch_size=_rows(arrays) if signature.batchable else 1,
+            )
+            if tracing.active()  # (the span's attributes cost a request their making)
+            else None
         )
         if runs_inline(signature, arrays, self._inline_seconds):
             try:
