@@ -14,7 +14,9 @@ to ``num_batch_threads`` batches (and at least one per model instance) run at on
 event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
 beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. No task runs
 per batch: a finished run is one callback on the loop that splits the results back by row
-count (each request gets exactly its rows, in order) and starts the next waiting batch.
+count (each request gets exactly its rows, in order) and starts the next waiting batch. A
+batch runs on the event loop instead (inline compute) when its run is estimated cheap, or when
+each of its requests would have run there unbatched.
 
 A request whose deadline passes while queued gets ``DeadlineExceeded`` (504) and never runs; a
 request whose client disconnects (its task is cancelled) leaves the queue before execution.
@@ -453,7 +455,7 @@ class Batcher:
             task = loop.create_task(self._run_traced(run, traced))
             task.add_done_callback(self._traced_done)
             return
-        if runs_inline(run.signature, merged, self._inline_seconds):
+        if self._runs_inline(run):
             self._finish(run, *_attempt(run.signature, merged))
             return
         self._running += 1
@@ -471,6 +473,22 @@ class Batcher:
                 pass
 
         work.add_done_callback(done)
+
+    def _runs_inline(self, run: _Run) -> bool:
+        """Whether a merged batch runs on the event loop: when its whole run is estimated
+        under the inline limit, or when every request in it would have run on the loop
+        alone (batching off). The merged run costs at most what those requests cost one by
+        one, so batching never moves onto a thread work that unbatched serving keeps on the
+        loop: a thread hop for a small batch costs more than the batch (a wakeup, the GIL
+        handed back and forth while the loop serves other requests, a callback back), and
+        under load those hops made batching's tail worse than unbatched serving's."""
+        limit = self._inline_seconds
+        if runs_inline(run.signature, run.merged, limit):
+            return True
+        if limit <= 0 or len(run.live) < 2:
+            return False
+        largest = max(run.live, key=_request_elements)
+        return runs_inline(run.signature, largest.arrays, limit)
 
     def _launch(self, run: _Run) -> Future:
         """Submits the run to the executor, with a token that cancels it once every request
@@ -513,7 +531,7 @@ class Batcher:
                 version=self._labels[1],
                 batch_size=run.real_rows + run.padding,
             ):
-                if runs_inline(run.signature, run.merged, self._inline_seconds):
+                if self._runs_inline(run):
                     result, error = _attempt(run.signature, run.merged)
                 else:
                     try:
@@ -600,6 +618,10 @@ def _attempt(signature, merged):
         return _timed_run(signature, merged), None
     except Exception as e:  # noqa: BLE001 - reported to every request in the batch
         return None, e
+
+
+def _request_elements(request: _Request) -> int:
+    return sum(a.size for a in request.arrays)
 
 
 def _fail(requests, error: ServingError) -> None:

@@ -439,3 +439,61 @@ def test_batching_with_several_blas_threads_is_warned_about_once(caplog):
         batching.warn_blas_threads(3)
     (record,) = caplog.records
     assert "intra_op_threads=3" in record.getMessage()
+
+
+class CostedSignature(FakeSignature):
+    """Estimated at ``per_row`` seconds a row (as Signature scales its estimate with input
+    elements); records the thread of every run."""
+
+    def __init__(self, per_row):
+        super().__init__()
+        self.per_row = per_row
+        self.threads: list[tuple[int, int]] = []  # (rows, thread ident) per run
+
+    def estimated_seconds(self, arrays):
+        return self.per_row * arrays[0].shape[0]
+
+    def run(self, arrays, cancellation=None):
+        self.threads.append((arrays[0].shape[0], threading.get_ident()))
+        return super().run(arrays, cancellation)
+
+
+def inline_batcher(pool, limit_seconds, **kw):
+    cfg = BatchingConfig(enabled=True, **{"max_batch_size": 64, **kw}).validate("t")
+    return Batcher(cfg, pool, None, "m", "1", inline_seconds=limit_seconds)
+
+
+async def test_a_merged_batch_of_requests_cheap_alone_runs_on_the_loop(pool):
+    # 40 us a row, limit 100 us: each one-row request alone would run on the loop; merged,
+    # the 8-row batch is estimated at 320 us, over the limit, and still runs on the loop
+    # (the merged run costs no more than the eight would one by one).
+    sig = CostedSignature(40e-6)
+    b = inline_batcher(pool, 100e-6)
+    xs = [np.full((1, 1), v, np.float32) for v in range(8)]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    assert [r["y"].ravel().tolist() for r in results] == [[2.0 * v] for v in range(8)]
+    assert sig.threads == [(8, threading.get_ident())]
+    await b.close()
+
+
+async def test_a_batch_holding_a_request_too_costly_alone_runs_on_a_thread(pool):
+    # The 3-row request alone is estimated at 120 us, over the limit: unbatched it would run
+    # on a compute thread, so the batch holding it does too.
+    sig = CostedSignature(40e-6)
+    b = inline_batcher(pool, 100e-6)
+    xs = [np.ones((1, 1), np.float32), np.ones((3, 1), np.float32)]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    assert [len(r["y"]) for r in results] == [1, 3]
+    ((rows, thread),) = sig.threads
+    assert rows == 4 and thread != threading.get_ident()
+    await b.close()
+
+
+async def test_batches_stay_on_threads_with_inline_compute_off(pool):
+    sig = CostedSignature(1e-9)
+    b = inline_batcher(pool, 0.0)
+    xs = [np.ones((1, 1), np.float32) for _ in range(3)]
+    await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    ((rows, thread),) = sig.threads
+    assert rows == 3 and thread != threading.get_ident()
+    await b.close()
