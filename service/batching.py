@@ -276,6 +276,9 @@ class Batcher:
         self._dispatching: asyncio.Handle | None = None  # a dispatch scheduled for next turn
         self._queued_requests = 0
         self._closed = False
+        # A request already ran at once in this turn of the loop: the rest of the turn's
+        # arrivals queue and merge (reset on the next turn).
+        self._turn_taken = False
 
     # -- public ---------------------------------------------------------------------------
     async def submit(
@@ -321,6 +324,8 @@ class Batcher:
         loop = asyncio.get_running_loop()
         if self._closed:
             raise QueueFull("the model version is being unloaded; retry")
+        if self._may_run_at_once(signature, arrays):
+            return self._run_at_once(loop, signature, arrays, rows, deadline)
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
         batch = self._open.get(key)
         if batch is not None and batch.rows + rows > self.config.max_batch_size:
@@ -362,6 +367,46 @@ class Batcher:
         finally:
             request.timer.cancel()
             tracing.end_span(request.wait)  # already ended when its batch started
+
+    def _may_run_at_once(self, signature, arrays) -> bool:
+        """Whether a request runs at once, on the loop, without queueing: it is the first
+        of this turn of the loop, nothing waits before it, and it is estimated cheap enough
+        to run inline. Requests read later in the same turn queue and merge as usual, so a
+        lone client pays no queueing (two loop turns, a timer, a future) over unbatched
+        serving, and under load only the first request of each turn runs alone."""
+        return (
+            self._dispatching is None
+            and not self._turn_taken
+            and not self._open
+            and not self._ready
+            and not self.config.allowed_batch_sizes
+            and runs_inline(signature, arrays, self._inline_seconds)
+            and not tracing.active()
+        )
+
+    def _run_at_once(self, loop, signature, arrays, rows, deadline):
+        """Runs one request as a batch of its own, here and now (see ``_may_run_at_once``)."""
+        if loop.time() >= deadline:
+            self._reject("deadline")
+            raise DeadlineExceeded("deadline exceeded before the request could run")
+        self._turn_taken = True
+        loop.call_soon(self._next_turn)
+        result, error = _attempt(signature, arrays)
+        if error is not None:
+            raise _serving_error(error)
+        values, seconds, _, cpu = result
+        signature.observe(arrays, seconds, cpu)
+        if self._metrics is not None:
+            self._metrics.queue_wait(*self._labels, 0.0)
+            self._metrics.executor_wait(*self._labels, 0.0, batched=True)
+            self._metrics.batch(*self._labels, rows, 0, seconds)
+        wrong = _lost_batch_dim(values, rows)
+        if wrong is not None:
+            raise wrong
+        return values
+
+    def _next_turn(self) -> None:
+        self._turn_taken = False
 
     def _close_batch(self, batch: _Batch) -> None:
         if batch.closed:
@@ -569,10 +614,7 @@ class Batcher:
         """Delivers a finished run: each live request its rows, or the run's error."""
         live = run.live
         if error is not None:
-            if not isinstance(error, ServingError):
-                log.error("batch run failed", exc_info=error)
-                error = Internal(f"model failed: {error}")
-            _fail(live, error)
+            _fail(live, _serving_error(error))
             return
         values, seconds, waited, cpu = result
         run.signature.observe(run.merged, seconds, cpu)
@@ -580,18 +622,10 @@ class Batcher:
             for _ in live:
                 self._metrics.executor_wait(*self._labels, waited, batched=True)
             self._metrics.batch(*self._labels, run.real_rows, run.padding, seconds)
-        total = run.real_rows + run.padding
-        for alias, v in values.items():
-            if v.ndim == 0 or v.shape[0] != total:
-                _fail(
-                    live,
-                    Internal(
-                        f"output '{alias}' has shape {list(v.shape)}, which does "
-                        f"not keep the batch dimension of {total} rows; this "
-                        "signature cannot be batched"
-                    ),
-                )
-                return
+        wrong = _lost_batch_dim(values, run.real_rows + run.padding)
+        if wrong is not None:
+            _fail(live, wrong)
+            return
         offset = 0
         for r in live:
             if not r.future.done():
@@ -618,6 +652,26 @@ def _attempt(signature, merged):
         return _timed_run(signature, merged), None
     except Exception as e:  # noqa: BLE001 - reported to every request in the batch
         return None, e
+
+
+def _serving_error(error: BaseException) -> ServingError:
+    """A run's error as the requests get it: a ServingError as it is, anything else logged
+    and reported as Internal."""
+    if isinstance(error, ServingError):
+        return error
+    log.error("batch run failed", exc_info=error)
+    return Internal(f"model failed: {error}")
+
+
+def _lost_batch_dim(values: dict, total: int) -> Internal | None:
+    """The error when an output of a run over ``total`` rows does not keep them."""
+    for alias, v in values.items():
+        if v.ndim == 0 or v.shape[0] != total:
+            return Internal(
+                f"output '{alias}' has shape {list(v.shape)}, which does not keep the batch "
+                f"dimension of {total} rows; this signature cannot be batched"
+            )
+    return None
 
 
 def _request_elements(request: _Request) -> int:
