@@ -16,7 +16,9 @@ beyond that requests fail fast with ``QueueFull`` (503) instead of growing memor
 per batch: a finished run is one callback on the loop that splits the results back by row
 count (each request gets exactly its rows, in order) and starts the next waiting batch. A
 batch runs on the event loop instead (inline compute) when its run is estimated cheap, or when
-each of its requests would have run there unbatched.
+each of its requests would have run there unbatched. While requests arrive one at a time, a
+cheap one runs at once as a batch of its own (no queue, no extra loop turns); a second request
+in the same loop turn switches back to queueing and merging until a batch holds one request.
 
 A request whose deadline passes while queued gets ``DeadlineExceeded`` (504) and never runs; a
 request whose client disconnects (its task is cancelled) leaves the queue before execution.
@@ -279,6 +281,9 @@ class Batcher:
         # A request already ran at once in this turn of the loop: the rest of the turn's
         # arrivals queue and merge (reset on the next turn).
         self._turn_taken = False
+        # Requests have been arriving one at a time (a turn's first request ran at once and
+        # none followed it; or the last batch held one request): the next may run at once.
+        self._lone = True
 
     # -- public ---------------------------------------------------------------------------
     async def submit(
@@ -326,6 +331,8 @@ class Batcher:
             raise QueueFull("the model version is being unloaded; retry")
         if self._may_run_at_once(signature, arrays):
             return self._run_at_once(loop, signature, arrays, rows, deadline)
+        if self._turn_taken:
+            self._lone = False  # a second request in one turn: merge until traffic thins
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
         batch = self._open.get(key)
         if batch is not None and batch.rows + rows > self.config.max_batch_size:
@@ -369,13 +376,15 @@ class Batcher:
             tracing.end_span(request.wait)  # already ended when its batch started
 
     def _may_run_at_once(self, signature, arrays) -> bool:
-        """Whether a request runs at once, on the loop, without queueing: it is the first
-        of this turn of the loop, nothing waits before it, and it is estimated cheap enough
-        to run inline. Requests read later in the same turn queue and merge as usual, so a
-        lone client pays no queueing (two loop turns, a timer, a future) over unbatched
-        serving, and under load only the first request of each turn runs alone."""
+        """Whether a request runs at once, on the loop, without queueing: requests have been
+        arriving one at a time, it is the first of this turn of the loop, nothing waits
+        before it, and it is estimated cheap enough to run inline. So a lone client pays no
+        queueing (two loop turns, a timer, a future) over unbatched serving. A second
+        request in the same turn queues, and from then on every request queues and merges
+        until a batch starts with a single request in it (traffic thinned out again)."""
         return (
-            self._dispatching is None
+            self._lone
+            and self._dispatching is None
             and not self._turn_taken
             and not self._open
             and not self._ready
@@ -481,6 +490,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         live = [r for r in batch.requests if not r.future.done()]
         self._queued_requests -= len(batch.requests)
+        self._lone = len(batch.requests) == 1
         self._set_depth()
         if not live:
             return

@@ -503,7 +503,7 @@ async def test_batches_stay_on_threads_with_inline_compute_off(pool):
     await b.close()
 
 
-async def test_the_first_cheap_request_of_a_turn_runs_at_once_and_the_rest_merge(pool):
+async def test_a_lone_cheap_request_runs_at_once_and_a_turn_of_several_merges(pool):
     sig = CostedSignature(10e-6)
     b = inline_batcher(pool, 100e-6)
     tasks = [
@@ -515,9 +515,16 @@ async def test_the_first_cheap_request_of_a_turn_runs_at_once_and_the_rest_merge
     assert len(sig.runs) == 1
     await asyncio.wait_for(asyncio.gather(*tasks), 20)
     assert [run[0].ravel().tolist() for run in sig.runs] == [[0.0], [1.0, 2.0, 3.0]]
-    # The next turn's first request runs at once again; a lone client never queues.
-    assert (await b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))["y"].tolist() == [[2.0]]
-    assert len(sig.runs) == 3
+    # Several requests came in one turn: the next ones queue and merge, until a batch
+    # starts with a single request (traffic thinned out); then a lone request runs at once.
+    after_burst = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    await asyncio.sleep(0)
+    assert not after_burst.done()
+    assert (await after_burst)["y"].tolist() == [[2.0]]
+    lone = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    await asyncio.sleep(0)
+    assert lone.done() and lone.result()["y"].tolist() == [[2.0]]
+    assert len(sig.runs) == 4
     await b.close()
 
 
