@@ -36,11 +36,12 @@ from engine.ops.array import (
     size,
     transpose,
 )
-from engine.ops.array import (
-    range as range_op,
-)
+from engine.ops.array import range as range_op
 from engine.ops.grad_util import unbroadcast
 from engine.tensor_shape import Dimension, TensorShape, unknown_shape
+
+# Shape, axis and size inputs read on the host (OpFlags.host_inputs).
+_SECOND, _LAST = OpFlags(host_inputs=(1,)), OpFlags(host_inputs=(-1,))
 
 # -----------------------------------------------------------------------------------------
 # Packing
@@ -175,13 +176,7 @@ def _concat_grad(o, g):
     return split(g, sizes, axis=split_dim, num=len(values)) + [None]
 
 
-@op(
-    "ConcatV2",
-    infer=_concat_infer,
-    grad=_concat_grad,
-    inputs=("values*", "axis"),
-    flags=OpFlags(host_inputs=(-1,)),
-)
+@op("ConcatV2", infer=_concat_infer, grad=_concat_grad, inputs=("values*", "axis"), flags=_LAST)
 def _concat_kernel(xp, *args):
     *values, axis = args
     rank = values[0].ndim
@@ -511,13 +506,7 @@ def _tile_grad(o, g):
     return [reduction.reduce_sum(reshape(g, split_shape), axes), None]
 
 
-@op(
-    "Tile",
-    infer=_tile_infer,
-    grad=_tile_grad,
-    inputs=("input", "multiples"),
-    flags=OpFlags(host_inputs=(1,)),
-)
+@op("Tile", infer=_tile_infer, grad=_tile_grad, inputs=("input", "multiples"), flags=_SECOND)
 def _tile_kernel(xp, x, multiples):
     reps = multiples.tolist()
     if len(reps) != x.ndim:
@@ -607,13 +596,7 @@ def _pad_grad(o, g):
     return [x_grad] + [None] * (len(o.inputs) - 1)
 
 
-@op(
-    "Pad",
-    infer=_pad_infer,
-    grad=_pad_grad,
-    inputs=("input", "paddings"),
-    flags=OpFlags(host_inputs=(1,)),
-)
+@op("Pad", infer=_pad_infer, grad=_pad_grad, inputs=("input", "paddings"), flags=_SECOND)
 def _pad_kernel(xp, x, paddings):
     return _constant_pad(xp, x, paddings, b"" if x.dtype.kind == "O" else 0)
 
@@ -639,7 +622,7 @@ def _mirror_pad_grad(o, g):
     grad=_mirror_pad_grad,
     inputs=("input", "paddings"),
     attrs=(Attr("mode", "string"),),
-    flags=OpFlags(host_inputs=(1,)),
+    flags=_SECOND,
 )
 def _mirror_pad_kernel(xp, x, paddings, *, mode):
     pads = _check_paddings(x, paddings)
@@ -793,7 +776,7 @@ def _broadcast_to_infer(o):
     infer=_broadcast_to_infer,
     grad=lambda o, g: [unbroadcast(g, o.inputs[0]), None],
     inputs=("input", "shape"),
-    flags=OpFlags(host_inputs=(1,)),
+    flags=_SECOND,
 )
 def _broadcast_to_kernel(xp, x, shape):
     target = [int(d) for d in shape.tolist()]
