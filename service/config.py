@@ -732,6 +732,13 @@ class ServerConfig:
         return self.num_threads or os.cpu_count() or 1
 
 
+def pool_threads(config: ServerConfig) -> int:
+    """The threads computing for the server: ``num_threads``, or more where the server's
+    batching parameters ask for more batch threads (``num_batch_threads`` 0 asks for none
+    beyond them)."""
+    return max(config.compute_threads, config.batching.num_batch_threads)
+
+
 def _server_settings() -> list[tuple[str, type, object, str]]:
     """(name, type, default, help) of every ``_setting`` field of ``ServerConfig``, in order;
     the default is None where the dataclass computes it (``default_factory``)."""

@@ -133,10 +133,21 @@ def _pad(xp, x, g: _Window, fill=0):
     return xp.pad(x, widths, mode="constant", constant_values=fill)
 
 
+def _patch_view(xp, xpad, g: _Window):
+    """``[n, oh, ow, kh, kw, c]``: every window of the padded input, as a strided view of it
+    (no copy; every index stays inside ``xpad`` by the window's geometry)."""
+    s0, s1, s2, s3 = xpad.strides
+    return xp.lib.stride_tricks.as_strided(
+        xpad,
+        (g.n, g.oh, g.ow, g.kh, g.kw, g.c),
+        (s0, g.sh * s1, g.sw * s2, g.dh * s1, g.dw * s2, s3),
+    )
+
+
 def _patches(xp, xpad, g: _Window):
-    """``[n, oh, ow, kh * kw, c]``: every window of the padded input, taps in row-major order."""
-    taps = [xpad[g.view(i, j)] for i in range(g.kh) for j in range(g.kw)]
-    return xp.stack(taps, axis=3)
+    """``[n, oh, ow, kh * kw, c]``: every window of the padded input, taps in row-major order,
+    in a new array (one strided copy: a single kernel on a GPU)."""
+    return _patch_view(xp, xpad, g).copy().reshape(g.n, g.oh, g.ow, g.kh * g.kw, g.c)
 
 
 def _scatter_taps(xp, taps, g: _Window, dtype):
