@@ -24,10 +24,13 @@ printing medians; servers listen on free 127.0.0.1 ports and are stopped at the 
 
 Each HTTP row also prints where a request's time went, from the server's own statistics
 (``/v2/models/NAME/stats``): mean queue wait per request, mean compute per session run, and
-mean rows per run. Batching parameters are the server's defaults unless
-``--batching-parameters`` names a TF Serving batching parameters file. ``--baseline REF`` (a
-git ref, e.g. ``main``) also serves the HTTP parts with batching on from that commit's code
-(``git archive`` into a temporary directory), measured in the same rounds: before/after.
+mean rows per run, and the server's garbage collections per generation during the measurement
+(``gc0``/``gc1``/``gc2``, from ``/metrics``; a full ``gc2`` collection stops the event loop for
+tens of milliseconds with every in-flight request waiting). Batching parameters are the
+server's defaults unless ``--batching-parameters`` names a TF Serving batching parameters
+file. ``--baseline REF`` (a git ref, e.g. ``main``) also serves the HTTP parts with batching
+on from that commit's code (``git archive`` into a temporary directory), measured in the same
+rounds: before/after.
 """
 
 from __future__ import annotations
@@ -214,9 +217,25 @@ async def _repeat(measure, rounds: int) -> dict:
 
 
 async def _stats(url: str, model: str) -> dict:
+    """The model's statistics (Triton's model_stats), with the server's garbage collections
+    so far per generation (``gc``, from ``/metrics``: a full collection stops the loop)."""
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{url}/v2/models/{model}/stats") as r:
-            return (await r.json())["model_stats"][0]
+            doc = (await r.json())["model_stats"][0]
+        async with s.get(f"{url}/metrics") as r:
+            doc["gc"] = _gc_collections(await r.text())
+    return doc
+
+
+def _gc_collections(metrics: str) -> list[float]:
+    """``python_gc_collections_total`` per generation (0, 1, 2) from a Prometheus page."""
+    counts = [0.0, 0.0, 0.0]
+    for line in metrics.splitlines():
+        if line.startswith("python_gc_collections_total{"):
+            labels, value = line.rsplit(" ", 1)
+            generation = labels.split('generation="', 1)[1].split('"', 1)[0]
+            counts[int(generation)] = float(value)
+    return counts
 
 
 def _where(before: dict, after: dict) -> dict:
@@ -231,11 +250,15 @@ def _where(before: dict, after: dict) -> dict:
     requests = max(1, delta("success", "count"))
     runs = max(1, after["execution_count"] - before["execution_count"])
     rows = after["inference_count"] - before["inference_count"]
-    return {
+    where = {
         "queue_ms": round(delta("queue", "ns") / requests / 1e6, 3),
         "compute_ms_per_run": round(delta("compute_infer", "ns") / runs / 1e6, 3),
         "rows_per_run": round(rows / runs, 2),
     }
+    if "gc" in before and "gc" in after:  # over HTTP: collections in the measurement
+        for generation, (b, a) in enumerate(zip(before["gc"], after["gc"])):
+            where[f"gc{generation}"] = a - b
+    return where
 
 
 async def http_pair(
