@@ -151,7 +151,7 @@ def measure(name, build, cupy_side, batch, quick) -> dict:
     g, out, feeds, feed_vals, reference, weights = build(batch)
     want = reference()
     min_time = 0.05 if quick else 0.2
-    repeats = 3 if quick or batch >= 512 else 7
+    repeats = 3 if quick else 7
     with g.as_default():
         init = tf.global_variables_initializer()
     row = {"workload": name, "batch": batch}

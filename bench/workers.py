@@ -4,11 +4,13 @@ Starts the real command twice on the bundled ``digits`` MLP (``--workers 1`` and
 ``--workers N``, both up for the whole run), then drives each in turn, interleaved over
 ``--rounds``, with ``bench/load.py run`` clients (``--clients`` processes sharing
 ``--concurrency`` connections, so the client is not the single core it would be in one
-process). Prints each measurement, the mean req/s of each server, the ratio N-workers /
-1-worker and the scaling efficiency ratio / N (the issue's target: >= 0.8 for N <= cores).
+process), or with one ``wrk`` (``--client wrk``, ``--clients`` threads: ~30 µs of client CPU
+per request instead of ~200, for many-core runs). Prints each measurement, the mean req/s of
+each server, the ratio N-workers / 1-worker and the scaling efficiency ratio / N (the issue's
+target: >= 0.8 for N <= cores).
 
     python bench/workers.py [--workers 2] [--duration 10] [--rounds 2] [--clients 2]
-        [--concurrency 32] [--protocol tfserving] [--json out.json]
+        [--concurrency 32] [--protocol tfserving] [--client processes|wrk] [--json out.json]
 
 The client processes run on the same machine: on a machine with C cores, N workers and
 the clients share them, so measure N <= C minus what the clients need to get near-linear

@@ -297,16 +297,20 @@ def execute_bounded(
             release(key)
 
 
+_DEVICE_ARRAYS: set = set()  # array types seen with __cuda_array_interface__ (cupy's)
+
+
 def coerce_output(r, op, i):
     """Output ``i`` of ``op``'s kernel as a runtime value, or InternalError for a kernel that
     returned something else than an array (numpy scalars become 0-d arrays)."""
+    if r.__class__ in _DEVICE_ARRAYS:
+        return r
     if isinstance(r, np.generic):
         return np.asarray(r)
-    if (
-        r.__class__ is VariableSlot
-        or isinstance(r, _ndarray)
-        or hasattr(r, "__cuda_array_interface__")
-    ):
+    if r.__class__ is VariableSlot or isinstance(r, _ndarray):
+        return r
+    if hasattr(r, "__cuda_array_interface__"):  # builds a dict: checked once per type
+        _DEVICE_ARRAYS.add(r.__class__)
         return r
     if op is not None and op._outputs[i]._dtype.base_dtype.name in ("resource", "variant"):
         return r
