@@ -1,15 +1,18 @@
 """Batching on vs off, each pair measured in one run (issue 13's batching targets).
 
     python bench/batching.py [--duration 5] [--parts inprocess,http,clients,background]
-        [--rounds 3] [--batching-parameters FILE] [--baseline REF] [--json out.json]
+        [--rounds 3] [--batching-parameters FILE] [--baseline REF] [--client wrk|hey|aiohttp]
+        [--json out.json]
 
 Parts (every pair alternates on/off in the same run, ``--rounds`` times in rotating order,
 printing medians; servers listen on free 127.0.0.1 ports and are stopped at the end):
 
 * ``inprocess``: ``wide_mlp`` (784-2048-2048-10) driven by 64 concurrent asyncio callers of
   ``ModelManager.infer`` -- the servable core, no HTTP -- batching off vs on (target >= 4x).
-* ``http``: the same over HTTP (TF Serving REST JSON, 64 clients of ``bench/load.py``)
-  (target >= 3x).
+* ``http``: the same over HTTP (TF Serving REST JSON, 64 connections of the load client:
+  ``wrk`` where installed, as ``bench/peers/run.py`` uses; ``--client`` picks ``hey`` or
+  ``bench/load.py``'s aiohttp client, which costs the shared cores about 6x wrk's CPU per
+  request) (target >= 3x).
 * ``clients``: the 784-256-128-10 ``mlp`` over HTTP at 1, 8 and 64 clients: req/s, p50, p99,
   batching off vs on (target: on's p99 never above off's).
 * ``background``: ``clients`` again while a subprocess spins single-threaded numpy matmuls
@@ -21,10 +24,13 @@ printing medians; servers listen on free 127.0.0.1 ports and are stopped at the 
 
 Each HTTP row also prints where a request's time went, from the server's own statistics
 (``/v2/models/NAME/stats``): mean queue wait per request, mean compute per session run, and
-mean rows per run. Batching parameters are the server's defaults unless
-``--batching-parameters`` names a TF Serving batching parameters file. ``--baseline REF`` (a
-git ref, e.g. ``main``) also serves the HTTP parts with batching on from that commit's code
-(``git archive`` into a temporary directory), measured in the same rounds: before/after.
+mean rows per run, and the server's garbage collections per generation during the measurement
+(``gc0``/``gc1``/``gc2``, from ``/metrics``; a full ``gc2`` collection stops the event loop for
+tens of milliseconds with every in-flight request waiting). Batching parameters are the
+server's defaults unless ``--batching-parameters`` names a TF Serving batching parameters
+file. ``--baseline REF`` (a git ref, e.g. ``main``) also serves the HTTP parts with batching
+on from that commit's code (``git archive`` into a temporary directory), measured in the same
+rounds: before/after.
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ import aiohttp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.bench_models import build_repository  # noqa: E402
+from bench.http_clients import CLIENTS as CLIENT_NAMES  # noqa: E402
+from bench.http_clients import available, run_client  # noqa: E402
 from bench.load import (  # noqa: E402
     Result,
     Server,
@@ -60,7 +68,6 @@ from bench.load import (  # noqa: E402
     flowserve_argv,
     free_port,
     make_request,
-    run_load,
 )
 
 CLIENTS = (1, 8, 64)
@@ -210,9 +217,25 @@ async def _repeat(measure, rounds: int) -> dict:
 
 
 async def _stats(url: str, model: str) -> dict:
+    """The model's statistics (Triton's model_stats), with the server's garbage collections
+    so far per generation (``gc``, from ``/metrics``: a full collection stops the loop)."""
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{url}/v2/models/{model}/stats") as r:
-            return (await r.json())["model_stats"][0]
+            doc = (await r.json())["model_stats"][0]
+        async with s.get(f"{url}/metrics") as r:
+            doc["gc"] = _gc_collections(await r.text())
+    return doc
+
+
+def _gc_collections(metrics: str) -> list[float]:
+    """``python_gc_collections_total`` per generation (0, 1, 2) from a Prometheus page."""
+    counts = [0.0, 0.0, 0.0]
+    for line in metrics.splitlines():
+        if line.startswith("python_gc_collections_total{"):
+            labels, value = line.rsplit(" ", 1)
+            generation = labels.split('generation="', 1)[1].split('"', 1)[0]
+            counts[int(generation)] = float(value)
+    return counts
 
 
 def _where(before: dict, after: dict) -> dict:
@@ -227,22 +250,30 @@ def _where(before: dict, after: dict) -> dict:
     requests = max(1, delta("success", "count"))
     runs = max(1, after["execution_count"] - before["execution_count"])
     rows = after["inference_count"] - before["inference_count"]
-    return {
+    where = {
         "queue_ms": round(delta("queue", "ns") / requests / 1e6, 3),
         "compute_ms_per_run": round(delta("compute_infer", "ns") / runs / 1e6, 3),
         "rows_per_run": round(rows / runs, 2),
     }
+    if "gc" in before and "gc" in after:  # over HTTP: collections in the measurement
+        for generation, (b, a) in enumerate(zip(before["gc"], after["gc"])):
+            where[f"gc{generation}"] = a - b
+    return where
 
 
-async def http_pair(servers: dict, model: str, clients: int, duration: float, order) -> dict:
-    """One measurement per server in ``order`` (labels of ``servers``), back to back."""
+async def http_pair(
+    servers: dict, model: str, clients: int, duration: float, order, client: str
+) -> dict:
+    """One measurement per server in ``order`` (labels of ``servers``), back to back, by the
+    load client ``client`` (``bench.http_clients``: wrk, hey or aiohttp)."""
     x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
     request = make_request("tfserving", model, "x", x)
     out = {}
     for label in order:
         server = servers[label]
         before = await _stats(server.url, model)
-        r = await run_load(
+        r = await run_client(
+            client,
             server.url,
             request,
             clients,
@@ -314,9 +345,9 @@ def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
     return ratios
 
 
-async def part_http(servers: dict, duration: float, rounds: int) -> dict:
+async def part_http(servers: dict, duration: float, rounds: int, client: str) -> dict:
     async def measure(i: int) -> dict:
-        return await http_pair(servers, "wide_mlp", 64, duration, _order(servers, i))
+        return await http_pair(servers, "wide_mlp", 64, duration, _order(servers, i), client)
 
     pair = await _repeat(measure, rounds)
     return {
@@ -325,12 +356,14 @@ async def part_http(servers: dict, duration: float, rounds: int) -> dict:
     }
 
 
-async def part_clients(servers: dict, duration: float, rounds: int, title: str) -> dict:
+async def part_clients(
+    servers: dict, duration: float, rounds: int, title: str, client: str
+) -> dict:
     rows, ratios = {}, {}
     for clients in CLIENTS:
 
         async def measure(i: int, clients: int = clients) -> dict:
-            return await http_pair(servers, "mlp", clients, duration, _order(servers, i))
+            return await http_pair(servers, "mlp", clients, duration, _order(servers, i), client)
 
         pair = await _repeat(measure, rounds)
         for label, row in pair.items():
@@ -350,7 +383,9 @@ def _blas_env_unset():
         os.environ.update(saved)
 
 
-async def part_blas(repo: Path, params: Path | None, servers: dict, duration: float, rounds: int):
+async def part_blas(
+    repo: Path, params: Path | None, servers: dict, duration: float, rounds: int, client: str
+):
     extra = ["--batching-parameters-file", str(params)] if params is not None else []
     with _blas_env_unset():
         two = {
@@ -366,7 +401,7 @@ async def part_blas(repo: Path, params: Path | None, servers: dict, duration: fl
         with Background():
 
             async def measure(i: int) -> dict:
-                return await http_pair(group, "mlp", 64, duration, _order(group, i))
+                return await http_pair(group, "mlp", 64, duration, _order(group, i), client)
 
             pair = await _repeat(measure, rounds)
     finally:
@@ -420,12 +455,14 @@ async def run(
     rounds: int,
     params: Path | None,
     baseline: str | None,
+    client: str = "wrk",
 ) -> dict:
     out = {
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "duration_s": duration,
+        "client": client,
         "load_average_at_start": os.getloadavg(),
     }
     with tempfile.TemporaryDirectory(prefix="fs-bench-batching-") as tmp:
@@ -441,24 +478,26 @@ async def run(
             try:
                 if "http" in parts:
                     print("== over HTTP: wide_mlp, 64 clients", flush=True)
-                    results["http"] = await part_http(servers, duration, rounds)
+                    results["http"] = await part_http(servers, duration, rounds, client)
                     _print(results["http"])
                 if "clients" in parts:
                     print("== over HTTP: mlp at 1, 8, 64 clients", flush=True)
-                    results["clients"] = await part_clients(servers, duration, rounds, "")
+                    results["clients"] = await part_clients(servers, duration, rounds, "", client)
                     _print(results["clients"])
                 if "background" in parts:
                     print("== over HTTP: mlp, one core busy with unrelated work", flush=True)
                     with Background():
                         results["background"] = await part_clients(
-                            servers, duration, rounds, "background load, "
+                            servers, duration, rounds, "background load, ", client
                         )
                     _print(results["background"])
                 if "blas" in parts:
                     print(
                         "== over HTTP: mlp, 64 clients, background work, BLAS threads", flush=True
                     )
-                    results["blas"] = await part_blas(repo, params, servers, duration, rounds)
+                    results["blas"] = await part_blas(
+                        repo, params, servers, duration, rounds, client
+                    )
                     _print(results["blas"])
             finally:
                 for s in servers.values():
@@ -489,6 +528,14 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--baseline", help="git ref whose code also serves batching on (before/after)"
     )
+    parser.add_argument(
+        "--client",
+        choices=CLIENT_NAMES,
+        default="wrk" if available("wrk") is None else "aiohttp",
+        help="the HTTP load client (default: wrk where installed, else aiohttp): on a small "
+        "machine the client shares the cores with the server, so a cheaper one measures the "
+        "server better",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
@@ -496,7 +543,13 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown parts {unknown}; choose from {list(PARTS)}")
     params = Path(args.batching_parameters).resolve() if args.batching_parameters else None
-    out = asyncio.run(run(parts, args.duration, max(1, args.rounds), params, args.baseline))
+    why = available(args.client)
+    if why:
+        parser.error(why)
+    print(f"load client: {args.client}", flush=True)
+    out = asyncio.run(
+        run(parts, args.duration, max(1, args.rounds), params, args.baseline, args.client)
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

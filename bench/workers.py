@@ -4,11 +4,13 @@ Starts the real command twice on the bundled ``digits`` MLP (``--workers 1`` and
 ``--workers N``, both up for the whole run), then drives each in turn, interleaved over
 ``--rounds``, with ``bench/load.py run`` clients (``--clients`` processes sharing
 ``--concurrency`` connections, so the client is not the single core it would be in one
-process). Prints each measurement, the mean req/s of each server, the ratio N-workers /
-1-worker and the scaling efficiency ratio / N (the issue's target: >= 0.8 for N <= cores).
+process), or with one ``wrk`` (``--client wrk``, ``--clients`` threads: ~30 µs of client CPU
+per request instead of ~200, for many-core runs). Prints each measurement, the mean req/s of
+each server, the ratio N-workers / 1-worker and the scaling efficiency ratio / N (the issue's
+target: >= 0.8 for N <= cores).
 
     python bench/workers.py [--workers 2] [--duration 10] [--rounds 2] [--clients 2]
-        [--concurrency 32] [--protocol tfserving] [--json out.json]
+        [--concurrency 32] [--protocol tfserving] [--client processes|wrk] [--json out.json]
 
 The client processes run on the same machine: on a machine with C cores, N workers and
 the clients share them, so measure N <= C minus what the clients need to get near-linear
@@ -28,11 +30,13 @@ import time
 from pathlib import Path
 
 import aiohttp
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.load import Server, flowserve  # noqa: E402
+from bench.http_clients import run_client  # noqa: E402
+from bench.load import Server, flowserve, make_request  # noqa: E402
 
 WORKER_HEADER = "X-Flowserve-Worker"
 
@@ -58,6 +62,26 @@ async def wait_for_workers(server: Server, count: int, timeout: float = 180.0) -
             return
         await asyncio.sleep(0.3)
     raise RuntimeError(f"{server.name}: only workers {sorted(seen)} answered in {timeout}s")
+
+
+async def drive_wrk(url: str, args: argparse.Namespace, label: str) -> dict:
+    """One measurement with ``wrk`` (``args.clients`` threads): the digits model, one row."""
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{url.rstrip('/')}/v2/models/digits") as resp:
+            spec = (await resp.json())["inputs"][0]
+    dims = [1] + [d if d > 0 else 1 for d in spec["shape"][1:]]
+    x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
+    request = make_request(args.protocol, "digits", spec["name"], x)
+    r = await run_client(
+        "wrk", url, request, args.concurrency, args.duration, label=label, threads=args.clients
+    )
+    return {
+        "label": label,
+        "throughput_rps": r.throughput_rps,
+        "p50_ms": r.p50_ms,
+        "p99_ms": r.p99_ms,
+        "errors": dict(r.errors),
+    }
 
 
 def drive(url: str, args: argparse.Namespace, work: Path, label: str) -> dict:
@@ -117,7 +141,10 @@ async def measure(args: argparse.Namespace) -> dict:
                 order = counts if round_ % 2 == 0 else counts[::-1]  # A/B, then B/A
                 for n in order:
                     label = f"workers={n} round {round_ + 1}"
-                    result = await asyncio.to_thread(drive, servers[n].url, args, work, label)
+                    if args.client == "wrk":
+                        result = await drive_wrk(servers[n].url, args, label)
+                    else:
+                        result = await asyncio.to_thread(drive, servers[n].url, args, work, label)
                     runs[n].append(result)
                     err = f" errors={result['errors']}" if result["errors"] else ""
                     print(
@@ -149,7 +176,15 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="N, compared with 1 worker")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=2, help="A/B measurement pairs")
-    parser.add_argument("--clients", type=int, default=2, help="load client processes")
+    parser.add_argument(
+        "--clients", type=int, default=2, help="load client processes (wrk: its threads)"
+    )
+    parser.add_argument(
+        "--client",
+        default="processes",
+        choices=["processes", "wrk"],
+        help="processes: bench/load.py clients; wrk: one wrk (cheaper per request)",
+    )
     parser.add_argument("--concurrency", type=int, default=32, help="connections in all")
     parser.add_argument(
         "--protocol", default="tfserving", choices=["tfserving", "v2", "v2-binary", "msgpack"]

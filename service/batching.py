@@ -14,7 +14,11 @@ to ``num_batch_threads`` batches (and at least one per model instance) run at on
 event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
 beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. No task runs
 per batch: a finished run is one callback on the loop that splits the results back by row
-count (each request gets exactly its rows, in order) and starts the next waiting batch.
+count (each request gets exactly its rows, in order) and starts the next waiting batch. A
+batch runs on the event loop instead (inline compute) when its run is estimated cheap, or when
+each of its requests would have run there unbatched. While requests arrive one at a time, a
+cheap one runs at once as a batch of its own (no queue, no extra loop turns); a second request
+in the same loop turn switches back to queueing and merging until a batch holds one request.
 
 A request whose deadline passes while queued gets ``DeadlineExceeded`` (504) and never runs; a
 request whose client disconnects (its task is cancelled) leaves the queue before execution.
@@ -278,6 +282,12 @@ class Batcher:
         self._dispatching: asyncio.Handle | None = None  # a dispatch scheduled for next turn
         self._queued_requests = 0
         self._closed = False
+        # A request already ran at once in this turn of the loop: the rest of the turn's
+        # arrivals queue and merge (reset on the next turn).
+        self._turn_taken = False
+        # Requests have been arriving one at a time (a turn's first request ran at once and
+        # none followed it; or the last batch held one request): the next may run at once.
+        self._lone = True
 
     # -- public ---------------------------------------------------------------------------
     async def submit(
@@ -323,6 +333,10 @@ class Batcher:
         loop = asyncio.get_running_loop()
         if self._closed:
             raise QueueFull("the model version is being unloaded; retry")
+        if self._may_run_at_once(signature, arrays):
+            return self._run_at_once(loop, signature, arrays, rows, deadline)
+        if self._turn_taken:
+            self._lone = False  # a second request in one turn: merge until traffic thins
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
         batch = self._open.get(key)
         if batch is not None and batch.rows + rows > self.config.max_batch_size:
@@ -364,6 +378,48 @@ class Batcher:
         finally:
             request.timer.cancel()
             tracing.end_span(request.wait)  # already ended when its batch started
+
+    def _may_run_at_once(self, signature, arrays) -> bool:
+        """Whether a request runs at once, on the loop, without queueing: requests have been
+        arriving one at a time, it is the first of this turn of the loop, nothing waits
+        before it, and it is estimated cheap enough to run inline. So a lone client pays no
+        queueing (two loop turns, a timer, a future) over unbatched serving. A second
+        request in the same turn queues, and from then on every request queues and merges
+        until a batch starts with a single request in it (traffic thinned out again)."""
+        return (
+            self._lone
+            and self._dispatching is None
+            and not self._turn_taken
+            and not self._open
+            and not self._ready
+            and not self.config.allowed_batch_sizes
+            and runs_inline(signature, arrays, self._inline_seconds)
+            and not tracing.active()
+        )
+
+    def _run_at_once(self, loop, signature, arrays, rows, deadline):
+        """Runs one request as a batch of its own, here and now (see ``_may_run_at_once``)."""
+        if loop.time() >= deadline:
+            self._reject("deadline")
+            raise DeadlineExceeded("deadline exceeded before the request could run")
+        self._turn_taken = True
+        loop.call_soon(self._next_turn)
+        result, error = _attempt(signature, arrays)
+        if error is not None:
+            raise _serving_error(error)
+        values, seconds, _, cpu = result
+        signature.observe(arrays, seconds, cpu)
+        if self._metrics is not None:
+            self._metrics.queue_wait(*self._labels, 0.0)
+            self._metrics.executor_wait(*self._labels, 0.0, batched=True)
+            self._metrics.batch(*self._labels, rows, 0, seconds)
+        wrong = _lost_batch_dim(values, rows)
+        if wrong is not None:
+            raise wrong
+        return values
+
+    def _next_turn(self) -> None:
+        self._turn_taken = False
 
     def _close_batch(self, batch: _Batch) -> None:
         if batch.closed:
@@ -438,6 +494,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         live = [r for r in batch.requests if not r.future.done()]
         self._queued_requests -= len(batch.requests)
+        self._lone = len(batch.requests) == 1
         self._set_depth()
         if not live:
             return
@@ -457,7 +514,7 @@ class Batcher:
             task = loop.create_task(self._run_traced(run, traced))
             task.add_done_callback(self._traced_done)
             return
-        if runs_inline(run.signature, merged, self._inline_seconds):
+        if self._runs_inline(run):
             self._finish(run, *_attempt(run.signature, merged))
             return
         self._running += 1
@@ -475,6 +532,22 @@ class Batcher:
                 pass
 
         work.add_done_callback(done)
+
+    def _runs_inline(self, run: _Run) -> bool:
+        """Whether a merged batch runs on the event loop: when its whole run is estimated
+        under the inline limit, or when every request in it would have run on the loop
+        alone (batching off). The merged run costs at most what those requests cost one by
+        one, so batching never moves onto a thread work that unbatched serving keeps on the
+        loop: a thread hop for a small batch costs more than the batch (a wakeup, the GIL
+        handed back and forth while the loop serves other requests, a callback back), and
+        under load those hops made batching's tail worse than unbatched serving's."""
+        limit = self._inline_seconds
+        if runs_inline(run.signature, run.merged, limit):
+            return True
+        if limit <= 0 or len(run.live) < 2:
+            return False
+        largest = max(run.live, key=_request_elements)
+        return runs_inline(run.signature, largest.arrays, limit)
 
     def _launch(self, run: _Run) -> Future:
         """Submits the run to the executor, with a token that cancels it once every request
@@ -517,7 +590,7 @@ class Batcher:
                 version=self._labels[1],
                 batch_size=run.real_rows + run.padding,
             ):
-                if runs_inline(run.signature, run.merged, self._inline_seconds):
+                if self._runs_inline(run):
                     result, error = _attempt(run.signature, run.merged)
                 else:
                     try:
@@ -555,10 +628,7 @@ class Batcher:
         """Delivers a finished run: each live request its rows, or the run's error."""
         live = run.live
         if error is not None:
-            if not isinstance(error, ServingError):
-                log.error("batch run failed", exc_info=error)
-                error = Internal(f"model failed: {error}")
-            _fail(live, error)
+            _fail(live, _serving_error(error))
             return
         values, seconds, waited, cpu = result
         run.signature.observe(run.merged, seconds, cpu)
@@ -566,18 +636,10 @@ class Batcher:
             for _ in live:
                 self._metrics.executor_wait(*self._labels, waited, batched=True)
             self._metrics.batch(*self._labels, run.real_rows, run.padding, seconds)
-        total = run.real_rows + run.padding
-        for alias, v in values.items():
-            if v.ndim == 0 or v.shape[0] != total:
-                _fail(
-                    live,
-                    Internal(
-                        f"output '{alias}' has shape {list(v.shape)}, which does "
-                        f"not keep the batch dimension of {total} rows; this "
-                        "signature cannot be batched"
-                    ),
-                )
-                return
+        wrong = _lost_batch_dim(values, run.real_rows + run.padding)
+        if wrong is not None:
+            _fail(live, wrong)
+            return
         offset = 0
         for r in live:
             if not r.future.done():
@@ -604,6 +666,30 @@ def _attempt(signature, merged):
         return _timed_run(signature, merged), None
     except Exception as e:  # noqa: BLE001 - reported to every request in the batch
         return None, e
+
+
+def _serving_error(error: BaseException) -> ServingError:
+    """A run's error as the requests get it: a ServingError as it is, anything else logged
+    and reported as Internal."""
+    if isinstance(error, ServingError):
+        return error
+    log.error("batch run failed", exc_info=error)
+    return Internal(f"model failed: {error}")
+
+
+def _lost_batch_dim(values: dict, total: int) -> Internal | None:
+    """The error when an output of a run over ``total`` rows does not keep them."""
+    for alias, v in values.items():
+        if v.ndim == 0 or v.shape[0] != total:
+            return Internal(
+                f"output '{alias}' has shape {list(v.shape)}, which does not keep the batch "
+                f"dimension of {total} rows; this signature cannot be batched"
+            )
+    return None
+
+
+def _request_elements(request: _Request) -> int:
+    return sum(a.size for a in request.arrays)
 
 
 def _fail(requests, error: ServingError) -> None:

@@ -507,6 +507,12 @@ class ServerConfig:
         doc="threads one computation may use inside numpy's BLAS "
         "(requests already run in parallel on num_threads)",
     )
+    gc_threshold: int = _setting(
+        10_000,
+        doc="container objects allocated between the garbage collector's young passes "
+        "(Python's default: 700), with the objects made at startup frozen out of its full "
+        "passes; 0 leaves the collector as Python sets it",
+    )
     max_tensor_elements: int = _setting(
         1 << 28, doc="most elements one request tensor (and each of its dimensions) may declare"
     )
@@ -643,6 +649,7 @@ class ServerConfig:
         _bounded("num_threads", self.num_threads, 0, 4096)
         _bounded("intra_op_threads", self.intra_op_threads, 1, 4096)
         _bounded("inline_compute_micros", self.inline_compute_micros, 0, 1_000_000)
+        _bounded("gc_threshold", self.gc_threshold, 0, 100_000_000)
         _bounded("poll_interval", self.poll_interval, 0, 24 * 3600.0)
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")
@@ -723,6 +730,13 @@ class ServerConfig:
     @property
     def compute_threads(self) -> int:
         return self.num_threads or os.cpu_count() or 1
+
+
+def pool_threads(config: ServerConfig) -> int:
+    """The threads computing for the server: ``num_threads``, or more where the server's
+    batching parameters ask for more batch threads (``num_batch_threads`` 0 asks for none
+    beyond them)."""
+    return max(config.compute_threads, config.batching.num_batch_threads)
 
 
 def _server_settings() -> list[tuple[str, type, object, str]]:

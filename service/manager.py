@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from service.batching import Batcher, DirectScheduler, Overdue, warn_blas_threads
-from service.config import BatchingConfig, ModelConfig, ServerConfig
+from service.config import BatchingConfig, ModelConfig, ServerConfig, pool_threads
 from service.errors import (
     FailedPrecondition,
     InvalidInput,
@@ -83,13 +83,13 @@ class ModelManager:
         )
         self._scan_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fs-scan")
         self.compute_pool = ThreadPoolExecutor(
-            max_workers=max(config.compute_threads, config.batching.threads),
+            max_workers=pool_threads(config),
             thread_name_prefix="fs-compute",
         )
         self._poller: asyncio.Task | None = None
         self.stuck_loads = 0  # loads past load_timeout whose threads still run
         self.overdue = Overdue()  # computations past their deadline, still on a thread
-        self._compute_threads = max(config.compute_threads, config.batching.threads)
+        self._compute_threads = pool_threads(config)
         self._first_scan: asyncio.Task | None = None
         self._loads: set[asyncio.Task] = set()
         self._started = False

@@ -282,18 +282,18 @@ def unregister() -> None:
 
 @contextlib.contextmanager
 def registered(count: int = 2):
-    """TEST:0..count-1 exist in sessions created inside (and stay in those sessions)."""
-    already = "TEST" in devices.DEVICE_TYPES
-    if already:
-        saved = devices.DEVICE_TYPES["TEST"]
-        unregister()
+    """TEST:0..count-1 exist in sessions created inside (and stay in those sessions). Real
+    GPUs are hidden meanwhile, so the TEST devices stand in for them on any machine."""
+    saved = {t: devices.DEVICE_TYPES[t] for t in ("GPU", "TEST") if t in devices.DEVICE_TYPES}
+    for device_type in saved:
+        devices.unregister_device_type(device_type)
     register(count)
     try:
         yield
     finally:
         unregister()
-        if already:
-            devices.register_device_type("TEST", saved)
+        for device_type, factory in saved.items():
+            devices.register_device_type(device_type, factory)
 
 
 def default_device_name(session) -> str:

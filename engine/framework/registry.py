@@ -193,8 +193,13 @@ class OpFlags:
     writes_variables: bool = False
     # Device types with a kernel. "GPU" kernels run the same body with xp=cupy.
     device_types: frozenset[str] = frozenset(("CPU", "GPU"))
+    # Inputs at these positions (negative: from the end) are read on the host wherever the
+    # op runs (TF's HostMemory: shapes, axes, sizes): a kernel on a GPU gets them as numpy
+    # arrays, so reading them never waits for the device.
+    host_inputs: tuple[int, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "host_inputs", tuple(self.host_inputs))
         if self.ref_inputs != "all":
             object.__setattr__(self, "ref_inputs", tuple(self.ref_inputs))
         object.__setattr__(self, "device_types", frozenset(self.device_types))

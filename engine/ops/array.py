@@ -351,7 +351,7 @@ def _reshape_grad(o, g):
     infer=_reshape_infer,
     grad=_reshape_grad,
     inputs=("tensor", "shape"),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1,)),
 )
 def _reshape_kernel(xp, x, shape):
     # One copy to the host (iterating a device array copies each element on its own).
@@ -455,7 +455,7 @@ def _expand_dims_infer(o):
     infer=_expand_dims_infer,
     grad=lambda o, g: [reshape(g, _shape_of(o.inputs[0])), None],
     inputs=("input", "dim"),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1,)),
 )
 def _expand_dims_kernel(xp, x, dim):
     if dim.size != 1:
@@ -518,7 +518,7 @@ def _transpose_grad(o, g):
     infer=_transpose_infer,
     grad=_transpose_grad,
     inputs=("x", "perm"),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1,)),
 )
 def _transpose_kernel(xp, x, perm):
     p = perm.tolist()
@@ -605,7 +605,13 @@ def _fill_grad(o, g):
     return [None, reduction.reduce_sum(g)]
 
 
-@op("Fill", infer=_fill_infer, grad=_fill_grad, inputs=("dims", "value"))
+@op(
+    "Fill",
+    infer=_fill_infer,
+    grad=_fill_grad,
+    inputs=("dims", "value"),
+    flags=OpFlags(host_inputs=(0,)),
+)
 def _fill_kernel(xp, dims, value):
     return xp.full(list(dims.tolist()), value, dtype=value.dtype)
 
@@ -701,7 +707,13 @@ def _range_infer(o):
     return [(dtype, TensorShape([None]))]
 
 
-@op("Range", infer=_range_infer, differentiable=False, inputs=("start", "limit", "delta"))
+@op(
+    "Range",
+    infer=_range_infer,
+    differentiable=False,
+    inputs=("start", "limit", "delta"),
+    flags=OpFlags(host_inputs=(0, 1, 2)),
+)
 def _range_kernel(xp, start, limit, delta):
     if delta == 0:
         raise errors.InvalidArgumentError(None, None, "Requires delta != 0: 0")
@@ -783,6 +795,7 @@ def _one_hot_infer(o):
     differentiable=False,
     inputs=("indices", "depth", "on_value", "off_value"),
     attrs=(Attr("axis", "int"),),
+    flags=OpFlags(host_inputs=(1,)),
 )
 def _one_hot_kernel(xp, indices, depth, on_value, off_value, *, axis):
     d = int(depth)

@@ -36,11 +36,12 @@ from engine.ops.array import (
     size,
     transpose,
 )
-from engine.ops.array import (
-    range as range_op,
-)
+from engine.ops.array import range as range_op
 from engine.ops.grad_util import unbroadcast
 from engine.tensor_shape import Dimension, TensorShape, unknown_shape
+
+# Shape, axis and size inputs read on the host (OpFlags.host_inputs).
+_SECOND, _LAST = OpFlags(host_inputs=(1,)), OpFlags(host_inputs=(-1,))
 
 # -----------------------------------------------------------------------------------------
 # Packing
@@ -175,7 +176,7 @@ def _concat_grad(o, g):
     return split(g, sizes, axis=split_dim, num=len(values)) + [None]
 
 
-@op("ConcatV2", infer=_concat_infer, grad=_concat_grad, inputs=("values*", "axis"))
+@op("ConcatV2", infer=_concat_infer, grad=_concat_grad, inputs=("values*", "axis"), flags=_LAST)
 def _concat_kernel(xp, *args):
     *values, axis = args
     rank = values[0].ndim
@@ -335,7 +336,7 @@ def _split_grad(o, *grads):
     grad=_split_grad,
     inputs=("split_dim", "value"),
     attrs=(Attr("num_split", "int"),),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(0,)),
 )
 def _split_kernel(xp, axis, x, *, num_split):
     a = int(axis)
@@ -398,7 +399,7 @@ def _split_v_grad(o, *grads):
     grad=_split_v_grad,
     inputs=("value", "size_splits", "split_dim"),
     attrs=(Attr("num_split", "int"),),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1, 2)),
 )
 def _split_v_kernel(xp, x, size_splits, axis, *, num_split):
     a = int(axis)
@@ -505,7 +506,7 @@ def _tile_grad(o, g):
     return [reduction.reduce_sum(reshape(g, split_shape), axes), None]
 
 
-@op("Tile", infer=_tile_infer, grad=_tile_grad, inputs=("input", "multiples"))
+@op("Tile", infer=_tile_infer, grad=_tile_grad, inputs=("input", "multiples"), flags=_SECOND)
 def _tile_kernel(xp, x, multiples):
     reps = multiples.tolist()
     if len(reps) != x.ndim:
@@ -595,12 +596,18 @@ def _pad_grad(o, g):
     return [x_grad] + [None] * (len(o.inputs) - 1)
 
 
-@op("Pad", infer=_pad_infer, grad=_pad_grad, inputs=("input", "paddings"))
+@op("Pad", infer=_pad_infer, grad=_pad_grad, inputs=("input", "paddings"), flags=_SECOND)
 def _pad_kernel(xp, x, paddings):
     return _constant_pad(xp, x, paddings, b"" if x.dtype.kind == "O" else 0)
 
 
-@op("PadV2", infer=_pad_infer, grad=_pad_grad, inputs=("input", "paddings", "constant_values"))
+@op(
+    "PadV2",
+    infer=_pad_infer,
+    grad=_pad_grad,
+    inputs=("input", "paddings", "constant_values"),
+    flags=OpFlags(host_inputs=(1, 2)),
+)
 def _pad_v2_kernel(xp, x, paddings, constant_values):
     return _constant_pad(xp, x, paddings, constant_values.item())
 
@@ -615,6 +622,7 @@ def _mirror_pad_grad(o, g):
     grad=_mirror_pad_grad,
     inputs=("input", "paddings"),
     attrs=(Attr("mode", "string"),),
+    flags=_SECOND,
 )
 def _mirror_pad_kernel(xp, x, paddings, *, mode):
     pads = _check_paddings(x, paddings)
@@ -728,7 +736,7 @@ def _check_reverse_axes(axes, rank, err) -> list:
     infer=_reverse_infer,
     grad=lambda o, g: [reverse(g, o.inputs[1]), None],
     inputs=("tensor", "axis"),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1,)),
 )
 def _reverse_kernel(xp, x, axis):
     axes = _check_reverse_axes(axis.tolist(), x.ndim, _invalid)
@@ -768,6 +776,7 @@ def _broadcast_to_infer(o):
     infer=_broadcast_to_infer,
     grad=lambda o, g: [unbroadcast(g, o.inputs[0]), None],
     inputs=("input", "shape"),
+    flags=_SECOND,
 )
 def _broadcast_to_kernel(xp, x, shape):
     target = [int(d) for d in shape.tolist()]

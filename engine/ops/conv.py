@@ -12,13 +12,14 @@ out.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import constant
-from engine.framework.registry import Attr, ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
@@ -56,6 +57,10 @@ def window_size(in_size, k, stride, dilation, padding, explicit=(0, 0)):
             f"{in_size}, effective_filter_size: {eff}, stride: {stride}]"
         )
     return span // stride + 1, before, after
+
+
+# The sizes inputs of the backprop ops are read on the host (OpFlags.host_inputs).
+_SIZES_0, _SIZES_1 = OpFlags(host_inputs=(0,)), OpFlags(host_inputs=(1,))
 
 
 @dataclass(frozen=True)
@@ -96,8 +101,23 @@ def _hw(values, data_format: str) -> tuple[int, int]:
 
 
 def _window(in_shape, kh, kw, *, strides, dilations, padding, explicit_paddings, data_format):
-    """The ``_Window`` of an NHWC input shape; InvalidArgumentError on impossible geometry."""
-    n, h, w, c = (int(d) for d in in_shape)
+    """The ``_Window`` of an NHWC input shape; InvalidArgumentError on impossible geometry.
+    Remembered per geometry: a served model asks for the same few at every call."""
+    return _window_of(
+        tuple(int(d) for d in in_shape),
+        int(kh),
+        int(kw),
+        tuple(strides),
+        tuple(dilations),
+        padding,
+        tuple(explicit_paddings),
+        data_format,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _window_of(in_shape, kh, kw, strides, dilations, padding, explicit_paddings, data_format):
+    n, h, w, c = in_shape
     sh, sw = _hw(strides, data_format)
     dh, dw = _hw(dilations, data_format)
     ex = [0, 0, 0, 0]
@@ -133,10 +153,21 @@ def _pad(xp, x, g: _Window, fill=0):
     return xp.pad(x, widths, mode="constant", constant_values=fill)
 
 
+def _patch_view(xp, xpad, g: _Window):
+    """``[n, oh, ow, kh, kw, c]``: every window of the padded input, as a strided view of it
+    (no copy; every index stays inside ``xpad`` by the window's geometry)."""
+    s0, s1, s2, s3 = xpad.strides
+    return xp.lib.stride_tricks.as_strided(
+        xpad,
+        (g.n, g.oh, g.ow, g.kh, g.kw, g.c),
+        (s0, g.sh * s1, g.sw * s2, g.dh * s1, g.dw * s2, s3),
+    )
+
+
 def _patches(xp, xpad, g: _Window):
-    """``[n, oh, ow, kh * kw, c]``: every window of the padded input, taps in row-major order."""
-    taps = [xpad[g.view(i, j)] for i in range(g.kh) for j in range(g.kw)]
-    return xp.stack(taps, axis=3)
+    """``[n, oh, ow, kh * kw, c]``: every window of the padded input, taps in row-major order,
+    in a new array (one strided copy: a single kernel on a GPU)."""
+    return _patch_view(xp, xpad, g).copy().reshape(g.n, g.oh, g.ow, g.kh * g.kw, g.c)
 
 
 def _scatter_taps(xp, taps, g: _Window, dtype):
@@ -529,6 +560,7 @@ def conv2d_kernel(
     inputs=("input_sizes", "filter", "out_backprop"),
     grad=_conv_input_grad,
     attrs=CONV_ATTRS,
+    flags=_SIZES_0,
 )
 def conv2d_backprop_input_kernel(
     xp,
@@ -574,6 +606,7 @@ def conv2d_backprop_input_kernel(
     inputs=("input", "filter_sizes", "out_backprop"),
     grad=_conv_filter_grad,
     attrs=CONV_ATTRS,
+    flags=_SIZES_1,
 )
 def conv2d_backprop_filter_kernel(
     xp,
@@ -679,6 +712,7 @@ def depthwise_conv2d_kernel(
     inputs=("input_sizes", "filter", "out_backprop"),
     grad=_depthwise_input_grad,
     attrs=DEPTHWISE_ATTRS,
+    flags=_SIZES_0,
 )
 def depthwise_backprop_input_kernel(
     xp,
@@ -718,6 +752,7 @@ def depthwise_backprop_input_kernel(
     inputs=("input", "filter_sizes", "out_backprop"),
     grad=_depthwise_filter_grad,
     attrs=DEPTHWISE_ATTRS,
+    flags=_SIZES_1,
 )
 def depthwise_backprop_filter_kernel(
     xp,

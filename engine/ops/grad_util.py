@@ -47,7 +47,7 @@ def _sum_to_shape_grad(o, dy):
     infer=_sum_to_shape_infer,
     grad=_sum_to_shape_grad,
     inputs=("grad", "shape"),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1,)),
 )
 def _sum_to_shape_kernel(xp, g, shape):
     target = tuple(shape.tolist())  # one copy to the host, not one per element

@@ -84,6 +84,7 @@ def _bilinear_axis(in_size, out_size, align_corners, half_pixel):
     differentiable=False,
     inputs=("images", "size"),
     attrs=_ATTRS,
+    flags=OpFlags(host_inputs=(1,)),
 )
 def _resize_bilinear(xp, images, size, *, align_corners=False, half_pixel_centers=False):
     oh, ow = _check(xp, size)
@@ -116,6 +117,7 @@ def _nearest_axis(in_size, out_size, align_corners, half_pixel):
     differentiable=False,
     inputs=("images", "size"),
     attrs=_ATTRS,
+    flags=OpFlags(host_inputs=(1,)),
 )
 def _resize_nearest(xp, images, size, *, align_corners=False, half_pixel_centers=False):
     oh, ow = _check(xp, size)

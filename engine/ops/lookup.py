@@ -56,6 +56,10 @@ class _Table:
             self.data = dict(zip(keys, values))
 
 
+# Tables live in host memory and their ops run on the CPU only, as TF's (no GPU kernels):
+# without a request they go to the CPU, and a string key or value never leaves the host.
+_HOST_TABLE = OpFlags(stateful=True, device_types=("CPU",))
+
 _SESSION_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _TABLES_LOCK = threading.Lock()
 
@@ -89,7 +93,7 @@ def _table_infer(o):
         Attr("value_dtype", "type"),
     ),
     bind=_table_bind,
-    flags=OpFlags(stateful=True),
+    flags=_HOST_TABLE,
 )
 def _hash_table(
     xp,
@@ -126,7 +130,7 @@ def _host_list(a, dtype):
     infer=_init_infer,
     differentiable=False,
     inputs=("table_handle", "keys", "values"),
-    flags=OpFlags(stateful=True),
+    flags=_HOST_TABLE,
 )
 def _init_table(xp, table, keys, values):
     if np.shape(keys) != np.shape(values) or np.ndim(keys) != 1:
@@ -171,7 +175,7 @@ def _column(line: bytes, n: int, index: int, delimiter: bytes, dtype, where: str
         Attr("delimiter", "string", default="\t"),
         Attr("offset", "int", default=0),
     ),
-    flags=OpFlags(stateful=True),
+    flags=_HOST_TABLE,
 )
 def _init_from_file(
     xp, table, filename, *, key_index, value_index, vocab_size=-1, delimiter="\t", offset=0
@@ -219,7 +223,7 @@ def _find_infer(o):
     infer=_find_infer,
     differentiable=False,
     inputs=("table_handle", "keys", "default_value"),
-    flags=OpFlags(stateful=True),
+    flags=_HOST_TABLE,
 )
 def _find(xp, table, keys, default_value):
     data = table.data
@@ -245,7 +249,7 @@ def _find(xp, table, keys, default_value):
     infer=lambda o: [(dtypes.int64, TensorShape([]))],
     differentiable=False,
     inputs=("table_handle",),
-    flags=OpFlags(stateful=True),
+    flags=_HOST_TABLE,
 )
 def _size(xp, table):
     return np.asarray(0 if table.data is None else len(table.data), np.int64)

@@ -45,7 +45,13 @@ def _safe_floordiv(xp, x, y):
 def _safe_mod(xp, x, y):
     # Python/TF semantics: the result takes the sign of the divisor, for ints and floats.
     _check_int_divisor(x, y)
-    return xp.mod(x, y)
+    if x.dtype.kind != "f" or type(x).__module__ == "numpy":
+        return xp.mod(x, y)
+    # cupy's float remainder is x - floor(x / y) * y, NaN for an infinite divisor; numpy's
+    # (and Python's): fmod, moved into the divisor's sign, and a zero with the divisor's sign.
+    r = xp.fmod(x, y)
+    r = xp.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+    return xp.where(r == 0, xp.copysign(r, y), r).astype(x.dtype, copy=False)
 
 
 def _int_pow(xp, x, y):

@@ -12,7 +12,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, control_dependencies, name_scope
-from engine.framework.registry import Attr, ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops import array_transform, logging_ops, reduction, slicing
@@ -946,6 +946,7 @@ def _top_k_grad(o, g, _):
     inputs=("input", "k"),
     attrs=(Attr("sorted", "bool"),),
     grad=_float_only(_top_k_grad),
+    flags=OpFlags(host_inputs=(1,)),
 )
 def _top_k_kernel(xp, x, k, *, sorted):  # noqa: A002 - TF's attr name
     k = int(k)
@@ -994,6 +995,7 @@ def _gather_last_axis(params: Tensor, indices: Tensor) -> Tensor:
     infer=_top_k_grad_infer,
     inputs=("values_grad", "indices", "input_shape"),
     grad=lambda o, g: [_gather_last_axis(g, o.inputs[1]), None, None],
+    flags=OpFlags(host_inputs=(2,)),
 )
 def _top_k_grad_kernel(xp, dy, indices, shape):
     out = xp.zeros(tuple(int(d) for d in shape.tolist()), dtype=dy.dtype)

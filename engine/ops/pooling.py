@@ -22,6 +22,7 @@ from engine.ops.conv import (
     _max_pool_grad_infer,
     _nhwc_shape,
     _pad,
+    _patch_view,
     _patches,
     _pool_infer,
     _scatter_taps,
@@ -73,8 +74,9 @@ def max_pool_kernel(xp, x, *, ksize, strides, padding, data_format="NHWC"):
     g = _pool_window(xn.shape, attrs)
     if g.n * g.oh * g.ow * g.c == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c), dtype=x.dtype), fmt)
-    patches = _patches(xp, _pad(xp, xn, g, _lowest(x.dtype)), g)
-    return _from_nhwc(xp, patches.max(axis=3), fmt)
+    # The maximum over the strided windows, without copying them out.
+    patches = _patch_view(xp, _pad(xp, xn, g, _lowest(x.dtype)), g)
+    return _from_nhwc(xp, patches.max(axis=(3, 4)), fmt)
 
 
 def _argmax_taps(xp, xn, g: _Window):

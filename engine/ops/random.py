@@ -81,7 +81,7 @@ def _draw(xp, values, dtype):
         Attr("seed", "int?"),
         Attr("seed2", "int?"),
     ),
-    flags=OpFlags(stateful=True),
+    flags=OpFlags(stateful=True, host_inputs=(0,)),
 )
 def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.standard_normal(_dims(shape)), dtype)
@@ -98,7 +98,7 @@ def _standard_normal(xp, shape, *, dtype, seed, seed2, rng):
         Attr("seed", "int?"),
         Attr("seed2", "int?"),
     ),
-    flags=OpFlags(stateful=True),
+    flags=OpFlags(stateful=True, host_inputs=(0,)),
 )
 def _uniform(xp, shape, *, dtype, seed, seed2, rng):
     return _draw(xp, rng.random(_dims(shape)), dtype)
@@ -115,7 +115,7 @@ def _uniform(xp, shape, *, dtype, seed, seed2, rng):
         Attr("seed", "int?"),
         Attr("seed2", "int?"),
     ),
-    flags=OpFlags(stateful=True),
+    flags=OpFlags(stateful=True, host_inputs=(0,)),
 )
 def _truncated_normal(xp, shape, *, dtype, seed, seed2, rng):
     dims = _dims(shape)
@@ -145,7 +145,7 @@ def _uniform_int_infer(o):
         Attr("seed", "int?"),
         Attr("seed2", "int?"),
     ),
-    flags=OpFlags(stateful=True),
+    flags=OpFlags(stateful=True, host_inputs=(0, 1, 2)),
 )
 def _uniform_int(xp, shape, lo, hi, *, seed, seed2, rng):
     if not lo < hi:

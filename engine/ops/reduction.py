@@ -12,7 +12,7 @@ import numpy as np
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
-from engine.framework.registry import Attr, ShapeError, op
+from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
 from engine.ops import array_transform, slicing
@@ -354,6 +354,7 @@ for _name, _allowed, _kernel, _grad in _REDUCTIONS:
         differentiable=_grad is not None,
         inputs=("input", "reduction_indices"),
         attrs=(Attr("keep_dims", "bool"),),
+        flags=OpFlags(host_inputs=(1,)),
     )(_kernel)
 
 
@@ -556,6 +557,7 @@ op(
     differentiable=False,
     inputs=("input", "dimension"),
     attrs=(Attr("output_type", "type"),),
+    flags=OpFlags(host_inputs=(1,)),
 )(_arg_kernel("argmax", -np.inf))
 op(
     "ArgMin",
@@ -563,6 +565,7 @@ op(
     differentiable=False,
     inputs=("input", "dimension"),
     attrs=(Attr("output_type", "type"),),
+    flags=OpFlags(host_inputs=(1,)),
 )(_arg_kernel("argmin", np.inf))
 
 
@@ -673,6 +676,7 @@ op(
         Attr("exclusive", "bool"),
         Attr("reverse", "bool"),
     ),
+    flags=OpFlags(host_inputs=(1,)),
 )(_scan_kernel("cumsum", 0))
 op(
     "Cumprod",
@@ -683,6 +687,7 @@ op(
         Attr("exclusive", "bool"),
         Attr("reverse", "bool"),
     ),
+    flags=OpFlags(host_inputs=(1,)),
 )(_scan_kernel("cumprod", 1))
 
 

@@ -106,7 +106,7 @@ def _slice_grad(o, g):
     infer=_slice_infer,
     grad=_slice_grad,
     inputs=("input", "begin", "size"),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1, 2)),
 )
 def _slice_kernel(xp, x, begin, size):
     b, s = begin.tolist(), size.tolist()
@@ -302,7 +302,7 @@ def _strided_slice_grad(o, g):
         Attr("new_axis_mask", "int"),
         Attr("shrink_axis_mask", "int"),
     ),
-    flags=OpFlags(aliases=True),
+    flags=OpFlags(aliases=True, host_inputs=(1, 2, 3)),
 )
 def _strided_slice_kernel(
     xp,
@@ -406,6 +406,7 @@ def _strided_slice_grad_infer(o):
         Attr("new_axis_mask", "int"),
         Attr("shrink_axis_mask", "int"),
     ),
+    flags=OpFlags(host_inputs=(0, 1, 2, 3)),
 )
 def _strided_slice_grad_kernel(
     xp,
@@ -612,6 +613,7 @@ def _gather_grad(o, g):
     grad=_gather_grad,
     inputs=("params", "indices", "axis"),
     attrs=(Attr("batch_dims", "int"),),
+    flags=OpFlags(host_inputs=(2,)),
 )
 def _gather_kernel(xp, params, indices, axis, *, batch_dims):
     a = int(axis)

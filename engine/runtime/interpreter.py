@@ -15,11 +15,12 @@ so the check costs nothing there. A single long kernel still runs to its end.
 
 Memory limit: a run given a ``MemoryBudget`` (``max_intermediate_bytes``) takes a third loop,
 ``execute_bounded``, which counts the bytes of the live intermediates (each distinct buffer
-once: a view or an Identity of a value adds nothing; feeds, constants and variable values are
-not intermediates) as steps write and free them, and fails the run with
-``ResourceExhaustedError`` naming the op whose outputs take the total above the limit. The
-check follows the kernel: that op's outputs are allocated once before the run fails. Function
-bodies (while_loop iterations) count against the same budget while they run.
+once: a view or an Identity of a value adds nothing; feeds, constants and variable values, and
+their copies onto another device, are not intermediates) as steps write and free them, and
+fails the run with ``ResourceExhaustedError`` naming the op whose outputs take the total
+above the limit. The check follows the kernel: that op's outputs are allocated once before the
+run fails. Function bodies (while_loop iterations) count against the same budget while they
+run.
 """
 
 from __future__ import annotations
@@ -145,6 +146,10 @@ class MemoryBudget:
             if id(root) not in self._buffers:
                 self._given[id(root)] = root
 
+    def was_given(self, value) -> bool:
+        """Is ``value`` (or the buffer it views) one of the given values?"""
+        return hasattr(value, "nbytes") and id(_root(value)) in self._given
+
     def charge(self, value, op) -> int | None:
         """Counts ``value`` (an output ``op`` just wrote) as live; the key to ``release`` it
         with, or None when it adds nothing. ResourceExhaustedError when over the limit."""
@@ -265,9 +270,13 @@ def execute_bounded(
             if nout:
                 if verify and op is not None and fn.__class__ is not Copy and not _is_read(fn, op):
                     _verify_outputs(op, r)
-                if fn is deref or getattr(fn, "func", None) is deref_to:
+                if (
+                    fn is deref
+                    or getattr(fn, "func", None) is deref_to
+                    or (fn.__class__ is Copy and budget.was_given(vals[ins[0]]))
+                ):
                     for v in r:
-                        give(v)  # a variable's value: storage, not an intermediate
+                        give(v)  # a variable's value or a given value's copy: not an intermediate
                 else:
                     for k, v in enumerate(r):
                         key = charge(v, op)
@@ -288,16 +297,20 @@ def execute_bounded(
             release(key)
 
 
+_DEVICE_ARRAYS: set = set()  # array types seen with __cuda_array_interface__ (cupy's)
+
+
 def coerce_output(r, op, i):
     """Output ``i`` of ``op``'s kernel as a runtime value, or InternalError for a kernel that
     returned something else than an array (numpy scalars become 0-d arrays)."""
+    if r.__class__ in _DEVICE_ARRAYS:
+        return r
     if isinstance(r, np.generic):
         return np.asarray(r)
-    if (
-        r.__class__ is VariableSlot
-        or isinstance(r, _ndarray)
-        or hasattr(r, "__cuda_array_interface__")
-    ):
+    if r.__class__ is VariableSlot or isinstance(r, _ndarray):
+        return r
+    if hasattr(r, "__cuda_array_interface__"):  # builds a dict: checked once per type
+        _DEVICE_ARRAYS.add(r.__class__)
         return r
     if op is not None and op._outputs[i]._dtype.base_dtype.name in ("resource", "variant"):
         return r

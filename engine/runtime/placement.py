@@ -7,7 +7,7 @@ from engine.devices import Device, gpu_unavailable_reason
 from engine.framework.device_spec import DeviceSpec
 from engine.framework.graph import Operation, Tensor
 
-__all__ = ["Placer", "variable_device"]
+__all__ = ["Placer", "host_input_positions", "variable_device"]
 
 
 class Placer:
@@ -37,7 +37,11 @@ class Placer:
     def place(self, order, ref_home: dict, default: Device) -> dict[Operation, Device]:
         """A device for each op of ``order``; ``ref_home`` as in ``variable_device``."""
         placement: dict[Operation, Device] = {}
+        host_fed = _only_read_on_host(order)
         for op in order:
+            if op in host_fed and self._stays_on_host(op, placement):
+                placement[op] = self.host
+                continue
             colocate = self._variable_home(op, ref_home, placement)
             if colocate is not None:
                 if self.supports(op, colocate):
@@ -53,6 +57,14 @@ class Placer:
                     )
             placement[op] = self._device_for(op, default)
         return placement
+
+    def _stays_on_host(self, op, placement) -> bool:
+        """An op whose outputs are only read on the host (a shape constant, say) runs there
+        when it requests no device and reads nothing from another device: its value then
+        never goes to a GPU and back."""
+        if op._device or not self.supports(op, self.host):
+            return False
+        return all(placement.get(t._op, self.host) is self.host for t in op._inputs)
 
     def _variable_home(self, op, ref_home, placement) -> Device | None:
         """The device of the variable ``op`` reads or writes through a reference, if any."""
@@ -151,12 +163,47 @@ class Placer:
         return errors.InvalidArgumentError(op.node_def, op, msg + hint)
 
 
+def host_input_positions(op: Operation) -> frozenset[int]:
+    """The positions of ``op``'s inputs read on the host (``OpFlags.host_inputs``, negative
+    positions counted from the end)."""
+    declared = op._opdef.flags.host_inputs
+    if not declared:
+        return frozenset()
+    n = len(op._inputs)
+    return frozenset(i % n for i in declared if -n <= i < n)
+
+
+def _only_read_on_host(order) -> set[Operation]:
+    """The ops of ``order`` whose values only the host reads: ops with integer outputs (shape
+    values) and readers, each of which reads them at a host-input position or is such an
+    op itself (a shape packed from constants, say)."""
+    readers: dict[Operation, list] = {}
+    for op in order:
+        for i, t in enumerate(op._inputs):
+            readers.setdefault(t._op, []).append((op, i))
+    wanted: set[Operation] = set()
+    for op in reversed(order):
+        found = readers.get(op)
+        if found and all(t._dtype.base_dtype.name in _SHAPE_TYPES for t in op._outputs):
+            if all(r in wanted or i in host_input_positions(r) for r, i in found):
+                wanted.add(op)
+    return wanted
+
+
+_SHAPE_TYPES = frozenset(("int32", "int64"))
+
+
+# Tensors that live in host memory only: strings, and resource handles (tables, datasets),
+# which are Python objects.
+_HOST_ONLY = frozenset(("string", "resource"))
+
+
 def _touches_strings(op: Operation) -> bool:
     for t in op._inputs:
-        if t._dtype.base_dtype.name == "string":
+        if t._dtype.base_dtype.name in _HOST_ONLY:
             return True
     for t in op._outputs:
-        if t._dtype.base_dtype.name == "string":
+        if t._dtype.base_dtype.name in _HOST_ONLY:
             return True
     return False
 

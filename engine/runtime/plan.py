@@ -37,7 +37,7 @@ from engine.runtime.interpreter import (
     execute_checked,
     op_error,
 )
-from engine.runtime.placement import variable_device
+from engine.runtime.placement import host_input_positions, variable_device
 from engine.runtime.values import (
     Copy,
     DeviceChecked,
@@ -327,7 +327,9 @@ def _bind_op(b: _StepBuilder, op, device, base, used) -> None:
         if guard:
             kernel = partial(guard_variable_device, kernel, device, tuple(guard))
         if CHECK_KERNELS and b.multi:
-            kernel = DeviceChecked(kernel, device, op, ins, flags.ref_inputs)
+            kernel = DeviceChecked(
+                kernel, device, op, ins, flags.ref_inputs, host_input_positions(op)
+            )
         if device.context is not None:
             kernel = device.wrap(kernel)
         # Hoisted ops run once per plan: constants and session resources (slots).
@@ -357,6 +359,7 @@ def _input_slots(b: _StepBuilder, op, device) -> tuple[list[int], list[int]]:
     ins, guard = [], []
     ref_in = op._opdef.flags.ref_inputs
     writes = op._opdef.flags.writes_variables
+    host_in = host_input_positions(op) if b.multi and not device.is_host else ()
     for i, t in enumerate(op._inputs):
         if t._dtype._is_ref and (ref_in == "all" or i in ref_in):
             if t in b.fed and not b.function:
@@ -369,6 +372,8 @@ def _input_slots(b: _StepBuilder, op, device) -> tuple[list[int], list[int]]:
             if b.multi and writes and b.variable_device(t) is None:
                 guard.append(len(ins))
             ins.append(b.read_slot[t])
+        elif i in host_in:
+            ins.append(b.value_on(t, b.session._host, op))
         else:
             ins.append(b.value_on(t, device, op))
     return ins, guard

@@ -104,18 +104,27 @@ def _describe(value) -> str:
 class DeviceChecked:
     """Checked mode: a kernel must read and return arrays of the device it is placed on."""
 
-    __slots__ = ("kernel", "device", "op", "refs")
+    __slots__ = ("kernel", "device", "op", "refs", "host_in")
 
-    def __init__(self, kernel, device, op, ins, ref_in):
+    def __init__(self, kernel, device, op, ins, ref_in, host_in=frozenset()):
         self.kernel = kernel
         self.device = device
         self.op = op
         self.refs = frozenset(range(len(ins))) if ref_in == "all" else frozenset(ref_in)
+        self.host_in = frozenset() if device.is_host else host_in
 
     def __call__(self, *args):
         op, device = self.op, self.device
         for i, v in enumerate(args):
-            if i not in self.refs and not _on_device(device, v):
+            if i in self.host_in:
+                if type(v) is not np.ndarray:
+                    raise errors.InternalError(
+                        None,
+                        op,
+                        f"{op._type} op '{op._name}' placed on {device.name} was given "
+                        f"input {i} as {_describe(v)}; it is read on the host (a missing copy)",
+                    )
+            elif i not in self.refs and not _on_device(device, v):
                 raise errors.InternalError(
                     None,
                     op,

@@ -31,6 +31,8 @@ import numpy as np
 
 PASSING_FILE = Path(__file__).with_name("onnx_conformance_passing.txt")
 SHIPPED_KINDS = ("pytorch-converted", "pytorch-operator", "simple", "light")
+# Runs under FLOWSERVE_TEST_DEVICE=gpu place the cases on a real GPU (see tests/conftest.py).
+_ON_GPU = os.environ.get("FLOWSERVE_TEST_DEVICE", "").strip().lower() == "gpu"
 
 
 def onnx_version() -> str | None:
@@ -141,8 +143,13 @@ def run_case(d: Path) -> None:
                     assert got.tolist() == want.tolist(), f"output {k} differs"
                     continue
                 assert got.dtype == want.dtype, f"output {k}: dtype {got.dtype} != {want.dtype}"
+                rtol = tol["rtol"]
+                if want.dtype == np.float16 and _ON_GPU:
+                    # cuBLAS sums half-precision products in another order and precision than
+                    # the numpy reference; through a softmax that reaches 4 half ulps.
+                    rtol = max(rtol, 2.0**-8)
                 np.testing.assert_allclose(
-                    got, want, rtol=tol["rtol"], atol=tol["atol"], err_msg=f"output {k}"
+                    got, want, rtol=rtol, atol=tol["atol"], err_msg=f"output {k}"
                 )
 
 

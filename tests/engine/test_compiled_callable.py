@@ -17,6 +17,9 @@ from engine.runtime import Cancellation
 from engine.runtime.memplan import plan_memory
 
 ROOT = Path(__file__).resolve().parents[2]
+# Memory planning is for the CPU: tests of its decisions pin their sessions there (no GPU,
+# nor the TEST devices of FLOWSERVE_TEST_DEVICE=test).
+CPU_ONLY = tf.ConfigProto(device_count={"GPU": 0, "TEST": 0})
 
 
 def interpreted(sess, fetches, feeds):
@@ -47,7 +50,7 @@ def batches(dtype, width=784, sizes=(1, 64, 3, 64, 1, 0)):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_mlp_bit_identical_to_interpreter_and_to_numpy(dtype):
     x, y = mlp(dtype)
-    with tf.Session() as sess:
+    with tf.Session(config=CPU_ONLY) as sess:
         sess.run(tf.global_variables_initializer())
         fast, slow = sess.make_callable(y, [x]), interpreted(sess, y, [x])
         plan = sess._plan_for((x,), (y,))

@@ -21,6 +21,9 @@ class Subclass(np.ndarray):
 
 
 SIZES = (0, 1, 2, 3, 7, 64, 1, 0, 5)  # batch sizes changing between calls
+# Memory planning is for the CPU: tests of its decisions pin their sessions there (no GPU,
+# nor the TEST devices of FLOWSERVE_TEST_DEVICE=test).
+CPU_ONLY = tf.ConfigProto(device_count={"GPU": 0, "TEST": 0})
 
 
 def interpreted(sess, fetches, feeds):
@@ -151,7 +154,7 @@ def test_c_buffers_are_the_matmul_chains():
     x = tf.placeholder(tf.float32, [None, 4], name="x")
     h = tf.nn.relu(tf.matmul(x, tf.constant(np.ones((4, 4), np.float32))) + 1.0)
     y = tf.matmul(h, tf.constant(np.ones((4, 2), np.float32))) * x[:, :2]
-    with tf.Session() as sess:
+    with tf.Session(config=CPU_ONLY) as sess:
         plan = sess._plan_for((x,), (y,))
         own = c_buffers(plan.steps, plan_memory(plan.steps, plan.fetch_slots))
         made_by = {s[2]: s[5]._type for s in plan.steps if s[5] is not None}
@@ -192,7 +195,7 @@ def test_identity_steps_pass_their_input_on_without_a_call():
     h = tf.identity(tf.nn.relu(tf.matmul(x, w)), name="hidden")
     y = tf.identity(tf.nn.softmax(tf.matmul(h, tf.constant(np.eye(3, dtype=np.float32)))))
     echo = tf.identity(x)
-    with tf.Session() as sess:
+    with tf.Session(config=CPU_ONLY) as sess:
         sess.run(tf.global_variables_initializer())
         fast = sess.make_callable([y, echo, tf.identity(w)], [x])
         slow = interpreted(sess, [y, echo, tf.identity(w)], [x])
@@ -221,7 +224,7 @@ def test_alternating_batch_sizes_reuse_their_own_buffers(monkeypatch):
         outs.append(out)
         return real_dot(a, b, out)
 
-    with tf.Session() as sess:
+    with tf.Session(config=CPU_ONLY) as sess:
         xs = [rng.standard_normal((m, 6)).astype(np.float32) for m in (1, 4, 0, 9)]
         monkeypatch.setattr(np, "dot", dot)
         fast = sess.make_callable(h, [x])

@@ -373,3 +373,55 @@ def test_cpu_only_sessions_compile_plans_without_placement():
         assert sess.run(y) == 2.0
         plan = next(iter(sess._plans.values()))
         assert plan.placement is None and plan.fetch_host == (None,)
+
+
+def _count_host_reads(monkeypatch) -> list:
+    """Records every read of a TEST array's values on the host (what waits for a GPU)."""
+    reads = []
+    for name in ("tolist", "item", "__int__", "__index__", "__float__", "__bool__"):
+        original = getattr(np.ndarray, name)
+
+        def read(self, *args, _original=original, _name=name):
+            reads.append(_name)
+            return _original(self, *args)
+
+        monkeypatch.setattr(TestArray, name, read)
+    return reads
+
+
+def test_shape_inputs_are_read_on_the_host_without_waiting_for_the_device(monkeypatch):
+    x = tf.placeholder(tf.float32, [None, 4, 6], name="x")
+    flat = tf.reshape(x, [-1, 24], name="flat")
+    turned = tf.transpose(tf.reshape(flat, [-1, 6, 4]), [0, 2, 1], name="turned")
+    summed = tf.reduce_sum(turned, axis=[1, 2], name="summed")
+    both = tf.concat([summed, summed], axis=0, name="both")
+    filled = tf.fill(tf.stack([2, 3], name="dims"), 1.5, name="filled")  # dims packed on host
+    part = tf.slice(tf.tile(flat, [1, 2]), [0, 1], [-1, 5], name="part")
+    x_val = np.arange(48, dtype=np.float32).reshape(2, 4, 6)
+    with tf.Session() as sess:
+        sess.run([both, filled, part], {x: x_val})  # compiles the plan
+        reads = _count_host_reads(monkeypatch)
+        where, (b, f, p) = _placements(sess, [both, filled, part], {x: x_val})
+    assert reads == []
+    for name in ("flat", "turned", "summed", "both", "filled", "part"):
+        assert where[name] == TEST0, name
+    assert where["dims"] == CPU  # packed from constants: on the host, as Fill reads it
+    s = x_val.reshape(-1, 6, 4).transpose(0, 2, 1).sum(axis=(1, 2))
+    np.testing.assert_array_equal(b, np.concatenate([s, s]))
+    np.testing.assert_array_equal(f, np.full((2, 3), 1.5, np.float32))
+    np.testing.assert_array_equal(p, np.tile(x_val.reshape(-1, 24), [1, 2])[:, 1:6])
+
+
+def test_a_shape_computed_on_the_device_is_copied_to_the_host_once():
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    twice = tf.multiply(x, 2.0, name="twice")
+    n = tf.shape(twice, name="n")  # reads a value on TEST:0 there
+    y = tf.reshape(twice, tf.stack([n[0] * 3]), name="y")
+    m = tf.shape(x, name="m")  # a feed lives on the host: read there, no copy
+    z = tf.reshape(twice, tf.stack([m[0], 3, 1]), name="z")
+    with tf.Session() as sess:
+        where, (got, got_z) = _placements(sess, [y, z], {x: np.ones((2, 3), np.float32)})
+    assert where["n"] == TEST0 and where["y"] == TEST0 and where["z"] == TEST0
+    assert where["m"] == CPU and where["twice"] == TEST0
+    np.testing.assert_array_equal(got, np.full(6, 2.0, np.float32))
+    np.testing.assert_array_equal(got_z, np.full((2, 3, 1), 2.0, np.float32))

@@ -7,6 +7,7 @@ import pytest
 import engine as tf
 from engine import errors
 from engine.framework import registry
+from tests.conftest import TEST_DEVICE
 from tests.engine.optable import Case, check_case
 
 F = np.float32
@@ -386,7 +387,9 @@ def test_softplus_large_magnitudes():
     with tf.Session() as sess:
         got = sess.run(tf.nn.softplus(x))
     assert np.isfinite(got).all()
-    np.testing.assert_allclose(got, [0.0, 3.7200760e-44, 100.0, 1e4], rtol=1e-6, atol=1e-45)
+    # A GPU may flush the subnormal e^-100 to zero (TF's GPU kernels do): no closer than that.
+    atol = np.finfo(np.float32).tiny if TEST_DEVICE == "gpu" else 1e-45
+    np.testing.assert_allclose(got, [0.0, 3.7200760e-44, 100.0, 1e4], rtol=1e-6, atol=atol)
 
 
 def test_top_k_ties_lower_index_first():

@@ -10,7 +10,7 @@ import pytest
 from service import batching
 from service.batching import Batcher
 from service.config import BatchingConfig
-from service.errors import DeadlineExceeded, InvalidInput, QueueFull, TooLarge
+from service.errors import DeadlineExceeded, Internal, InvalidInput, QueueFull, TooLarge
 from service.metrics import ServingMetrics
 
 
@@ -439,3 +439,140 @@ def test_batching_with_several_blas_threads_is_warned_about_once(caplog):
         batching.warn_blas_threads(3)
     (record,) = caplog.records
     assert "intra_op_threads=3" in record.getMessage()
+
+
+class CostedSignature(FakeSignature):
+    """Estimated at ``per_row`` seconds a row (as Signature scales its estimate with input
+    elements); records the thread of every run."""
+
+    def __init__(self, per_row):
+        super().__init__()
+        self.per_row = per_row
+        self.threads: list[tuple[int, int]] = []  # (rows, thread ident) per run
+
+    def estimated_seconds(self, arrays):
+        return self.per_row * arrays[0].shape[0]
+
+    def run(self, arrays, cancellation=None):
+        self.threads.append((arrays[0].shape[0], threading.get_ident()))
+        return super().run(arrays, cancellation)
+
+
+def inline_batcher(pool, limit_seconds, **kw):
+    cfg = BatchingConfig(enabled=True, **{"max_batch_size": 64, **kw}).validate("t")
+    return Batcher(cfg, pool, None, "m", "1", inline_seconds=limit_seconds)
+
+
+async def test_a_merged_batch_of_requests_cheap_alone_runs_on_the_loop(pool):
+    # 40 us a row, limit 100 us: each one-row request alone would run on the loop. The first
+    # of the turn runs at once; the other seven merge, and the 7-row batch, estimated at
+    # 280 us (over the limit), still runs on the loop: it costs no more than the seven would
+    # one by one.
+    sig = CostedSignature(40e-6)
+    b = inline_batcher(pool, 100e-6)
+    xs = [np.full((1, 1), v, np.float32) for v in range(8)]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    assert [r["y"].ravel().tolist() for r in results] == [[2.0 * v] for v in range(8)]
+    me = threading.get_ident()
+    assert sig.threads == [(1, me), (7, me)]
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[0.0], [1, 2, 3, 4, 5, 6, 7]]
+    await b.close()
+
+
+async def test_a_batch_holding_a_request_too_costly_alone_runs_on_a_thread(pool):
+    # The 3-row request alone is estimated at 120 us, over the limit: unbatched it would run
+    # on a compute thread, so the batch holding it does too.
+    sig = CostedSignature(40e-6)
+    b = inline_batcher(pool, 100e-6)
+    xs = [np.ones((n, 1), np.float32) for n in (1, 1, 3)]
+    results = await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    assert [len(r["y"]) for r in results] == [1, 1, 3]
+    (first, first_thread), (rows, thread) = sig.threads
+    assert (first, first_thread) == (1, threading.get_ident())  # the turn's first, at once
+    assert rows == 4 and thread != threading.get_ident()
+    await b.close()
+
+
+async def test_batches_stay_on_threads_with_inline_compute_off(pool):
+    sig = CostedSignature(1e-9)
+    b = inline_batcher(pool, 0.0)
+    xs = [np.ones((1, 1), np.float32) for _ in range(3)]
+    await asyncio.gather(*(b.submit(sig, [x], deadline()) for x in xs))
+    ((rows, thread),) = sig.threads
+    assert rows == 3 and thread != threading.get_ident()
+    await b.close()
+
+
+async def test_a_lone_cheap_request_runs_at_once_and_a_turn_of_several_merges(pool):
+    sig = CostedSignature(10e-6)
+    b = inline_batcher(pool, 100e-6)
+    tasks = [
+        asyncio.create_task(b.submit(sig, [np.full((1, 1), v, np.float32)], deadline()))
+        for v in range(4)
+    ]
+    await asyncio.sleep(0)  # one turn: every task runs up to its first wait
+    assert [t.done() for t in tasks] == [True, False, False, False]  # no queue, no turn
+    assert len(sig.runs) == 1
+    await asyncio.wait_for(asyncio.gather(*tasks), 20)
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[0.0], [1.0, 2.0, 3.0]]
+    # Several requests came in one turn: the next ones queue and merge, until a batch
+    # starts with a single request (traffic thinned out); then a lone request runs at once.
+    after_burst = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    await asyncio.sleep(0)
+    assert not after_burst.done()
+    assert (await after_burst)["y"].tolist() == [[2.0]]
+    lone = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    await asyncio.sleep(0)
+    assert lone.done() and lone.result()["y"].tolist() == [[2.0]]
+    assert len(sig.runs) == 4
+    await b.close()
+
+
+async def test_a_request_never_runs_at_once_ahead_of_waiting_ones(pool):
+    sig = CostedSignature(1.0)  # the first request is costly: the only batch thread runs it
+    loop_thread = threading.get_ident()
+    release = threading.Event()
+    run = sig.run
+
+    def held_on_threads(arrays, cancellation=None):
+        if threading.get_ident() != loop_thread:
+            assert release.wait(30)
+        return run(arrays, cancellation)
+
+    sig.run = held_on_threads
+    b = inline_batcher(pool, 100e-6, num_batch_threads=1)
+
+    def submit(v):
+        x = np.full((1, 1), v, np.float32)
+        return asyncio.create_task(b.submit(sig, [x], deadline()))
+
+    held = submit(0)
+    await asyncio.sleep(0.05)
+    sig.per_row = 10e-6  # cheap from now on
+    first, queued = submit(1), submit(2)  # one turn: the first runs at once, the next queues
+    await _turns(3)
+    assert first.done() and not queued.done()  # its batch waits for the busy thread
+    late = submit(3)  # a later turn's first request, but one waits before it: it queues
+    await _turns(3)
+    assert not late.done() and not queued.done()
+    release.set()
+    await asyncio.wait_for(asyncio.gather(held, queued, late), 20)
+    # (the held run records itself when it ends, after the one that ran at once)
+    assert sorted(r[0].ravel().tolist() for r in sig.runs) == [[0.0], [1.0], [2.0, 3.0]]
+    await b.close()
+
+
+async def test_an_error_in_a_request_run_at_once_reaches_only_it(pool):
+    sig = CostedSignature(10e-6)
+    b = inline_batcher(pool, 100e-6)
+    sig.fail_next = InvalidInput("bad row")
+    with pytest.raises(InvalidInput, match="bad row"):
+        await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+    sig.fail_next = RuntimeError("kernel exploded")
+    await asyncio.sleep(0)
+    with pytest.raises(Internal, match="kernel exploded"):
+        await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+    await asyncio.sleep(0)
+    r = await b.submit(sig, [np.ones((1, 1), np.float32)], deadline())
+    assert r["y"].tolist() == [[2.0]]
+    await b.close()

@@ -27,21 +27,25 @@ async def test_merged_requests_get_the_rows_of_the_same_run_without_batching(tmp
         tmp_path / "dense",
         {"batching": {"max_batch_size": 64, "batch_timeout_micros": 60_000_000}},
     )
-    batched = await manager_for(tmp_path, enable_batching=True)
+    # inline compute for every run here, so the first request surely runs at once
+    batched = await manager_for(tmp_path, enable_batching=True, inline_compute_micros=1_000_000)
     plain = await manager_for(tmp_path)
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal((n, 32)).astype(np.float32) for n in (1, 4, 2, 7, 1, 3)]
-    # Read in one turn with the batch thread idle: one batch, started at once (the one-minute
-    # timeout never applies), holding every request in order.
+    # Read in one turn with the batch thread idle: the first request (cheap: inline compute)
+    # runs at once; the others form one batch, started on the next turn (the one-minute
+    # timeout never applies), holding them in order.
     results = await asyncio.wait_for(
         asyncio.gather(*(batched.infer("dense", {"x": x}) for x in xs)), 30
     )
     (stats,) = batched.model_statistics("dense")
-    assert stats["execution_count"] == 1 and stats["inference_count"] == sum(map(len, xs))
-    # The same rows run unbatched as one request: bit for bit what each request got back.
-    whole = (await plain.infer("dense", {"x": np.concatenate(xs)})).outputs["y"]
+    assert stats["execution_count"] == 2 and stats["inference_count"] == sum(map(len, xs))
+    # The same rows run unbatched: bit for bit what each request got back.
+    alone = (await plain.infer("dense", {"x": xs[0]})).outputs["y"]
+    np.testing.assert_array_equal(results[0].outputs["y"], alone)
+    whole = (await plain.infer("dense", {"x": np.concatenate(xs[1:])})).outputs["y"]
     offset = 0
-    for x, r in zip(xs, results):
+    for x, r in zip(xs[1:], results[1:]):
         y = r.outputs["y"]
         assert y.dtype == np.float32 and y.shape == (len(x), 16)
         np.testing.assert_array_equal(y, whole[offset : offset + len(x)])

@@ -17,6 +17,7 @@ from service.config import (
     ModelConfig,
     ServerConfig,
     parse_model_config,
+    pool_threads,
 )
 from service.errors import InvalidInput
 from service.tensors import TensorSpec, coerce, from_json_value
@@ -216,3 +217,12 @@ def test_safe_casts(value, dtype, dims, expected):
 def test_unsafe_or_malformed_values_are_rejected(value, dtype, dims, message):
     with pytest.raises(InvalidInput, match=message):
         coerce(spec(dtype, dims), from_json_value(value, "input 'x'"))
+
+
+def test_num_threads_bounds_the_compute_pool_on_any_number_of_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert pool_threads(ServerConfig(num_threads=2)) == 2
+    assert pool_threads(ServerConfig()) == 64  # 0: one per core
+    # Server-wide batching parameters asking for more batch threads add them.
+    wide = ServerConfig(num_threads=2, batching=BatchingConfig(num_batch_threads=8))
+    assert pool_threads(wide) == 8

@@ -8,7 +8,9 @@ import json
 import time
 
 import aiohttp
+import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 import engine as tf
 from tests.service import hostile, models
@@ -47,9 +49,22 @@ def cleanup():
         hostile.stop_server(proc, timeout=10)
 
 
-def big_kernel(path, n=4000):
+def seconds_long_matmul_size(seconds=3.0) -> int:
+    """n such that an n x n float32 matmul takes about ``seconds`` on one BLAS thread of this
+    machine (timed at n = 1000; from 2000 to 8000)."""
+    a = np.ones((1000, 1000), np.float32)
+    with threadpool_limits(1):
+        a @ a
+        t0 = time.perf_counter()
+        a @ a
+        took = time.perf_counter() - t0
+    return int(min(max(1000 * (seconds / max(took, 1e-6)) ** (1 / 3), 2000), 8000))
+
+
+def big_kernel(path, n=None):
     """One matmul of two n x n matrices: seconds inside a single kernel, which no
     cancellation can interrupt."""
+    n = n or seconds_long_matmul_size()
 
     def build():
         x = tf.placeholder(tf.float32, [None], name="x")
@@ -67,8 +82,17 @@ async def test_runaway_computations_stop_at_their_deadline(tmp_path, cleanup):
     big_kernel(repo / "big" / "1")
     models.write_config(repo / "big", {"warmup": False})
     models.half_plus_two(repo / "hpt" / "1")
+    # One BLAS thread: the big matmul takes seconds on any number of cores (its size is
+    # calibrated on this machine).
     proc, base, _ = hostile.start_server(
-        repo, tmp_path / "log", "--num-threads", "2", "--shutdown-grace-period", "2"
+        repo,
+        tmp_path / "log",
+        "--num-threads",
+        "2",
+        "--shutdown-grace-period",
+        "2",
+        "--intra-op-threads",
+        "1",
     )
     cleanup(proc)
     await hostile.wait_listening(base, proc, "/v2/health/ready")

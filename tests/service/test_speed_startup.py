@@ -67,3 +67,62 @@ def test_event_loop_setting_is_validated():
     with pytest.raises(ConfigError, match="event_loop"):
         ServerConfig(event_loop="trio").validate()
     assert cli.main(["--event-loop", "trio"]) == 2
+
+
+_GC_CHILD = """
+import gc, json, sys, weakref
+from service.cli import tune_garbage_collector
+
+before = gc.get_threshold()
+tune_garbage_collector(int(sys.argv[1]))
+
+class Node:
+    pass
+
+a, b = Node(), Node()  # a reference cycle made after the tuning...
+a.other, b.other = b, a
+alive = weakref.ref(a)
+del a, b
+gc.collect()  # ...is still collected: only what existed at the tuning is frozen
+print(json.dumps({"before": before, "after": gc.get_threshold(),
+                  "frozen": gc.get_freeze_count(), "cycle_freed": alive() is None}))
+"""
+
+
+def _gc_child(threshold: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", _GC_CHILD, str(threshold)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_garbage_collector_is_tuned_at_start_and_still_collects_new_cycles():
+    assert ServerConfig().gc_threshold == 10_000
+    tuned = _gc_child(10_000)
+    assert tuned["after"] == [10_000, *tuned["before"][1:]]
+    assert tuned["frozen"] > 1000  # the imported modules' objects
+    assert tuned["cycle_freed"]
+    untouched = _gc_child(0)
+    assert untouched["after"] == untouched["before"] and untouched["frozen"] == 0
+    assert untouched["cycle_freed"]
+
+
+def test_the_server_tunes_the_collector_before_it_starts(monkeypatch):
+    seen = []
+    monkeypatch.setattr(cli, "tune_garbage_collector", seen.append)
+    monkeypatch.setattr(cli, "limit_blas_threads", lambda n: [])
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # the loop choice then fails: exit 2
+    config = ServerConfig(gc_threshold=1234, event_loop="uvloop")
+    assert cli.run_server(config) == 2
+    assert seen == [1234]
+
+
+def test_gc_threshold_setting_is_validated(monkeypatch):
+    with pytest.raises(ConfigError, match="gc_threshold"):
+        ServerConfig(gc_threshold=-1).validate()
+    monkeypatch.setenv("FLOWSERVE_GC_THRESHOLD", "2000")
+    assert cli.resolve_config(cli.build_parser().parse_args([])).gc_threshold == 2000

@@ -34,12 +34,19 @@ __all__ = ["ONNX_OP_TYPES"]
 ONNX_OP_TYPES: list[str] = []
 
 
-def _onnx_op(op_type: str, *, infer, inputs=(), attrs=(), aliases=False, cpu_only=False):
+def _onnx_op(
+    op_type: str, *, infer, inputs=(), attrs=(), aliases=False, cpu_only=False, host_inputs=()
+):
     """Registers an ONNX op, not differentiable, declaring ``attrs`` (``(name, type)``
     pairs, types as the registry's: ``int``, ``float``, ``string``, ``type``, ``list(int)``,
     ``int?``). ``cpu_only``: the kernel uses numpy features cupy lacks (ufunc.at,
-    put_along_axis); sessions place those ops on the CPU with copies around them."""
-    flags = OpFlags(aliases=aliases, device_types=("CPU",) if cpu_only else ("CPU", "GPU"))
+    put_along_axis); sessions place those ops on the CPU with copies around them.
+    ``host_inputs``: positions the kernel reads on the host (shapes, axes, sizes)."""
+    flags = OpFlags(
+        aliases=aliases,
+        device_types=("CPU",) if cpu_only else ("CPU", "GPU"),
+        host_inputs=host_inputs,
+    )
     declared = tuple(Attr(name, kind) for name, kind in attrs)
 
     def deco(kernel):
@@ -171,6 +178,11 @@ def _host_ints(xp, t) -> list[int]:
     return [int(v) for v in np.asarray(a).reshape(-1)]
 
 
+def _host_value(t):
+    """A device or host array as a numpy array of the same dtype."""
+    return np.asarray(t.get() if hasattr(t, "get") else t)
+
+
 def _shape_operand(op, i: int, zero_from=None) -> TensorShape:
     """The static shape a 1-D shape operand describes: its length gives the rank, its
     constant entries (where known) the dims."""
@@ -202,6 +214,7 @@ def _reshape_infer(op):
     inputs=("data", "shape"),
     aliases=True,
     attrs=[("allowzero", "int")],
+    host_inputs=(1,),
 )
 def _reshape(xp, x, shape, *, allowzero):
     dims = _host_ints(xp, shape)
@@ -246,6 +259,7 @@ def _clamp_slice(start: int, end: int, step: int, dim: int) -> slice:
     infer=_slice_infer,
     inputs=("data", "starts", "ends", "axes", "steps"),
     aliases=True,
+    host_inputs=(1, 2, 3, 4),
 )
 def _slice(xp, x, starts, ends, axes, steps):
     starts, ends = _host_ints(xp, starts), _host_ints(xp, ends)
@@ -319,7 +333,7 @@ def _expand_infer(op):
     return [(check_dtype(op, 0, ALL), unknown_shape(max(x.ndims, n[0])))]
 
 
-@_onnx_op("OnnxExpand", infer=_expand_infer, inputs=("input", "shape"))
+@_onnx_op("OnnxExpand", infer=_expand_infer, inputs=("input", "shape"), host_inputs=(1,))
 def _expand(xp, x, shape):
     dims = _host_ints(xp, shape)
     try:
@@ -354,6 +368,7 @@ def _pad_infer(op):
     infer=_pad_infer,
     inputs=("data", "pads", "constant_value", "axes"),
     attrs=[("mode", "string")],
+    host_inputs=(1, 2, 3),
 )
 def _pad(xp, x, pads, value, axes, *, mode):
     pads = _host_ints(xp, pads)
@@ -370,7 +385,8 @@ def _pad(xp, x, pads, value, axes, *, mode):
     x = x[crop]
     pos = [(max(b, 0), max(e, 0)) for b, e in widths]
     if mode == "constant":
-        fill = value.reshape(-1)[0] if value.size else x.dtype.type(0)
+        # cupy's pad reads its fill value on the host.
+        fill = _host_value(value.reshape(-1)[0]) if value.size else x.dtype.type(0)
         return xp.pad(x, pos, mode="constant", constant_values=fill)
     if mode == "reflect":
         for i, (b, e) in enumerate(pos):
@@ -399,6 +415,7 @@ def _topk_infer(op):
     infer=_topk_infer,
     inputs=("x", "k"),
     attrs=[("axis", "int"), ("largest", "int"), ("sorted", "int")],
+    host_inputs=(1,),
 )
 def _top_k(xp, x, k, *, axis, largest, sorted):  # noqa: A002 - ONNX's attribute name
     k = _host_ints(xp, k)[0]
@@ -461,6 +478,7 @@ _EMPTY_IDENTITY = {"max": -np.inf, "min": np.inf}
     infer=_reduce_infer,
     inputs=("data", "axes"),
     attrs=[("kind", "string"), ("keepdims", "int"), ("noop_with_empty_axes", "int")],
+    host_inputs=(1,),
 )
 def _reduce(xp, x, axes, *, kind, keepdims, noop_with_empty_axes):
     axes = _host_ints(xp, axes)
@@ -514,7 +532,13 @@ def _trilu_infer(op):
     return [(check_dtype(op, 0, ALL), op._inputs[0]._shape)]
 
 
-@_onnx_op("OnnxTrilu", infer=_trilu_infer, inputs=("input", "k"), attrs=[("upper", "int")])
+@_onnx_op(
+    "OnnxTrilu",
+    infer=_trilu_infer,
+    inputs=("input", "k"),
+    attrs=[("upper", "int")],
+    host_inputs=(1,),
+)
 def _trilu(xp, x, k, *, upper):
     if x.ndim < 2:
         raise _bad("Trilu: input must have rank at least 2")
@@ -641,7 +665,11 @@ def _resize_axis(xp, x, axis: int, out: int, scale: float, roi, attrs):
 
 
 @_onnx_op(
-    "OnnxResize", infer=_resize_infer, inputs=("X", "roi", "scales", "sizes"), attrs=_RESIZE_ATTRS
+    "OnnxResize",
+    infer=_resize_infer,
+    inputs=("X", "roi", "scales", "sizes"),
+    attrs=_RESIZE_ATTRS,
+    host_inputs=(1, 2, 3),
 )
 def _resize(
     xp,
