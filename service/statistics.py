@@ -32,10 +32,6 @@ class _Duration:
     count: int = 0
     ns: int = 0
 
-    def add(self, seconds: float, count: int = 1) -> None:
-        self.count += count
-        self.ns += int(seconds * 1e9)
-
     def doc(self) -> dict:
         return {"count": self.count, "ns": self.ns}
 
@@ -84,19 +80,6 @@ class InferenceStatistics:
         self._given[(model, version)] = entry
         return entry
 
-    def request(
-        self, model: str, version: int | str, ok: bool, seconds: float, rows: int = 0
-    ) -> None:
-        """A finished request (``rows``: its inferences, when it succeeded)."""
-        with self._lock:
-            entry = self._entry(model, version)
-            entry.stats["success" if ok else "fail"].add(seconds)
-            if ok:
-                entry.inference_count += rows
-                # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
-                # duration: time.time() is the right clock here.
-                entry.last_inference = int(time.time() * 1000)
-
     def finished(
         self,
         model: str,
@@ -107,8 +90,9 @@ class InferenceStatistics:
         input_seconds: float | None,
         output_seconds: float | None,
     ) -> None:
-        """A finished request, in one update: ``request`` with its ``compute_input`` time
-        (None: its inputs were refused) and ``compute_output`` time (None: it failed first)."""
+        """A finished request (``rows``: its inferences, when it succeeded), in one update
+        with its ``compute_input`` time (None: its inputs were refused) and its
+        ``compute_output`` time (None: it failed before)."""
         # Triton's last_inference is a wall-clock timestamp (ms since the epoch), not a
         # duration: time.time() is the right clock here.
         now = int(time.time() * 1000)
@@ -130,10 +114,6 @@ class InferenceStatistics:
                 entry.inference_count += rows
                 entry.last_inference = now
 
-    def compute_input(self, model: str, version: int | str, seconds: float) -> None:
-        with self._lock:
-            self._entry(model, version).stats["compute_input"].add(seconds)
-
     def queue(self, model: str, version: int | str, seconds: float, count: int = 1) -> None:
         """``seconds`` of queueing; ``count`` 0 adds to a request's queue time already counted."""
         ns = int(seconds * 1e9)
@@ -141,17 +121,6 @@ class InferenceStatistics:
             queue = self._entry(model, version).stats["queue"]
             queue.count += count
             queue.ns += ns
-
-    def select_outputs(
-        self, model: str, version: int | str, values: dict, wanted: list[str]
-    ) -> dict:
-        """The ``wanted`` outputs of a run's ``values``, timed as ``compute_output``."""
-        started = time.perf_counter()
-        selected = {a: values[a] for a in wanted}
-        seconds = time.perf_counter() - started
-        with self._lock:
-            self._entry(model, version).stats["compute_output"].add(seconds)
-        return selected
 
     def execution(self, model: str, version: int | str, rows: int, seconds: float) -> None:
         """One session run of ``rows`` rows taking ``seconds``."""
