@@ -83,7 +83,7 @@ async def _answers(client, token: str | None) -> list:
             kept = {
                 k: v
                 for k, v in resp.headers.items()
-                if k not in ("Date", "X-Request-ID") or "X-Request-ID" in headers
+                if k != "Date" and (k != "X-Request-ID" or "X-Request-ID" in headers)
             }
             echoed = resp.headers.get("X-Request-ID")
             out.append((method, path, resp.status, await resp.read(), kept, bool(echoed)))
