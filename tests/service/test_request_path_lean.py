@@ -23,6 +23,7 @@ from service.config import ModelConfig
 from service.errors import InvalidInput, Unavailable
 from service.servable import Servable, VersionState
 from service.tensors import TensorSpec, coerce, float_array, from_json_value
+from tests.service.test_request_fast_path import _same
 
 
 # -- one middleware == the chain -------------------------------------------------------------
@@ -137,16 +138,6 @@ def _general(value, dtype):
         return coerce(spec, from_json_value(value, "input 'x'"))
     except InvalidInput as e:
         return e.message
-
-
-def _same(a, b) -> bool:
-    return (
-        isinstance(a, np.ndarray)
-        and isinstance(b, np.ndarray)
-        and a.dtype == b.dtype
-        and a.shape == b.shape
-        and a.tobytes() == b.tobytes()
-    )
 
 
 leaf = st.one_of(
