@@ -5,8 +5,8 @@
 #
 # Phases: probe, gputests, suite (pytest arguments in SUITE_ARGS), overhead, sweep, profile
 # (PROFILE=cnn:64), serve, workers (WORKERS="4 8 12").
-# The machine has no network: Python packages its image lacks travel as wheels in .whl/ (see
-# bench/README.md, "GPU runs"), installed with --target into /tmp/site; the repository goes on
+# The machine has no network: Python packages its image lacks travel as wheels in .whl/ (made
+# by bench/device/wheels.sh; see bench/README.md, "GPU"), installed with --target into /tmp/site; the repository goes on
 # PYTHONPATH, and a `flowserve` script is written next to the interpreter for the tests that
 # start the CLI. Logs and JSON go to $OUT (the device tool brings them back).
 set -u
