@@ -129,19 +129,7 @@ async def drive_in_process(manager, model: str, x: np.ndarray, clients: int, dur
     await asyncio.gather(probe(), *(client() for _ in range(clients)))
     elapsed = loop.time() - t0
     after = manager.model_statistics(model)[0]
-    lat = np.array(latencies) * 1000
-    result = Result(
-        "",
-        clients,
-        round(elapsed, 2),
-        len(latencies),
-        {},
-        round(len(latencies) / elapsed, 1),
-        round(float(np.percentile(lat, 50)), 3),
-        round(float(np.percentile(lat, 90)), 3),
-        round(float(np.percentile(lat, 99)), 3),
-        round(float(lat.mean()), 3),
-    )
+    result = Result.of("", clients, elapsed, latencies)
     where = _where(before, after)
     where["loop_lag_p99_ms"] = round(float(np.percentile(np.array(lags) * 1000, 99)), 3)
     return result, where

@@ -114,6 +114,24 @@ class Result:
     client: str = "aiohttp"
     client_cpu_s: float = 0.0  # CPU time the load client itself used while measuring
 
+    @classmethod
+    def of(cls, label, concurrency, seconds, latencies, errors=None, **extra) -> Result:
+        """A result from per-request latencies (seconds) measured over ``seconds``."""
+        lat = np.array(latencies) * 1000 if len(latencies) else np.zeros(1)
+        return cls(
+            label,
+            concurrency,
+            round(seconds, 2),
+            len(latencies),
+            errors or {},
+            round(len(latencies) / seconds, 1),
+            round(float(np.percentile(lat, 50)), 3),
+            round(float(np.percentile(lat, 90)), 3),
+            round(float(np.percentile(lat, 99)), 3),
+            round(float(lat.mean()), 3),
+            **extra,
+        )
+
     def line(self) -> str:
         err = f" errors={self.errors}" if self.errors else ""
         return (
@@ -182,19 +200,13 @@ async def run_load(
                 tasks.append(asyncio.create_task(limited()))
                 next_at += 1.0 / rate
             await asyncio.gather(*tasks)
-    lat = np.array(latencies) * 1000 if latencies else np.zeros(1)
     measured = max(loop.time(), end) - measure_from
-    return Result(
+    return Result.of(
         label or request.path,
         concurrency,
-        round(measured, 2),
-        len(latencies),
+        measured,
+        latencies,
         errors,
-        round(len(latencies) / measured, 1),
-        round(float(np.percentile(lat, 50)), 3),
-        round(float(np.percentile(lat, 90)), 3),
-        round(float(np.percentile(lat, 99)), 3),
-        round(float(lat.mean()), 3),
         client_cpu_s=round(time.process_time() - cpu_at_start[0], 3),
     )
 
@@ -406,20 +418,8 @@ async def _in_process(
         elapsed = loop.time() - t0
     finally:
         await manager.stop()
-    lat = np.array(latencies) * 1000
     label = f"  in-process ModelManager.infer, batching {'on' if params else 'off'}"
-    return Result(
-        label,
-        concurrency,
-        round(elapsed, 2),
-        len(latencies),
-        {},
-        round(len(latencies) / elapsed, 1),
-        round(float(np.percentile(lat, 50)), 3),
-        round(float(np.percentile(lat, 90)), 3),
-        round(float(np.percentile(lat, 99)), 3),
-        round(float(lat.mean()), 3),
-    )
+    return Result.of(label, concurrency, elapsed, latencies)
 
 
 async def scenario_overhead(duration: float, work: Path, device: str = "cpu") -> dict:

@@ -32,7 +32,7 @@ class Placer:
         the host?"""
         if device.kernel_type not in op._opdef.flags.device_types:
             return False
-        return device.is_host or not _touches_strings(op)
+        return device.is_host or not _holds_host_only_values(op)
 
     def place(self, order, ref_home: dict, default: Device) -> dict[Operation, Device]:
         """A device for each op of ``order``; ``ref_home`` as in ``variable_device``."""
@@ -198,7 +198,7 @@ _SHAPE_TYPES = frozenset(("int32", "int64"))
 _HOST_ONLY = frozenset(("string", "resource"))
 
 
-def _touches_strings(op: Operation) -> bool:
+def _holds_host_only_values(op: Operation) -> bool:
     for t in op._inputs:
         if t._dtype.base_dtype.name in _HOST_ONLY:
             return True

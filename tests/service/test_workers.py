@@ -158,22 +158,17 @@ def test_reserved_port_is_shared_and_a_taken_port_fails():
             reserve_port("127.0.0.1", plain.getsockname()[1])
 
 
+def _two_workers(repo, *more: str) -> ServerConfig:
+    """Two workers on free ports serving ``repo``, and ``more`` settings."""
+    argv = ["--model-repository", str(repo), "--host", "127.0.0.1", "--port", "0"]
+    return _resolve(*argv, "--grpc-port", "0", "--workers", "2", *more)
+
+
 def test_supervisor_gives_up_on_a_worker_that_never_starts(tmp_path, caplog):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\nexit 3\n")
     fake.chmod(0o755)
-    config = _resolve(
-        "--model-repository",
-        str(tmp_path),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--grpc-port",
-        "0",
-        "--workers",
-        "2",
-    )
+    config = _two_workers(tmp_path)
     supervisor = Supervisor(config, python=str(fake))
     started = time.monotonic()
     with caplog.at_level("INFO", logger="flowserve.workers"):
@@ -197,17 +192,8 @@ def test_supervisor_restarts_a_crashing_worker_with_growing_backoff(tmp_path, ca
         'os.write(int(sys.argv[-1]), b"serving\\n")\ntime.sleep(0.2)\nsys.exit(1)\n'
     )
     fake.chmod(0o755)
-    config = _resolve(
-        "--model-repository",
-        str(tmp_path),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--grpc-port",
-        "0",
-        "--workers",
-        "2",
+    config = _two_workers(
+        tmp_path,
         "--shutdown-grace-period",
         "1",
     )
