@@ -57,8 +57,12 @@ _MAX_LENGTH_DIGITS = 18
 REFUSE = "refuse"  # parse_head: not plainly simple; aiohttp's parser takes it from here
 
 _REQUEST_LINE = re.compile(r"([A-Z]{1,16}) (/[\x21-\x7e]*) HTTP/1\.1\Z")
-_HEADER_LINE = re.compile(
-    r"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?)[ \t]*\Z"
+# A header line: a token name, a colon, optional whitespace, a value of visible ASCII (inner
+# spaces and tabs allowed), optional whitespace. Checked for the whole block at once.
+_FIELD = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?[ \t]*"
+_FIELDS = re.compile(rf"(?:\r\n{_FIELD})*\Z")
+_FIELD_PARTS = re.compile(
+    r"\r\n([^:]+):[ \t]*((?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?)[ \t]*"
 )
 _SEGMENT = r"[A-Za-z0-9_~-][A-Za-z0-9_.~-]*"
 _HOT_PATH = re.compile(
@@ -69,6 +73,7 @@ _JSON_TYPES = frozenset(["application/json", "application/json; charset=utf-8"])
 # Headers whose presence sends a request to aiohttp whole: framing or protocol switches
 # the lane does not implement.
 _HANDED = frozenset(["transfer-encoding", "expect", "upgrade", "te"])
+_NOTED = _HANDED | {"content-length", "content-type", "connection", "content-encoding", "cookie"}
 
 
 @dataclass(slots=True)
@@ -98,22 +103,23 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
         text = buffer[:end].decode("ascii")
     except UnicodeDecodeError:
         return REFUSE
-    lines = text.split("\r\n")
-    request_line = _REQUEST_LINE.match(lines[0])
-    if request_line is None or len(lines) > _MAX_HEADERS:
+    line_end = text.find("\r\n")
+    if line_end < 0:
+        line_end = len(text)
+    request_line = _REQUEST_LINE.match(text, 0, line_end)
+    if request_line is None or not _FIELDS.match(text, line_end):
+        return REFUSE
+    headers = _FIELD_PARTS.findall(text, line_end)
+    if len(headers) >= _MAX_HEADERS:
         return REFUSE
     method, path = request_line.groups()
-    headers = []
     length = None
     hot = method == "POST" and _HOT_PATH.match(path) is not None and "/." not in path
     content_type = "application/octet-stream"
-    for line in lines[1:]:
-        match = _HEADER_LINE.match(line)
-        if match is None:
-            return REFUSE
-        name, value = match.groups()
-        headers.append((name, value))
+    for name, value in headers:
         lower = name.lower()
+        if lower not in _NOTED:
+            continue
         if lower == "content-length":
             if length is not None or not value.isdigit() or len(value) > _MAX_LENGTH_DIGITS:
                 return REFUSE
@@ -131,7 +137,7 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
             return REFUSE
         elif lower == "content-encoding":
             hot = hot and value.lower() == "identity"
-        elif lower == "cookie":
+        else:  # a cookie: the auth check may read it (aiohttp's request parses cookies)
             hot = False
     if length is None:
         length = 0
