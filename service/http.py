@@ -305,7 +305,8 @@ class _Connection(web_protocol.RequestHandler):
             if not need:
                 body, self._lane_parts = b"".join(self._lane_parts), None
                 self._lane_request.body_arrived(body)
-        elif not need:  # the unread body is discarded: the connection reads on, or closes
+        elif not need and self._lane_linger is not None:
+            # The unread body is discarded: the connection reads on, or closes.
             self._lane_linger.cancel()
             self._lane_linger = None
             self._lane_next(not self._lane_close_after)
@@ -325,7 +326,11 @@ class _Connection(web_protocol.RequestHandler):
                 response = web.Response(status=500, body=dumps({"error": "Internal server error"}))
                 response.content_type = "application/json"
                 response.force_close()
-            keep_alive = await self._lane_write(request, response)
+            try:
+                keep_alive = await self._lane_write(request, response)
+            except Exception as exc:  # noqa: BLE001 - as aiohttp's start(): logged, closed
+                self.log_exception("Unhandled exception", exc_info=exc)
+                self.force_close()
         finally:
             self._request_in_progress = False
             waiter = self._handler_waiter

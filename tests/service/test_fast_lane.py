@@ -561,3 +561,21 @@ async def test_the_lane_is_off_when_asked_or_with_tracing(make_config, monkeypat
     assert SERVING not in create_app(make_config(fast_lane=False))
     monkeypatch.setattr(tracing, "active", lambda refresh=False: True)
     assert SERVING not in create_app(make_config())
+
+
+async def test_an_unread_body_is_discarded_and_the_connection_reads_on(make_config):
+    async with both(make_config) as servers:
+        unknown = post("/v1/models/nope:predict", ROWS, RID)
+        # The 404 comes before the body is complete (the model is looked up first); the
+        # rest of the body is then read and dropped, and the next request is served.
+        answers, closed = await same_answers(
+            servers, unknown[:-10], unknown[-10:] + post(V1, ROWS, RID), responses=2, pause=0.2
+        )
+        assert [a[0] for a in answers] == [404, 200] and not closed
+        # A request aiohttp serves (a compressed body) between two of the lane's.
+        zipped = post(V1, gzip.compress(ROWS), RID, "Content-Encoding: gzip")
+        answers, _ = await same_answers(
+            servers, post(V1, ROWS, RID) + zipped + post(V2, V2_BODY, RID), responses=3
+        )
+        assert [a[0] for a in answers] == [200, 200, 200] and answers[0][2] == answers[1][2]
+    assert served(servers) == 1 + 1 + 2
