@@ -13,9 +13,10 @@ have written (``encode_response``).
 
 Anything else, or any doubt, stays aiohttp's: the head parser is strict (HTTP/1.1, an
 origin-form target, token header names, visible-ASCII values, no obs-fold, no bare CR or LF,
-at most one Content-Length of digits, no Transfer-Encoding, Expect, Upgrade or Connection
-but keep-alive, a bounded size), so the lane never frames a message differently from
-aiohttp's parser; what it refuses reaches that parser byte for byte.
+one Host, at most one Content-Length of digits and of each header RFC 9110 makes single, no
+Transfer-Encoding, Expect, Upgrade or Connection but keep-alive, a bounded size), so the
+lane never frames or accepts a message differently from aiohttp's parser; what it refuses
+reaches that parser byte for byte.
 """
 
 from __future__ import annotations
@@ -72,8 +73,23 @@ _HOT_PATH = re.compile(
 _JSON_TYPES = frozenset(["application/json", "application/json; charset=utf-8"])
 # Headers whose presence sends a request to aiohttp whole: framing or protocol switches
 # the lane does not implement.
-_HANDED = frozenset(["transfer-encoding", "expect", "upgrade", "te"])
-_NOTED = _HANDED | {"content-length", "content-type", "connection", "content-encoding", "cookie"}
+_HANDED = frozenset(["transfer-encoding", "expect", "upgrade", "te", "sec-websocket-key1"])
+# Headers aiohttp's parser refuses twice (RFC 9110's singletons): a second one is its 400.
+_SINGLETONS = frozenset(
+    [
+        "content-length",
+        "content-location",
+        "content-range",
+        "content-type",
+        "etag",
+        "host",
+        "max-forwards",
+        "server",
+        "transfer-encoding",
+        "user-agent",
+    ]
+)
+_NOTED = _HANDED | _SINGLETONS | {"connection", "content-encoding", "cookie"}
 
 
 @dataclass(slots=True)
@@ -116,16 +132,21 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
     length = None
     hot = method == "POST" and _HOT_PATH.match(path) is not None and "/." not in path
     content_type = "application/octet-stream"
+    seen = set()
     for name, value in headers:
         lower = name.lower()
         if lower not in _NOTED:
             continue
+        if lower in _SINGLETONS:
+            if lower in seen:
+                return REFUSE
+            seen.add(lower)
         if lower == "content-length":
-            if length is not None or not value.isdigit() or len(value) > _MAX_LENGTH_DIGITS:
+            if not value.isdigit() or len(value) > _MAX_LENGTH_DIGITS:
                 return REFUSE
             length = int(value)
         elif lower == "content-type":
-            if value.lower() not in _JSON_TYPES or content_type != "application/octet-stream":
+            if value.lower() not in _JSON_TYPES:
                 hot = False
             content_type = "application/json"
         elif lower == "connection":
@@ -137,8 +158,10 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
             return REFUSE
         elif lower == "content-encoding":
             hot = hot and value.lower() == "identity"
-        else:  # a cookie: the auth check may read it (aiohttp's request parses cookies)
+        elif lower == "cookie":  # the auth check may read it (aiohttp's request parses it)
             hot = False
+    if "host" not in seen:  # HTTP/1.1 requires one: aiohttp answers 400 without
+        return REFUSE
     if length is None:
         length = 0
         hot = False

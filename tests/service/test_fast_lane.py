@@ -391,17 +391,27 @@ def test_the_head_parser_reads_plain_heads():
         "application/json",
     )
     assert parse_head(raw, 1 << 20) == expected
-    raw = b"POST /v1/models/m:predict HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+    raw = b"POST /v1/models/m:predict HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"
     head = parse_head(raw, 1 << 20)
     assert (head.hot, head.length, head.size) == (True, 2, len(raw) - 2)
     assert parse_head(raw[:20], 1 << 20) is None  # still arriving
     assert parse_head(raw, 1).hot is False  # over the body limit: aiohttp's 413
-    plain_get = parse_head(b"GET /metrics HTTP/1.1\r\nConnection: keep-alive\r\n\r\n", 1)
+    plain_get = parse_head(b"GET /metrics HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\n\r\n", 1)
     assert (plain_get.hot, plain_get.length) == (False, 0)
-    assert parse_head(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", 1) is REFUSE
+    assert parse_head(b"GET /metrics HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1) is REFUSE
     for header in (b"Content-Type: text/plain", b"Cookie: a=b", b"Content-Encoding: gzip"):
         odd = raw.replace(b"\r\n\r\n", b"\r\n" + header + b"\r\n\r\n")
         assert parse_head(odd, 1 << 20).hot is False
+    # What aiohttp's parser answers 400: no Host, a singleton header twice, the old
+    # WebSocket handshake.
+    for odd in (
+        raw.replace(b"Host: h\r\n", b""),
+        raw.replace(b"Host: h\r\n", b"Host: h\r\nhost: h\r\n"),
+        raw.replace(b"Host: h\r\n", b"Host: h\r\nUser-Agent: a\r\nUser-Agent: b\r\n"),
+        raw.replace(b"Host: h\r\n", b"Host: h\r\nContent-Type: application/json\r\n" * 2),
+        raw.replace(b"Host: h\r\n", b"Host: h\r\nSec-WebSocket-Key1: x\r\n"),
+    ):
+        assert parse_head(odd, 1 << 20) is REFUSE
 
 
 async def _wait_for(predicate) -> None:
