@@ -13,6 +13,10 @@ import logging
 
 import pytest
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_parser import HttpRequestParser
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from service import tracing
 from service.app import create_app, in_flight_requests
@@ -589,3 +593,174 @@ async def test_an_unread_body_is_discarded_and_the_connection_reads_on(make_conf
         )
         assert [a[0] for a in answers] == [200, 200, 200] and answers[0][2] == answers[1][2]
     assert served(servers) == 1 + 1 + 2
+
+
+class _ParserProtocol:
+    """What aiohttp's request parser calls on its protocol."""
+
+    transport = None
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self, resume_parser: bool = True) -> None:
+        pass
+
+
+def _aiohttp_reads(raw: bytes):
+    """aiohttp's own parser (the server's, C where built) on ``raw``: its messages as
+    (method, path, headers, should_close, chunked, upgrade, body), or the error it raises."""
+    loop = asyncio.new_event_loop()
+    try:
+        parser = HttpRequestParser(
+            _ParserProtocol(), loop, 2**16, max_line_size=8190, max_field_size=8190
+        )
+        try:
+            messages, _, _ = parser.feed_data(raw)
+        except HttpProcessingError as e:
+            return type(e).__name__
+        out = []
+        for message, payload in messages:
+            body = b"".join(getattr(payload, "_buffer", ()))
+            out.append(
+                (
+                    message.method,
+                    message.path,
+                    list(message.headers.items()),
+                    message.should_close,
+                    message.chunked,
+                    message.upgrade,
+                    body,
+                )
+            )
+        return out
+    finally:
+        loop.close()
+
+
+_BENIGN = st.sampled_from(
+    [
+        "Content-Type: application/json",
+        "content-type: Application/JSON; charset=UTF-8",
+        "X-Request-ID: abc",
+        "Accept: */*",
+        "User-Agent: t/1",
+        "Connection: keep-alive",
+        "Content-Encoding: identity",
+        "X-Empty:",
+        "X-Spaces:  a b\tc \t",
+        "Authorization: Bearer t",
+    ]
+)
+_NAMES = st.sampled_from(
+    [
+        "Host",
+        "host",
+        "Content-Length",
+        "content-length",
+        "Content-Type",
+        "Connection",
+        "Transfer-Encoding",
+        "User-Agent",
+        "Cookie",
+        "Expect",
+        "Content-Encoding",
+        "Upgrade",
+        "X A",
+        "X:A",
+        "",
+        "X\x00",
+        "\u00e9",
+        "Sec-WebSocket-Key1",
+    ]
+)
+_VALUES = st.sampled_from(
+    [
+        "",
+        "h",
+        " 2",
+        "02",
+        "+2",
+        "2 ",
+        "2,2",
+        "1" * 20,
+        "-1",
+        "0x2",
+        "text/plain",
+        "close",
+        "Keep-Alive, Upgrade",
+        "chunked",
+        "gzip",
+        "100-continue",
+        "a\x00b",
+        "a\rb",
+        "a\nb",
+        "a\x7fb",
+        "caf\u00e9",
+        "websocket",
+    ]
+)
+_LINES = st.one_of(
+    _BENIGN,
+    _BENIGN,
+    _BENIGN,
+    st.tuples(_NAMES, _VALUES).map(lambda nv: f"{nv[0]}: {nv[1]}"),
+    st.sampled_from([" folded", "\tfolded", "NoColon", "X-C :v"]),
+)
+_TARGETS = st.sampled_from(
+    [
+        "/v1/models/m:predict",
+        "/v2/models/m/infer",
+        "/v1/models/m/versions/2:predict",
+        "/v2/models/a.b/versions/1/infer",
+        "/v1/models/m/labels/x:predict",
+        "/metrics",
+        "/v1/models/.m:predict",
+        "/v1/models/m:predict?x",
+        "/v2/models/%6D/infer",
+        "*",
+        "http://h/v2/models/m/infer",
+        "/v2/models//infer",
+    ]
+)
+_USUALLY = st.sampled_from([True] * 7 + [False])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    method=st.sampled_from(["POST"] * 6 + ["GET", "PUT", "post", "POST "]),
+    target=_TARGETS,
+    version=st.sampled_from(["HTTP/1.1"] * 6 + ["HTTP/1.0", "HTTP/1.10", "http/1.1"]),
+    lines=st.lists(_LINES, max_size=5),
+    with_host=_USUALLY,
+    with_length=_USUALLY,
+    separator=st.sampled_from(["\r\n"] * 6 + ["\n", "\r\n\t"]),
+)
+def test_what_the_lane_takes_aiohttp_reads_the_same(
+    method, target, version, lines, with_host, with_length, separator
+):
+    """The lane's head parser never disagrees with aiohttp's on a message it accepts: the
+    same method, path, headers, framing (body length, where the next request starts), and
+    no close, chunking or upgrade. (What it refuses goes to aiohttp's parser itself.)"""
+    body = b'{"a":1}' if with_length else b""
+    head = [f"{method} {target} {version}"] + (["Host: h"] if with_host else []) + lines
+    if with_length:
+        head.append(f"Content-Length: {len(body)}")
+    raw = separator.join(head).encode("utf-8", "surrogateescape") + b"\r\n\r\n" + body
+    following = b"GET /next HTTP/1.1\r\nHost: h\r\n\r\n"
+    lane = parse_head(raw + following, 1 << 20)
+    assert lane is not None  # the head is all there
+    event("refused" if lane is REFUSE else "accepted, hot" if lane.hot else "accepted")
+    if lane is REFUSE:
+        return
+    aiohttp_view = _aiohttp_reads(raw + following)
+    assert isinstance(aiohttp_view, list) and len(aiohttp_view) == 2, aiohttp_view
+    first, second = aiohttp_view
+    # (aiohttp spells the names it knows its own way; lookups ignore case)
+    lane_headers = [(k.lower(), v) for k, v in lane.headers]
+    assert [(k.lower(), v) for k, v in first[2]] == lane_headers
+    assert first[:2] + first[3:6] == (lane.method, lane.path, False, False, False)
+    assert len(first[6]) == lane.length
+    assert raw[lane.size : lane.size + lane.length] == first[6]
+    assert lane.size + lane.length == len(raw)  # the next request starts where aiohttp's does
+    assert second[:2] == ("GET", "/next")
