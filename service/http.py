@@ -321,8 +321,8 @@ class _Connection(web_protocol.RequestHandler):
                 response = await self._lane.serving(request, handler)
             except web.HTTPException as e:  # a redirect, raised through the middleware
                 response = e
-            except Exception:  # noqa: BLE001 - as aiohttp: logged, a 500, the connection closed
-                log.exception("Error handling request from %s", request.remote)
+            except Exception as exc:  # noqa: BLE001 - as aiohttp: logged, a 500, then closed
+                self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
                 response = web.Response(status=500, body=dumps({"error": "Internal server error"}))
                 response.content_type = "application/json"
                 response.force_close()
@@ -363,7 +363,10 @@ class _Connection(web_protocol.RequestHandler):
             return False
         transport.write(data)
         if self.writing_paused:
-            await self._drain_helper()
+            try:
+                await self._drain_helper()
+            except ConnectionError:  # the client went away: as aiohttp, nothing to log
+                return False
         return keep_alive
 
     async def _lane_write_by_aiohttp(self, request: LaneRequest, response) -> bool:

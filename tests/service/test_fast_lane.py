@@ -764,3 +764,18 @@ def test_what_the_lane_takes_aiohttp_reads_the_same(
     assert raw[lane.size : lane.size + lane.length] == first[6]
     assert lane.size + lane.length == len(raw)  # the next request starts where aiohttp's does
     assert second[:2] == ("GET", "/next")
+
+
+async def test_many_pipelined_requests_come_back_in_order(make_config):
+    pieces = []
+    for i in range(150):
+        path, body = (V1, ROWS) if i % 3 else (V2, V2_BODY)
+        if i % 50 == 7:
+            path, body = "/v1/models/nope:predict", ROWS  # an error among them
+        pieces.append(post(path, body, f"X-Request-ID: r{i}"))
+    async with both(make_config) as servers:
+        answers, closed = await same_answers(servers, b"".join(pieces), responses=150)
+        assert not closed
+        assert [dict(h)["X-Request-ID"] for _, h, _ in answers] == [f"r{i}" for i in range(150)]
+        assert [s for s, _, _ in answers].count(404) == 3
+    assert served(servers) == 150
