@@ -22,8 +22,9 @@ reaches that parser byte for byte.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "LaneRequest",
     "parse_head",
     "encode_response",
+    "start_eagerly",
     "MAX_HEAD",
     "REFUSE",
 ]
@@ -367,3 +369,43 @@ def encode_response(response: web.Response) -> bytes:
     """The bytes of a response ``finish_headers`` completed (``simple_response``)."""
     status_line = f"HTTP/1.1 {response.status} {response.reason}"
     return _serialize_headers(status_line, response.headers) + bytes(response.body)
+
+
+def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.Task | None:
+    """Runs ``coro`` at once, in a copy of the current context, until it first waits; a task
+    carries it on from there, in the same context (None when it finished without waiting).
+    Python 3.12's eager tasks, for 3.11: a request whose model runs inline on the event loop
+    is answered without a task or another turn of the loop. The first step runs outside any
+    task (``asyncio.current_task()`` is None there: ``asyncio.timeout`` needs a task, so a
+    request whose body is still arriving, which read_body times, starts as a task)."""
+    context = contextvars.copy_context()
+    try:
+        waiting_on = context.run(coro.send, None)
+    except StopIteration:
+        return None
+    return loop.create_task(_carry_on(coro, waiting_on), context=context)
+
+
+async def _carry_on(coro: Coroutine, waiting_on: Any) -> Any:
+    """Drives ``coro``, started and now waiting on ``waiting_on`` (a future, or None for a
+    bare yield), as its own task would: resumed when the future is done (it reads the
+    outcome itself), cancelled when this task is."""
+    while True:
+        cancelled = None
+        try:
+            if waiting_on is None:
+                await asyncio.sleep(0)
+            else:
+                # Yielded by the coroutine's own await, which marked it as blocking (a
+                # task clears the mark when it takes the future): awaited again here.
+                waiting_on._asyncio_future_blocking = False
+                await waiting_on
+        except asyncio.CancelledError as e:
+            if waiting_on is None or not waiting_on.cancelled():
+                cancelled = e  # this task was cancelled while the future was not
+        except BaseException:  # noqa: BLE001, S110 - the coroutine raises it from the future
+            pass
+        try:
+            waiting_on = coro.send(None) if cancelled is None else coro.throw(cancelled)
+        except StopIteration as stop:
+            return stop.value

@@ -46,6 +46,7 @@ from service.fastlane import (
     finish_headers,
     parse_head,
     simple_response,
+    start_eagerly,
 )
 from service.protocols.common import dumps
 
@@ -106,6 +107,7 @@ class _Connection(web_protocol.RequestHandler):
     _lane_request: LaneRequest | None = None  # the request the lane is serving
     _lane_task: asyncio.Task | None = None
     _lane_resolving = False  # a new path's route is being looked up
+    _lane_eager = False  # a request's first step is running inside data_received
     _lane_linger: asyncio.TimerHandle | None = None  # discarding an unread body until then
     _lane_close_after = False  # close once the unread body is discarded
     _waiter_future = None
@@ -290,7 +292,19 @@ class _Connection(web_protocol.RequestHandler):
             self._lane_need, self._lane_sink = end - len(buffer), _COLLECT
         self._lane_request = request
         self._request_in_progress = True  # aiohttp's shutdown waits for it
-        self._lane_task = self._loop.create_task(self._lane_serve(request, handler))
+        coro = self._lane_serve(request, handler)
+        if not request.is_eof() or self._lane_eager:
+            # A body still arriving is timed by read_body (a task's timeout); a request
+            # pipelined behind one served eagerly starts a task rather than nesting deeper.
+            self._lane_task = self._loop.create_task(coro)
+            return
+        self._lane_eager = True
+        try:
+            task = start_eagerly(self._loop, coro)
+        finally:
+            self._lane_eager = False
+        if task is not None:  # it waits (on a compute thread, a batch): still in progress
+            self._lane_task = task
 
     def _lane_feed(self, data: bytes) -> bytes:
         """Gives the current request's body bytes where they go; returns the rest."""
