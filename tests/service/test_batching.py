@@ -166,6 +166,29 @@ async def test_request_expiring_in_the_queue_gets_504_and_never_runs(pool):
     await b.close()
 
 
+async def test_each_queued_request_expires_at_its_own_deadline(pool):
+    """A batch keeps one deadline timer for its earliest deadline; a later request with an
+    earlier deadline moves it, and after firing it waits for the next one."""
+    sig = FakeSignature()
+    sig.gate.clear()  # the first batch blocks the only worker
+    b = batcher(pool, num_batch_threads=1, batch_timeout_micros=60_000_000)
+    first = asyncio.create_task(b.submit(sig, [np.full((1, 1), 1, np.float32)], deadline()))
+    await asyncio.sleep(0.05)
+    late = asyncio.create_task(b.submit(sig, [np.full((1, 1), 2, np.float32)], deadline(0.4)))
+    early = asyncio.create_task(b.submit(sig, [np.full((1, 1), 3, np.float32)], deadline(0.15)))
+    keeps = asyncio.create_task(b.submit(sig, [np.full((1, 1), 4, np.float32)], deadline()))
+    done, _ = await asyncio.wait([late, early], return_when=asyncio.FIRST_COMPLETED)
+    assert done == {early} and isinstance(early.exception(), DeadlineExceeded)
+    assert not late.done() and not keeps.done()
+    with pytest.raises(DeadlineExceeded):
+        await late
+    sig.gate.set()
+    assert (await asyncio.wait_for(keeps, 20))["y"].tolist() == [[8.0]]
+    await first
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[1.0], [4.0]]
+    await b.close()
+
+
 async def test_cancelled_request_leaves_the_queue_before_execution(pool):
     sig = FakeSignature()
     sig.gate.clear()  # the first batch holds the only worker, so the next requests queue
