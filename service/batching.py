@@ -223,7 +223,7 @@ def _timed_run(signature, arrays, cancellation=None, submitted=None):
 
 
 class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "trace", "wait")
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "trace", "wait", "watch")
 
     def __init__(self, arrays, rows, future, deadline, enqueued):
         self.arrays = arrays
@@ -231,6 +231,7 @@ class _Request:
         self.future = future
         self.deadline = deadline
         self.enqueued = enqueued
+        self.watch = None  # its thread run's _Watch, once it runs on a thread
         self.trace = None  # the request's trace context (OpenTelemetry), for its batch
         self.wait = None  # its queue_wait span
 
@@ -383,6 +384,10 @@ class Batcher:
             self._set_depth()  # (else the dispatch on the next turn reports the depth)
         try:
             return await request.future
+        except BaseException:  # missed its deadline, cancelled, or its run failed
+            if request.watch is not None:
+                request.watch.left()
+            raise
         finally:
             tracing.end_span(request.wait)  # already ended when its batch started
 
@@ -590,13 +595,13 @@ class Batcher:
 
     def _launch(self, run: _Run) -> Future:
         """Submits the run to the executor, with a token that cancels it once every request
-        in it has gone."""
-        submitted: list = []
-        token = self._watch(run.live, submitted)
-        work = self._executor.submit(
-            _timed_run, run.signature, run.merged, token, time.perf_counter()
+        in it has gone (see ``_Watch``)."""
+        watch = _Watch(len(run.live), self._overdue)
+        for r in run.live:
+            r.watch = watch
+        work = watch.work = self._executor.submit(
+            _timed_run, run.signature, run.merged, watch.token, time.perf_counter()
         )
-        submitted.append(work)
         return work
 
     def _completed(self, run: _Run, work: Future) -> None:
@@ -644,25 +649,6 @@ class Batcher:
             log.error("batch execution failed unexpectedly", exc_info=task.exception())
         self._dispatch()
 
-    def _watch(self, live: list, work: list) -> Cancellation:
-        """The batch run's token: cancelled once every request in the batch has gone (missed
-        its deadline or was cancelled), so nobody waits on a computation that runs on; one
-        that runs on anyway (a long kernel) is counted as overdue. ``work``: [its future]."""
-        token = Cancellation()
-        pending = [len(live)]
-
-        def gone(future) -> None:
-            if future.cancelled() or future.exception() is not None:
-                pending[0] -= 1
-                if pending[0] == 0:
-                    token.cancel("every request in the batch missed its deadline or left")
-                    if work and self._overdue is not None:
-                        self._overdue.watch(work[0])
-
-        for r in live:
-            r.future.add_done_callback(gone)
-        return token
-
     def _finish(self, run: _Run, result, error: BaseException | None) -> None:
         """Delivers a finished run: each live request its rows, or the run's error."""
         live = run.live
@@ -686,6 +672,28 @@ class Batcher:
             if not r.future.done():
                 r.future.set_result({a: v[offset : offset + r.rows] for a, v in values.items()})
             offset += r.rows
+
+
+class _Watch:
+    """A thread run's cancellation: its token is cancelled once every request in the run
+    has gone (missed its deadline or was cancelled), so nobody waits on a computation that
+    runs on; one that runs on anyway (a long kernel) is counted as overdue. Each request
+    reports its own leaving where it awaits its result (no callback per request)."""
+
+    __slots__ = ("token", "pending", "work", "overdue")
+
+    def __init__(self, requests: int, overdue: Overdue | None):
+        self.token = Cancellation()
+        self.pending = requests
+        self.work: Future | None = None
+        self.overdue = overdue
+
+    def left(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            self.token.cancel("every request in the batch missed its deadline or left")
+            if self.work is not None and self.overdue is not None:
+                self.overdue.watch(self.work)
 
 
 class _Run:

@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import numpy as np
@@ -186,6 +187,45 @@ async def test_each_queued_request_expires_at_its_own_deadline(pool):
     assert (await asyncio.wait_for(keeps, 20))["y"].tolist() == [[8.0]]
     await first
     assert [run[0].ravel().tolist() for run in sig.runs] == [[1.0], [4.0]]
+    await b.close()
+
+
+class SpinningSignature(FakeSignature):
+    """Runs until its run is cancelled (or 20 s), recording whether it was."""
+
+    def __init__(self):
+        super().__init__()
+        self.stopped = []
+
+    def run(self, arrays, cancellation=None):
+        end = time.monotonic() + 20
+        while not cancellation.cancelled and time.monotonic() < end:
+            time.sleep(0.001)
+        self.stopped.append(cancellation.cancelled)
+        return super().run(arrays, cancellation)
+
+
+async def test_a_thread_run_is_cancelled_once_every_request_in_it_has_gone(pool):
+    sig = SpinningSignature()
+    b = batcher(pool, num_batch_threads=1)
+    # Two requests in one batch on the thread: one leaves (client gone), one misses its
+    # deadline; only then is the run cancelled, and the thread serves the next request.
+    first = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    second = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline(0.2)))
+    await asyncio.sleep(0.05)
+    first.cancel()
+    await asyncio.sleep(0.05)
+    assert sig.stopped == []  # one request still waits for the run
+    with pytest.raises(DeadlineExceeded):
+        await second
+    for _ in range(500):
+        if sig.stopped:
+            break
+        await asyncio.sleep(0.01)
+    assert sig.stopped == [True] and first.cancelled()
+    sig.run = FakeSignature.run.__get__(sig)  # the next run ends at once
+    r = await asyncio.wait_for(b.submit(sig, [np.full((1, 1), 5, np.float32)], deadline()), 20)
+    assert r["y"].tolist() == [[10.0]]
     await b.close()
 
 
