@@ -659,9 +659,8 @@ class Batcher:
         values, seconds, waited, cpu = result
         run.signature.observe(run.merged, seconds, cpu)
         if self._metrics is not None:
-            if waited:  # (an inline run waited for no thread)
-                for _ in live:
-                    self._metrics.executor_wait(*self._labels, waited, batched=True)
+            if waited:  # every request waited as long for the thread: one sum (inline: none)
+                self._metrics.executor_wait(*self._labels, waited * len(live), batched=True)
             self._metrics.batch(*self._labels, run.real_rows, run.padding, seconds)
         wrong = _lost_batch_dim(values, run.real_rows + run.padding)
         if wrong is not None:
@@ -749,6 +748,8 @@ def _fail(requests, error: ServingError) -> None:
 
 
 def _rows(arrays) -> int:
+    if len(arrays) == 1:
+        return arrays[0].shape[0]
     rows = {a.shape[0] for a in arrays}
     if len(rows) != 1:
         raise InvalidInput(
