@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import aiohttp
 from aiohttp import web, web_protocol, web_server
 from aiohttp.http import HttpVersion11
 from aiohttp.http_parser import RawRequestMessage
@@ -70,6 +71,38 @@ _OFF, _LANE, _ONE = 0, 1, 2
 _COLLECT, _DISCARD, _FORWARD = 0, 1, 2
 # Bytes of pipelined requests held while one is served, before reading pauses.
 _LANE_BUFFER_LIMIT = 1 << 20
+# The lane drives aiohttp's connection handler through these private members, so it runs
+# only on the aiohttp releases it was tested with (and only where they are all present):
+# on any other, every request is aiohttp's, as with --no-fast-lane.
+LANE_AIOHTTP = ((3, 14), (3, 14))  # first and last tested (major, minor), inclusive
+_LANE_INTERNALS = (
+    "_loop _manager _request_count _force_close _close _waiter _keepalive_handle "
+    "_keepalive_timeout _next_keepalive_close_time _buffer_paused _pause_reading_for_buffer "
+    "_resume_reading_for_buffer _request_in_progress _handler_waiter _messages "
+    "_process_keepalive _logging_enabled _lingering_time _drain_helper data_received "
+    "log_access log_exception force_close"
+).split()
+
+
+def lane_unsupported(version: str = aiohttp.__version__) -> str | None:
+    """Why the fast lane cannot run on this aiohttp (``version``), or None when it can."""
+    try:
+        release = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        release = ()
+    first, last = LANE_AIOHTTP
+    if len(release) != 2 or not first <= release <= last:
+        return (
+            f"aiohttp {version} is not one the fast lane was tested with "
+            f"({first[0]}.{first[1]} to {last[0]}.{last[1]})"
+        )
+    members = set(dir(web_protocol.RequestHandler))
+    for cls in web_protocol.RequestHandler.__mro__:
+        members.update(getattr(cls, "__slots__", ()))
+    missing = [name for name in _LANE_INTERNALS if name not in members]
+    if missing:
+        return f"aiohttp {version}'s connection handler lacks {', '.join(missing)}"
+    return None
 
 
 class _Connection(web_protocol.RequestHandler):
@@ -471,5 +504,11 @@ class HardenedRunner(web.AppRunner):
         server.__class__ = _Server  # same state, our handler class
         server.max_connections = self._max_connections
         server.header_timeout = self._header_timeout
-        server.lane = FastLane.of(self.app)
+        lane = FastLane.of(self.app)
+        if lane is not None:
+            why = lane_unsupported()
+            if why is not None:
+                log.warning("The fast lane is off: %s; aiohttp serves every request", why)
+                lane = None
+        server.lane = lane
         return server

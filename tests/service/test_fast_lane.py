@@ -14,7 +14,7 @@ import logging
 import pytest
 from aiohttp import web
 
-from service import tracing
+from service import http, tracing
 from service.app import create_app, in_flight_requests
 from service.cli import AccessLogger
 from service.fastlane import SERVING
@@ -579,3 +579,26 @@ async def test_a_client_leaving_while_its_request_waits(make_config, cancel):
                 line for line in text.splitlines() if line.startswith("flowserve_requests_total")
             )
     assert counts[True] == counts[False]
+
+
+def test_the_lane_runs_only_on_the_aiohttp_releases_it_was_tested_with(monkeypatch):
+    first, last = http.LANE_AIOHTTP
+    assert http.lane_unsupported() is None  # the installed aiohttp is one of them
+    assert http.lane_unsupported(f"{first[0]}.{first[1]}.0") is None
+    assert http.lane_unsupported(f"{last[0]}.{last[1]}.9rc1") is None
+    for version in (f"{first[0]}.{first[1] - 1}.9", f"{last[0]}.{last[1] + 1}.0", "4.0.0", "x"):
+        assert f"aiohttp {version} is not one the fast lane was tested with" in (
+            http.lane_unsupported(version)
+        )
+    monkeypatch.setattr(http, "_LANE_INTERNALS", [*http._LANE_INTERNALS, "_gone_in_a_release"])
+    assert "lacks _gone_in_a_release" in http.lane_unsupported()
+
+
+async def test_an_untested_aiohttp_turns_the_lane_off(make_config, monkeypatch, caplog):
+    monkeypatch.setattr(http, "LANE_AIOHTTP", ((2, 0), (2, 1)))
+    with caplog.at_level(logging.WARNING, logger="flowserve.http"):
+        async with serving(make_config, True) as (port, runner):
+            assert runner.server.lane is None
+            answers, _ = await exchange(port, post(V1, ROWS, RID))
+    assert answers[0][0] == 200
+    assert "The fast lane is off: aiohttp" in caplog.text
