@@ -89,8 +89,8 @@ TLS_HELLO = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(40)
 async def test_bytes_that_cannot_start_a_request_get_aiohttps_400_at_once(make_config):
     # A TLS client (or a scanner) on the plain HTTP port: no CRLF CRLF ever comes.
     out = await both_converse(make_config, TLS_HELLO, settings={"header_timeout": 3}, wait=5)
-    assert out[False] == ([400], True, 0)
-    assert out[True] == out[False]
+    assert out[False][:2] == ([400], True) and out[False][2] < 3
+    assert out[True][:2] == out[False][:2] and out[True][2] < 3
 
 
 @pytest.mark.xfail(
@@ -103,8 +103,8 @@ async def test_a_body_longer_than_its_length_as_aiohttp(make_config):
         make_config, post(V1, ROWS), b"garbage", settings={"header_timeout": 3}, wait=5,
         pause=0.3,
     )
-    assert out[False] == ([200, 400], True, 0)
-    assert out[True] == out[False]
+    assert out[False][:2] == ([200, 400], True) and out[False][2] < 3
+    assert out[True][:2] == out[False][:2] and out[True][2] < 3
 
 
 @pytest.mark.xfail(
@@ -117,5 +117,5 @@ async def test_a_partial_head_pipelined_behind_a_lane_request_as_aiohttp(make_co
     partial = f"POST {V1} HTTP/1.1\r\nHost: x\r\n".encode()
     settings = {"header_timeout": 1, "idle_timeout": 3}
     out = await both_converse(make_config, post(V1, ROWS) + partial, settings=settings, wait=5)
-    assert out[False] == ([200], True, 3)
+    assert out[False][:2] == ([200], True) and out[False][2] >= 2
     assert out[True] == out[False]
