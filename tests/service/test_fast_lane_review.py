@@ -186,3 +186,19 @@ async def test_a_handler_cancelled_at_once_closes_the_connection_as_aiohttp(make
     assert out[False] == (([], True), ([], True))
     fatal = [r for r in caplog.records if "data_received() call failed" in r.getMessage()]
     assert out[True] == out[False] and fatal == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="FastLane's route cache keeps every client-chosen hot path (up to 4096 of up to "
+    "~8 KiB, each with a frozen match info) for the server's life: about 35 MiB a client "
+    "can pin per process with requests for models that do not exist",
+)
+async def test_paths_of_unknown_models_do_not_pin_memory(make_config):
+    async with server(make_config, True) as (port, runner):
+        names = [f"m{i:04d}" + "x" * 7000 for i in range(150)]
+        pieces = [post(f"/v1/models/{name}:predict", ROWS) for name in names]
+        answers, _ = await exchange(port, *pieces, responses=len(pieces))
+        assert {status for status, _, _ in answers} == {404}
+        held = sum(len(path) for path in runner.server.lane._routes)
+        assert held < 256 << 10, f"{held} bytes of client paths held by the route cache"
