@@ -202,3 +202,54 @@ async def test_paths_of_unknown_models_do_not_pin_memory(make_config):
         assert {status for status, _, _ in answers} == {404}
         held = sum(len(path) for path in runner.server.lane._routes)
         assert held < 256 << 10, f"{held} bytes of client paths held by the route cache"
+
+
+HEAD_ONLY = f"POST {V1} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(ROWS)}\r\n\r\n".encode()
+# Cases checked and found to behave as aiohttp: (pieces, settings).
+SAME = {
+    "body in pieces, next head pipelined behind it": (
+        [HEAD_ONLY + ROWS[:7], ROWS[7:] + post(V2, V2_BODY)[:25], post(V2, V2_BODY)[25:]],
+        {},
+    ),
+    "head split at its blank line": ([HEAD_ONLY[:-1], HEAD_ONLY[-1:] + ROWS], {}),
+    "hot, handed one, handed over, hot": (
+        [
+            post(V1, ROWS)
+            + get("/metrics")
+            + post(V1, ROWS).replace(b"HTTP/1.1", b"HTTP/1.0", 1)[:-1],
+            post(V1, ROWS)[-1:] + post(V1, ROWS),
+        ],
+        {},
+    ),
+    "GET with a body, then hot": (
+        [b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" + post(V1, ROWS)],
+        {},
+    ),
+    "CONNECT with a body, then hot": (
+        [b"CONNECT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nXXXX" + post(V1, ROWS)],
+        {},
+    ),
+    "CONNECT, then hot": ([b"CONNECT x:80 HTTP/1.1\r\nHost: x\r\n\r\n" + post(V1, ROWS)], {}),
+    "OPTIONS *, then hot": ([b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n" + post(V1, ROWS)], {}),
+    "unknown method, then hot": ([b"FOO /x HTTP/1.1\r\nHost: x\r\n\r\n" + post(V1, ROWS)], {}),
+    "CRLF between requests": ([post(V1, ROWS) + b"\r\n" + post(V1, ROWS)], {}),
+    "length with leading zeros": ([post(V1, ROWS).replace(b"Length: 30", b"Length: 00030")], {}),
+    "fragment": ([post(V1 + "#f", ROWS)], {}),
+    "empty Host": ([post(V1, ROWS).replace(b"Host: x", b"Host:")], {}),
+    "body of the limit": (
+        [post(V1, b'{"instances": [1.0]}' + b" " * (1024 - 20))],
+        {"max_request_bytes": 1024},
+    ),
+    "body one over the limit, then hot": (
+        [post(V1, b'{"instances": [1.0]}' + b" " * (1025 - 20)), post(V1, ROWS)],
+        {"max_request_bytes": 1024},
+    ),
+    "body shorter than its length": ([post(V1, ROWS)[:-3]], {}),
+}
+
+
+@pytest.mark.parametrize("name", list(SAME))
+async def test_checked_cases_behave_as_aiohttp(make_config, name):
+    pieces, settings = SAME[name]
+    out = await both_converse(make_config, *pieces, settings=settings, wait=1.5, pause=0.1)
+    assert out[True] == out[False]
