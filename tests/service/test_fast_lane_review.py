@@ -25,9 +25,7 @@ from tests.service.test_fast_lane import (
 
 
 @contextlib.asynccontextmanager
-async def server(
-    make_config, lane: bool, header_timeout: float = 30, app_hook=None, **settings
-):
+async def server(make_config, lane: bool, header_timeout: float = 30, app_hook=None, **settings):
     """A HardenedRunner (as the CLI builds it) on a free loopback port: (port, runner)."""
     app = create_app(make_config(fast_lane=lane, **settings))
     if app_hook is not None:
@@ -105,7 +103,11 @@ async def test_bytes_that_cannot_start_a_request_get_aiohttps_400_at_once(make_c
 )
 async def test_a_body_longer_than_its_length_as_aiohttp(make_config):
     out = await both_converse(
-        make_config, post(V1, ROWS), b"garbage", settings={"header_timeout": 3}, wait=5,
+        make_config,
+        post(V1, ROWS),
+        b"garbage",
+        settings={"header_timeout": 3},
+        wait=5,
         pause=0.3,
     )
     assert out[False][:2] == ([200, 400], True) and out[False][2] < 3
@@ -138,14 +140,14 @@ def replace_predict(handler):
     return hook
 
 
-async def cancelled_after_a_wait(request):
+async def cancelled_after_a_wait(_request):
     # A model run's future cancelled by someone else (an executor shut down with
     # cancel_futures, a batch torn down): CancelledError passes `except Exception`.
     await asyncio.sleep(0.01)
     raise asyncio.CancelledError()
 
 
-async def cancelled_at_once(request):
+async def cancelled_at_once(_request):
     raise asyncio.CancelledError()
 
 
@@ -246,6 +248,16 @@ SAME = {
         {"max_request_bytes": 1024},
     ),
     "body shorter than its length": ([post(V1, ROWS)[:-3]], {}),
+    "a head in pieces past header_timeout": (
+        [HEAD_ONLY[:20], HEAD_ONLY[20:40]],
+        {"header_timeout": 1, "idle_timeout": 3},
+    ),
+    "98 headers": ([post(V1, ROWS, *[f"X-{i}: {i}" for i in range(96)])], {}),
+    "99 headers": ([post(V1, ROWS, *[f"X-{i}: {i}" for i in range(97)])], {}),
+    "130 headers": ([post(V1, ROWS, *[f"X-{i}: {i}" for i in range(128)])], {}),
+    "no Host": ([post(V1, ROWS).replace(b"Host: x\r\n", b"")], {}),
+    "double slash": ([post("/v1/models//half_plus_two:predict", ROWS)], {}),
+    "model name with ~ and -": ([post("/v1/models/a~b-c:predict", ROWS)], {}),
 }
 
 
