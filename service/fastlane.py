@@ -24,14 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from aiohttp import web
 from aiohttp.helpers import rfc822_formatted_time
-from aiohttp.http import SERVER_SOFTWARE
+from aiohttp.http import SERVER_SOFTWARE, HttpVersion11
 from aiohttp.http_writer import _serialize_headers
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -60,6 +61,14 @@ _MAX_LENGTH_DIGITS = 18
 REFUSE = "refuse"  # parse_head: not plainly simple; aiohttp's parser takes it from here
 
 _REQUEST_LINE = re.compile(r"([A-Z]{1,16}) (/[\x21-\x7e]*) HTTP/1\.1\Z")
+# The start of a head whose blank line has not arrived: a whole request line the lane could
+# take, or the beginning of one. Anything else is aiohttp's to judge at once (a TLS
+# ClientHello on the plain port, bytes after a body longer than its Content-Length, ...).
+_FIRST_LINE = re.compile(rb"[A-Z]{1,16} /[\x21-\x7e]* HTTP/1\.1\r\n")
+_VERSION_STARTS = b"|".join(re.escape(b"HTTP/1.1\r"[:n]) for n in range(10, -1, -1))
+_FIRST_LINE_START = re.compile(
+    rb"[A-Z]{1,16}(?: (?:/[\x21-\x7e]*(?: (?:" + _VERSION_STARTS + rb"))?)?)?\Z"
+)
 # A header line: a token name, a colon, optional whitespace, a value of visible ASCII (inner
 # spaces and tabs allowed), optional whitespace. Checked for the whole block at once.
 _FIELD = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?[ \t]*"
@@ -114,7 +123,11 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
     it)."""
     end = buffer.find(b"\r\n\r\n")
     if end < 0:
-        return None if len(buffer) <= MAX_HEAD else REFUSE
+        if len(buffer) > MAX_HEAD:
+            return REFUSE
+        if buffer.find(b"\r\n") >= 0:
+            return None if _FIRST_LINE.match(buffer) else REFUSE
+        return None if not buffer or _FIRST_LINE_START.match(buffer) else REFUSE
     if end > MAX_HEAD:
         return REFUSE
     try:
@@ -175,9 +188,10 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
 class LaneRequest(MutableMapping[str, Any]):
     """What the ``serving`` middleware, the inference handlers and the access log use of
     an aiohttp request, for a request the lane serves: ``app``, ``match_info``, ``method``,
-    ``path``, ``headers``, ``content_type``, ``content_length``, ``body_exists``,
-    ``cookies`` (none: a request with cookies is aiohttp's), ``remote``, item storage and
-    ``read()``, whose body may still be arriving."""
+    ``path`` (and ``path_qs``, ``version``: aiohttp's access log reads them), ``headers``,
+    ``content_type``, ``content_length``, ``body_exists``, ``cookies`` (none: a request with
+    cookies is aiohttp's), ``remote``, item storage and ``read()``, whose body may still be
+    arriving."""
 
     __slots__ = (
         "app",
@@ -195,6 +209,12 @@ class LaneRequest(MutableMapping[str, Any]):
     )
 
     cookies = MappingProxyType({})
+    version = HttpVersion11  # a request of another version is aiohttp's
+
+    @property
+    def path_qs(self) -> str:
+        """What aiohttp's access log writes of the target (a hot path has no query)."""
+        return self.path
 
     def __init__(
         self, app: web.Application, match_info: Any, head: Head, peername: object = None
@@ -286,10 +306,13 @@ class _Target:
 
 
 class FastLane:
-    """The lane of one application: its ``serving`` middleware and the hot routes, each
-    path resolved once by the app's router (a bounded cache: paths come from clients)."""
+    """The lane of one application: its ``serving`` middleware and the hot routes. A path is
+    resolved by the app's router, and remembered (``remember``) only once a request on it has
+    been answered other than 404: paths come from clients, and one naming no model the server
+    has pins nothing. The cache is bounded in paths and in bytes."""
 
-    CACHE_SIZE = 4096
+    CACHE_SIZE = 1024
+    CACHE_BYTES = 128 << 10
 
     def __init__(self, app: web.Application, serving: Callable[..., Awaitable]) -> None:
         self.app = app
@@ -297,8 +320,8 @@ class FastLane:
         self.max_body = app[CONFIG].max_request_bytes
         self.prepare_hooks = bool(app.on_response_prepare)
         self.served = 0  # requests the lane has taken (tests and benchmarks read it)
-        self._routes: dict[str, tuple[Any, Callable] | None] = {}
-        self._last: tuple[str, tuple[Any, Callable] | None] = ("", None)
+        self._routes: dict[str, tuple[Any, Callable]] = {}
+        self._cached_bytes = 0
 
     @classmethod
     def of(cls, app: web.Application) -> FastLane | None:
@@ -308,30 +331,31 @@ class FastLane:
             return None
         return cls(app, serving)
 
-    def cached_route(self, path: str) -> tuple[Any, Callable] | None | bool:
-        """``route(path)`` if known without asking the router, else False."""
-        try:
-            return self._routes[path]
-        except KeyError:
-            last_path, found = self._last
-            return found if last_path == path else False
+    def cached_route(self, path: str) -> tuple[Any, Callable] | None:
+        """``route(path)`` when remembered, else None (ask ``route``)."""
+        return self._routes.get(path)
 
     async def route(self, path: str) -> tuple[Any, Callable] | None:
         """(match_info, handler) of ``POST path``; None when the router sends it elsewhere
         (a 404 or 405: aiohttp answers those)."""
-        found = self.cached_route(path)
-        if found is not False:
+        found = self._routes.get(path)
+        if found is not None:
             return found
         match_info = await self.app.router.resolve(_Target("POST", path))
-        found = None
-        if match_info.http_exception is None and match_info.route.method == "POST":
-            match_info.add_app(self.app)
-            match_info.freeze()
-            found = (match_info, match_info.handler)
-        if len(self._routes) < self.CACHE_SIZE:
-            self._routes[path] = found
-        self._last = (path, found)
-        return found
+        if match_info.http_exception is not None or match_info.route.method != "POST":
+            return None
+        match_info.add_app(self.app)
+        match_info.freeze()
+        return (match_info, match_info.handler)
+
+    def remember(self, path: str, route: tuple[Any, Callable]) -> None:
+        """Keeps ``route`` for ``path``, answered other than 404, while the cache has room."""
+        if path in self._routes or len(self._routes) >= self.CACHE_SIZE:
+            return
+        if self._cached_bytes + len(path) > self.CACHE_BYTES:
+            return
+        self._routes[path] = route
+        self._cached_bytes += len(path)
 
 
 def simple_response(response: web.StreamResponse) -> bool:
@@ -371,41 +395,82 @@ def encode_response(response: web.Response) -> bytes:
     return _serialize_headers(status_line, response.headers) + bytes(response.body)
 
 
+EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
+
+
 def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.Task | None:
-    """Runs ``coro`` at once, in a copy of the current context, until it first waits; a task
-    carries it on from there, in the same context (None when it finished without waiting).
-    Python 3.12's eager tasks, for 3.11: a request whose model runs inline on the event loop
-    is answered without a task or another turn of the loop. The first step runs outside any
-    task (``asyncio.current_task()`` is None there: ``asyncio.timeout`` needs a task, so a
-    request whose body is still arriving, which read_body times, starts as a task)."""
-    context = contextvars.copy_context()
-    try:
-        waiting_on = context.run(coro.send, None)
-    except StopIteration:
+    """Runs ``coro`` at once, as the current task of ``loop``, until it first waits; that task
+    carries it on from there (None when it finished without waiting). A request whose model
+    runs inline on the event loop is answered within the read that brought it.
+
+    On Python 3.12 and later this is asyncio's own eager task. On 3.11 the task is made
+    first (its first step, a no-op when ``coro`` has finished, is on the next turn of the
+    loop) and made current for the first step, so ``asyncio.current_task()``,
+    ``asyncio.timeout`` and ``wait_for`` work there as in any task."""
+    if EAGER_TASKS:
+        task = asyncio.Task(coro, loop=loop, eager_start=True)
+        if not task.done():
+            return task
+        if not task.cancelled():
+            task.exception()  # retrieved: whoever started it reads nothing back
         return None
-    return loop.create_task(_carry_on(coro, waiting_on), context=context)
+    carrier = _Carrier(coro)
+    context = contextvars.copy_context()
+    task = loop.create_task(carrier, context=context)
+    outer = asyncio.current_task(loop)  # a task starting another (a route lookup's)
+    if outer is not None:
+        asyncio.tasks._leave_task(loop, outer)
+    asyncio.tasks._enter_task(loop, task)
+    try:
+        carrier.first_step(context)
+    finally:
+        asyncio.tasks._leave_task(loop, task)
+        if outer is not None:
+            asyncio.tasks._enter_task(loop, outer)
+    return None if carrier.finished else task
 
 
-async def _carry_on(coro: Coroutine, waiting_on: Any) -> Any:
-    """Drives ``coro``, started and now waiting on ``waiting_on`` (a future, or None for a
-    bare yield), as its own task would: resumed when the future is done (it reads the
-    outcome itself), cancelled when this task is."""
-    while True:
-        cancelled = None
+class _Carrier(Coroutine):
+    """``coro`` as its task sees it on Python 3.11, its first step already run by
+    ``start_eagerly``: the task's first ``send`` is given what that step waits on (or its
+    outcome), then every ``send`` and ``throw`` is ``coro``'s own."""
+
+    __slots__ = ("coro", "finished", "_first")
+
+    def __init__(self, coro: Coroutine) -> None:
+        self.coro = coro
+        self.finished = False
+        self._first: tuple[bool, Any] | None = None  # (raised, what) of the first step
+
+    def first_step(self, context: contextvars.Context) -> None:
         try:
-            if waiting_on is None:
-                await asyncio.sleep(0)
-            else:
-                # Yielded by the coroutine's own await, which marked it as blocking (a
-                # task clears the mark when it takes the future): awaited again here.
-                waiting_on._asyncio_future_blocking = False
-                await waiting_on
-        except asyncio.CancelledError as e:
-            if waiting_on is None or not waiting_on.cancelled():
-                cancelled = e  # this task was cancelled while the future was not
-        except BaseException:  # noqa: BLE001, S110 - the coroutine raises it from the future
-            pass
-        try:
-            waiting_on = coro.send(None) if cancelled is None else coro.throw(cancelled)
-        except StopIteration as stop:
-            return stop.value
+            self._first = (False, context.run(self.coro.send, None))
+        except BaseException as e:  # noqa: BLE001 - StopIteration too: given to the task
+            self.finished = True
+            self._first = (True, e)
+
+    def send(self, value: Any) -> Any:
+        first = self._first
+        if first is None:
+            return self.coro.send(value)
+        self._first = None
+        raised, what = first
+        if raised:
+            raise what
+        return what
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        exc = val if val is not None else typ() if isinstance(typ, type) else typ
+        if tb is not None:
+            exc = exc.with_traceback(tb)
+        if self._first is not None:
+            self._first = None
+            if self.finished:
+                raise exc
+        return self.coro.throw(exc)
+
+    def close(self) -> None:
+        self.coro.close()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        raise TypeError("a _Carrier is driven by its task only")

@@ -127,13 +127,17 @@ class _Connection(web_protocol.RequestHandler):
         self._lane = getattr(manager, "lane", None)
         if self._lane is not None:
             self._lane_mode = _LANE
+            self._lane_buffer = bytearray()
 
     _refused = False
     _header_timer = None  # armed while a request's headers are arriving
     _header_count = 0  # requests parsed when it was armed
     _lane: FastLane | None = None
     _lane_mode = _OFF
-    _lane_buffer = b""  # bytes read and not yet given to anyone
+    # Bytes read and not yet given to anyone: consumed from the front in place (a bytearray
+    # advances its start on ``del buffer[:n]``), so pipelined requests are not copied again.
+    _lane_buffer: bytearray | bytes = b""
+    _lane_pipelined = False  # the buffer's first bytes arrived while a request was served
     _lane_need = 0  # body bytes of the current request still to come ...
     _lane_sink = _COLLECT  # ... and where they go
     _lane_parts: list | None = None  # the body collected so far
@@ -168,12 +172,23 @@ class _Connection(web_protocol.RequestHandler):
             data = self._lane_feed(data)
             if not data:
                 return
-        buffer = self._lane_buffer + data if self._lane_buffer else data
-        self._lane_buffer = buffer
+        buffer = self._lane_buffer
+        if not buffer and data:
+            # A head arriving while a request is served is timed by the idle timeout (as
+            # aiohttp's pipelined requests are), not header_timeout.
+            self._lane_pipelined = self._lane_mode != _LANE or not self._lane_idle()
+        buffer += data
         if self._lane_mode == _LANE and self._lane_idle():
             self._lane_pump()
         elif len(buffer) > _LANE_BUFFER_LIMIT and not self._buffer_paused:
             self._pause_reading_for_buffer()
+
+    def _resume_reading_for_buffer(self) -> None:
+        # aiohttp's start() resumes reading as its own queue drains; the lane's hold on a
+        # full buffer stands until the lane has consumed it.
+        if self._lane_mode != _OFF and len(self._lane_buffer) > _LANE_BUFFER_LIMIT:
+            return
+        super()._resume_reading_for_buffer()
 
     def _parse_with_aiohttp(self, data: bytes) -> None:
         super().data_received(data)
@@ -241,16 +256,18 @@ class _Connection(web_protocol.RequestHandler):
         """No request is being served or read, by the lane or by aiohttp for it."""
         return self._lane_request is None and not self._lane_need and not self._lane_resolving
 
-    def _lane_pump(self) -> None:
-        """Serves the requests waiting in the buffer, one at a time, while the lane reads."""
+    def _lane_pump(self, resolved: tuple | None = None) -> None:
+        """Serves the requests waiting in the buffer, one at a time, while the lane reads
+        (``resolved``: a path's route just looked up, remembered or not)."""
         lane = self._lane
+        buffer = self._lane_buffer
         while self._lane_mode == _LANE and self._lane_idle():
-            buffer = self._lane_buffer
             if not buffer or self._force_close or self._close or self.transport is None:
                 break
             head = parse_head(buffer, lane.max_body)
             if head is None:
-                self._arm_header_timer()
+                if not self._lane_pipelined:
+                    self._arm_header_timer()
                 break
             if head is REFUSE:
                 self._hand_over()
@@ -259,29 +276,35 @@ class _Connection(web_protocol.RequestHandler):
                 self._hand_one(head.size + head.length)
                 break
             route = lane.cached_route(head.path)
-            if route is False:  # a path not seen yet: look its route up first
-                self._lane_resolving = True
-                self._lane_task = self._loop.create_task(self._lane_resolve(head.path))
-                break
-            if route is None:  # the router sends it elsewhere (404, 405): aiohttp answers
-                self._hand_one(head.size + head.length)
-                break
+            if route is None:
+                if resolved is None or resolved[0] != head.path:  # look its route up first
+                    self._lane_resolving = True
+                    self._lane_task = self._loop.create_task(self._lane_resolve(head.path))
+                    break
+                route, resolved = resolved[1], None
+                if route is None:  # the router sends it elsewhere (404, 405): aiohttp's
+                    self._hand_one(head.size + head.length)
+                    break
             self._lane_start(head, route)
-        if self._buffer_paused and len(self._lane_buffer) <= _LANE_BUFFER_LIMIT:
+        if self._buffer_paused and len(buffer) <= _LANE_BUFFER_LIMIT:
             self._resume_reading_for_buffer()
 
     async def _lane_resolve(self, path: str) -> None:
         try:
-            await self._lane.route(path)
+            found = await self._lane.route(path)
+        except Exception:  # noqa: BLE001 - aiohttp's own router judges it, as for any path
+            found = None
         finally:
             self._lane_resolving = False
             self._lane_task = None
-        self._lane_pump()
+        self._lane_pump((path, found))
 
     def _hand_over(self) -> None:
         """aiohttp's parser reads the connection from here on (the bytes held first)."""
         self._lane_mode = _OFF
-        data, self._lane_buffer = self._lane_buffer, b""
+        buffer = self._lane_buffer
+        data = bytes(buffer)
+        del buffer[:]
         if self._buffer_paused:
             self._resume_reading_for_buffer()
         if data:
@@ -291,7 +314,9 @@ class _Connection(web_protocol.RequestHandler):
         """aiohttp serves the next request, of ``size`` bytes; the lane waits for it."""
         self._lane_mode = _ONE
         buffer = self._lane_buffer
-        first, self._lane_buffer = buffer[:size], buffer[size:]
+        first = bytes(buffer[:size])
+        del buffer[:size]
+        self._lane_pipelined = True  # what is left arrived with it
         self._lane_need, self._lane_sink = size - len(first), _FORWARD
         self._parse_with_aiohttp(first)
 
@@ -312,20 +337,20 @@ class _Connection(web_protocol.RequestHandler):
         self._request_count += 1
         self._manager.requests_count += 1
         self._lane.served += 1
-        match_info, handler = route
-        request = LaneRequest(self._lane.app, match_info, head, self.peername)
+        request = LaneRequest(self._lane.app, route[0], head, self.peername)
         buffer = self._lane_buffer
         end = head.size + head.length
         if len(buffer) >= end:
-            request.body_arrived(buffer[head.size : end])
-            self._lane_buffer = buffer[end:]
+            request.body_arrived(bytes(buffer[head.size : end]))
+            del buffer[:end]
         else:
-            self._lane_parts = [buffer[head.size :]]
-            self._lane_buffer = b""
+            self._lane_parts = [bytes(buffer[head.size :])]
             self._lane_need, self._lane_sink = end - len(buffer), _COLLECT
+            del buffer[:]
+        self._lane_pipelined = True  # what is left arrived with it
         self._lane_request = request
         self._request_in_progress = True  # aiohttp's shutdown waits for it
-        coro = self._lane_serve(request, handler)
+        coro = self._lane_serve(request, route)
         if not request.is_eof() or self._lane_eager:
             # A body still arriving is timed by read_body (a task's timeout); a request
             # pipelined behind one served eagerly starts a task rather than nesting deeper.
@@ -359,13 +384,13 @@ class _Connection(web_protocol.RequestHandler):
             self._lane_next(not self._lane_close_after)
         return rest
 
-    async def _lane_serve(self, request: LaneRequest, handler) -> None:
+    async def _lane_serve(self, request: LaneRequest, route: tuple) -> None:
         start = self._loop.time() if self._logging_enabled else None
         response = None
-        keep_alive = False
+        keep_alive = sent = False
         try:
             try:
-                response = await self._lane.serving(request, handler)
+                response = await self._lane.serving(request, route[1])
             except web.HTTPException as e:  # a redirect, raised through the middleware
                 response = e
             except Exception as exc:  # noqa: BLE001 - as aiohttp: logged, a 500, then closed
@@ -373,11 +398,22 @@ class _Connection(web_protocol.RequestHandler):
                 response = web.Response(status=500, body=dumps({"error": "Internal server error"}))
                 response.content_type = "application/json"
                 response.force_close()
+            if response.status != 404:  # a path naming something the server has
+                self._lane.remember(request.path, route)
             try:
                 keep_alive = await self._lane_write(request, response)
+                sent = True
             except Exception as exc:  # noqa: BLE001 - as aiohttp's start(): logged, closed
                 self.log_exception("Unhandled exception", exc_info=exc)
                 self.force_close()
+        except asyncio.CancelledError:
+            # From the handler (a future cancelled by someone else) or this task cancelled
+            # (the client left): as aiohttp's start(), the connection closes unanswered.
+            self.force_close()
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            return
         finally:
             self._request_in_progress = False
             waiter = self._handler_waiter
@@ -386,7 +422,7 @@ class _Connection(web_protocol.RequestHandler):
             self._lane_request = self._lane_task = None
             if self._lane_need and self._lane_sink == _COLLECT:
                 self._lane_sink, self._lane_parts = _DISCARD, None
-        if start is not None:
+        if start is not None and sent:  # no line for an answer never sent (as aiohttp)
             self.log_access(request, response, start)
         if self._lane_need:  # linger over the unread body, as aiohttp does
             self._lane_close_after = not keep_alive
@@ -409,6 +445,7 @@ class _Connection(web_protocol.RequestHandler):
         if transport is None or transport.is_closing():
             return False
         transport.write(data)
+        response._body_length = len(data)  # what aiohttp's access log writes for %b
         if self.writing_paused:
             try:
                 await self._drain_helper()

@@ -35,6 +35,32 @@ def test_the_head_parser_refuses_what_is_not_plainly_simple(head):
     assert parse_head(head, 1 << 20) is REFUSE
 
 
+HOT_HEAD = b"POST /v1/models/m:predict HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"
+
+
+def test_a_head_still_arriving_waits_only_while_it_can_be_plain():
+    # Every prefix of a plain head (and of a bytearray of it) may still become one.
+    for n in range(HOT_HEAD.index(b"\r\n\r\n") + 3):
+        assert parse_head(HOT_HEAD[:n], 1 << 20) is None, HOT_HEAD[:n]
+        assert parse_head(bytearray(HOT_HEAD[:n]), 1 << 20) is None
+    # What cannot start a plain request is aiohttp's at once, before any blank line.
+    for start in (
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS ClientHello
+        b"garbage",  # bytes after a body longer than its Content-Length
+        b"\r\n",
+        b"post /v1",
+        b"POST  /v1",
+        b"POST v1",
+        b"POST /v1 HTTP/1.0",
+        b"POST /v1 HTTP/1.1\rx",
+        b"POST /v1 HTTP/1.0\r\nHost",  # its whole first line is there
+        b"POST /v1 HTTP/2",
+        b"ABCDEFGHIJKLMNOPQ",  # a method longer than the lane takes
+    ):
+        assert parse_head(start, 1 << 20) is REFUSE, start
+    assert parse_head(b"POST /v1 HTTP/1.1\r\nHost", 1 << 20) is None
+
+
 def test_the_head_parser_reads_plain_heads():
     raw = (
         b"POST /v2/models/m/versions/3/infer HTTP/1.1\r\nHost: h\r\ncontent-length: 007\r\n"
@@ -301,6 +327,57 @@ async def test_start_eagerly_passes_cancellation_on(future_done):
     if future_done:  # cancelled between the future's end and the coroutine's next step
         future.set_result(None)
     task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == ["cancelled"]
+
+
+async def test_start_eagerly_runs_the_first_step_as_the_current_task():
+    """Code needing a current task (asyncio.timeout, wait_for, current_task) works in the
+    first step, on every Python; the starter's own task is current again after it."""
+    loop = asyncio.get_running_loop()
+    outer = asyncio.current_task()
+    seen = {}
+
+    async def timed():
+        seen["task"] = asyncio.current_task()
+        async with asyncio.timeout(5):  # RuntimeError outside a task
+            pass
+        seen["value"] = await asyncio.wait_for(asyncio.sleep(0, "slept"), 5)
+        try:
+            async with asyncio.timeout(0.01):  # expires: the task it noted is cancelled
+                await asyncio.sleep(5)
+        except TimeoutError:
+            seen["timed out"] = True
+        return "done"
+
+    task = start_eagerly(loop, timed())
+    assert asyncio.current_task() is outer
+    assert isinstance(seen["task"], asyncio.Task) and seen["task"] is not outer
+    assert seen["task"] is task
+    assert await task == "done"
+    assert seen == {"task": task, "value": "slept", "timed out": True}
+
+    async def at_once():
+        async with asyncio.timeout(5):
+            return asyncio.current_task()
+
+    assert start_eagerly(loop, at_once()) is None  # finished in its first step
+
+
+async def test_start_eagerly_cancelled_before_its_task_first_runs():
+    loop = asyncio.get_running_loop()
+    seen = []
+
+    async def waits():
+        try:
+            await loop.create_future()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    task = start_eagerly(loop, waits())
+    task.cancel()  # before the loop turns: the coroutine still sees it
     with pytest.raises(asyncio.CancelledError):
         await task
     assert seen == ["cancelled"]

@@ -1,6 +1,6 @@
 """An adversarial review of the fast lane (issue 13): raw-socket cases where the lane and
-aiohttp's own path (``--no-fast-lane``) must behave the same. A finding the lane gets wrong
-is marked ``xfail(strict=True)`` with the reason; the fix removes the mark.
+aiohttp's own path (``--no-fast-lane``) must behave the same. Each test here was first a
+strict xfail (a finding); the lane now behaves as aiohttp in all of them.
 
 aiohttp internals the lane relies on (3.14.5; * marks the version-fragile ones):
 RequestHandler's ``_waiter`` (*overridden as a property: the lane learns aiohttp is idle
@@ -17,10 +17,12 @@ and ``AppRunner._make_server`` (the ``__class__`` swap); ``http_writer._serializ
 ``RawRequestMessage``'s ten positional fields (*), ``web.Request``'s constructor and
 ``_match_info`` (*), ``StreamWriter(protocol, loop)``, ``UrlDispatcher.resolve`` given a
 duck-typed request, ``match_info.add_app``/``freeze``; asyncio's
-``Future._asyncio_future_blocking`` (*, start_eagerly)."""
+``asyncio.tasks._enter_task``/``_leave_task`` (*, start_eagerly on Python 3.11 only),
+``StreamResponse._body_length`` (the access log's ``%b``)."""
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 
@@ -101,12 +103,6 @@ async def both_converse(make_config, *pieces, settings=None, app_hook=None, **kw
 TLS_HELLO = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(40)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the lane waits for a blank line before judging bytes; aiohttp's parser answers "
-    "400 and closes at the first byte that cannot start a request. The lane holds the "
-    "connection for header_timeout, then answers 408",
-)
 async def test_bytes_that_cannot_start_a_request_get_aiohttps_400_at_once(make_config):
     # A TLS client (or a scanner) on the plain HTTP port: no CRLF CRLF ever comes.
     out = await both_converse(make_config, TLS_HELLO, settings={"header_timeout": 3}, wait=5)
@@ -114,11 +110,6 @@ async def test_bytes_that_cannot_start_a_request_get_aiohttps_400_at_once(make_c
     assert out[True][:2] == out[False][:2] and out[True][2] < 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a body longer than its Content-Length: the surplus is held by the lane until "
-    "header_timeout (then 408) where aiohttp answers 400 and closes at once",
-)
 async def test_a_body_longer_than_its_length_as_aiohttp(make_config):
     out = await both_converse(
         make_config,
@@ -132,12 +123,6 @@ async def test_a_body_longer_than_its_length_as_aiohttp(make_config):
     assert out[True][:2] == out[False][:2] and out[True][2] < 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the start of a request pipelined behind a lane request is timed by "
-    "header_timeout (408) once the lane reads on; aiohttp times it by idle_timeout and "
-    "closes without an answer (service.http's docstring promises idle_timeout too)",
-)
 async def test_a_partial_head_pipelined_behind_a_lane_request_as_aiohttp(make_config):
     partial = f"POST {V1} HTTP/1.1\r\nHost: x\r\n".encode()
     settings = {"header_timeout": 1, "idle_timeout": 3}
@@ -169,12 +154,6 @@ async def cancelled_at_once(_request):
     raise asyncio.CancelledError()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a CancelledError out of a lane handler (not the client leaving) skips "
-    "_lane_next: the connection is neither closed nor answered, and the lane serves the "
-    "next request on it; aiohttp closes the connection at once (start(): force_close)",
-)
 async def test_a_handler_cancelled_from_within_closes_the_connection_as_aiohttp(make_config):
     out = await both_converse(
         make_config,
@@ -189,13 +168,6 @@ async def test_a_handler_cancelled_from_within_closes_the_connection_as_aiohttp(
     assert out[True] == out[False]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a CancelledError raised in a lane request's eager first step escapes "
-    "data_received (asyncio logs 'Fatal error: protocol.data_received() call failed' at "
-    "ERROR and aborts the transport) or, for a path not routed yet, ends the route lookup "
-    "task silently and the connection hangs open unanswered; aiohttp closes it at once",
-)
 async def test_a_handler_cancelled_at_once_closes_the_connection_as_aiohttp(make_config, caplog):
     out = {}
     for lane in (True, False):
@@ -209,12 +181,6 @@ async def test_a_handler_cancelled_at_once_closes_the_connection_as_aiohttp(make
     assert out[True] == out[False] and fatal == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FastLane's route cache keeps every client-chosen hot path (up to 4096 of up to "
-    "~8 KiB, each with a frozen match info) for the server's life: about 35 MiB a client "
-    "can pin per process with requests for models that do not exist",
-)
 async def test_paths_of_unknown_models_do_not_pin_memory(make_config):
     async with server(make_config, True) as (port, runner):
         names = [f"m{i:04d}" + "x" * 7000 for i in range(150)]
@@ -223,6 +189,29 @@ async def test_paths_of_unknown_models_do_not_pin_memory(make_config):
         assert {status for status, _, _ in answers} == {404}
         held = sum(len(path) for path in runner.server.lane._routes)
         assert held < 256 << 10, f"{held} bytes of client paths held by the route cache"
+
+
+async def timed_at_once(request):
+    # Code that needs a current task, in the handler's first step (no wait before it).
+    async with asyncio.timeout(5):
+        task = asyncio.current_task()
+    served_by = "lane" if type(request).__name__ == "LaneRequest" else "aiohttp"
+    return web.json_response({"task": task is not None, "by": served_by})
+
+
+async def test_a_handler_needing_a_current_task_in_its_first_step_as_aiohttp(make_config):
+    out = {}
+    hook = replace_predict(timed_at_once)
+    for lane in (True, False):
+        async with server(make_config, lane, app_hook=hook) as (port, runner):
+            # The second, from the route cache, starts within the read that brings it.
+            pieces = (post(V1, ROWS), post(V1, ROWS))
+            answers, _ = await exchange(port, *pieces, responses=2, pause=0.2)
+            out[lane] = [(status, json.loads(body)) for status, _, body in answers]
+            if lane:
+                assert runner.server.lane.served == 2
+    assert out[True] == [(200, {"task": True, "by": "lane"})] * 2
+    assert out[False] == [(200, {"task": True, "by": "aiohttp"})] * 2
 
 
 HEAD_ONLY = f"POST {V1} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(ROWS)}\r\n\r\n".encode()
@@ -286,13 +275,6 @@ async def test_checked_cases_behave_as_aiohttp(make_config, name):
     assert out[True] == out[False]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="each request served from the lane's buffer copies the rest of it "
-    "(buffer[end:]), and each read appends by concatenation: pipelined small requests cost "
-    "time quadratic in the bytes held (up to the 1 MiB pause limit), some 1500x the bytes "
-    "received here, where aiohttp's parser walks its input once",
-)
 async def test_pipelined_requests_are_not_copied_once_per_request(make_config, monkeypatch):
     from service import http
 
@@ -315,13 +297,6 @@ async def test_pipelined_requests_are_not_copied_once_per_request(make_config, m
     assert copied[0] < 4 * sent, f"{copied[0]} bytes copied for {sent} received"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the lane pauses reading past 1 MiB held, but each request it hands to aiohttp "
-    "lets aiohttp's start() resume the transport (_resume_reading_if_drained: the pause "
-    "flag is shared): pipelined plain GETs grow the lane's buffer one read per request, "
-    "without bound",
-)
 async def test_pipelined_requests_handed_to_aiohttp_keep_the_lanes_buffer_bounded(make_config):
     async with server(make_config, True) as (port, runner):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -344,12 +319,6 @@ async def test_pipelined_requests_handed_to_aiohttp_keep_the_lanes_buffer_bounde
     assert most <= (1 << 20) + (256 << 10), f"{most} bytes held by the lane"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with aiohttp's default AccessLogger (a HardenedRunner built without the CLI's "
-    "access_log_class), a lane request has no path_qs, version, ...: aiohttp logs "
-    "'Error in logging' instead of the access line",
-)
 async def test_the_default_access_log_line_as_aiohttp(make_config, caplog):
     caplog.set_level(logging.INFO, logger="aiohttp.access")
     lines = {}
@@ -371,12 +340,6 @@ async def failing_prepare_hook(request, _response):
         raise RuntimeError("hook failed")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a response whose on_response_prepare hook raises is never sent (both close the "
-    "connection and log 'Unhandled exception'), but the lane still writes an access line "
-    "for it; aiohttp's finish_response raises before log_access",
-)
 async def test_no_access_line_for_an_answer_never_sent(make_config, caplog):
     caplog.set_level(logging.INFO, logger="flowserve.access")
     seen = {}
