@@ -416,7 +416,7 @@ def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.T
         return None
     carrier = _Carrier(coro)
     context = contextvars.copy_context()
-    task = loop.create_task(carrier, context=context)
+    task = asyncio.Task(carrier, loop=loop, context=context)
     outer = asyncio.current_task(loop)  # a task starting another (a route lookup's)
     if outer is not None:
         asyncio.tasks._leave_task(loop, outer)

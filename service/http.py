@@ -176,7 +176,10 @@ class _Connection(web_protocol.RequestHandler):
         if not buffer and data:
             # A head arriving while a request is served is timed by the idle timeout (as
             # aiohttp's pipelined requests are), not header_timeout.
-            self._lane_pipelined = self._lane_mode != _LANE or not self._lane_idle()
+            idle = self._lane_mode == _LANE and self._lane_idle()
+            self._lane_pipelined = not idle
+            if idle and self._lane_whole(data):
+                return
         buffer += data
         if self._lane_mode == _LANE and self._lane_idle():
             self._lane_pump()
@@ -329,8 +332,23 @@ class _Connection(web_protocol.RequestHandler):
         self._lane_mode = _LANE
         self._lane_pump()
 
-    def _lane_start(self, head, route) -> None:
-        """Takes a hot request: its body (what has arrived), and a task serving it."""
+    def _lane_whole(self, data: bytes) -> bool:
+        """Serves ``data`` when it is one whole hot request of a known path (the common
+        read), without copying it into the buffer; False when it is anything else."""
+        head = parse_head(data, self._lane.max_body)
+        if head is None or head is REFUSE or not head.hot:
+            return False
+        if head.size + head.length != len(data):
+            return False
+        route = self._lane.cached_route(head.path)
+        if route is None:
+            return False
+        self._lane_start(head, route, data)
+        return True
+
+    def _lane_start(self, head, route, whole: bytes | None = None) -> None:
+        """Takes a hot request: its body (what has arrived, from the buffer or ``whole``),
+        and a task serving it."""
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
@@ -340,8 +358,11 @@ class _Connection(web_protocol.RequestHandler):
         request = LaneRequest(self._lane.app, route[0], head, self.peername)
         buffer = self._lane_buffer
         end = head.size + head.length
-        if len(buffer) >= end:
-            request.body_arrived(bytes(buffer[head.size : end]))
+        if whole is not None:  # the request is all of ``whole``; nothing is held
+            request.body_arrived(whole[head.size :])
+        elif len(buffer) >= end:
+            with memoryview(buffer) as view:  # released: the buffer may resize again
+                request.body_arrived(bytes(view[head.size : end]))
             del buffer[:end]
         else:
             self._lane_parts = [bytes(buffer[head.size :])]
