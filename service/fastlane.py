@@ -399,41 +399,88 @@ EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
 
 
 def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.Task | None:
-    """Runs ``coro`` at once, as the current task of ``loop``, until it first waits; that task
-    carries it on from there (None when it finished without waiting). A request whose model
-    runs inline on the event loop is answered within the read that brought it.
+    """Runs ``coro`` at once, with a current task, until it first waits; a task carries it on
+    from there (None when it finished without waiting; an error it raised then is raised
+    here). A request whose model runs inline on the event loop is answered within the read
+    that brought it, without a task or another turn of the loop.
 
-    On Python 3.12 and later this is asyncio's own eager task. On 3.11 the task is made
-    first (its first step, a no-op when ``coro`` has finished, is on the next turn of the
-    loop) and made current for the first step, so ``asyncio.current_task()``,
-    ``asyncio.timeout`` and ``wait_for`` work there as in any task."""
+    On Python 3.12 and later this is asyncio's own eager task. On 3.11 the first step's
+    current task is a ``_FirstStep`` standing for the task that carries ``coro`` on (made
+    only if it waits): ``asyncio.timeout``, ``wait_for`` and ``current_task()`` work there,
+    a cancellation asked for during the step reaches that task."""
     if EAGER_TASKS:
         task = asyncio.Task(coro, loop=loop, eager_start=True)
         if not task.done():
             return task
-        if not task.cancelled():
-            task.exception()  # retrieved: whoever started it reads nothing back
+        task.result()
         return None
-    carrier = _Carrier(coro)
     context = contextvars.copy_context()
-    task = asyncio.Task(carrier, loop=loop, context=context)
+    carrier = _Carrier(coro)
+    stand_in = _FirstStep()
     outer = asyncio.current_task(loop)  # a task starting another (a route lookup's)
     if outer is not None:
         asyncio.tasks._leave_task(loop, outer)
-    asyncio.tasks._enter_task(loop, task)
+    asyncio.tasks._enter_task(loop, stand_in)
     try:
         carrier.first_step(context)
     finally:
-        asyncio.tasks._leave_task(loop, task)
+        asyncio.tasks._leave_task(loop, stand_in)
         if outer is not None:
             asyncio.tasks._enter_task(loop, outer)
-    return None if carrier.finished else task
+    if carrier.finished:
+        error = carrier.error()
+        if error is not None:
+            raise error
+        return None
+    task = asyncio.Task(carrier, loop=loop, context=context)
+    stand_in.task = task
+    if stand_in.cancel_asked is not None:
+        task.cancel(*stand_in.cancel_asked)
+    return task
+
+
+class _FirstStep:
+    """The current task of a first step on Python 3.11: until the task carrying the
+    coroutine on exists, it answers as a new task would (what ``asyncio.timeout`` asks:
+    ``cancelling``, ``uncancel``, ``cancel``); then it is that task."""
+
+    __slots__ = ("task", "cancel_asked", "__weakref__")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task | None = None
+        self.cancel_asked: tuple | None = None
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self.task is not None:
+            return self.task.cancel(msg)
+        self.cancel_asked = (msg,)
+        return True
+
+    def cancelling(self) -> int:
+        if self.task is not None:
+            return self.task.cancelling()
+        return 0 if self.cancel_asked is None else 1
+
+    def uncancel(self) -> int:
+        if self.task is not None:
+            return self.task.uncancel()
+        self.cancel_asked = None
+        return 0
+
+    def done(self) -> bool:
+        return self.task is not None and self.task.done()
+
+    def __getattr__(self, name: str) -> Any:
+        task = object.__getattribute__(self, "task")
+        if task is None:
+            raise AttributeError(f"a request's first step has no task {name!r} yet")
+        return getattr(task, name)
 
 
 class _Carrier(Coroutine):
     """``coro`` as its task sees it on Python 3.11, its first step already run by
-    ``start_eagerly``: the task's first ``send`` is given what that step waits on (or its
-    outcome), then every ``send`` and ``throw`` is ``coro``'s own."""
+    ``start_eagerly``: the first ``send`` is given what that step waits on (or its outcome),
+    then every ``send`` and ``throw`` is ``coro``'s own."""
 
     __slots__ = ("coro", "finished", "_first")
 
@@ -448,6 +495,13 @@ class _Carrier(Coroutine):
         except BaseException as e:  # noqa: BLE001 - StopIteration too: given to the task
             self.finished = True
             self._first = (True, e)
+
+    def error(self) -> BaseException | None:
+        """What the first step raised, other than StopIteration (it ended: its outcome)."""
+        first = self._first
+        if first is None or not first[0] or isinstance(first[1], StopIteration):
+            return None
+        return first[1]
 
     def send(self, value: Any) -> Any:
         first = self._first
