@@ -125,6 +125,8 @@ class DirectScheduler:
         self._labels = (model, version)
         self._overdue = overdue
         self._inline_seconds = inline_seconds
+        # A scheduling observer takes a run's two reports in one call.
+        self._direct_run = getattr(metrics, "direct_run", None)
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -151,9 +153,7 @@ class DirectScheduler:
             finally:
                 tracing.end_span(run_span)
             signature.observe(arrays, seconds, cpu)
-            if self._metrics is not None:
-                self._metrics.executor_wait(*self._labels, waited, batched=False)
-                self._metrics.session_run(*self._labels, seconds)
+            self._report(seconds, waited)
             return values
         token = Cancellation()
         work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
@@ -180,10 +180,17 @@ class DirectScheduler:
             timer.cancel()
             tracing.end_span(run_span)
         signature.observe(arrays, seconds, cpu)
-        if self._metrics is not None:
+        self._report(seconds, waited)
+        return values
+
+    def _report(self, seconds: float, waited: float) -> None:
+        """Reports a run: in one call to a scheduling observer (``direct_run``), else as its
+        ``executor_wait`` and ``session_run``."""
+        if self._direct_run is not None:
+            self._direct_run(*self._labels, seconds, waited)
+        elif self._metrics is not None:
             self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
-        return values
 
     def _reject(self, reason: str) -> None:
         if self._metrics is not None:
