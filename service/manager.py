@@ -44,6 +44,11 @@ __all__ = ["ModelManager", "InferResult", "VersionStatus"]
 
 log = logging.getLogger("flowserve.manager")
 
+# Version path segments already read as numbers (every request's metrics labels ask); the
+# segments come from clients, so the memo stops growing at a bound.
+_VERSION_NUMBERS: dict[str, int] = {}
+_VERSION_NUMBERS_SIZE = 4096
+
 
 @dataclass
 class InferResult:
@@ -453,7 +458,11 @@ class ModelManager:
         if m is None:
             return "", ""
         if version:
-            v = parse_version(version)
+            v = _VERSION_NUMBERS.get(version)
+            if v is None:
+                v = parse_version(version)
+                if v is not None and len(_VERSION_NUMBERS) < _VERSION_NUMBERS_SIZE:
+                    _VERSION_NUMBERS[version] = v
             if v is None or v not in m.versions:
                 return model, ""
         return model, version
@@ -513,8 +522,11 @@ class ModelManager:
                     f"Model '{name}' version {v} is not available (state {s.state.value}{detail})"
                 )
             return s
-        available = [s for s in model.versions.values() if s.state is VersionState.AVAILABLE]
-        if not available:
+        latest = None
+        for s in model.versions.values():
+            if s.state is VersionState.AVAILABLE and (latest is None or s.version > latest.version):
+                latest = s
+        if latest is None:
             states = ", ".join(
                 f"v{v} {s.state.value}" + (f": {s.error}" if s.error else "")
                 for v, s in sorted(model.versions.items())
@@ -523,7 +535,7 @@ class ModelManager:
             if model.config_error:
                 detail += f"; config error: {model.config_error}"
             raise Unavailable(f"Model '{name}' has no available version{detail}")
-        return max(available, key=lambda s: s.version)
+        return latest
 
     # -- inference --------------------------------------------------------------------------
     async def infer(
@@ -556,21 +568,17 @@ class ModelManager:
                 f"all {self._compute_threads} compute threads are still running computations "
                 "past their deadline; retry later"
             )
-        for attempt in range(2):
-            if servable is not None and not attempt:
-                s = servable
-            else:
-                s = self.resolve(name, version, label)
-            try:
-                s.acquire()
-            except Unavailable:
-                # Retired between lookup and use: a pinned version really is gone, but
-                # "latest" has a successor, so look again once.
-                if version is not None or label is not None or attempt:
-                    raise
-                continue
-            return await self._run(s, signature, inputs, outputs, deadline)
-        raise Unavailable(f"Model '{name}' has no available version")
+        s = servable if servable is not None else self.resolve(name, version, label)
+        try:
+            s.acquire()
+        except Unavailable:
+            # Retired between lookup and use: a pinned version really is gone, but
+            # "latest" has a successor, so look again once.
+            if version is not None or label is not None:
+                raise
+            s = self.resolve(name, version, label)
+            s.acquire()
+        return await self._run(s, signature, inputs, outputs, deadline)
 
     async def _run(
         self,

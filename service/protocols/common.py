@@ -187,12 +187,14 @@ def is_msgpack(request: web.Request) -> bool:
     return request.content_type in (MSGPACK, "application/x-msgpack")
 
 
-def wants_msgpack(request: web.Request) -> bool:
+def wants_msgpack(request: web.Request, packed: bool | None = None) -> bool:
+    """Whether the answer is msgpack: ``Accept`` names it, or without ``Accept`` the request
+    is msgpack (``packed``: ``is_msgpack(request)``, if the caller knows it)."""
     accept = request.headers.get("Accept", "")
     return (
         MSGPACK in accept
         or "application/x-msgpack" in accept
-        or (not accept and is_msgpack(request))
+        or (not accept and (is_msgpack(request) if packed is None else packed))
     )
 
 

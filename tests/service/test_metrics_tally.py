@@ -1,5 +1,7 @@
-"""The tallied request metrics (plain numbers folded into the Prometheus children at scrape
-time) read exactly as the children updated directly would, over HTTP as in process."""
+"""The lean request core gives what the general paths give: the tallied request metrics
+(plain numbers folded into the Prometheus children at scrape time) read exactly as the
+children updated directly would, over HTTP as in process; an unbatched run's one statistics
+update equals its two reports; a spec accepts only the arrays ``coerce`` returns unchanged."""
 
 import asyncio
 import random
@@ -7,11 +9,17 @@ import shutil
 import subprocess
 import threading
 
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from engine import dtypes
+from engine.tensor_shape import TensorShape
+from service.errors import InvalidInput
 from service.metrics import ServingMetrics
+from service.servable import Signature
 from service.statistics import InferenceStatistics, SchedulingObserver
+from service.tensors import TensorSpec, coerce
 
 PROMTOOL = shutil.which("promtool")
 
@@ -172,3 +180,46 @@ def test_a_direct_run_is_counted_as_its_two_reports():
         two.execution("m", 1, 1, seconds)
     assert one.doc("m", 1) == two.doc("m", 1)
     assert one.doc("m", 1)["execution_count"] == 3
+
+
+@pytest.mark.parametrize(
+    "dims, arr",
+    [
+        ([None, 3], np.zeros((2, 3), np.float32)),  # accepted as it is
+        ([None, 3], np.zeros((2, 4), np.float32)),  # wrong size: coerce's message
+        ([None, 3], np.zeros((3,), np.float32)),  # wrong rank
+        ([None, 3], np.zeros((2, 3), ">f4")),  # another byte order: coerce casts
+        ([None, 3], np.zeros((2, 3), np.float64)),  # another dtype: coerce casts
+        (None, np.zeros((2, 3), np.float32)),  # unknown rank
+        ([2, None], np.zeros((2, 5), np.float32)),
+    ],
+)
+def test_a_spec_accepts_only_what_coerce_returns_unchanged(dims, arr):
+    spec = TensorSpec("x", "x:0", dtypes.float32, TensorShape(dims))
+    signature = Signature("k", "m", {"x": spec}, {}, lambda *a, **k: [])
+
+    def outcome(fn):
+        try:
+            return fn()
+        except InvalidInput as e:
+            return e.message
+
+    expected = outcome(lambda: [coerce(spec, arr)])
+    got = outcome(lambda: signature.validate({"x": arr}))
+    if isinstance(expected, str):
+        assert got == expected and not spec.accepts(arr)
+        return
+    assert got[0].dtype == expected[0].dtype and np.array_equal(got[0], expected[0])
+    if spec.accepts(arr):  # (False only sends the array through coerce)
+        assert expected[0] is arr and got[0] is arr
+    assert spec.accepts(arr) == (dims is not None and expected[0] is arr)
+
+
+def test_a_spec_whose_dtype_is_replaced_checks_the_new_one():
+    spec = TensorSpec("x", "x:0", dtypes.float32, TensorShape([None]))
+    arr = np.zeros(2, np.float32)
+    assert spec.accepts(arr)
+    spec.dtype = dtypes.int32
+    assert not spec.accepts(arr)
+    assert not spec.accepts(arr.astype(np.float32))
+    assert spec.accepts(np.zeros(2, np.int32))
