@@ -18,6 +18,7 @@ Readiness (``ready``) is false until the first scan has been planned and, with
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -44,10 +45,8 @@ __all__ = ["ModelManager", "InferResult", "VersionStatus"]
 
 log = logging.getLogger("flowserve.manager")
 
-# Version path segments already read as numbers (every request's metrics labels ask); the
-# segments come from clients, so the memo stops growing at a bound.
-_VERSION_NUMBERS: dict[str, int] = {}
-_VERSION_NUMBERS_SIZE = 4096
+# parse_version remembered (every request's metrics labels ask; bounded: clients send them)
+_version_number = functools.lru_cache(maxsize=4096)(parse_version)
 
 
 @dataclass
@@ -458,11 +457,7 @@ class ModelManager:
         if m is None:
             return "", ""
         if version:
-            v = _VERSION_NUMBERS.get(version)
-            if v is None:
-                v = parse_version(version)
-                if v is not None and len(_VERSION_NUMBERS) < _VERSION_NUMBERS_SIZE:
-                    _VERSION_NUMBERS[version] = v
+            v = _version_number(version)
             if v is None or v not in m.versions:
                 return model, ""
         return model, version
@@ -572,8 +567,7 @@ class ModelManager:
         try:
             s.acquire()
         except Unavailable:
-            # Retired between lookup and use: a pinned version really is gone, but
-            # "latest" has a successor, so look again once.
+            # Retired since the lookup: gone if pinned; "latest" has a successor: look again
             if version is not None or label is not None:
                 raise
             s = self.resolve(name, version, label)
