@@ -536,16 +536,23 @@ async def infer(request: web.Request) -> web.Response:
     wanted, binary_outputs, shm_outputs, classes = _requested_outputs(
         doc.get("outputs"), default_binary, shm
     )
-    deadlines = [
-        t
-        for t in (
-            timeout_micros(params.get("timeout")),
-            parse_timeout(request.headers.get("Request-Timeout"), "the Request-Timeout header"),
-        )
-        if t is not None
-    ]
+    header = request.headers.get("Request-Timeout")
+    field = params.get("timeout")
+    deadlines = (
+        []
+        if header is None and field is None
+        else [
+            t
+            for t in (
+                timeout_micros(field),
+                parse_timeout(header, "the Request-Timeout header"),
+            )
+            if t is not None
+        ]
+    )
     tracing.phase(request, None)
-    result = await request.app[MANAGER].infer(
+    manager = request.app[MANAGER]
+    result = await manager.infer(
         name,
         inputs,
         version=version,
@@ -555,11 +562,14 @@ async def infer(request: web.Request) -> web.Response:
     )
     note(request, version=result.version)
     tracing.phase(request, "encode", model=name, version=result.version)
-    as_msgpack = wants_msgpack(request) or (
-        is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
+    packed = is_msgpack(request)
+    as_msgpack = wants_msgpack(request, packed) or (
+        packed and "application/json" not in request.headers.get("Accept", "")
     )
-    apply_classification(request.app[MANAGER], result, classes)
-    _write_shm_outputs(result, shm_outputs, shm)
+    if classes:
+        apply_classification(manager, result, classes)
+    if shm_outputs:
+        _write_shm_outputs(result, shm_outputs, shm)
     response = _response(
         result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
     )
