@@ -148,12 +148,18 @@ class DirectScheduler:
             else None
         )
         if runs_inline(signature, arrays, self._inline_seconds):
-            try:
+            if run_span is None:
                 values, seconds, waited, cpu = _timed_run(signature, arrays)
-            finally:
-                tracing.end_span(run_span)
+            else:
+                try:
+                    values, seconds, waited, cpu = _timed_run(signature, arrays)
+                finally:
+                    tracing.end_span(run_span)
             signature.observe(arrays, seconds, cpu)
-            self._report(seconds, waited)
+            if self._direct_run is not None:  # (_report, without its call)
+                self._direct_run(*self._labels, seconds, waited)
+            else:
+                self._report(seconds, waited)
             return values
         token = Cancellation()
         work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())

@@ -558,7 +558,7 @@ class ModelManager:
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
-        if self._saturated():
+        if len(self.overdue) >= self._compute_threads:  # (_saturated, without its call)
             raise Unavailable(
                 f"all {self._compute_threads} compute threads are still running computations "
                 "past their deadline; retry later"
@@ -600,7 +600,7 @@ class ModelManager:
             input_seconds = validated - started
             if sig.batchable and arrays and isinstance(s.scheduler, Batcher):
                 rows = arrays[0].shape[0]
-            wanted = sig.check_outputs(outputs)
+            wanted = sig.output_order if outputs is None else sig.check_outputs(outputs)
             values = await s.scheduler.submit(sig, arrays, deadline)
             selecting = time.perf_counter()
             values = {a: values[a] for a in wanted}

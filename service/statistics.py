@@ -97,7 +97,7 @@ class InferenceStatistics:
         # duration: time.time() is the right clock here.
         now = int(time.time() * 1000)
         with self._lock:
-            entry = self._entry(model, version)
+            entry = self._given.get((model, version)) or self._entry(model, version)
             stats = entry.stats
             if input_seconds is not None:
                 d = stats["compute_input"]
