@@ -519,7 +519,9 @@ async def cuda_shm_refused(request: web.Request) -> web.Response:
 
 async def infer(request: web.Request) -> web.Response:
     name, version = _target(request)
-    tracing.phase(request, "parse", model=name)
+    traced = tracing.traced(request)
+    if traced:
+        tracing.phase(request, "parse", model=name)
     doc, binary = _split_body(request, await read_body(request))
     params = _parameters(doc.get("parameters"), "request")
     request_id = doc.get("id")
@@ -550,7 +552,8 @@ async def infer(request: web.Request) -> web.Response:
             if t is not None
         ]
     )
-    tracing.phase(request, None)
+    if traced:
+        tracing.phase(request, None)
     manager = request.app[MANAGER]
     result = await manager.infer(
         name,
@@ -561,7 +564,8 @@ async def infer(request: web.Request) -> web.Response:
         timeout=min(deadlines) if deadlines else None,
     )
     note(request, version=result.version)
-    tracing.phase(request, "encode", model=name, version=result.version)
+    if traced:
+        tracing.phase(request, "encode", model=name, version=result.version)
     packed = is_msgpack(request)
     as_msgpack = wants_msgpack(request, packed) or (
         packed and "application/json" not in request.headers.get("Accept", "")

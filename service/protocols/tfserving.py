@@ -166,7 +166,9 @@ async def _predict(request: web.Request) -> web.Response:
     servable = manager.resolve(model, version, label)
     note(request, model=servable.model, version=servable.version)
 
-    tracing.phase(request, "parse", model=servable.model)
+    traced = tracing.traced(request)
+    if traced:
+        tracing.phase(request, "parse", model=servable.model)
     packed = is_msgpack(request)
     raw = await read_body(request)
     body = unpackb(raw) if packed else parse_json(raw)
@@ -188,7 +190,8 @@ async def _predict(request: web.Request) -> web.Response:
     else:
         inputs = _columnar_inputs(body["inputs"], signature)
 
-    tracing.phase(request, None)
+    if traced:
+        tracing.phase(request, None)
     result = await manager.infer(
         model,
         inputs,
@@ -200,7 +203,8 @@ async def _predict(request: web.Request) -> web.Response:
     )
     if result.version != servable.version:  # "latest" moved on while it waited
         note(request, version=result.version)
-    tracing.phase(request, "encode", model=result.model, version=result.version)
+    if traced:
+        tracing.phase(request, "encode", model=result.model, version=result.version)
     if packed or wants_msgpack(request, packed):
         return web.Response(
             body=packb(
