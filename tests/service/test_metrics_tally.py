@@ -223,3 +223,20 @@ def test_a_spec_whose_dtype_is_replaced_checks_the_new_one():
     assert not spec.accepts(arr)
     assert not spec.accepts(arr.astype(np.float32))
     assert spec.accepts(np.zeros(2, np.int32))
+
+
+def test_flush_brings_a_metrics_own_collect_up_to_date():
+    metrics = ServingMetrics()
+    metrics.observe_request("m", "1", "v2", 200, 0.002, endpoint="infer")
+
+    def total():
+        (family,) = metrics.requests.collect()  # the metric alone, not the registry
+        return sum(s.value for s in family.samples if s.name.endswith("_total"))
+
+    assert total() == 0  # not folded yet: only a collection of the registry folds
+    metrics.flush()
+    assert total() == 1
+    direct = ServingMetrics(tally=False)  # children updated at once, as with --workers
+    direct.observe_request("m", "1", "v2", 200, 0.002, endpoint="infer")
+    (family,) = direct.requests.collect()
+    assert sum(s.value for s in family.samples if s.name.endswith("_total")) == 1
