@@ -28,9 +28,11 @@ mean rows per run, and the server's garbage collections per generation during th
 (``gc0``/``gc1``/``gc2``, from ``/metrics``; a full ``gc2`` collection stops the event loop for
 tens of milliseconds with every in-flight request waiting). Batching parameters are the
 server's defaults unless ``--batching-parameters`` names a TF Serving batching parameters
-file. ``--baseline REF`` (a git ref, e.g. ``main``) also serves the HTTP parts with batching
-on from that commit's code (``git archive`` into a temporary directory), measured in the same
-rounds: before/after.
+file. ``--baseline REF`` (a git ref, e.g. ``main``) also serves batching on from that
+commit's code (``git archive`` into a temporary directory), measured in the same rounds:
+before/after -- over HTTP a third server, in process a child process whose engine and service
+modules are the baseline's. In process, every manager runs after the server's garbage-collector
+tuning (``--gc-threshold``'s default), as the server does.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from asyncio.subprocess import PIPE
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -87,12 +91,16 @@ SPINNER = (
 # -----------------------------------------------------------------------------------------
 
 
-async def _managers(repo: Path, params: Path | None) -> dict:
+async def _managers(repo: Path, params: Path | None, labels=("off", "on")) -> dict:
+    """Managers serving ``repo`` with batching off and on, in this process, after the
+    server's garbage-collector tuning (``--gc-threshold``'s default), as the server runs."""
+    from service.cli import tune_garbage_collector
     from service.config import ServerConfig
     from service.manager import ModelManager
 
+    tune_garbage_collector(ServerConfig.gc_threshold)
     managers = {}
-    for label in ("off", "on"):
+    for label in labels:
         kw = {"enable_batching": label == "on"}
         if params is not None and label == "on":
             kw["batching_parameters_file"] = str(params)
@@ -135,33 +143,116 @@ async def drive_in_process(manager, model: str, x: np.ndarray, clients: int, dur
     return result, where
 
 
-async def part_inprocess(repo: Path, params: Path | None, duration: float, rounds: int) -> dict:
-    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+WIDE_X = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+
+
+async def _drive_wide(manager, duration: float) -> tuple[Result, dict]:
+    return await drive_in_process(manager, "wide_mlp", WIDE_X, 64, duration)
+
+
+class BaselineProcess:
+    """The baseline tree's ``ModelManager`` (batching on) in a child process, driven the
+    same way on request: its engine and service modules are the baseline's (imported
+    first), the driving code this file's."""
+
+    def __init__(self, code: Path, repo: Path, params: Path | None):
+        self.args = [str(code), str(repo), str(params) if params else ""]
+        self.proc = None
+
+    async def start(self) -> None:
+        boot = (
+            "import sys; sys.path.insert(0, sys.argv[1]); import engine, service.manager; "
+            f"sys.path.insert(0, {str(ROOT)!r}); from bench.batching import _baseline_child; "
+            "_baseline_child(*sys.argv[1:])"
+        )
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", boot, *self.args, stdin=PIPE, stdout=PIPE
+        )
+        await self._ask("ready")
+
+    async def _ask(self, line: str) -> dict:
+        self.proc.stdin.write(f"{line}\n".encode())
+        await self.proc.stdin.drain()
+        reply = await self.proc.stdout.readline()
+        if not reply:
+            raise RuntimeError("the baseline process ended (see its stderr above)")
+        return json.loads(reply)
+
+    async def drive(self, duration: float) -> tuple[Result, dict]:
+        doc = await self._ask(f"drive {duration}")
+        return Result(**doc["result"]), doc["where"]
+
+    async def stop(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.stdin.write(b"quit\n")
+            await self.proc.stdin.drain()
+            await self.proc.wait()
+
+
+def _baseline_child(code: str, repo: str, params: str) -> None:
+    """The child of ``BaselineProcess``: one JSON line answered per command line."""
+    import engine
+    import service
+
+    for module in (engine, service):  # the baseline's code, not this tree's
+        if not Path(module.__file__).resolve().is_relative_to(Path(code).resolve()):
+            raise RuntimeError(f"{module.__name__} comes from {module.__file__}, not {code}")
+
+    async def serve() -> None:
+        manager = (await _managers(Path(repo), Path(params) if params else None, ("on",)))["on"]
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
+                if not line or line[0] == "quit":
+                    return
+                doc = {}
+                if line[0] == "drive":
+                    r, where = await _drive_wide(manager, float(line[1]))
+                    doc = {"result": asdict(r), "where": where}
+                print(json.dumps(doc), flush=True)
+        finally:
+            await manager.stop()
+
+    asyncio.run(serve())
+
+
+async def part_inprocess(
+    repo: Path, params: Path | None, duration: float, rounds: int, baseline: Path | None = None
+) -> dict:
+    drivers = {}
     managers = await _managers(repo, params)
+    for label, manager in managers.items():
+        drivers[label] = partial(_drive_wide, manager)
+    child = None
+    if baseline is not None:
+        child = BaselineProcess(baseline, repo, params)
+        await child.start()
+        drivers["on@baseline"] = child.drive
 
     async def measure(i: int) -> dict:
         out = {}
-        for label in _order(managers, i):
-            r, where = await drive_in_process(managers[label], "wide_mlp", x, 64, duration)
+        for label in _order(drivers, i):
+            r, where = await drivers[label](duration)
             r.label = f"wide_mlp in process, 64 callers, batching {label}"
             out[label] = (r, where)
         return out
 
     try:
-        for label in ("off", "on"):  # warm both (first batches, thread start)
-            await drive_in_process(managers[label], "wide_mlp", x, 64, min(duration, 0.5))
+        for drive in drivers.values():  # warm all (first batches, thread start)
+            await drive(min(duration, 0.5))
         out = await _repeat(measure, rounds)
     finally:
         for m in managers.values():
             await m.stop()
-    return {
-        "rows": out,
-        "ratios": {
-            "wide_mlp in-process throughput on/off (target >= 4)": _ratio(
-                out["on"][0].throughput_rps, out["off"][0].throughput_rps
-            )
-        },
-    }
+        if child is not None:
+            await child.stop()
+    ratios = {}
+    for label in out:
+        if label != "off":
+            name = f"wide_mlp in-process throughput {label}/off (target >= 4)"
+            ratios[name] = _ratio(out[label][0].throughput_rps, out["off"][0].throughput_rps)
+    return {"rows": out, "ratios": ratios}
 
 
 def _median(rows: list[tuple[Result, dict]]) -> tuple[Result, dict]:
@@ -459,7 +550,7 @@ async def run(
         results = {}
         if "inprocess" in parts:
             print("== in process (ModelManager.infer, no HTTP)", flush=True)
-            results["inprocess"] = await part_inprocess(repo, params, duration, rounds)
+            results["inprocess"] = await part_inprocess(repo, params, duration, rounds, code)
             _print(results["inprocess"])
         if {"http", "clients", "background", "blas"} & set(parts):
             servers = await start_servers(repo, params, code)

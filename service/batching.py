@@ -236,7 +236,7 @@ def _timed_run(signature, arrays, cancellation=None, submitted=None):
 
 
 class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "timer", "trace", "wait")
+    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "trace", "wait", "watch")
 
     def __init__(self, arrays, rows, future, deadline, enqueued):
         self.arrays = arrays
@@ -244,13 +244,17 @@ class _Request:
         self.future = future
         self.deadline = deadline
         self.enqueued = enqueued
-        self.timer = None
+        self.watch = None  # its thread run's _Watch, once it runs on a thread
         self.trace = None  # the request's trace context (OpenTelemetry), for its batch
         self.wait = None  # its queue_wait span
 
 
 class _Batch:
-    __slots__ = ("signature", "key", "requests", "rows", "timer", "closed")
+    """Requests merging into one run. One deadline timer per batch, not per request: it
+    fires at the earliest deadline of its requests (most share one timeout, so a later
+    request rarely moves it) and stays armed while the batch runs on a thread."""
+
+    __slots__ = ("signature", "key", "requests", "rows", "timer", "closed", "deadline", "expiry")
 
     def __init__(self, signature, key):
         self.signature = signature
@@ -259,6 +263,8 @@ class _Batch:
         self.rows = 0
         self.timer = None
         self.closed = False
+        self.deadline = float("inf")  # the earliest deadline of its pending requests
+        self.expiry: asyncio.TimerHandle | None = None  # fires at ``deadline``
 
 
 class Batcher:
@@ -334,6 +340,7 @@ class Batcher:
             self._close_batch(batch)
         while self._ready:
             batch = self._ready.popleft()
+            self._disarm(batch)
             self._queued_requests -= len(batch.requests)
             _fail(batch.requests, QueueFull("the model version is being unloaded; retry"))
         self._set_depth()
@@ -369,7 +376,8 @@ class Batcher:
                 timeout = self.config.batch_timeout_micros / 1e6
                 batch.timer = loop.call_later(timeout, self._close_batch, batch)
         request = _Request(arrays, rows, loop.create_future(), deadline, loop.time())
-        request.timer = loop.call_at(deadline, self._expire, request)
+        if deadline < batch.deadline:
+            self._arm(loop, batch, deadline)
         if tracing.active():
             request.trace = tracing.capture()
             request.wait = tracing.start_span(
@@ -378,7 +386,6 @@ class Batcher:
         batch.requests.append(request)
         batch.rows += rows
         self._queued_requests += 1
-        self._set_depth()
         if batch.rows >= self.config.max_batch_size:
             self._close_batch(batch)
         if self._running < self._concurrency and self._dispatching is None:
@@ -386,10 +393,15 @@ class Batcher:
             # every request read in this turn (concurrent arrivals merge; none waits on a
             # timer).
             self._dispatching = loop.call_soon(self._dispatch)
+        elif self._dispatching is None:
+            self._set_depth()  # (else the dispatch on the next turn reports the depth)
         try:
             return await request.future
+        except BaseException:  # missed its deadline, cancelled, or its run failed
+            if request.watch is not None:
+                request.watch.left()
+            raise
         finally:
-            request.timer.cancel()
             tracing.end_span(request.wait)  # already ended when its batch started
 
     def _may_run_at_once(self, signature, arrays) -> bool:
@@ -424,7 +436,6 @@ class Batcher:
         signature.observe(arrays, seconds, cpu)
         if self._metrics is not None:
             self._metrics.queue_wait(*self._labels, 0.0)
-            self._metrics.executor_wait(*self._labels, 0.0, batched=True)
             self._metrics.batch(*self._labels, rows, 0, seconds)
         wrong = _lost_batch_dim(values, rows)
         if wrong is not None:
@@ -444,12 +455,38 @@ class Batcher:
             del self._open[batch.key]
         self._ready.append(batch)
 
-    def _expire(self, request: _Request) -> None:
-        if not request.future.done():
-            self._reject("deadline")
-            request.future.set_exception(
-                DeadlineExceeded("deadline exceeded while the request was queued or running")
-            )
+    def _arm(self, loop, batch: _Batch, deadline: float) -> None:
+        """Sets ``batch``'s deadline timer to fire at ``deadline``."""
+        if batch.expiry is not None:
+            batch.expiry.cancel()
+        batch.deadline = deadline
+        batch.expiry = loop.call_at(deadline, self._expire, batch)
+
+    def _expire(self, batch: _Batch) -> None:
+        """``batch``'s earliest deadline passed: its requests past their deadline fail
+        (queued or running), and the timer is set for the next pending deadline."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        batch.expiry = None
+        batch.deadline = next_deadline = float("inf")
+        for r in batch.requests:
+            if r.future.done():
+                continue
+            if r.deadline <= now:
+                self._reject("deadline")
+                r.future.set_exception(
+                    DeadlineExceeded("deadline exceeded while the request was queued or running")
+                )
+            elif r.deadline < next_deadline:
+                next_deadline = r.deadline
+        if next_deadline != float("inf"):
+            self._arm(loop, batch, next_deadline)
+
+    @staticmethod
+    def _disarm(batch: _Batch) -> None:
+        if batch.expiry is not None:
+            batch.expiry.cancel()
+            batch.expiry = None
 
     def _reject(self, reason: str) -> None:
         if self._metrics is not None:
@@ -472,6 +509,7 @@ class Batcher:
         """Starts waiting batches while batch threads are free: the oldest closed batch,
         else the oldest open one (a free thread never waits on a batch's timer)."""
         self._dispatching = None
+        self._set_depth()
         while self._running < self._concurrency and not self._closed:
             if not self._ready:
                 if not self._open:
@@ -495,6 +533,9 @@ class Batcher:
                 if other.key == batch.key and batch.rows + other.rows <= limit:
                     batch.requests.extend(other.requests)
                     batch.rows += other.rows
+                    if other.deadline < batch.deadline:  # one timer for the merged batch
+                        self._arm(asyncio.get_running_loop(), batch, other.deadline)
+                    self._disarm(other)
                 else:
                     keep.append(other)
             self._ready = keep
@@ -510,6 +551,7 @@ class Batcher:
         self._lone = len(batch.requests) == 1
         self._set_depth()
         if not live:
+            self._disarm(batch)
             return
         now = loop.time()
         if self._metrics is not None:
@@ -518,9 +560,10 @@ class Batcher:
         try:
             merged, real_rows, padding = _merge(live, self.config)
         except ServingError as e:
+            self._disarm(batch)
             _fail(live, e)
             return
-        run = _Run(batch.signature, live, merged, real_rows, padding)
+        run = _Run(batch, live, merged, real_rows, padding)
         traced = [r for r in live if r.trace is not None]
         if traced:
             self._running += 1
@@ -535,6 +578,7 @@ class Batcher:
             work = self._launch(run)
         except RuntimeError as e:  # the executor is shut down
             self._running -= 1
+            self._disarm(batch)
             _fail(live, QueueFull(f"the model version is being unloaded; retry ({e})"))
             return
 
@@ -564,13 +608,13 @@ class Batcher:
 
     def _launch(self, run: _Run) -> Future:
         """Submits the run to the executor, with a token that cancels it once every request
-        in it has gone."""
-        submitted: list = []
-        token = self._watch(run.live, submitted)
-        work = self._executor.submit(
-            _timed_run, run.signature, run.merged, token, time.perf_counter()
+        in it has gone (see ``_Watch``)."""
+        watch = _Watch(len(run.live), self._overdue)
+        for r in run.live:
+            r.watch = watch
+        work = watch.work = self._executor.submit(
+            _timed_run, run.signature, run.merged, watch.token, time.perf_counter()
         )
-        submitted.append(work)
         return work
 
     def _completed(self, run: _Run, work: Future) -> None:
@@ -618,36 +662,18 @@ class Batcher:
             log.error("batch execution failed unexpectedly", exc_info=task.exception())
         self._dispatch()
 
-    def _watch(self, live: list, work: list) -> Cancellation:
-        """The batch run's token: cancelled once every request in the batch has gone (missed
-        its deadline or was cancelled), so nobody waits on a computation that runs on; one
-        that runs on anyway (a long kernel) is counted as overdue. ``work``: [its future]."""
-        token = Cancellation()
-        pending = [len(live)]
-
-        def gone(future) -> None:
-            if future.cancelled() or future.exception() is not None:
-                pending[0] -= 1
-                if pending[0] == 0:
-                    token.cancel("every request in the batch missed its deadline or left")
-                    if work and self._overdue is not None:
-                        self._overdue.watch(work[0])
-
-        for r in live:
-            r.future.add_done_callback(gone)
-        return token
-
     def _finish(self, run: _Run, result, error: BaseException | None) -> None:
         """Delivers a finished run: each live request its rows, or the run's error."""
         live = run.live
+        self._disarm(run.batch)
         if error is not None:
             _fail(live, _serving_error(error))
             return
         values, seconds, waited, cpu = result
         run.signature.observe(run.merged, seconds, cpu)
         if self._metrics is not None:
-            for _ in live:
-                self._metrics.executor_wait(*self._labels, waited, batched=True)
+            if waited:  # every request waited as long for the thread: one sum (inline: none)
+                self._metrics.executor_wait(*self._labels, waited * len(live), batched=True)
             self._metrics.batch(*self._labels, run.real_rows, run.padding, seconds)
         wrong = _lost_batch_dim(values, run.real_rows + run.padding)
         if wrong is not None:
@@ -660,13 +686,36 @@ class Batcher:
             offset += r.rows
 
 
+class _Watch:
+    """A thread run's cancellation: its token is cancelled once every request in the run
+    has gone (missed its deadline or was cancelled), so nobody waits on a computation that
+    runs on; one that runs on anyway (a long kernel) is counted as overdue. Each request
+    reports its own leaving where it awaits its result (no callback per request)."""
+
+    __slots__ = ("token", "pending", "work", "overdue")
+
+    def __init__(self, requests: int, overdue: Overdue | None):
+        self.token = Cancellation()
+        self.pending = requests
+        self.work: Future | None = None
+        self.overdue = overdue
+
+    def left(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            self.token.cancel("every request in the batch missed its deadline or left")
+            if self.work is not None and self.overdue is not None:
+                self.overdue.watch(self.work)
+
+
 class _Run:
     """One batch on its way through a session run: its live requests and merged inputs."""
 
-    __slots__ = ("signature", "live", "merged", "real_rows", "padding")
+    __slots__ = ("batch", "signature", "live", "merged", "real_rows", "padding")
 
-    def __init__(self, signature, live, merged, real_rows, padding):
-        self.signature = signature
+    def __init__(self, batch, live, merged, real_rows, padding):
+        self.batch = batch
+        self.signature = batch.signature
         self.live = live
         self.merged = merged
         self.real_rows = real_rows
@@ -712,6 +761,8 @@ def _fail(requests, error: ServingError) -> None:
 
 
 def _rows(arrays) -> int:
+    if len(arrays) == 1:
+        return arrays[0].shape[0]
     rows = {a.shape[0] for a in arrays}
     if len(rows) != 1:
         raise InvalidInput(

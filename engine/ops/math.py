@@ -24,6 +24,7 @@ from engine.ops._common import (
     create,
     unary,
 )
+from engine.ops.few_rows import few_rows, rows_product
 from engine.ops.grad_util import unbroadcast
 from engine.tensor_shape import TensorShape, unknown_shape
 
@@ -801,7 +802,10 @@ def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
             "a matrix. Instead it has shape "
             f"{list((a if a.ndim != 2 else b).shape)}",
         )
-    return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+    b = b.T if transpose_b else b
+    if not transpose_a and few_rows(a, b):  # 2-3 rows: the bits of each row alone
+        return rows_product(a, b)
+    return xp.matmul(a.T if transpose_a else a, b)
 
 
 def _batch_matmul_infer(o):

@@ -25,6 +25,7 @@ from functools import partial
 
 import numpy as np
 
+from engine.ops.few_rows import few_rows, rows_product
 from engine.runtime.feeds import FeedSpec
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
@@ -310,15 +311,35 @@ def _matmul(src: _Source, d: Decision, ins, target: str) -> None:
         src.add(3, f"if o is None or o.shape[0] != {rows}:")
         src.add(4, f"o = {src.ref(_swap_buffer)}(A, {i}, {rows})")
     guard = _dot_guard(src, ins, r.const)
-    if guard is None:
-        _product(src, 3, src.ref(np.matmul), a, b, out, target)
-    else:
-        src.add(3, f"if {guard}:")
-        _product(src, 4, src.ref(np.dot), a, b, out, target)
+    indent = 3
+    if not r.transpose[0] and _may_have_few_rows(src, ins[1], r.transpose[1]):
+        # 2-3 rows: one gemv per row, as the kernel does (see engine.ops.few_rows)
+        src.add(3, f"if {x}.ndim == 2 and 1 < {x}.shape[0] < 4 and {src.ref(few_rows)}({a}, {b}):")
+        src.add(4, f"{target} = {src.ref(rows_product)}({a}, {b}, {out or 'None'})")
         src.add(3, "else:")
-        _product(src, 4, src.ref(np.matmul), a, b, out, target)
+        indent = 4
+    if guard is None:
+        _product(src, indent, src.ref(np.matmul), a, b, out, target)
+    else:
+        src.add(indent, f"if {guard}:")
+        _product(src, indent + 1, src.ref(np.dot), a, b, out, target)
+        src.add(indent, "else:")
+        _product(src, indent + 1, src.ref(np.matmul), a, b, out, target)
     if d.arena is not None:
         src.add(3, f"A[{int(d.arena)}] = {target}")
+
+
+def _may_have_few_rows(src: _Source, s: int, transposed: bool) -> bool:
+    """Whether the right operand in slot ``s`` may pass ``few_rows``: any computed value,
+    or a hoisted constant that does (its shape and dtype are known now)."""
+    if s in src.written:
+        return True
+    b = src.plan.template[s]
+    if b.__class__ is not np.ndarray or b.ndim != 2:
+        return False
+    b = b.T if transposed else b
+    probe = np.zeros((2, b.shape[0]), b.dtype)
+    return few_rows(probe, b)
 
 
 def _swap_buffer(arena: list, i: int, rows: int):

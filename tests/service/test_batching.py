@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import numpy as np
@@ -163,6 +164,68 @@ async def test_request_expiring_in_the_queue_gets_504_and_never_runs(pool):
     await asyncio.sleep(0.05)
     assert [float(r[0][0, 0]) for r in sig.runs] == [1.0]  # the expired request never ran
     assert 'reason="deadline"' in metrics.render().decode()
+    await b.close()
+
+
+async def test_each_queued_request_expires_at_its_own_deadline(pool):
+    """A batch keeps one deadline timer for its earliest deadline; a later request with an
+    earlier deadline moves it, and after firing it waits for the next one."""
+    sig = FakeSignature()
+    sig.gate.clear()  # the first batch blocks the only worker
+    b = batcher(pool, num_batch_threads=1, batch_timeout_micros=60_000_000)
+    first = asyncio.create_task(b.submit(sig, [np.full((1, 1), 1, np.float32)], deadline()))
+    await asyncio.sleep(0.05)
+    late = asyncio.create_task(b.submit(sig, [np.full((1, 1), 2, np.float32)], deadline(0.4)))
+    early = asyncio.create_task(b.submit(sig, [np.full((1, 1), 3, np.float32)], deadline(0.15)))
+    keeps = asyncio.create_task(b.submit(sig, [np.full((1, 1), 4, np.float32)], deadline()))
+    done, _ = await asyncio.wait([late, early], return_when=asyncio.FIRST_COMPLETED)
+    assert done == {early} and isinstance(early.exception(), DeadlineExceeded)
+    assert not late.done() and not keeps.done()
+    with pytest.raises(DeadlineExceeded):
+        await late
+    sig.gate.set()
+    assert (await asyncio.wait_for(keeps, 20))["y"].tolist() == [[8.0]]
+    await first
+    assert [run[0].ravel().tolist() for run in sig.runs] == [[1.0], [4.0]]
+    await b.close()
+
+
+class SpinningSignature(FakeSignature):
+    """Runs until its run is cancelled (or 20 s), recording whether it was."""
+
+    def __init__(self):
+        super().__init__()
+        self.stopped = []
+
+    def run(self, arrays, cancellation=None):
+        end = time.monotonic() + 20
+        while not cancellation.cancelled and time.monotonic() < end:
+            time.sleep(0.001)
+        self.stopped.append(cancellation.cancelled)
+        return super().run(arrays, cancellation)
+
+
+async def test_a_thread_run_is_cancelled_once_every_request_in_it_has_gone(pool):
+    sig = SpinningSignature()
+    b = batcher(pool, num_batch_threads=1)
+    # Two requests in one batch on the thread: one leaves (client gone), one misses its
+    # deadline; only then is the run cancelled, and the thread serves the next request.
+    first = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline()))
+    second = asyncio.create_task(b.submit(sig, [np.ones((1, 1), np.float32)], deadline(0.2)))
+    await asyncio.sleep(0.05)
+    first.cancel()
+    await asyncio.sleep(0.05)
+    assert sig.stopped == []  # one request still waits for the run
+    with pytest.raises(DeadlineExceeded):
+        await second
+    for _ in range(500):
+        if sig.stopped:
+            break
+        await asyncio.sleep(0.01)
+    assert sig.stopped == [True] and first.cancelled()
+    sig.run = FakeSignature.run.__get__(sig)  # the next run ends at once
+    r = await asyncio.wait_for(b.submit(sig, [np.full((1, 1), 5, np.float32)], deadline()), 20)
+    assert r["y"].tolist() == [[10.0]]
     await b.close()
 
 

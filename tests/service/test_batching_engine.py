@@ -50,3 +50,27 @@ async def test_merged_requests_get_the_rows_of_the_same_run_without_batching(tmp
         assert y.dtype == np.float32 and y.shape == (len(x), 16)
         np.testing.assert_array_equal(y, whole[offset : offset + len(x)])
         offset += len(x)
+
+
+async def test_a_merged_run_of_two_or_three_rows_gives_each_request_its_unbatched_bits(
+    tmp_path, manager_for
+):
+    """Runs of 2-3 rows (8 concurrent clients make them) compute one gemv per row, as a lone
+    request does (``engine.ops.few_rows``): each merged request gets the bits it gets alone."""
+    dense(tmp_path / "dense" / "1")
+    models.write_config(tmp_path / "dense", {"batching": {"max_batch_size": 64}})
+    batched = await manager_for(tmp_path, enable_batching=True, inline_compute_micros=1_000_000)
+    plain = await manager_for(tmp_path)
+    rng = np.random.default_rng(1)
+    for merged in (2, 3):
+        # one request at once (the turn's first), then ``merged`` single rows in one batch
+        xs = [rng.standard_normal((1, 32)).astype(np.float32) for _ in range(merged + 1)]
+        await batched.infer("dense", {"x": xs[0]})  # alone: requests arrive one at a time
+        before = batched.model_statistics("dense")[0]["execution_count"]
+        results = await asyncio.wait_for(
+            asyncio.gather(*(batched.infer("dense", {"x": x}) for x in xs)), 30
+        )
+        assert batched.model_statistics("dense")[0]["execution_count"] == before + 2
+        for x, r in zip(xs, results):
+            alone = (await plain.infer("dense", {"x": x})).outputs["y"]
+            assert r.outputs["y"].tobytes() == alone.tobytes()
