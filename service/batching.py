@@ -125,8 +125,7 @@ class DirectScheduler:
         self._labels = (model, version)
         self._overdue = overdue
         self._inline_seconds = inline_seconds
-        # A scheduling observer takes a run's two reports in one call.
-        self._direct_run = getattr(metrics, "direct_run", None)
+        self._direct_run = getattr(metrics, "direct_run", None)  # an observer's one report
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -148,18 +147,16 @@ class DirectScheduler:
             else None
         )
         if runs_inline(signature, arrays, self._inline_seconds):
-            if run_span is None:
+            try:
                 values, seconds, waited, cpu = _timed_run(signature, arrays)
-            else:
-                try:
-                    values, seconds, waited, cpu = _timed_run(signature, arrays)
-                finally:
-                    tracing.end_span(run_span)
+            finally:
+                tracing.end_span(run_span)
             signature.observe(arrays, seconds, cpu)
-            if self._direct_run is not None:  # (_report, without its call)
+            if self._direct_run is not None:
                 self._direct_run(*self._labels, seconds, waited)
-            else:
-                self._report(seconds, waited)
+            elif self._metrics is not None:
+                self._metrics.executor_wait(*self._labels, waited, batched=False)
+                self._metrics.session_run(*self._labels, seconds)
             return values
         token = Cancellation()
         work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
@@ -186,17 +183,12 @@ class DirectScheduler:
             timer.cancel()
             tracing.end_span(run_span)
         signature.observe(arrays, seconds, cpu)
-        self._report(seconds, waited)
-        return values
-
-    def _report(self, seconds: float, waited: float) -> None:
-        """Reports a run: in one call to a scheduling observer (``direct_run``), else as its
-        ``executor_wait`` and ``session_run``."""
         if self._direct_run is not None:
             self._direct_run(*self._labels, seconds, waited)
         elif self._metrics is not None:
             self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
+        return values
 
     def _reject(self, reason: str) -> None:
         if self._metrics is not None:
