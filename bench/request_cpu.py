@@ -13,6 +13,10 @@ counted, so the ratios here are larger than a load test's.
 
     python bench/request_cpu.py [--requests 2000] [--rounds 5] [--compare PATH]
 
+A server name with ``:nolane`` (``rest-off:nolane``) runs with ``--no-fast-lane``: aiohttp's
+own request path instead of the fast lane (``service/fastlane.py``); ``--lane both`` adds
+that variant of each flowserve server.
+
 ``--compare PATH`` also measures the flowserve of another checkout (e.g. an unpacked
 ``git archive main``), in its own processes taking turns with this one's.
 """
@@ -148,6 +152,9 @@ async def _measure_one(server: str, work: Path, n: int) -> tuple[float, bytes]:
 
     argv = ["--model-repository", str(work / "repo"), "--poll-interval", "0"]
     argv += ["--grpc-port", "0", "--log-level", "warning"]
+    server, _, variant = server.partition(":")
+    if variant == "nolane":
+        argv.append("--no-fast-lane")
     if server.endswith("-on"):
         argv += ["--enable-batching", "--batching-parameters-file", str(work / "batching.json")]
     config = cli.resolve_config(cli.build_parser().parse_args(argv))
@@ -203,6 +210,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--servers", default=",".join(SERVERS), help="a subset of " + ", ".join(SERVERS)
     )
+    parser.add_argument(
+        "--lane",
+        choices=("on", "both"),
+        default="on",
+        help="both: each flowserve server also without the fast lane (NAME:nolane)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)  # server name, in a child process
     parser.add_argument("--tree", type=Path, default=HERE, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -211,6 +224,8 @@ def main(argv=None) -> int:
         args.server = args.child
         return _child(args)
     servers = [s for s in args.servers.split(",") if s]
+    if args.lane == "both":
+        servers = [v for s in servers for v in ([s] if s == "floor" else [s, s + ":nolane"])]
     trees = {"this": HERE}
     if args.compare is not None:
         trees = {"compare": args.compare.resolve(), "this": HERE}

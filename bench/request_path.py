@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import sys
@@ -54,6 +55,27 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _raw_floor(response_file: Path) -> Server:
+    """The floor without aiohttp: ``bench/bare_server.py --raw``, a bare asyncio.Protocol."""
+    port = free_port()
+    argv = [sys.executable, str(ROOT / "bench" / "bare_server.py"), "--port", str(port)]
+    return Server([*argv, "--response-file", str(response_file), "--raw"], port, "raw")
+
+
+def _ratios(result: Result, floor: Result) -> tuple[float, float]:
+    """(req/s, cpu per request), each over the aiohttp floor's."""
+    return result.throughput_rps / floor.throughput_rps, result.cpu_us / floor.cpu_us
+
+
+def _print_row(result: Result, floor: Result) -> None:
+    rps, cpu = _ratios(result, floor)
+    print(
+        f"{result.line()}   cpu {result.cpu_us:6.0f} us/req   "
+        f"({rps:.0%} of the floor's req/s; {cpu:.2f}x its cpu/req)",
+        flush=True,
+    )
+
+
 def _flowserve(tree: Path, repo: Path, *args: str) -> Server:
     """flowserve from checkout ``tree`` (its ``service`` package, this interpreter)."""
     port = free_port()
@@ -75,8 +97,10 @@ async def _measure(
 
 
 async def run(
-    duration: float, rounds: int, trees: dict[str, Path], client: str = "wrk"
+    duration: float, rounds: int, trees: dict[str, Path], client: str = "wrk", lane: str = "both"
 ) -> list[tuple]:
+    lanes = [(", fast lane", []), (", fast lane off", ["--no-fast-lane"])]
+    lanes = {"both": lanes, "on": lanes[:1], "off": lanes[1:], "default": [("", [])]}[lane]
     work = Path(tempfile.mkdtemp(prefix="fs-request-path-"))
     export(work / "repo" / "mlp" / "1", weights())
     batching = work / "batching.json"
@@ -106,22 +130,26 @@ async def run(
         finally:
             floor_server.stop()
         print(f"{floor.line()}   cpu {floor.cpu_us:6.0f} us/req", flush=True)
+        raw_server = _raw_floor(reply)
+        try:
+            raw = await _measure(
+                raw_server, requests["tfserving"], duration, "raw-protocol floor", client
+            )
+        finally:
+            raw_server.stop()
+        _print_row(raw, floor)
+        rows.append(("raw-protocol floor (no aiohttp)", *_ratios(raw, floor)))
         for protocol, name in (("tfserving", "TF Serving REST"), ("v2", "V2 JSON")):
-            for mode, args in modes.items():
+            for (mode, args), (lane, lane_args) in itertools.product(modes.items(), lanes):
                 for tree_name, tree in trees.items():
-                    label = f"{tree_name}: {name}, batching {mode}"
-                    server = _flowserve(tree, work / "repo", *args)
+                    label = f"{tree_name}: {name}, batching {mode}{lane}"
+                    server = _flowserve(tree, work / "repo", *args, *lane_args)
                     try:
                         r = await _measure(server, requests[protocol], duration, label, client)
                     finally:
                         server.stop()
-                    rps, cpu = r.throughput_rps / floor.throughput_rps, r.cpu_us / floor.cpu_us
-                    print(
-                        f"{r.line()}   cpu {r.cpu_us:6.0f} us/req   "
-                        f"({rps:.0%} of the floor's req/s; {cpu:.2f}x its cpu/req)",
-                        flush=True,
-                    )
-                    rows.append((label, rps, cpu))
+                    _print_row(r, floor)
+                    rows.append((label, *_ratios(r, floor)))
     return rows
 
 
@@ -131,6 +159,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--compare", type=Path, help="another checkout to run beside this one")
     parser.add_argument("--client", default="wrk", help="wrk (default), hey or aiohttp")
+    parser.add_argument(
+        "--lane",
+        choices=("both", "on", "off", "default"),
+        default="both",
+        help="flowserve with the fast lane and without (both), one of them, or its default "
+        "flags (for --compare with a checkout that has no lane)",
+    )
     args = parser.parse_args(argv)
     why = available(args.client)
     if why:
@@ -142,7 +177,7 @@ def main(argv=None) -> int:
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {CLIENTS} clients "
         f"({args.client})"
     )
-    rows = asyncio.run(run(args.duration, args.rounds, trees, args.client))
+    rows = asyncio.run(run(args.duration, args.rounds, trees, args.client, args.lane))
     print(f"\nload average {os.getloadavg()[0]:.1f}")
     print("\n| server | of the floor's req/s | cpu per request / the floor's |\n|---|---|---|")
     for label, rps, cpu in rows:

@@ -21,6 +21,7 @@ from aiohttp import web
 from service import console, tracing
 from service.config import ServerConfig
 from service.errors import ServingError
+from service.fastlane import SERVING
 from service.keys import (
     CONFIG,
     ENDPOINT,
@@ -437,6 +438,8 @@ def create_app(
     app[MANAGER] = manager
     app[LOAD_IN_BACKGROUND] = load_in_background
     app[IN_FLIGHT] = counter
+    if config.fast_lane and len(middlewares) == 1:  # not with tracing: it needs aiohttp's
+        app[SERVING] = middlewares[0]  # the lane's requests go through the same middleware
     app[SHARED_MEMORY] = SharedMemoryRegistry()
     app[LOG_SETTINGS] = LogSettings(config.log_format)
     app[TRACE_SETTINGS] = TraceSettings(tracing_active=tracing.active())

@@ -545,6 +545,11 @@ class ServerConfig:
     console: bool = _setting(
         True, doc="serve the web console at /console (--no-console turns it off)"
     )
+    fast_lane: bool = _setting(
+        True,
+        doc="serve plain JSON predict/infer requests below aiohttp's web layer, with the same "
+        "answers (--no-fast-lane turns it off; tracing turns it off)",
+    )
     workers: str = _setting(
         "1",
         doc="server processes sharing the ports, each with its own copy of every model "
