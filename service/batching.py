@@ -125,6 +125,7 @@ class DirectScheduler:
         self._labels = (model, version)
         self._overdue = overdue
         self._inline_seconds = inline_seconds
+        self._direct_run = getattr(metrics, "direct_run", None)  # an observer's one report
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -151,7 +152,9 @@ class DirectScheduler:
             finally:
                 tracing.end_span(run_span)
             signature.observe(arrays, seconds, cpu)
-            if self._metrics is not None:
+            if self._direct_run is not None:
+                self._direct_run(*self._labels, seconds, waited)
+            elif self._metrics is not None:
                 self._metrics.executor_wait(*self._labels, waited, batched=False)
                 self._metrics.session_run(*self._labels, seconds)
             return values
@@ -180,7 +183,9 @@ class DirectScheduler:
             timer.cancel()
             tracing.end_span(run_span)
         signature.observe(arrays, seconds, cpu)
-        if self._metrics is not None:
+        if self._direct_run is not None:
+            self._direct_run(*self._labels, seconds, waited)
+        elif self._metrics is not None:
             self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
         return values

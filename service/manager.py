@@ -18,6 +18,7 @@ Readiness (``ready``) is false until the first scan has been planned and, with
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,9 @@ from service.statistics import InferenceStatistics, SchedulingObserver
 __all__ = ["ModelManager", "InferResult", "VersionStatus"]
 
 log = logging.getLogger("flowserve.manager")
+
+# parse_version remembered (every request's metrics labels ask; bounded: clients send them)
+_version_number = functools.lru_cache(maxsize=4096)(parse_version)
 
 
 @dataclass
@@ -453,7 +457,7 @@ class ModelManager:
         if m is None:
             return "", ""
         if version:
-            v = parse_version(version)
+            v = _version_number(version)
             if v is None or v not in m.versions:
                 return model, ""
         return model, version
@@ -513,8 +517,11 @@ class ModelManager:
                     f"Model '{name}' version {v} is not available (state {s.state.value}{detail})"
                 )
             return s
-        available = [s for s in model.versions.values() if s.state is VersionState.AVAILABLE]
-        if not available:
+        latest = None
+        for s in model.versions.values():
+            if s.state is VersionState.AVAILABLE and (latest is None or s.version > latest.version):
+                latest = s
+        if latest is None:
             states = ", ".join(
                 f"v{v} {s.state.value}" + (f": {s.error}" if s.error else "")
                 for v, s in sorted(model.versions.items())
@@ -523,7 +530,7 @@ class ModelManager:
             if model.config_error:
                 detail += f"; config error: {model.config_error}"
             raise Unavailable(f"Model '{name}' has no available version{detail}")
-        return max(available, key=lambda s: s.version)
+        return latest
 
     # -- inference --------------------------------------------------------------------------
     async def infer(
@@ -551,26 +558,21 @@ class ModelManager:
         if timeout <= 0:
             raise InvalidInput(f"timeout must be positive, got {timeout}")
         deadline = loop.time() + timeout
-        if self._saturated():
+        if len(self.overdue) >= self._compute_threads:  # (_saturated, without its call)
             raise Unavailable(
                 f"all {self._compute_threads} compute threads are still running computations "
                 "past their deadline; retry later"
             )
-        for attempt in range(2):
-            if servable is not None and not attempt:
-                s = servable
-            else:
-                s = self.resolve(name, version, label)
-            try:
-                s.acquire()
-            except Unavailable:
-                # Retired between lookup and use: a pinned version really is gone, but
-                # "latest" has a successor, so look again once.
-                if version is not None or label is not None or attempt:
-                    raise
-                continue
-            return await self._run(s, signature, inputs, outputs, deadline)
-        raise Unavailable(f"Model '{name}' has no available version")
+        s = servable if servable is not None else self.resolve(name, version, label)
+        try:
+            s.acquire()
+        except Unavailable:
+            # Retired since the lookup: gone if pinned; "latest" has a successor: look again
+            if version is not None or label is not None:
+                raise
+            s = self.resolve(name, version, label)
+            s.acquire()
+        return await self._run(s, signature, inputs, outputs, deadline)
 
     async def _run(
         self,
@@ -598,7 +600,7 @@ class ModelManager:
             input_seconds = validated - started
             if sig.batchable and arrays and isinstance(s.scheduler, Batcher):
                 rows = arrays[0].shape[0]
-            wanted = sig.check_outputs(outputs)
+            wanted = sig.output_order if outputs is None else sig.check_outputs(outputs)
             values = await s.scheduler.submit(sig, arrays, deadline)
             selecting = time.perf_counter()
             values = {a: values[a] for a in wanted}

@@ -10,9 +10,21 @@ imported): every worker writes its values to files there and a scrape of any wor
 the sum over all of them. Gauges say how they combine (``multiprocess_mode``); the process,
 platform and GC collectors cannot be combined and are left out; the device collector reports
 the answering worker's own devices and instances.
+
+In a single process the series a request updates (requests, latency, in flight, rows,
+session runs, batches, queue waits and depths, rejections) are tallied in plain Python
+numbers (``_Tally``, ``_HistogramTally``: no lock, no method layers) and copied into their
+``prometheus_client`` children when the registry is collected (``_TallyFlush``, the first
+collector registered). Every update comes from the event loop's thread (HTTP, gRPC and the
+batchers' completion callbacks all run there), so each tally has one writer; a scrape only
+reads them. The values are those the children would hold had they been updated directly: a
+count is an exact integer, and a histogram's sum is accumulated in the same order.
 """
 
 from __future__ import annotations
+
+import threading
+from bisect import bisect_left
 
 from prometheus_client import (
     CollectorRegistry,
@@ -52,8 +64,18 @@ _STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
 
 
 class ServingMetrics:
-    def __init__(self, multiprocess_dir: str | None = None):
+    """The server's Prometheus metrics. ``tally``: keep the per-request series in tallies
+    (see the module's docstring); only without ``multiprocess_dir``."""
+
+    def __init__(self, multiprocess_dir: str | None = None, *, tally: bool = True):
         self.registry = CollectorRegistry(auto_describe=True)
+        # Tallies (single process only: a worker's values must reach its multiprocess files
+        # as they change); the flush is registered first, so a collection sees them folded.
+        self._tallies: list | None = None
+        self._tally_of: dict[int, object] = {}  # id(child) -> its tally
+        if multiprocess_dir is None and tally:
+            self._tallies = []
+            self.registry.register(_TallyFlush(self._tallies))
         # Collectors read at scrape time from this process only.
         self._local = _local_registry(self.registry, multiprocess_dir)
         self.multiprocess_dir = multiprocess_dir
@@ -187,13 +209,19 @@ class ServingMetrics:
         children = self._request_children.get(key)
         if children is None:
             children = (
-                self.requests.labels(model, version, protocol, endpoint, str(code)),
-                self.request_seconds.labels(model, version, protocol, endpoint),
+                self._tallied(self.requests.labels(model, version, protocol, endpoint, str(code))),
+                self._tallied(self.request_seconds.labels(model, version, protocol, endpoint)),
             )
             if len(self._request_children) < 10_000:
                 self._request_children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def flush(self) -> None:
+        """Copies the tallies into their ``prometheus_client`` children (a collection of the
+        registry does it first; this is for readers of the children themselves)."""
+        if self._tallies is not None:
+            _flush(self._tallies)
 
     def set_version_state(self, model: str, version: str, state: str | None) -> None:
         for s in _STATES:
@@ -238,11 +266,28 @@ class ServingMetrics:
 
     # -- scheduling -------------------------------------------------------------------------
     def _child(self, metric, *labels):
+        """The label child of ``metric`` (its tally in a single process), made once."""
         key = (id(metric), labels)
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = metric.labels(*labels)
+            child = self._children[key] = self._tallied(metric.labels(*labels))
         return child
+
+    def _tallied(self, child):
+        """``child``'s tally, kept for the flush (in a single process); else ``child``."""
+        if self._tallies is None:
+            return child
+        # One tally per child: several keys may share one (a latency child serves every
+        # status code of its labels).
+        tally = self._tally_of.get(id(child))
+        if tally is None:
+            if hasattr(child, "_upper_bounds"):  # a histogram's child
+                tally = _HistogramTally(child._upper_bounds)
+            else:
+                tally = _Tally()
+            self._tally_of[id(child)] = tally
+            self._tallies.append((tally, child))  # (holds the child: its id stays unique)
+        return tally
 
     def batch(self, model: str, version: str, rows: int, padding: int, seconds: float) -> None:
         self._child(self.batch_rows, model, version).observe(rows)
@@ -284,6 +329,7 @@ class ServingMetrics:
         return combined
 
     def render(self) -> bytes:
+        self.flush()
         if self.multiprocess_dir is None:
             return generate_latest(self.registry)
         return generate_latest(self.combined()) + generate_latest(self._local)
@@ -300,6 +346,73 @@ def _local_registry(registry: CollectorRegistry, multiprocess_dir: str | None):
     platform_collector.PlatformCollector(registry=registry)
     gc_collector.GCCollector(registry=registry)
     return registry
+
+
+class _Tally:
+    """A counter's or gauge's value, updated in place (see the module's docstring)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+    def inc(self, amount: float = 1) -> None:
+        self.value += amount
+
+    def dec(self, amount: float = 1) -> None:
+        self.value -= amount
+
+    def set(self, value: float) -> None:
+        self.value = value
+
+    def fold(self, child) -> None:
+        child._value.set(float(self.value))
+
+
+class _HistogramTally:
+    """A histogram's bucket counts (each observation in the first bucket that holds it,
+    as ``prometheus_client`` counts it) and its sum."""
+
+    __slots__ = ("bounds", "buckets", "sum")
+
+    def __init__(self, bounds: list[float]):
+        self.bounds = list(bounds)
+        self.buckets = [0] * len(bounds)
+        self.sum = 0.0
+
+    def observe(self, amount: float) -> None:
+        self.sum += amount
+        if amount == amount:  # a NaN lands in no bucket, as in prometheus_client
+            self.buckets[bisect_left(self.bounds, amount)] += 1
+
+    def fold(self, child) -> None:
+        child._sum.set(self.sum)
+        for value, count in zip(child._buckets, list(self.buckets)):
+            value.set(float(count))
+
+
+_FLUSH_LOCK = threading.Lock()  # scrapes may run at once (in executor threads)
+
+
+def _flush(tallies: list) -> None:
+    with _FLUSH_LOCK:
+        for tally, child in list(tallies):  # list(): made in one step, under the GIL
+            tally.fold(child)
+
+
+class _TallyFlush:
+    """The first collector of a single-process registry: folds the tallies into their
+    children before the metrics after it are collected. Yields nothing itself."""
+
+    def __init__(self, tallies: list):
+        self._tallies = tallies
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        _flush(self._tallies)
+        return []
 
 
 class _DeviceCollector:

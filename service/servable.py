@@ -144,7 +144,8 @@ class Signature:
         """The request's inputs in feed order, cast and shape-checked."""
         if len(inputs) == 1 == len(self.input_order) and self.input_order[0] in inputs:
             alias = self.input_order[0]  # the common case, without the set arithmetic
-            return [coerce(self.inputs[alias], inputs[alias])]
+            spec, arr = self.inputs[alias], inputs[alias]
+            return [arr if spec.accepts(arr) else coerce(spec, arr)]
         missing = [a for a in self.input_order if a not in inputs]
         unknown = sorted(set(inputs) - set(self.inputs))
         if missing or unknown:

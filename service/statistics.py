@@ -97,7 +97,7 @@ class InferenceStatistics:
         # duration: time.time() is the right clock here.
         now = int(time.time() * 1000)
         with self._lock:
-            entry = self._entry(model, version)
+            entry = self._given.get((model, version)) or self._entry(model, version)
             stats = entry.stats
             if input_seconds is not None:
                 d = stats["compute_input"]
@@ -144,6 +144,31 @@ class InferenceStatistics:
             infer.ns += ns
             batch["compute_output"].count += 1
 
+    def direct_run(self, model: str, version: int | str, waited: float, seconds: float) -> None:
+        """An unbatched request's run: ``queue(waited)`` and ``execution(1, seconds)`` in one
+        update."""
+        waited_ns, ns = int(waited * 1e9), int(seconds * 1e9)
+        with self._lock:
+            entry = self._given.get((model, version)) or self._entry(model, version)
+            stats = entry.stats
+            queue = stats["queue"]
+            queue.count += 1
+            queue.ns += waited_ns
+            entry.execution_count += 1
+            infer = stats["compute_infer"]
+            infer.count += 1
+            infer.ns += ns
+            batch = entry.batches.get(1)
+            if batch is None:
+                batch = entry.batches[1] = {
+                    k: _Duration() for k in ("compute_input", "compute_infer", "compute_output")
+                }
+            batch["compute_input"].count += 1
+            infer = batch["compute_infer"]
+            infer.count += 1
+            infer.ns += ns
+            batch["compute_output"].count += 1
+
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:
             entry = self._versions.pop((model, str(version)), None)
@@ -183,6 +208,13 @@ class SchedulingObserver:
         if self.metrics is not None:
             self.metrics.session_run(model, version, seconds)
         self.statistics.execution(model, version, rows, seconds)
+
+    def direct_run(self, model: str, version: str, seconds: float, waited: float) -> None:
+        """An unbatched request ran for ``seconds`` after waiting ``waited`` for a compute
+        thread: ``executor_wait`` and ``session_run`` in one report."""
+        if self.metrics is not None:
+            self.metrics.session_run(model, version, seconds)
+        self.statistics.direct_run(model, version, waited, seconds)
 
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
         if self.metrics is not None:

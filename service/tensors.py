@@ -38,7 +38,7 @@ _MAX_DEPTH = 32  # nested lists
 class TensorSpec:
     """A signature input or output: public alias, graph tensor name, dtype and shape."""
 
-    __slots__ = ("alias", "tensor_name", "dtype", "_shape", "_dims")
+    __slots__ = ("alias", "tensor_name", "dtype", "_shape", "_dims", "_exact")
 
     def __init__(self, alias: str, tensor_name: str, dtype: dtypes.DType, shape: TensorShape):
         self.alias = alias
@@ -54,6 +54,26 @@ class TensorSpec:
     def shape(self, shape: TensorShape) -> None:
         self._shape = shape
         self._dims = shape.as_tuple()  # read for every request: made once
+        self._exact = _exact_check(self.dtype, self._dims)
+
+    def accepts(self, arr: np.ndarray) -> bool:
+        """Whether ``arr`` is already what ``coerce`` makes of it (an array of this
+        numeric dtype and shape), so that it is returned as it is: a few comparisons
+        instead of ``coerce``'s checks. False only means "ask ``coerce``"."""
+        exact = self._exact
+        if exact is None or exact[0] is not self.dtype:
+            if exact is not None:  # the dtype was replaced since the check was made
+                self._exact = _exact_check(self.dtype, self._dims)
+            return False
+        if arr.dtype is not exact[1]:
+            return False
+        shape = arr.shape
+        if len(shape) != exact[2]:
+            return False
+        for i, d in exact[3]:
+            if shape[i] != d:
+                return False
+        return True
 
     @property
     def dims(self) -> tuple[int | None, ...] | None:
@@ -61,6 +81,17 @@ class TensorSpec:
 
     def __repr__(self) -> str:
         return f"TensorSpec({self.alias!r}, {self.dtype.name}, {shape_str(self.dims)})"
+
+
+def _exact_check(dtype, dims) -> tuple | None:
+    """(the dtype, its numpy dtype, the rank, [(dimension, size)] of the known sizes) of a
+    numeric spec of known rank, for ``TensorSpec.accepts``; None otherwise."""
+    if dims is None:
+        return None
+    target = dtype.base_dtype.np
+    if target is None or target.kind not in "biuf":
+        return None
+    return dtype, target, len(dims), [(i, d) for i, d in enumerate(dims) if d is not None]
 
 
 def shape_str(dims: Sequence[int | None] | None) -> str:

@@ -42,6 +42,7 @@ __all__ = [
     "configure",
     "middleware",
     "phase",
+    "traced",
     "span",
     "capture",
     "start_span",
@@ -194,6 +195,12 @@ def _sampled(request: web.Request, settings) -> bool:
         request.path.endswith("/infer") or info.get("verb") in ("predict", "classify", "regress")
     )
     return settings.sample(info.get("model")) if inference else settings.enabled()
+
+
+def traced(request: web.Request) -> bool:
+    """Whether ``request`` has a server span (its handler's ``phase`` calls have work): a
+    handler may ask once and skip them."""
+    return bool(_TRACED) and _SERVER_SPAN in request
 
 
 def phase(request: web.Request, name: str | None, **attributes: object) -> None:

@@ -93,15 +93,17 @@ async def read_body(request: web.Request, timeout: float | None = None) -> bytes
 
     The server decodes bodies itself rather than letting aiohttp do it while parsing: a
     truncated deflate stream made aiohttp's parser drop the request without an answer."""
-    if timeout is None:
-        timeout = request.app.get(BODY_TIMEOUT)
     try:
         if request.content.is_eof():  # all arrived with the headers: no timer to arm
             raw = await request.read()
         else:
+            if timeout is None:
+                timeout = request.app.get(BODY_TIMEOUT)
             async with asyncio.timeout(timeout):
                 raw = await request.read()
     except TimeoutError:
+        if timeout is None:
+            timeout = request.app.get(BODY_TIMEOUT)
         raise RequestTimeout(
             f"The request body did not arrive within {timeout:g} seconds (body_timeout)"
         ) from None
@@ -187,12 +189,14 @@ def is_msgpack(request: web.Request) -> bool:
     return request.content_type in (MSGPACK, "application/x-msgpack")
 
 
-def wants_msgpack(request: web.Request) -> bool:
+def wants_msgpack(request: web.Request, packed: bool | None = None) -> bool:
+    """Whether the answer is msgpack: ``Accept`` names it, or without ``Accept`` the request
+    is msgpack (``packed``: ``is_msgpack(request)``, if the caller knows it)."""
     accept = request.headers.get("Accept", "")
     return (
         MSGPACK in accept
         or "application/x-msgpack" in accept
-        or (not accept and is_msgpack(request))
+        or (not accept and (is_msgpack(request) if packed is None else packed))
     )
 
 

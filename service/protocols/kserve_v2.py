@@ -519,7 +519,9 @@ async def cuda_shm_refused(request: web.Request) -> web.Response:
 
 async def infer(request: web.Request) -> web.Response:
     name, version = _target(request)
-    tracing.phase(request, "parse", model=name)
+    traced = tracing.traced(request)
+    if traced:
+        tracing.phase(request, "parse", model=name)
     doc, binary = _split_body(request, await read_body(request))
     params = _parameters(doc.get("parameters"), "request")
     request_id = doc.get("id")
@@ -536,16 +538,24 @@ async def infer(request: web.Request) -> web.Response:
     wanted, binary_outputs, shm_outputs, classes = _requested_outputs(
         doc.get("outputs"), default_binary, shm
     )
-    deadlines = [
-        t
-        for t in (
-            timeout_micros(params.get("timeout")),
-            parse_timeout(request.headers.get("Request-Timeout"), "the Request-Timeout header"),
-        )
-        if t is not None
-    ]
-    tracing.phase(request, None)
-    result = await request.app[MANAGER].infer(
+    header = request.headers.get("Request-Timeout")
+    field = params.get("timeout")
+    deadlines = (
+        []
+        if header is None and field is None
+        else [
+            t
+            for t in (
+                timeout_micros(field),
+                parse_timeout(header, "the Request-Timeout header"),
+            )
+            if t is not None
+        ]
+    )
+    if traced:
+        tracing.phase(request, None)
+    manager = request.app[MANAGER]
+    result = await manager.infer(
         name,
         inputs,
         version=version,
@@ -554,12 +564,16 @@ async def infer(request: web.Request) -> web.Response:
         timeout=min(deadlines) if deadlines else None,
     )
     note(request, version=result.version)
-    tracing.phase(request, "encode", model=name, version=result.version)
-    as_msgpack = wants_msgpack(request) or (
-        is_msgpack(request) and "application/json" not in request.headers.get("Accept", "")
+    if traced:
+        tracing.phase(request, "encode", model=name, version=result.version)
+    packed = is_msgpack(request)
+    as_msgpack = wants_msgpack(request, packed) or (
+        packed and "application/json" not in request.headers.get("Accept", "")
     )
-    apply_classification(request.app[MANAGER], result, classes)
-    _write_shm_outputs(result, shm_outputs, shm)
+    if classes:
+        apply_classification(manager, result, classes)
+    if shm_outputs:
+        _write_shm_outputs(result, shm_outputs, shm)
     response = _response(
         result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
     )

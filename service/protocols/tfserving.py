@@ -166,7 +166,9 @@ async def _predict(request: web.Request) -> web.Response:
     servable = manager.resolve(model, version, label)
     note(request, model=servable.model, version=servable.version)
 
-    tracing.phase(request, "parse", model=servable.model)
+    traced = tracing.traced(request)
+    if traced:
+        tracing.phase(request, "parse", model=servable.model)
     packed = is_msgpack(request)
     raw = await read_body(request)
     body = unpackb(raw) if packed else parse_json(raw)
@@ -188,7 +190,8 @@ async def _predict(request: web.Request) -> web.Response:
     else:
         inputs = _columnar_inputs(body["inputs"], signature)
 
-    tracing.phase(request, None)
+    if traced:
+        tracing.phase(request, None)
     result = await manager.infer(
         model,
         inputs,
@@ -200,8 +203,9 @@ async def _predict(request: web.Request) -> web.Response:
     )
     if result.version != servable.version:  # "latest" moved on while it waited
         note(request, version=result.version)
-    tracing.phase(request, "encode", model=result.model, version=result.version)
-    if packed or wants_msgpack(request):
+    if traced:
+        tracing.phase(request, "encode", model=result.model, version=result.version)
+    if packed or wants_msgpack(request, packed):
         return web.Response(
             body=packb(
                 {
@@ -349,9 +353,10 @@ def _row_inputs(instances, signature, fast: bool = False) -> dict[str, np.ndarra
         columns = {a: [instance[a] for instance in instances] for a in names}
     else:
         alias = _sole_input(signature, "each instance")
-        if any(_is_named(instance) for instance in instances):
-            raise InvalidInput("'instances' mixes objects naming inputs with bare values")
-        columns = {alias: instances}
+        for instance in instances:
+            if _is_named(instance):
+                raise InvalidInput("'instances' mixes objects naming inputs with bare values")
+        return {alias: _stack(alias, instances, signature if fast else None)}
     return {a: _stack(a, values, signature if fast else None) for a, values in columns.items()}
 
 
@@ -445,6 +450,10 @@ def _decode_b64(value, what: str, depth: int = 0):
 
 # -- responses ------------------------------------------------------------------------------
 def _predictions(outputs: dict[str, np.ndarray]) -> list:
+    if len(outputs) == 1:  # the common case: the output's value is the list of predictions
+        ((alias, arr),) = outputs.items()
+        if arr.ndim:
+            return _to_json(arr, alias)
     batch, first = None, None
     for alias, arr in outputs.items():
         if arr.ndim == 0:

@@ -141,12 +141,21 @@ def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what:
 
 
 def _output_datatype(name: str, arr: np.ndarray) -> str:
+    datatype = _DATATYPE_BY_NUMPY.get(arr.dtype)
+    if datatype is not None:
+        return datatype
     try:
-        return _DATATYPE_OF[dtypes.as_dtype(arr.dtype)]
+        datatype = _DATATYPE_OF[dtypes.as_dtype(arr.dtype)]
     except (TypeError, KeyError):
         raise Internal(
             f"output '{name}' has dtype {arr.dtype}, which V2 cannot represent"
         ) from None
+    if len(_DATATYPE_BY_NUMPY) < 64:
+        _DATATYPE_BY_NUMPY[arr.dtype] = datatype
+    return datatype
+
+
+_DATATYPE_BY_NUMPY: dict[np.dtype, str] = {}  # _output_datatype's answers, by numpy dtype
 
 
 def _flat_bytes(arr: np.ndarray) -> list[bytes]:

@@ -27,6 +27,13 @@ from tests.service.test_request_fast_path import _same
 
 
 # -- one middleware == the chain -------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _untraced(monkeypatch):
+    """The lean app is the one without tracing: a tracer provider that an earlier test set
+    (they stay set) would give every app the chain."""
+    monkeypatch.setattr(tracing, "active", lambda refresh=False: False)
+
+
 @contextlib.contextmanager
 def _chained_app():
     """``create_app`` as with tracing on (the separate middlewares), with a pass-through
