@@ -380,6 +380,8 @@ class _Connection(web_protocol.RequestHandler):
         self._lane_eager = True
         try:
             task = start_eagerly(self._loop, coro)
+        except asyncio.CancelledError:  # its task cancelled within the step: closed already
+            task = None
         finally:
             self._lane_eager = False
         if task is not None:  # it waits (on a compute thread, a batch): still in progress
