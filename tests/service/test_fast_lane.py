@@ -38,6 +38,13 @@ def get(path: str, *headers: str) -> bytes:
     return ("\r\n".join([f"GET {path} HTTP/1.1", "Host: x", *headers]) + "\r\n\r\n").encode()
 
 
+@pytest.fixture(autouse=True)
+def untraced(monkeypatch):
+    """These servers are untraced (tracing turns the lane off): a tracer provider set by an
+    earlier test stays set."""
+    monkeypatch.setattr(tracing, "active", lambda refresh=False: False)
+
+
 @contextlib.asynccontextmanager
 async def serving(
     make_config, lane: bool, app_hook=None, access_log=None, cancel=False, **settings

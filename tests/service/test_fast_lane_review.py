@@ -41,6 +41,7 @@ from tests.service.test_fast_lane import (
     get,
     post,
     read_response,
+    untraced,  # noqa: F401 - an autouse fixture: these servers are untraced
 )
 
 
