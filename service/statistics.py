@@ -126,23 +126,7 @@ class InferenceStatistics:
         """One session run of ``rows`` rows taking ``seconds``."""
         ns = int(seconds * 1e9)
         with self._lock:
-            entry = self._entry(model, version)
-            entry.execution_count += 1
-            infer = entry.stats["compute_infer"]
-            infer.count += 1
-            infer.ns += ns
-            batch = entry.batches.get(rows)
-            if batch is None:
-                batch = entry.batches[rows] = {
-                    k: _Duration() for k in ("compute_input", "compute_infer", "compute_output")
-                }
-            # Inputs are validated per request before the run and outputs split per request
-            # after it: a batch's own input and output times are 0.
-            batch["compute_input"].count += 1
-            infer = batch["compute_infer"]
-            infer.count += 1
-            infer.ns += ns
-            batch["compute_output"].count += 1
+            _count_run(self._entry(model, version), rows, ns)
 
     def direct_run(self, model: str, version: int | str, waited: float, seconds: float) -> None:
         """An unbatched request's run: ``queue(waited)`` and ``execution(1, seconds)`` in one
@@ -150,24 +134,10 @@ class InferenceStatistics:
         waited_ns, ns = int(waited * 1e9), int(seconds * 1e9)
         with self._lock:
             entry = self._given.get((model, version)) or self._entry(model, version)
-            stats = entry.stats
-            queue = stats["queue"]
+            queue = entry.stats["queue"]
             queue.count += 1
             queue.ns += waited_ns
-            entry.execution_count += 1
-            infer = stats["compute_infer"]
-            infer.count += 1
-            infer.ns += ns
-            batch = entry.batches.get(1)
-            if batch is None:
-                batch = entry.batches[1] = {
-                    k: _Duration() for k in ("compute_input", "compute_infer", "compute_output")
-                }
-            batch["compute_input"].count += 1
-            infer = batch["compute_infer"]
-            infer.count += 1
-            infer.ns += ns
-            batch["compute_output"].count += 1
+            _count_run(entry, 1, ns)
 
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:
@@ -233,3 +203,23 @@ class SchedulingObserver:
     def rejected(self, model: str, version: str, reason: str) -> None:
         if self.metrics is not None:
             self.metrics.rejected(model, version, reason)
+
+
+def _count_run(entry, rows: int, ns: int) -> None:
+    """Counts one session run of ``rows`` rows taking ``ns`` in ``entry`` (lock held)."""
+    entry.execution_count += 1
+    infer = entry.stats["compute_infer"]
+    infer.count += 1
+    infer.ns += ns
+    batch = entry.batches.get(rows)
+    if batch is None:
+        batch = entry.batches[rows] = {
+            k: _Duration() for k in ("compute_input", "compute_infer", "compute_output")
+        }
+    # Inputs are validated per request before the run and outputs split per request after
+    # it: a batch's own input and output times are 0.
+    batch["compute_input"].count += 1
+    infer = batch["compute_infer"]
+    infer.count += 1
+    infer.ns += ns
+    batch["compute_output"].count += 1

@@ -47,7 +47,13 @@ def untraced(monkeypatch):
 
 @contextlib.asynccontextmanager
 async def serving(
-    make_config, lane: bool, app_hook=None, access_log=None, cancel=False, **settings
+    make_config,
+    lane: bool,
+    app_hook=None,
+    access_log=None,
+    cancel=False,
+    header_timeout: float = 30,
+    **settings,
 ):
     """A HardenedRunner (the CLI's) on a free loopback port: (port, runner). ``cancel``:
     a client that disconnects cancels its request (the CLI's handler_cancellation)."""
@@ -56,7 +62,7 @@ async def serving(
         app_hook(app)
     kwargs = {"access_log_class": AccessLogger, "access_log": access_log} if access_log else {}
     kwargs["handler_cancellation"] = cancel
-    runner = HardenedRunner(app, max_connections=100, header_timeout=30, **kwargs)
+    runner = HardenedRunner(app, max_connections=100, header_timeout=header_timeout, **kwargs)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -41,24 +41,14 @@ from tests.service.test_fast_lane import (
     get,
     post,
     read_response,
+    serving,
     untraced,  # noqa: F401 - an autouse fixture: these servers are untraced
 )
 
 
-@contextlib.asynccontextmanager
-async def server(make_config, lane: bool, header_timeout: float = 30, app_hook=None, **settings):
-    """A HardenedRunner (as the CLI builds it) on a free loopback port: (port, runner)."""
-    app = create_app(make_config(fast_lane=lane, **settings))
-    if app_hook is not None:
-        app_hook(app)
-    runner = HardenedRunner(app, max_connections=100, header_timeout=header_timeout)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield site._server.sockets[0].getsockname()[1], runner
-    finally:
-        await runner.cleanup()
+def server(make_config, lane: bool, header_timeout: float = 30, app_hook=None, **settings):
+    """test_fast_lane's server (as the CLI builds it) on a free loopback port."""
+    return serving(make_config, lane, app_hook, header_timeout=header_timeout, **settings)
 
 
 async def converse(port: int, *pieces: bytes, wait: float = 3.0, pause: float = 0.05):
