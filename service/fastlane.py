@@ -25,7 +25,7 @@ import asyncio
 import contextvars
 import re
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -185,13 +185,22 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
     return Head(method, path, headers, length, end + 4, hot, content_type)
 
 
-class LaneRequest(MutableMapping[str, Any]):
+class LaneRequest(dict):
     """What the ``serving`` middleware, the inference handlers and the access log use of
     an aiohttp request, for a request the lane serves: ``app``, ``match_info``, ``method``,
     ``path`` (and ``path_qs``, ``version``: aiohttp's access log reads them), ``headers``,
     ``content_type``, ``content_length``, ``body_exists``, ``cookies`` (none: a request with
     cookies is aiohttp's), ``remote``, item storage and ``read()``, whose body may still be
-    arriving."""
+    arriving.
+
+    The item storage (``request[KEY]``, ``get``, ``in``) is the object itself, a dict: a
+    request's keys are read and written about ten times on the hot path, and a dict's own
+    methods are C calls where a ``MutableMapping``'s are Python frames. Like aiohttp's
+    request it compares and hashes by identity."""
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
 
     __slots__ = (
         "app",
@@ -202,7 +211,6 @@ class LaneRequest(MutableMapping[str, Any]):
         "content_type",
         "content_length",
         "keep_alive",
-        "_state",
         "_body",
         "_waiter",
         "_peername",
@@ -227,7 +235,6 @@ class LaneRequest(MutableMapping[str, Any]):
         self.content_type = head.content_type
         self.content_length = head.length
         self.keep_alive = True  # a request with "Connection: close" is aiohttp's
-        self._state: dict[str, Any] = {}
         self._body: bytes | None = None
         self._waiter: asyncio.Future | None = None
         self._peername = peername
@@ -272,27 +279,6 @@ class LaneRequest(MutableMapping[str, Any]):
         if not self._waiter.done():
             self._waiter.set_exception(exc)
             self._waiter.exception()  # retrieved: nobody may be reading
-
-    def __getitem__(self, key: str) -> Any:
-        return self._state[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._state[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self._state[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._state)
-
-    def __len__(self) -> int:
-        return len(self._state)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._state.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._state
 
 
 class _Target:
@@ -396,6 +382,11 @@ def encode_response(response: web.Response) -> bytes:
 
 
 EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
+# asyncio's own current-task registry (C functions on 3.11; ``asyncio.current_task`` is a
+# Python frame in front of the dict).
+_current_tasks = asyncio.tasks._current_tasks
+_enter_task = asyncio.tasks._enter_task
+_leave_task = asyncio.tasks._leave_task
 
 
 def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.Task | None:
@@ -417,19 +408,19 @@ def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.T
     context = contextvars.copy_context()
     carrier = _Carrier(coro)
     stand_in = _FirstStep()
-    outer = asyncio.current_task(loop)  # a task starting another (a route lookup's)
+    outer = _current_tasks.get(loop)  # a task starting another (a route lookup's)
     if outer is not None:
-        asyncio.tasks._leave_task(loop, outer)
-    asyncio.tasks._enter_task(loop, stand_in)
+        _leave_task(loop, outer)
+    _enter_task(loop, stand_in)
     try:
         carrier.first_step(context)
     finally:
-        asyncio.tasks._leave_task(loop, stand_in)
+        _leave_task(loop, stand_in)
         if outer is not None:
-            asyncio.tasks._enter_task(loop, outer)
+            _enter_task(loop, outer)
     if carrier.finished:
-        error = carrier.error()
-        if error is not None:
+        raised, error = carrier._first
+        if raised and not isinstance(error, StopIteration):
             raise error
         return None
     task = asyncio.Task(carrier, loop=loop, context=context)
@@ -495,13 +486,6 @@ class _Carrier(Coroutine):
         except BaseException as e:  # noqa: BLE001 - StopIteration too: given to the task
             self.finished = True
             self._first = (True, e)
-
-    def error(self) -> BaseException | None:
-        """What the first step raised, other than StopIteration (it ended: its outcome)."""
-        first = self._first
-        if first is None or not first[0] or isinstance(first[1], StopIteration):
-            return None
-        return first[1]
 
     def send(self, value: Any) -> Any:
         first = self._first
