@@ -347,25 +347,34 @@ class FastLane:
         self._cached_bytes += len(path)
 
 
+# What the functions below read of an aiohttp response, directly (the properties in front of
+# them are a Python frame each): ``service.http.lane_unsupported`` checks they exist.
+RESPONSE_MEMBERS = ("_body", "_chunked", "_compression", "_cookies", "_status", "_reason")
+RESPONSE_MEMBERS += ("_headers", "_keep_alive")
+
+
 def simple_response(response: web.StreamResponse) -> bool:
     """Whether ``encode_response`` writes ``response`` as aiohttp would: a ``Response``
     with a bytes body, no compression, chunking or cookies, a status with a body."""
+    if not isinstance(response, web.Response):
+        return False
+    status = response._status
     return (
-        isinstance(response, web.Response)
-        and isinstance(response.body, (bytes, bytearray))
-        and not response.chunked
-        and not response.compression
+        isinstance(response._body, (bytes, bytearray))
+        and not response._chunked
+        and not response._compression
         and not response._cookies
-        and response.status >= 200
-        and response.status not in (204, 304)
+        and status >= 200
+        and status != 204
+        and status != 304
     )
 
 
 def finish_headers(response: web.Response, keep_alive: bool) -> CIMultiDict:
     """``response``'s headers completed as aiohttp's ``prepare`` completes them for an
     HTTP/1.1 request: Content-Length, a default Content-Type, Date, Server, Connection."""
-    headers = response.headers
-    body = response.body
+    headers = response._headers
+    body = response._body
     if "Content-Length" not in headers:
         headers["Content-Length"] = str(len(body))
     if body:
@@ -380,8 +389,8 @@ def finish_headers(response: web.Response, keep_alive: bool) -> CIMultiDict:
 
 def encode_response(response: web.Response) -> bytes:
     """The bytes of a response ``finish_headers`` completed (``simple_response``)."""
-    status_line = f"HTTP/1.1 {response.status} {response.reason}"
-    return _serialize_headers(status_line, response.headers) + bytes(response.body)
+    status_line = f"HTTP/1.1 {response._status} {response._reason}"
+    return _serialize_headers(status_line, response._headers) + bytes(response._body)
 
 
 EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
