@@ -2,7 +2,7 @@
 
     python bench/batching.py [--duration 5] [--parts inprocess,http,clients,background]
         [--rounds 3] [--batching-parameters FILE] [--baseline REF] [--client wrk|hey|aiohttp]
-        [--json out.json]
+        [--variant LABEL=FLAGS ...] [--json out.json]
 
 Parts (every pair alternates on/off in the same run, ``--rounds`` times in rotating order,
 printing medians; servers listen on free 127.0.0.1 ports and are stopped at the end):
@@ -43,6 +43,7 @@ import contextlib
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -380,12 +381,28 @@ def _export(ref: str, into: Path) -> Path:
     return into
 
 
-async def start_servers(repo: Path, params: Path | None, baseline: Path | None = None) -> dict:
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    """``LABEL=FLAGS`` (``on-swi500=--switch-interval-micros 500``): a server with batching
+    on (LABEL starts with ``on``) or off (``off``), given FLAGS on top."""
+    label, sep, flags = text.partition("=")
+    if not sep or not label.startswith(("on-", "off-")):
+        raise argparse.ArgumentTypeError(
+            f"a variant is LABEL=FLAGS with LABEL starting with on- or off-, got {text!r}"
+        )
+    return label, shlex.split(flags)
+
+
+async def start_servers(
+    repo: Path, params: Path | None, baseline: Path | None = None, variants: tuple = ()
+) -> dict:
     servers = {}
     extra = ["--batching-parameters-file", str(params)] if params is not None else []
     with _blas_env_unset():  # as shipped: the server's own BLAS limit decides
         servers["off"] = flowserve(repo, "batching-off")
         servers["on"] = flowserve(repo, "batching-on", "--enable-batching", *extra)
+        for label, flags in variants:
+            on = ["--enable-batching", *extra] if label.startswith("on") else []
+            servers[label] = flowserve(repo, f"batching-{label}", *on, *flags)
         if baseline is not None:
             servers["on@baseline"] = _baseline_server(
                 baseline, repo, "batching-on-baseline", "--enable-batching", *extra
@@ -421,6 +438,11 @@ def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
         if p99:
             ratios[f"{title} p99 {label}/off (target <= 1)"] = _ratio(r.p99_ms, off.p99_ms)
         ratios[f"{title} req/s {label}/off"] = _ratio(r.throughput_rps, off.throughput_rps)
+        base = label.split("-", 1)[0]
+        if label != base and base in pair:  # a variant, beside its own mode's server
+            other = pair[base][0]
+            ratios[f"{title} req/s {label}/{base}"] = _ratio(r.throughput_rps, other.throughput_rps)
+            ratios[f"{title} p99 {label}/{base}"] = _ratio(r.p99_ms, other.p99_ms)
     return ratios
 
 
@@ -535,6 +557,7 @@ async def run(
     params: Path | None,
     baseline: str | None,
     client: str = "wrk",
+    variants: tuple = (),
 ) -> dict:
     out = {
         "machine": platform.machine(),
@@ -553,7 +576,7 @@ async def run(
             results["inprocess"] = await part_inprocess(repo, params, duration, rounds, code)
             _print(results["inprocess"])
         if {"http", "clients", "background", "blas"} & set(parts):
-            servers = await start_servers(repo, params, code)
+            servers = await start_servers(repo, params, code, variants)
             try:
                 if "http" in parts:
                     print("== over HTTP: wide_mlp, 64 clients", flush=True)
@@ -615,6 +638,15 @@ def main(argv=None) -> int:
         "machine the client shares the cores with the server, so a cheaper one measures the "
         "server better",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        type=parse_variant,
+        default=[],
+        help="LABEL=FLAGS, repeatable: one more server over HTTP, batching on (LABEL on-...) "
+        "or off (off-...) with FLAGS added, measured in the same rotating rounds (an A/B of "
+        "a server setting), e.g. on-swi500='--switch-interval-micros 500'",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
@@ -627,7 +659,15 @@ def main(argv=None) -> int:
         parser.error(why)
     print(f"load client: {args.client}", flush=True)
     out = asyncio.run(
-        run(parts, args.duration, max(1, args.rounds), params, args.baseline, args.client)
+        run(
+            parts,
+            args.duration,
+            max(1, args.rounds),
+            params,
+            args.baseline,
+            args.client,
+            tuple(args.variant),
+        )
     )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))

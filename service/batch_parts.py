@@ -192,6 +192,9 @@ def _rows(arrays) -> int:
 
 
 def _shape_key(arrays, pad: bool) -> tuple:
+    if len(arrays) == 1:  # (most signatures: no generator per request)
+        a = arrays[0]
+        return ((a.dtype.str, a.ndim if pad else a.shape[1:]),)
     if pad:
         return tuple((a.dtype.str, a.ndim) for a in arrays)
     return tuple((a.dtype.str, a.shape[1:]) for a in arrays)

@@ -210,6 +210,7 @@ class Batcher:
         self._concurrency = max(config.threads, instances)
         self._executor = executor
         self._metrics = metrics
+        self._queue_waits = getattr(metrics, "queue_waits", None)  # an observer's one report
         self._labels = (model, version)
         self._direct = DirectScheduler(
             executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
@@ -248,7 +249,18 @@ class Batcher:
             return await self._submit_split(signature, arrays, rows, deadline)
         if rows == 0:
             return await self._direct.submit(signature, arrays, deadline)
-        return await self._enqueue(signature, arrays, rows, deadline)
+        if self._may_run_at_once(signature, arrays):
+            return self._run_at_once(signature, arrays, rows, deadline)
+        # (_enqueue's steps, inline: one coroutine less per request)
+        request = self._queue(signature, arrays, rows, deadline)
+        try:
+            return await request.future
+        except BaseException:  # missed its deadline, cancelled, or its run failed
+            if request.watch is not None:
+                request.watch.left()
+            raise
+        finally:
+            tracing.end_span(request.wait)  # already ended when its batch started
 
     async def close(self) -> None:
         """Stops batching: queued requests fail with QueueFull (503, retry); batches already
@@ -271,11 +283,26 @@ class Batcher:
         return len(self._open) + len(self._ready)
 
     async def _enqueue(self, signature, arrays, rows, deadline):
-        loop = asyncio.get_running_loop()
+        """A request's rows through the queue (or at once): its outputs."""
+        if self._may_run_at_once(signature, arrays):
+            return self._run_at_once(signature, arrays, rows, deadline)
+        request = self._queue(signature, arrays, rows, deadline)
+        try:
+            return await request.future
+        except BaseException:  # missed its deadline, cancelled, or its run failed
+            if request.watch is not None:
+                request.watch.left()
+            raise
+        finally:
+            tracing.end_span(request.wait)  # already ended when its batch started
+
+    def _queue(self, signature, arrays, rows, deadline) -> _Request:
+        """Puts a request in its open batch (opening one if needed) and schedules a
+        dispatch when a batch thread is free; the queued request, whose future the caller
+        awaits."""
         if self._closed:
             raise QueueFull("the model version is being unloaded; retry")
-        if self._may_run_at_once(signature, arrays):
-            return self._run_at_once(loop, signature, arrays, rows, deadline)
+        loop = asyncio.get_running_loop()
         if self._turn_taken:
             self._lone = False  # a second request in one turn: merge until traffic thins
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
@@ -316,14 +343,7 @@ class Batcher:
             self._dispatching = loop.call_soon(self._dispatch)
         elif self._dispatching is None:
             self._set_depth()  # (else the dispatch on the next turn reports the depth)
-        try:
-            return await request.future
-        except BaseException:  # missed its deadline, cancelled, or its run failed
-            if request.watch is not None:
-                request.watch.left()
-            raise
-        finally:
-            tracing.end_span(request.wait)  # already ended when its batch started
+        return request
 
     def _may_run_at_once(self, signature, arrays) -> bool:
         """Whether a request runs at once, on the loop, without queueing: requests have been
@@ -334,6 +354,7 @@ class Batcher:
         until a batch starts with a single request in it (traffic thinned out again)."""
         return (
             self._lone
+            and not self._closed
             and self._dispatching is None
             and not self._turn_taken
             and not self._open
@@ -343,8 +364,9 @@ class Batcher:
             and not tracing.active()
         )
 
-    def _run_at_once(self, loop, signature, arrays, rows, deadline):
+    def _run_at_once(self, signature, arrays, rows, deadline):
         """Runs one request as a batch of its own, here and now (see ``_may_run_at_once``)."""
+        loop = asyncio.get_running_loop()
         if loop.time() >= deadline:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
@@ -475,7 +497,9 @@ class Batcher:
             self._disarm(batch)
             return
         now = loop.time()
-        if self._metrics is not None:
+        if self._queue_waits is not None:  # one report per batch
+            self._queue_waits(*self._labels, [now - r.enqueued for r in live])
+        elif self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
         try:

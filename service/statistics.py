@@ -122,6 +122,14 @@ class InferenceStatistics:
             queue.count += count
             queue.ns += ns
 
+    def queues(self, model: str, version: int | str, waits: list[float]) -> None:
+        """One queue time per request (a batch's requests): ``queue`` of each, one lock."""
+        ns = sum([int(seconds * 1e9) for seconds in waits])
+        with self._lock:
+            queue = self._entry(model, version).stats["queue"]
+            queue.count += len(waits)
+            queue.ns += ns
+
     def execution(self, model: str, version: int | str, rows: int, seconds: float) -> None:
         """One session run of ``rows`` rows taking ``seconds``."""
         ns = int(seconds * 1e9)
@@ -190,6 +198,12 @@ class SchedulingObserver:
         if self.metrics is not None:
             self.metrics.queue_wait(model, version, seconds)
         self.statistics.queue(model, version, seconds)
+
+    def queue_waits(self, model: str, version: str, waits: list[float]) -> None:
+        """``queue_wait`` of each of a batch's requests, in one report."""
+        if self.metrics is not None:
+            self.metrics.queue_waits(model, version, waits)
+        self.statistics.queues(model, version, waits)
 
     def executor_wait(self, model: str, version: str, seconds: float, batched: bool) -> None:
         """A request waited ``seconds`` for a compute thread: a direct request's whole queue
