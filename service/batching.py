@@ -251,7 +251,6 @@ class Batcher:
             return await self._direct.submit(signature, arrays, deadline)
         if self._may_run_at_once(signature, arrays):
             return self._run_at_once(signature, arrays, rows, deadline)
-        # (_enqueue's steps, inline: one coroutine less per request)
         request = self._queue(signature, arrays, rows, deadline)
         try:
             return await request.future
@@ -281,20 +280,6 @@ class Batcher:
     # -- queueing -------------------------------------------------------------------------
     def _enqueued_batches(self) -> int:
         return len(self._open) + len(self._ready)
-
-    async def _enqueue(self, signature, arrays, rows, deadline):
-        """A request's rows through the queue (or at once): its outputs."""
-        if self._may_run_at_once(signature, arrays):
-            return self._run_at_once(signature, arrays, rows, deadline)
-        request = self._queue(signature, arrays, rows, deadline)
-        try:
-            return await request.future
-        except BaseException:  # missed its deadline, cancelled, or its run failed
-            if request.watch is not None:
-                request.watch.left()
-            raise
-        finally:
-            tracing.end_span(request.wait)  # already ended when its batch started
 
     def _queue(self, signature, arrays, rows, deadline) -> _Request:
         """Puts a request in its open batch (opening one if needed) and schedules a
@@ -442,9 +427,7 @@ class Batcher:
     async def _submit_split(self, signature, arrays, rows, deadline):
         step = self.config.max_batch_size
         chunks = [[a[i : i + step] for a in arrays] for i in range(0, rows, step)]
-        parts = await asyncio.gather(
-            *(self._enqueue(signature, c, _rows(c), deadline) for c in chunks)
-        )
+        parts = await asyncio.gather(*(self.submit(signature, c, deadline) for c in chunks))
         return {alias: np.concatenate([p[alias] for p in parts], axis=0) for alias in parts[0]}
 
     # -- execution ------------------------------------------------------------------------
