@@ -130,7 +130,9 @@ async def _drive(runner, raw: bytes, n: int, clients: int = 1) -> tuple[float, b
         async def one() -> bytes:
             for protocol, transport in connections:
                 transport.done = loop.create_future()
-                protocol.data_received(raw)
+                # From the loop, as a socket's read is: a request served at once (batching
+                # on, a lone client) must not find the previous one's turn still open.
+                loop.call_soon(protocol.data_received, raw)
             answers = [await transport.done for _, transport in connections]
             return answers[-1]
 

@@ -70,7 +70,9 @@ def _child(tree: Path, server: str, work: Path, helper: Path, n: int, clients: i
             async def one() -> bytes:
                 for protocol, transport in connections:
                     transport.done = loop.create_future()
-                    protocol.data_received(raw)
+                    # From the loop, as a socket's read is: a request served at once (batching
+                    # on, a lone client) must not find the previous one's turn still open.
+                    loop.call_soon(protocol.data_received, raw)
                 return [await transport.done for _, transport in connections][-1]
 
             for _ in range(max(2, 30 // clients)):

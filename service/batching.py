@@ -210,7 +210,9 @@ class Batcher:
         self._concurrency = max(config.threads, instances)
         self._executor = executor
         self._metrics = metrics
-        self._queue_waits = getattr(metrics, "queue_waits", None)  # an observer's one report
+        # An observer's one report per batch / per request run at once, where it has them
+        self._queue_waits = getattr(metrics, "queue_waits", None)
+        self._ran_at_once = getattr(metrics, "ran_at_once", None)
         self._labels = (model, version)
         self._direct = DirectScheduler(
             executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
@@ -362,7 +364,9 @@ class Batcher:
             raise _serving_error(error)
         values, seconds, _, cpu = result
         signature.observe(arrays, seconds, cpu)
-        if self._metrics is not None:
+        if self._ran_at_once is not None:
+            self._ran_at_once(*self._labels, rows, seconds)
+        elif self._metrics is not None:
             self._metrics.queue_wait(*self._labels, 0.0)
             self._metrics.batch(*self._labels, rows, 0, seconds)
         wrong = _lost_batch_dim(values, rows)

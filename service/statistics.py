@@ -136,8 +136,10 @@ class InferenceStatistics:
         with self._lock:
             _count_run(self._entry(model, version), rows, ns)
 
-    def direct_run(self, model: str, version: int | str, waited: float, seconds: float) -> None:
-        """An unbatched request's run: ``queue(waited)`` and ``execution(1, seconds)`` in one
+    def direct_run(
+        self, model: str, version: int | str, waited: float, seconds: float, rows: int = 1
+    ) -> None:
+        """A request's own run: ``queue(waited)`` and ``execution(rows, seconds)`` in one
         update."""
         waited_ns, ns = int(waited * 1e9), int(seconds * 1e9)
         with self._lock:
@@ -145,7 +147,7 @@ class InferenceStatistics:
             queue = entry.stats["queue"]
             queue.count += 1
             queue.ns += waited_ns
-            _count_run(entry, 1, ns)
+            _count_run(entry, rows, ns)
 
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:
@@ -193,6 +195,14 @@ class SchedulingObserver:
         if self.metrics is not None:
             self.metrics.session_run(model, version, seconds)
         self.statistics.direct_run(model, version, waited, seconds)
+
+    def ran_at_once(self, model: str, version: str, rows: int, seconds: float) -> None:
+        """A batched request run at once, as a batch of its own (no queue): ``queue_wait``
+        of 0 and ``batch`` of its rows in one report."""
+        if self.metrics is not None:
+            self.metrics.queue_wait(model, version, 0.0)
+            self.metrics.batch(model, version, rows, 0, seconds)
+        self.statistics.direct_run(model, version, 0.0, seconds, rows)
 
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
         if self.metrics is not None:

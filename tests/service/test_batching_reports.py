@@ -106,3 +106,55 @@ async def test_requests_of_another_dtype_never_share_a_batch(pool):
     assert sorted((r[0].dtype.str, r[0].shape[0]) for r in sig.runs) == [("<f4", 2), ("<f8", 1)]
     assert [r["y"].dtype for r in results] == [np.float32, np.float64, np.float32]
     await b.close()
+
+
+class _Cheap(FakeSignature):
+    """Estimated at 1 us a run: a lone request runs at once."""
+
+    def estimated_seconds(self, arrays):  # noqa: ARG002 - the fake's fixed estimate
+        return 1e-6
+
+
+def _labelled(text: str, name: str) -> float:
+    line = next(x for x in text.splitlines() if x.startswith(name + '{model="m",version="1"}'))
+    return float(line.rsplit(" ", 1)[1])
+
+
+async def test_a_request_run_at_once_counts_as_one_queued_request_and_one_batch(pool):
+    metrics, statistics = ServingMetrics(), InferenceStatistics()
+    cfg = BatchingConfig(enabled=True, max_batch_size=32).validate("t")
+    b = Batcher(cfg, pool, SchedulingObserver(metrics, statistics), "m", "1", inline_seconds=1e-3)
+    sig = _Cheap()
+    deadline = asyncio.get_running_loop().time() + 10
+    out = await b.submit(sig, [np.full((3, 1), 2, np.float32)], deadline)
+    assert out["y"].tolist() == [[4.0]] * 3 and len(sig.runs) == 1
+    doc = statistics.doc("m", "1")
+    assert doc["inference_stats"]["queue"] == {"count": 1, "ns": 0}
+    assert doc["execution_count"] == 1 and doc["inference_stats"]["compute_infer"]["count"] == 1
+    assert [s["batch_size"] for s in doc["batch_stats"]] == [3]
+    text = metrics.render().decode()
+    assert _labelled(text, "flowserve_batch_queue_wait_seconds_count") == 1
+    assert _labelled(text, "flowserve_batch_queue_wait_seconds_sum") == 0
+    assert _labelled(text, "flowserve_batch_size_rows_sum") == 3
+    assert _labelled(text, "flowserve_batches_total") == 1
+    assert _labelled(text, "flowserve_model_executions_total") == 1
+    await b.close()
+
+
+async def test_an_observer_gets_one_report_for_a_request_run_at_once(pool):
+    recorder = _Recorder(batched=True)
+    cfg = BatchingConfig(enabled=True, max_batch_size=32).validate("t")
+    b = Batcher(cfg, pool, recorder, "m", "1", inline_seconds=1e-3)
+    deadline = asyncio.get_running_loop().time() + 10
+    await b.submit(_Cheap(), [np.ones((2, 1), np.float32)], deadline)
+    runs = [c for c in recorder.calls if c[0] in ("ran_at_once", "batch", "queue_wait")]
+    assert len(runs) == 1 and runs[0][:4] == ("ran_at_once", "m", "1", 2)
+    await b.close()
+
+
+def test_statistics_direct_run_of_rows_is_a_queue_and_an_execution_of_those_rows():
+    one, two = InferenceStatistics(), InferenceStatistics()
+    one.direct_run("m", "1", 0.25, 0.125, rows=3)
+    two.queue("m", "1", 0.25)
+    two.execution("m", "1", 3, 0.125)
+    assert one.doc("m", "1") == two.doc("m", "1")
