@@ -330,6 +330,12 @@ class ServingMetrics:
         children = self._run_children.get((model, version)) or self._run_series(model, version)
         (children[5] or self._made(children, 5, model, version)).observe(seconds)
 
+    def queue_waits(self, model: str, version: str, waits: list[float]) -> None:
+        """``queue_wait`` of each of a batch's requests (one label lookup)."""
+        observe = self._child(self.queue_wait_seconds, model, version).observe
+        for seconds in waits:
+            observe(seconds)
+
     def queue_depth(self, model: str, version: str, depth: int) -> None:
         children = self._run_children.get((model, version)) or self._run_series(model, version)
         (children[6] or self._made(children, 6, model, version)).set(depth)
