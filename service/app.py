@@ -282,7 +282,11 @@ def _serving(
 
     @web.middleware
     async def serving(request: web.Request, handler):
-        request_id, context = _start(request)
+        # _start, inline (a frame less on every request)
+        given = request.headers.get(REQUEST_ID_HEADER)
+        request_id = (given is not None and accept_request_id(given)) or new_request_id()
+        request[REQUEST_ID] = request_id
+        context = request_id_var.set(request_id)
         counter[0] += 1
         start = time.perf_counter()
         status = 500
@@ -328,7 +332,11 @@ def _observe(
 ) -> None:
     """Counts a finished request (``manager`` and ``metrics``: the app's, if known)."""
     path = request.path
-    endpoint = request.get(ENDPOINT) or _endpoint_cached(request.method, path)
+    endpoint = (
+        request.get(ENDPOINT)
+        or _ENDPOINT_CACHE.get((request.method, path))
+        or _endpoint_cached(request.method, path)
+    )
     # Only names the repository knows become labels: names from URLs are unbounded.
     model, version = (manager or request.app[MANAGER]).known_labels(
         request.get(MODEL, ""), request.get(VERSION, "")

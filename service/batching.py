@@ -93,7 +93,10 @@ def warn_blas_threads(intra_op_threads: int) -> None:
 
 
 class DirectScheduler:
-    """Runs every request individually in ``executor``."""
+    """Runs each request alone, in ``executor`` or inline (``runs_inline``; one inline run
+    in ``CPU_SAMPLE`` reads its CPU time, a system call, to keep the cost estimate)."""
+
+    CPU_SAMPLE = 8
 
     def __init__(
         self,
@@ -104,12 +107,11 @@ class DirectScheduler:
         overdue: Overdue | None = None,
         inline_seconds: float = 0.0,
     ):
-        self._executor = executor
-        self._metrics = metrics
+        self._executor, self._metrics, self._overdue = executor, metrics, overdue
         self._labels = (model, version)
-        self._overdue = overdue
         self._inline_seconds = inline_seconds
         self._direct_run = getattr(metrics, "direct_run", None)  # an observer's one report
+        self._inline_runs = 0
 
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
@@ -119,60 +121,59 @@ class DirectScheduler:
         if remaining <= 0:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
-        run_span = (
-            tracing.start_span(
-                "session_run",
-                None,
-                model=self._labels[0],
-                version=self._labels[1],
-                batch_size=_rows(arrays) if signature.batchable else 1,
-            )
-            if tracing.active()  # (the span's attributes cost a request their making)
-            else None
-        )
+        run_span = self._span(signature, arrays) if tracing.active() else None
         if runs_inline(signature, arrays, self._inline_seconds):
+            self._inline_runs += 1
+            learn = self._inline_runs % self.CPU_SAMPLE == 1
             try:
-                values, seconds, waited, cpu = _timed_run(signature, arrays)
+                if learn:
+                    values, seconds, waited, cpu = _timed_run(signature, arrays)
+                else:
+                    t0 = time.perf_counter()
+                    values = signature.run(arrays)
+                    seconds, waited = time.perf_counter() - t0, 0.0
             finally:
                 tracing.end_span(run_span)
+        else:
+            token = Cancellation()
+            work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
+            future = asyncio.wrap_future(work, loop=loop)
+            # A timer, not wait_for (no task per request). On expiry or when the client goes,
+            # the run stops at its next op (inside one long kernel it runs on, as overdue).
+            expired = []
+            timer = loop.call_at(deadline, _expire, future, expired)
+            try:
+                values, seconds, waited, cpu = await future
+            except asyncio.CancelledError:
+                token.cancel("deadline exceeded" if expired else "request cancelled")
+                if self._overdue is not None:
+                    self._overdue.watch(work)
+                if not expired:
+                    raise
+                self._reject("deadline")
+                raise DeadlineExceeded(
+                    f"deadline exceeded while running the model (limit {remaining:.3f}s)"
+                ) from None
+            finally:
+                timer.cancel()
+                tracing.end_span(run_span)
+            learn = True
+        if learn:
             signature.observe(arrays, seconds, cpu)
-            if self._direct_run is not None:
-                self._direct_run(*self._labels, seconds, waited)
-            elif self._metrics is not None:
-                self._metrics.executor_wait(*self._labels, waited, batched=False)
-                self._metrics.session_run(*self._labels, seconds)
-            return values
-        token = Cancellation()
-        work = self._executor.submit(_timed_run, signature, arrays, token, time.perf_counter())
-        future = asyncio.wrap_future(work, loop=loop)
-        # A timer rather than asyncio.wait_for: no extra task per request. On expiry (or when
-        # the client goes away) the awaiting stops and the computation is cancelled: it stops
-        # at its next op or loop iteration. One inside a long single kernel runs on, counted
-        # as overdue until it ends.
-        expired = []
-        timer = loop.call_at(deadline, _expire, future, expired)
-        try:
-            values, seconds, waited, cpu = await future
-        except asyncio.CancelledError:
-            token.cancel("deadline exceeded" if expired else "request cancelled")
-            if self._overdue is not None:
-                self._overdue.watch(work)
-            if not expired:
-                raise
-            self._reject("deadline")
-            raise DeadlineExceeded(
-                f"deadline exceeded while running the model (limit {remaining:.3f}s)"
-            ) from None
-        finally:
-            timer.cancel()
-            tracing.end_span(run_span)
-        signature.observe(arrays, seconds, cpu)
         if self._direct_run is not None:
             self._direct_run(*self._labels, seconds, waited)
         elif self._metrics is not None:
             self._metrics.executor_wait(*self._labels, waited, batched=False)
             self._metrics.session_run(*self._labels, seconds)
         return values
+
+    def _span(self, signature: Signature, arrays: list[np.ndarray]):
+        """The session_run span (only when tracing: its attributes cost their making)."""
+        batch = _rows(arrays) if signature.batchable else 1
+        model, version = self._labels
+        return tracing.start_span(
+            "session_run", None, model=model, version=version, batch_size=batch
+        )
 
     def _reject(self, reason: str) -> None:
         if self._metrics is not None:

@@ -25,7 +25,7 @@ import asyncio
 import contextvars
 import re
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -60,7 +60,7 @@ _MAX_HEADERS = 100
 _MAX_LENGTH_DIGITS = 18
 REFUSE = "refuse"  # parse_head: not plainly simple; aiohttp's parser takes it from here
 
-_REQUEST_LINE = re.compile(r"([A-Z]{1,16}) (/[\x21-\x7e]*) HTTP/1\.1\Z")
+_REQUEST_LINE = re.compile(r"([A-Z]{1,16}) (/[\x21-\x7e]*) HTTP/1\.1")
 # The start of a head whose blank line has not arrived: a whole request line the lane could
 # take, or the beginning of one. Anything else is aiohttp's to judge at once (a TLS
 # ClientHello on the plain port, bytes after a body longer than its Content-Length, ...).
@@ -70,11 +70,10 @@ _FIRST_LINE_START = re.compile(
     rb"[A-Z]{1,16}(?: (?:/[\x21-\x7e]*(?: (?:" + _VERSION_STARTS + rb"))?)?)?\Z"
 )
 # A header line: a token name, a colon, optional whitespace, a value of visible ASCII (inner
-# spaces and tabs allowed), optional whitespace. Checked for the whole block at once.
-_FIELD = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?[ \t]*"
-_FIELDS = re.compile(rf"(?:\r\n{_FIELD})*\Z")
-_FIELD_PARTS = re.compile(
-    r"\r\n([^:]+):[ \t]*((?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?)[ \t]*"
+# spaces and tabs allowed), optional whitespace. Each line is checked and taken apart in one
+# match (a check of the whole block, then a second pass to take it apart, cost twice that).
+_FIELD = re.compile(
+    r"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?)[ \t]*"
 )
 _SEGMENT = r"[A-Za-z0-9_~-][A-Za-z0-9_.~-]*"
 _HOT_PATH = re.compile(
@@ -134,21 +133,25 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
         text = buffer[:end].decode("ascii")
     except UnicodeDecodeError:
         return REFUSE
-    line_end = text.find("\r\n")
-    if line_end < 0:
-        line_end = len(text)
-    request_line = _REQUEST_LINE.match(text, 0, line_end)
-    if request_line is None or not _FIELDS.match(text, line_end):
+    lines = text.split("\r\n")
+    if len(lines) > _MAX_HEADERS:  # the request line and _MAX_HEADERS fields or more
         return REFUSE
-    headers = _FIELD_PARTS.findall(text, line_end)
-    if len(headers) >= _MAX_HEADERS:
+    request_line = _REQUEST_LINE.fullmatch(lines[0])
+    if request_line is None:
         return REFUSE
     method, path = request_line.groups()
     length = None
     hot = method == "POST" and _HOT_PATH.match(path) is not None and "/." not in path
     content_type = "application/octet-stream"
     seen = set()
-    for name, value in headers:
+    headers = []
+    field = _FIELD.fullmatch
+    for line in lines[1:]:
+        parts = field(line)
+        if parts is None:
+            return REFUSE
+        name, value = pair = parts.groups()
+        headers.append(pair)
         lower = name.lower()
         if lower not in _NOTED:
             continue
@@ -185,13 +188,22 @@ def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
     return Head(method, path, headers, length, end + 4, hot, content_type)
 
 
-class LaneRequest(MutableMapping[str, Any]):
+class LaneRequest(dict):
     """What the ``serving`` middleware, the inference handlers and the access log use of
     an aiohttp request, for a request the lane serves: ``app``, ``match_info``, ``method``,
     ``path`` (and ``path_qs``, ``version``: aiohttp's access log reads them), ``headers``,
     ``content_type``, ``content_length``, ``body_exists``, ``cookies`` (none: a request with
     cookies is aiohttp's), ``remote``, item storage and ``read()``, whose body may still be
-    arriving."""
+    arriving.
+
+    The item storage (``request[KEY]``, ``get``, ``in``) is the object itself, a dict: a
+    request's keys are read and written about ten times on the hot path, and a dict's own
+    methods are C calls where a ``MutableMapping``'s are Python frames. Like aiohttp's
+    request it compares and hashes by identity."""
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
 
     __slots__ = (
         "app",
@@ -202,7 +214,6 @@ class LaneRequest(MutableMapping[str, Any]):
         "content_type",
         "content_length",
         "keep_alive",
-        "_state",
         "_body",
         "_waiter",
         "_peername",
@@ -227,7 +238,6 @@ class LaneRequest(MutableMapping[str, Any]):
         self.content_type = head.content_type
         self.content_length = head.length
         self.keep_alive = True  # a request with "Connection: close" is aiohttp's
-        self._state: dict[str, Any] = {}
         self._body: bytes | None = None
         self._waiter: asyncio.Future | None = None
         self._peername = peername
@@ -272,27 +282,6 @@ class LaneRequest(MutableMapping[str, Any]):
         if not self._waiter.done():
             self._waiter.set_exception(exc)
             self._waiter.exception()  # retrieved: nobody may be reading
-
-    def __getitem__(self, key: str) -> Any:
-        return self._state[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._state[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self._state[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._state)
-
-    def __len__(self) -> int:
-        return len(self._state)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._state.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._state
 
 
 class _Target:
@@ -358,25 +347,34 @@ class FastLane:
         self._cached_bytes += len(path)
 
 
+# What the functions below read of an aiohttp response, directly (the properties in front of
+# them are a Python frame each): ``service.http.lane_unsupported`` checks they exist.
+RESPONSE_MEMBERS = ("_body", "_chunked", "_compression", "_cookies", "_status", "_reason")
+RESPONSE_MEMBERS += ("_headers", "_keep_alive")
+
+
 def simple_response(response: web.StreamResponse) -> bool:
     """Whether ``encode_response`` writes ``response`` as aiohttp would: a ``Response``
     with a bytes body, no compression, chunking or cookies, a status with a body."""
+    if not isinstance(response, web.Response):
+        return False
+    status = response._status
     return (
-        isinstance(response, web.Response)
-        and isinstance(response.body, (bytes, bytearray))
-        and not response.chunked
-        and not response.compression
+        isinstance(response._body, (bytes, bytearray))
+        and not response._chunked
+        and not response._compression
         and not response._cookies
-        and response.status >= 200
-        and response.status not in (204, 304)
+        and status >= 200
+        and status != 204
+        and status != 304
     )
 
 
 def finish_headers(response: web.Response, keep_alive: bool) -> CIMultiDict:
     """``response``'s headers completed as aiohttp's ``prepare`` completes them for an
     HTTP/1.1 request: Content-Length, a default Content-Type, Date, Server, Connection."""
-    headers = response.headers
-    body = response.body
+    headers = response._headers
+    body = response._body
     if "Content-Length" not in headers:
         headers["Content-Length"] = str(len(body))
     if body:
@@ -391,11 +389,16 @@ def finish_headers(response: web.Response, keep_alive: bool) -> CIMultiDict:
 
 def encode_response(response: web.Response) -> bytes:
     """The bytes of a response ``finish_headers`` completed (``simple_response``)."""
-    status_line = f"HTTP/1.1 {response.status} {response.reason}"
-    return _serialize_headers(status_line, response.headers) + bytes(response.body)
+    status_line = f"HTTP/1.1 {response._status} {response._reason}"
+    return _serialize_headers(status_line, response._headers) + bytes(response._body)
 
 
 EAGER_TASKS = sys.version_info >= (3, 12)  # asyncio.Task(..., eager_start=True)
+# asyncio's own current-task registry (C functions on 3.11; ``asyncio.current_task`` is a
+# Python frame in front of the dict).
+_current_tasks = asyncio.tasks._current_tasks
+_enter_task = asyncio.tasks._enter_task
+_leave_task = asyncio.tasks._leave_task
 
 
 def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.Task | None:
@@ -417,19 +420,19 @@ def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> asyncio.T
     context = contextvars.copy_context()
     carrier = _Carrier(coro)
     stand_in = _FirstStep()
-    outer = asyncio.current_task(loop)  # a task starting another (a route lookup's)
+    outer = _current_tasks.get(loop)  # a task starting another (a route lookup's)
     if outer is not None:
-        asyncio.tasks._leave_task(loop, outer)
-    asyncio.tasks._enter_task(loop, stand_in)
+        _leave_task(loop, outer)
+    _enter_task(loop, stand_in)
     try:
         carrier.first_step(context)
     finally:
-        asyncio.tasks._leave_task(loop, stand_in)
+        _leave_task(loop, stand_in)
         if outer is not None:
-            asyncio.tasks._enter_task(loop, outer)
+            _enter_task(loop, outer)
     if carrier.finished:
-        error = carrier.error()
-        if error is not None:
+        raised, error = carrier._first
+        if raised and not isinstance(error, StopIteration):
             raise error
         return None
     task = asyncio.Task(carrier, loop=loop, context=context)
@@ -495,13 +498,6 @@ class _Carrier(Coroutine):
         except BaseException as e:  # noqa: BLE001 - StopIteration too: given to the task
             self.finished = True
             self._first = (True, e)
-
-    def error(self) -> BaseException | None:
-        """What the first step raised, other than StopIteration (it ended: its outcome)."""
-        first = self._first
-        if first is None or not first[0] or isinstance(first[1], StopIteration):
-            return None
-        return first[1]
 
     def send(self, value: Any) -> Any:
         first = self._first

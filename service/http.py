@@ -41,6 +41,7 @@ from yarl import URL
 
 from service.fastlane import (
     REFUSE,
+    RESPONSE_MEMBERS,
     FastLane,
     LaneRequest,
     encode_response,
@@ -102,6 +103,10 @@ def lane_unsupported(version: str = aiohttp.__version__) -> str | None:
     missing = [name for name in _LANE_INTERNALS if name not in members]
     if missing:
         return f"aiohttp {version}'s connection handler lacks {', '.join(missing)}"
+    probe = web.Response(body=b"")
+    missing = [name for name in RESPONSE_MEMBERS if not hasattr(probe, name)]
+    if missing:
+        return f"aiohttp {version}'s Response lacks {', '.join(missing)}"
     return None
 
 
@@ -455,7 +460,7 @@ class _Connection(web_protocol.RequestHandler):
 
     async def _lane_write(self, request: LaneRequest, response: web.StreamResponse) -> bool:
         """Writes ``response``; returns whether the connection stays open."""
-        keep_alive = response.keep_alive
+        keep_alive = response._keep_alive  # (RESPONSE_MEMBERS: a StreamResponse's own)
         if keep_alive is None:
             keep_alive = request.keep_alive
         if not simple_response(response):

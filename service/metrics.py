@@ -61,6 +61,16 @@ _LATENCY_BUCKETS = (
     30.0,
 )
 _STATES = ("START", "LOADING", "AVAILABLE", "UNLOADING", "END")
+# The series a scheduler updates per run, by their ServingMetrics attribute (_run_series).
+_RUN_SERIES = (
+    "compute_seconds",
+    "executions",
+    "batch_rows",
+    "batch_padding",
+    "batches",
+    "queue_wait_seconds",
+    "queued",
+)
 
 
 class ServingMetrics:
@@ -289,25 +299,36 @@ class ServingMetrics:
             self._tallies.append((tally, child))  # (holds the child: its id stays unique)
         return tally
 
-    def batch(self, model: str, version: str, rows: int, padding: int, seconds: float) -> None:
-        self._child(self.batch_rows, model, version).observe(rows)
-        if padding:
-            self._child(self.batch_padding, model, version).inc(padding)
-        self._child(self.batches, model, version).inc()
-        self.session_run(model, version, seconds)
-
-    def session_run(self, model: str, version: str, seconds: float) -> None:
+    def _run_series(self, model: str, version: str) -> list:
+        """The scheduling series of ``model`` ``version`` (``_RUN_SERIES``), each child made
+        when first updated (a series appears once it has a value, as before), found by one
+        lookup per update instead of one per series."""
         children = self._run_children.get((model, version))
         if children is None:
-            children = self._run_children[(model, version)] = (
-                self._child(self.compute_seconds, model, version),
-                self._child(self.executions, model, version),
-            )
-        children[0].observe(seconds)
-        children[1].inc()
+            children = self._run_children[(model, version)] = [None] * len(_RUN_SERIES)
+        return children
+
+    def _made(self, children: list, i: int, model: str, version: str):
+        child = children[i] = self._child(getattr(self, _RUN_SERIES[i]), model, version)
+        return child
+
+    def batch(self, model: str, version: str, rows: int, padding: int, seconds: float) -> None:
+        children = self._run_children.get((model, version)) or self._run_series(model, version)
+        (children[2] or self._made(children, 2, model, version)).observe(rows)
+        if padding:
+            (children[3] or self._made(children, 3, model, version)).inc(padding)
+        (children[4] or self._made(children, 4, model, version)).inc()
+        (children[0] or self._made(children, 0, model, version)).observe(seconds)
+        (children[1] or self._made(children, 1, model, version)).inc()
+
+    def session_run(self, model: str, version: str, seconds: float) -> None:
+        children = self._run_children.get((model, version)) or self._run_series(model, version)
+        (children[0] or self._made(children, 0, model, version)).observe(seconds)
+        (children[1] or self._made(children, 1, model, version)).inc()
 
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
-        self._child(self.queue_wait_seconds, model, version).observe(seconds)
+        children = self._run_children.get((model, version)) or self._run_series(model, version)
+        (children[5] or self._made(children, 5, model, version)).observe(seconds)
 
     def queue_waits(self, model: str, version: str, waits: list[float]) -> None:
         """``queue_wait`` of each of a batch's requests (one label lookup)."""
@@ -316,7 +337,8 @@ class ServingMetrics:
             observe(seconds)
 
     def queue_depth(self, model: str, version: str, depth: int) -> None:
-        self._child(self.queued, model, version).set(depth)
+        children = self._run_children.get((model, version)) or self._run_series(model, version)
+        (children[6] or self._made(children, 6, model, version)).set(depth)
 
     def executor_wait(self, model: str, version: str, seconds: float, batched: bool) -> None:
         """Time work waited for a compute thread: Triton's statistics count it as queue time

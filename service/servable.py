@@ -222,7 +222,11 @@ class Signature:
             ) from None
         except engine_errors.OpError as e:
             raise Internal(f"model failed: {_first_line(e)}") from None
-        return {a: np.asarray(v) for a, v in zip(self.output_order, values)}
+        out = dict(zip(self.output_order, values))
+        for a, v in out.items():
+            if v.__class__ is not np.ndarray:  # a 0-d fetch comes as a numpy scalar
+                out[a] = np.asarray(v)
+        return out
 
 
 def _first_line(e: Exception) -> str:

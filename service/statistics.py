@@ -118,7 +118,8 @@ class InferenceStatistics:
         """``seconds`` of queueing; ``count`` 0 adds to a request's queue time already counted."""
         ns = int(seconds * 1e9)
         with self._lock:
-            queue = self._entry(model, version).stats["queue"]
+            entry = self._given.get((model, version)) or self._entry(model, version)
+            queue = entry.stats["queue"]
             queue.count += count
             queue.ns += ns
 
@@ -134,7 +135,7 @@ class InferenceStatistics:
         """One session run of ``rows`` rows taking ``seconds``."""
         ns = int(seconds * 1e9)
         with self._lock:
-            _count_run(self._entry(model, version), rows, ns)
+            _count_run(self._given.get((model, version)) or self._entry(model, version), rows, ns)
 
     def direct_run(
         self, model: str, version: int | str, waited: float, seconds: float, rows: int = 1

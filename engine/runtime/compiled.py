@@ -21,6 +21,7 @@ is ever part of the source, and a hostile saved graph cannot inject code.
 
 from __future__ import annotations
 
+import operator
 from functools import partial
 
 import numpy as np
@@ -415,10 +416,13 @@ def _fetches(src: _Source, plan, build) -> None:
             src.add(4, f"{r} = {r}.copy()")
         src.add(2, "else:")
         src.add(3, f"{r} = {src.ref(to_host)}({r})")
-    marker = object()
-    if build is None:
+    markers = [object() for _ in names]
+    built = build(list(markers)) if build is not None else None
+    flat = built.__class__ is list and len(built) == len(markers)
+    if build is None or (flat and all(map(operator.is_, built, markers))):
+        # (a flat list of distinct fetches: the list itself, with no builder calls)
         src.add(2, f"return [{', '.join(names)}]")
-    elif len(names) == 1 and build([marker]) is marker:
+    elif len(names) == 1 and built is markers[0]:
         src.add(2, f"return {names[0]}")  # a single fetch, not in a list
     else:
         src.add(2, f"return {src.ref(build)}([{', '.join(names)}])")

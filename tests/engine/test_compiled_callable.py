@@ -327,3 +327,24 @@ def test_zero_d_values_stay_arrays_between_steps():
             got = fn(np.float32(v))
             assert got == slow(np.float32(v)) and got.dtype == np.float32
             assert sess.run(y, {x: v}) == got and sess.run(y, {x: v}) == got
+
+
+def test_a_flat_list_of_fetches_comes_back_as_a_new_list_every_call():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None])
+        y, z = x + 1.0, x * 2.0
+        init = tf.no_op()
+    with tf.Session(graph=g) as sess:
+        flat = sess.make_callable([y, z], feed_list=[x])
+        twice = sess.make_callable([y, y, z], feed_list=[x])
+        with_op = sess.make_callable([z, init], feed_list=[x])
+        a = flat(np.array([1.0], np.float32))
+        a.append("mutated")
+        b = flat(np.array([2.0], np.float32))
+        assert b.__class__ is list and len(b) == 2 and b is not a
+        assert b[0].tolist() == [3.0] and b[1].tolist() == [4.0]
+        d = twice(np.array([1.0], np.float32))
+        assert [v.tolist() for v in d] == [[2.0], [2.0], [2.0]]
+        r, none = with_op(np.array([3.0], np.float32))
+        assert r.tolist() == [6.0] and none is None

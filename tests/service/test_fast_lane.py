@@ -603,6 +603,8 @@ def test_the_lane_runs_only_on_the_aiohttp_releases_it_was_tested_with(monkeypat
         assert f"aiohttp {version} is not one the fast lane was tested with" in (
             http.lane_unsupported(version)
         )
+    monkeypatch.setattr(http, "RESPONSE_MEMBERS", (*http.RESPONSE_MEMBERS, "_gone_from_responses"))
+    assert "Response lacks _gone_from_responses" in http.lane_unsupported()
     monkeypatch.setattr(http, "_LANE_INTERNALS", [*http._LANE_INTERNALS, "_gone_in_a_release"])
     assert "lacks _gone_in_a_release" in http.lane_unsupported()
 

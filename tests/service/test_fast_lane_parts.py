@@ -11,7 +11,7 @@ from aiohttp.http_parser import HttpRequestParser
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from service.fastlane import REFUSE, Head, parse_head, start_eagerly
+from service.fastlane import REFUSE, Head, LaneRequest, parse_head, start_eagerly
 
 
 @pytest.mark.parametrize(
@@ -396,3 +396,20 @@ async def test_start_eagerly_cancelled_before_its_task_first_runs():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert seen == ["cancelled"]
+
+
+def test_a_lane_request_stores_items_and_compares_by_identity_as_aiohttps_request():
+    head = parse_head(
+        b"POST /v1/models/m:predict HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nContent-Length: 2\r\n\r\n", 100
+    )
+    one, two = LaneRequest(None, None, head), LaneRequest(None, None, head)
+    one["k"] = "v"
+    two["k"] = "v"
+    assert one["k"] == "v" and one.get("k") == "v" and "k" in one and one.get("x", 3) == 3
+    assert one != two and one == one and hash(one) != hash(two)
+    assert len({one, two}) == 2  # hashable, like aiohttp's request
+    del one["k"]
+    assert "k" not in one and list(one) == [] and list(two) == ["k"]
+    assert (
+        one.headers["x-a"] == "1" and one.content_length == 2 and one.path == "/v1/models/m:predict"
+    )

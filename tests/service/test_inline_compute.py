@@ -110,3 +110,28 @@ async def test_runs_that_wait_without_computing_keep_the_estimate_small(tmp_path
     for _ in range(3):
         await m.infer("hpt", {"x": np.array([1.0])})
     assert sig.estimated_seconds([np.array([1.0])]) < 5e-3
+
+
+async def test_inline_runs_read_cpu_time_for_one_run_in_cpu_sample(tmp_path, manager_for):
+    from service.batching import DirectScheduler
+
+    models.half_plus_two(tmp_path / "hpt" / "1")
+    m = await manager_for(tmp_path, inline_compute_micros=1_000_000)
+    s = m.resolve("hpt")
+    sig = s.signature(None)
+    taught = []
+    observe = sig.observe
+    sig.observe = lambda arrays, seconds, cpu=None: (
+        taught.append(cpu) or observe(arrays, seconds, cpu)
+    )
+    seen = _record_threads(sig)
+    runs = 2 * DirectScheduler.CPU_SAMPLE + 1
+    before = m.statistics.doc("hpt", s.version)["execution_count"]
+    for _ in range(runs):
+        r = await m.infer("hpt", {"x": np.array([1.0])})
+        assert r.outputs["y"].tolist() == [2.5]
+    assert seen == [threading.get_ident()] * runs  # every run inline
+    # Three of 17 runs (the 1st, 9th and 17th) read their CPU time and teach the estimate...
+    assert len(taught) == 3 and all(cpu is not None and cpu >= 0 for cpu in taught)
+    # ... and the statistics count every run.
+    assert m.statistics.doc("hpt", s.version)["execution_count"] == before + runs
