@@ -17,13 +17,17 @@ make (``floats``, ``integers``), or the exact list to take that path with (``tol
 list of each level as long as the first, checked list by list down to the innermost ones,
 which hold only numbers: the buffer copy refuses bools, nulls, strings and objects, and the
 body's ``[`` count shows that no list hides in an innermost one), at most 32 levels deep.
-Any other list is the plain Python list.
 
 Whatever the fast parse cannot vouch for makes it give up and ``parse_json`` parse the body,
 so that every error is today's: invalid JSON or what orjson reads differently (integers
 beyond 64 bits, numbers beyond float64's range, NaN tokens, a byte order mark), duplicate
 keys (orjson keeps the last, a simdjson lookup finds the first), non-UTF-8 text, a ``[`` in a
 string (the count would not tell), a body that is not an object, or any exception at all.
+It also gives up where orjson is faster: bodies under 1 KiB (too few numbers to pay for its
+fixed cost), and anything but a list of numbers where a tensor goes (strings, b64 objects,
+named instances, ragged rows, rows shorter than 8) or a list or object of more than 64
+entries elsewhere (pysimdjson makes Python values several times slower than orjson); those
+cost a simdjson parse more than before (about 1 us per KiB).
 ``ENABLED`` switches the fast parse off (without pysimdjson it is off).
 """
 
@@ -54,6 +58,10 @@ _EXACT_LIMIT = 2.0**53
 _FLOAT_TYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _MIN_ROW = 8  # innermost lists shorter than this cost more to check than the copy saves
 _BOM = b"\xef\xbb\xbf"
+# Smaller bodies are orjson's: they hold too few numbers to pay for the fast parse's fixed
+# cost (a few microseconds), and an API's small objects are no tensors.
+_MIN_BODY = 1024
+_MAX_PLAIN = 64  # entries of a list or object outside the tensors
 _min, _max = np.minimum.reduce, np.maximum.reduce
 
 
@@ -136,11 +144,13 @@ class _Tally:
 
     def plain(self, value):
         """``value`` (a simdjson value) as the Python value ``parse_json`` gives, its lists
-        counted; a ``[`` in a string or key is a doubt (the count could not tell it)."""
-        if isinstance(value, _Object):
-            value = value.as_dict()
-        elif isinstance(value, _Array):
-            value = value.as_list()
+        counted; a ``[`` in a string or key is a doubt (the count could not tell it), and
+        so is a large list or object (pysimdjson makes Python values several times slower
+        than orjson: such a body is orjson's)."""
+        if isinstance(value, (_Object, _Array)):
+            if len(value) > _MAX_PLAIN:
+                raise _DoubtError
+            value = value.as_dict() if isinstance(value, _Object) else value.as_list()
         elif type(value) is str:
             if "[" in value:
                 raise _DoubtError
@@ -163,18 +173,18 @@ class _Tally:
         return value
 
     def tensor(self, value):
-        """``value`` as ``JsonNumbers`` when it is a list the copy can vouch for, else as
-        ``plain``."""
-        shape = _rectangle(value) if isinstance(value, _Array) else None
+        """``value`` as ``JsonNumbers`` when it is a list the copy can vouch for; anything
+        else there (strings, b64 objects, named instances, ragged rows, ...) is a doubt:
+        orjson's path reads and judges it (faster than pysimdjson's Python values)."""
+        if not isinstance(value, _Array):
+            return self.plain(value)
+        shape = _rectangle(value)
         if shape is None:
-            return self.plain(value)
-        try:
-            buffer = value.as_buffer(of_type="d")
-        except (TypeError, ValueError):  # a bool, null, string or object among the numbers
-            return self.plain(value)
-        values = np.frombuffer(buffer, np.float64)
-        if values.size != math.prod(shape):
-            return self.plain(value)
+            raise _DoubtError
+        # A bool, null, string or object among the numbers: TypeError, a doubt.
+        values = np.frombuffer(value.as_buffer(of_type="d"), np.float64)
+        if values.size != math.prod(shape):  # a guard: the row checks and the count
+            raise _DoubtError  # of "[" already rule this out
         rows = 1
         for n in shape[:-1]:
             self.lists += rows
@@ -212,6 +222,8 @@ def _rectangle(array) -> tuple[int, ...] | None:
         return None
     if len(shape) > 1 and shape[-1] < _MIN_ROW:
         return None
+    if shape[0] == 1 and len(shape) <= 2:
+        return tuple(shape)  # one row (the first), measured above
     level = [array]
     for n in shape[1:]:
         below = []
@@ -226,7 +238,7 @@ def _rectangle(array) -> tuple[int, ...] | None:
 
 def _keys(obj) -> list[str]:
     keys = list(obj.keys())
-    if len(set(keys)) != len(keys):
+    if len(keys) > 1 and len(set(keys)) != len(keys):
         raise _DoubtError  # orjson keeps the last of duplicate keys, a lookup here the first
     for key in keys:
         if "[" in key:
@@ -270,7 +282,7 @@ def _infer_input(item, tally: _Tally) -> dict:
 
 
 def _load(raw: bytes, build: Callable[[Any, _Tally], dict]) -> dict | None:
-    if not ENABLED or raw.startswith(_BOM):
+    if not ENABLED or len(raw) < _MIN_BODY or raw.startswith(_BOM):
         return None
     tally = _Tally()
     try:

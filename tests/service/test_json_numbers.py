@@ -23,6 +23,7 @@ from service.protocols.common import parse_json
 from service.protocols.json_numbers import JsonNumbers, load_infer, load_predict
 from service.tensors import TensorSpec, float_array, from_json_value
 from tests.service import json_bodies, models
+from tests.service.json_bodies import pad
 
 pytestmark = pytest.mark.skipif(
     not json_numbers.ENABLED, reason="pysimdjson is not installed (the fast/test extras)"
@@ -158,9 +159,9 @@ def test_the_generated_bodies_mostly_take_the_fast_parse():
     """The parity tests are not vacuous: most generated bodies are read the fast way."""
     rng = random.Random(7)
     taken = sum(_check_document(json_bodies.predict_body(rng), load_predict) for _ in range(300))
-    assert taken > 120
+    assert taken > 90
     taken = sum(_check_document(json_bodies.infer_body(rng), load_infer) for _ in range(300))
-    assert taken > 120
+    assert taken > 90
 
 
 @pytest.mark.parametrize(
@@ -169,10 +170,11 @@ def test_the_generated_bodies_mostly_take_the_fast_parse():
         b'{"instances": [[1.5, 2, 3, 4, 5, 6, 7, 8]]}',
         b'{"instances": [1.5, -0, 3e2], "signature_name": "x"}',
         b'{"inputs": [[1, 2, 3, 4, 5, 6, 7, 8], [9, 10, 11, 12, 13, 14, 15, 16]]}',
-        b'{"inputs": {"a": [1.5, 2], "b": ["s"]}}',
+        b'{"inputs": {"a": [1.5, 2], "b": [[3, 4, 5, 6, 7, 8, 9, 10]]}}',
     ],
 )
 def test_hot_bodies_are_read_as_numbers(raw):
+    raw = pad(raw)
     doc = load_predict(raw)
     assert doc is not None
     value = doc.get("instances", doc.get("inputs"))
@@ -187,6 +189,7 @@ def test_v2_data_is_read_as_numbers():
         b'"data": [1.5, 2, -0.0, 4e-3], "parameters": {"k": [1, {"a": null}]}}], '
         b'"parameters": {"signature_name": "float32"}, "outputs": [{"name": "y"}]}'
     )
+    raw = pad(raw)
     doc = load_infer(raw)
     assert isinstance(doc["inputs"][0]["data"], JsonNumbers)
     assert doc["inputs"][0]["data"].shape == (4,)
@@ -213,53 +216,66 @@ def test_v2_data_is_read_as_numbers():
     ],
 )
 def test_what_the_fast_parse_cannot_vouch_for_goes_to_parse_json(raw):
-    assert load_predict(raw) is None
+    assert load_predict(pad(raw)) is None
     if raw.startswith(b'{"instances"'):  # the same in a V2 input's data
         v2 = b'{"inputs": [' + raw.replace(b'"instances"', b'"data"') + b"]}"
-        assert load_infer(v2) is None, v2
+        assert load_infer(pad(v2)) is None, v2
     else:
-        assert load_infer(raw) is None
+        assert load_infer(pad(raw)) is None
 
 
 @pytest.mark.parametrize(
-    ("raw", "kept"),
+    "raw",
     [
-        (b'{"instances": [[1, 2], [3]]}', [[1, 2], [3]]),  # ragged
-        (  # ragged rows of the right total
-            b'{"instances": [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9], '
-            b"[1, 2, 3, 4, 5, 6, 7]]}",
-            [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7]],
-        ),
-        (b'{"instances": [1.5, true]}', [1.5, True]),
-        (b'{"instances": [1.5, null]}', [1.5, None]),
-        (b'{"instances": [{"b64": "AA=="}]}', [{"b64": "AA=="}]),
-        (b'{"instances": [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, [], 8]]}', None),
-        (b'{"instances": []}', []),
-        (b'{"instances": [[]]}', [[]]),
+        b'{"instances": [[1, 2], [3]]}',  # ragged
+        # ragged rows of the right total
+        b'{"instances": [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9], '
+        b"[1, 2, 3, 4, 5, 6, 7]]}",
+        b'{"instances": [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, [], 8]]}',
+        b'{"instances": [1.5, true]}',
+        b'{"instances": [1.5, null]}',
+        b'{"instances": ["a", "b"]}',
+        b'{"instances": [{"b64": "AA=="}]}',
+        b'{"instances": [{"x": [1.5, 2.5]}]}',  # named instances
+        b'{"instances": []}',
+        b'{"instances": [[]]}',
+        b'{"instances": [[1.5, 2.5], [3.5, 4.5]]}',  # rows too short to be worth a check each
+        b'{"inputs": {"a": [1.5, 2], "b": ["s"]}}',
+        b'{"instances": [1.5], "x": [' + b"1, " * 64 + b"1]}",  # a large list elsewhere
     ],
 )
-def test_irregular_lists_stay_plain_lists(raw, kept):
-    doc = load_predict(raw)
-    assert doc is not None and type(doc["instances"]) is list
-    assert _same_value(doc["instances"], parse_json(raw)["instances"])
-    if kept is not None:
-        assert doc["instances"] == kept
+def test_anything_but_number_tensors_is_orjsons(raw):
+    """What is no list of numbers where a tensor goes, or a large value elsewhere, goes to
+    parse_json (faster than pysimdjson's Python values)."""
+    raw = pad(raw)
+    assert load_predict(raw) is None
+    assert json_numbers.parse_predict(raw) == parse_json(raw)
+
+
+def test_small_bodies_are_orjsons():
+    raw = b'{"instances": [1.5], "signature_name": "x"}'
+    assert load_predict(raw) is None and load_infer(raw) is None  # too few numbers to pay
+    assert load_predict(pad(raw)) is not None
 
 
 def test_conversions_defer_where_the_list_path_decides():
-    big = load_predict(b'{"instances": [9007199254740993, 1]}')["instances"]
+    def load(raw):
+        return load_predict(pad(raw))["instances"]
+
+    big = load(b'{"instances": [9007199254740993, 1]}')
     assert big.floats(np.dtype(np.float32)) is None  # 2**53 + 1: float64 rounded it
     assert big.integers().tolist() == [9007199254740993, 1]
-    floats = load_predict(b'{"instances": [1.0, 2]}')["instances"]
+    floats = load(b'{"instances": [1.0, 2]}')
     assert floats.integers() is None  # a float token: the list path checks integrality
     assert floats.floats(np.dtype(np.float16)) is None
     assert floats.floats(np.dtype(np.float64)).tolist() == [1.0, 2.0]
-    beyond = load_predict(b'{"instances": [9223372036854775808]}')["instances"]
+    beyond = load(b'{"instances": [9223372036854775808]}')
     assert beyond.integers() is None  # uint64 only: from_json_value's uint64 array
 
 
 def test_switched_off_it_reads_nothing():
-    raw = b'{"instances": [1.5, 2.5]}'
+    raw = pad(b'{"instances": [1.5, 2.5]}')
+    assert load_predict(raw) is not None
     try:
         json_numbers.ENABLED = False
         assert load_predict(raw) is None and load_infer(raw) is None
@@ -332,7 +348,7 @@ def test_infer_inputs_are_the_orjson_paths(rng):
 
 def test_two_inputs_in_row_format_need_names_either_way():
     signature = _Signature({"a": tf.float32, "b": tf.float32})
-    doc = load_predict(b'{"instances": [1.5, 2.5]}')
+    doc = load_predict(pad(b'{"instances": [1.5, 2.5]}'))
     with pytest.raises(InvalidInput, match="has 2 inputs"):
         tfserving._row_inputs(doc["instances"], signature, True)
 
