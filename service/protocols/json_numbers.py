@@ -23,7 +23,7 @@ so that every error is today's: invalid JSON or what orjson reads differently (i
 beyond 64 bits, numbers beyond float64's range, NaN tokens, a byte order mark), duplicate
 keys (orjson keeps the last, a simdjson lookup finds the first), non-UTF-8 text, a ``[`` in a
 string (the count would not tell), a body that is not an object, or any exception at all.
-It also gives up where orjson is faster: bodies under 1 KiB (too few numbers to pay for its
+It also gives up where orjson is faster: bodies under 2 KiB (too few numbers to pay for its
 fixed cost), and anything but a list of numbers where a tensor goes (strings, b64 objects,
 named instances, ragged rows, rows shorter than 8) or a list or object of more than 64
 entries elsewhere (pysimdjson makes Python values several times slower than orjson); those
@@ -59,8 +59,9 @@ _FLOAT_TYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _MIN_ROW = 8  # innermost lists shorter than this cost more to check than the copy saves
 _BOM = b"\xef\xbb\xbf"
 # Smaller bodies are orjson's: they hold too few numbers to pay for the fast parse's fixed
-# cost (a few microseconds), and an API's small objects are no tensors.
-_MIN_BODY = 1024
+# cost (a few microseconds; float bodies break even at ~3-6 KiB, integer ones at ~1 KiB),
+# and an API's small objects are no tensors.
+_MIN_BODY = 2048
 _MAX_PLAIN = 64  # entries of a list or object outside the tensors
 _min, _max = np.minimum.reduce, np.maximum.reduce
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import random
 
+from service.protocols import json_numbers
+
 # Number texts orjson and simdjson might read differently, or that need the exact path.
 SPECIAL_NUMBERS = [
     "0",
@@ -197,10 +199,10 @@ def _body(rng: random.Random, text: str) -> bytes:
     return raw
 
 
-def pad(raw: bytes, size: int = 1024) -> bytes:
-    """``raw`` with trailing whitespace up to ``size`` bytes: the fast parse leaves smaller
+def pad(raw: bytes) -> bytes:
+    """``raw`` with trailing whitespace up to the size below which the fast parse leaves
     bodies to orjson."""
-    return raw + b" " * max(0, size - len(raw))
+    return raw + b" " * max(0, json_numbers._MIN_BODY - len(raw))
 
 
 def _guess_shape(text: str) -> list[int] | None:
