@@ -80,7 +80,7 @@ def _cases():
             rest,
         ),
         (
-            "REST 64x4 floats (short rows: orjson)",
+            "REST 64x4 floats (short rows)",
             {"instances": x[:64, :4].tolist()},
             _rest(floats),
             rest,
