@@ -260,10 +260,16 @@ def _infer_document(doc, tally: _Tally) -> dict:
 
 
 def _infer_input(item, tally: _Tally) -> dict:
-    return {
-        key: tally.tensor(item[key]) if key == "data" else tally.plain(item[key])
-        for key in _keys(item)
-    }
+    out = {}
+    for key in _keys(item):
+        value = item[key]
+        if key == "data":
+            out[key] = tally.tensor(value)
+        elif isinstance(value, (_Object, _Array)):
+            out[key] = tally.plain(value)
+        else:  # name, datatype: no call for a string
+            out[key] = value
+    return out
 
 
 def _load(raw: bytes, build: Callable[[Any, _Tally], dict]) -> dict | None:
