@@ -2,7 +2,7 @@
 
     python bench/batching.py [--duration 5] [--parts inprocess,http,clients,background]
         [--rounds 3] [--batching-parameters FILE] [--baseline REF] [--client wrk|hey|aiohttp]
-        [--json out.json]
+        [--variant LABEL=FLAGS ...] [--json out.json]
 
 Parts (every pair alternates on/off in the same run, ``--rounds`` times in rotating order,
 printing medians; servers listen on free 127.0.0.1 ports and are stopped at the end):
@@ -26,13 +26,21 @@ Each HTTP row also prints where a request's time went, from the server's own sta
 (``/v2/models/NAME/stats``): mean queue wait per request, mean compute per session run, and
 mean rows per run, and the server's garbage collections per generation during the measurement
 (``gc0``/``gc1``/``gc2``, from ``/metrics``; a full ``gc2`` collection stops the event loop for
-tens of milliseconds with every in-flight request waiting). Batching parameters are the
-server's defaults unless ``--batching-parameters`` names a TF Serving batching parameters
-file. ``--baseline REF`` (a git ref, e.g. ``main``) also serves batching on from that
-commit's code (``git archive`` into a temporary directory), measured in the same rounds:
-before/after -- over HTTP a third server, in process a child process whose engine and service
-modules are the baseline's. In process, every manager runs after the server's garbage-collector
-tuning (``--gc-threshold``'s default), as the server does.
+tens of milliseconds with every in-flight request waiting), and from the kernel (``/proc``) the
+cores used by the event loop's thread and by the other (compute, batch) threads, the cores'
+worth of time each spent runnable but waiting for a CPU (``*_cpu_wait``), and the compute
+threads' sleeps per session run (voluntary context switches: waiting for the GIL, or for work).
+Batching parameters are the server's defaults unless ``--batching-parameters`` names a TF
+Serving batching parameters file. ``--baseline REF`` (a git ref, e.g. ``main``) also serves
+batching on from that commit's code (``git archive`` into a temporary directory), measured in
+the same rounds: before/after -- over HTTP a third server, in process a child process whose
+engine and service modules are the baseline's. In process, every manager runs after the
+server's garbage-collector tuning (``--gc-threshold``'s default), as the server does.
+
+``--variant LABEL=FLAGS`` (repeatable) adds a server over HTTP with batching on (LABEL
+``on-...``) or off (``off-...``) and FLAGS added, measured in the same rotating rounds and
+compared with its own mode's server: an A/B of a server setting, e.g.
+``--variant "on-swi500=--switch-interval-micros 500"``.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import contextlib
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -340,6 +349,46 @@ def _where(before: dict, after: dict) -> dict:
     return where
 
 
+def _scheduling(pid: int) -> dict:
+    """The kernel's view of process ``pid``'s threads, the event loop's (the main thread)
+    and the others' summed: CPU seconds, seconds runnable but waiting for a core (both from
+    ``/proc/PID/task/TID/schedstat``), voluntary context switches (the thread slept: on the
+    GIL, a lock, or waiting for work) and involuntary ones (preempted)."""
+    out = {"loop": [0.0, 0.0, 0, 0], "threads": [0.0, 0.0, 0, 0]}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # not Linux, or the process is gone
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                on_cpu, waiting, _ = (int(x) for x in f.read().split())
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):  # the thread ended meanwhile
+            continue
+        row = out["loop" if int(tid) == pid else "threads"]
+        row[0] += on_cpu / 1e9
+        row[1] += waiting / 1e9
+        row[2] += int(status.get("voluntary_ctxt_switches", "0"))
+        row[3] += int(status.get("nonvoluntary_ctxt_switches", "0"))
+    return out
+
+
+def _scheduling_where(before: dict, after: dict, seconds: float, runs: int) -> dict:
+    """Cores used and cores' worth of waiting for a CPU, by the loop and by the compute
+    (batch) threads, and the compute threads' sleeps per session run (a thread back from a
+    numpy call that finds the GIL held sleeps until it is handed over)."""
+    where = {}
+    for name in ("loop", "threads"):
+        d = [a - b for a, b in zip(after[name], before[name])]
+        where[f"{name}_cpu"] = round(d[0] / seconds, 2)
+        where[f"{name}_cpu_wait"] = round(d[1] / seconds, 2)
+        if name == "threads":
+            where["thread_sleeps_per_run"] = round(d[2] / max(1, runs), 1)
+    return where
+
+
 async def http_pair(
     servers: dict, model: str, clients: int, duration: float, order, client: str
 ) -> dict:
@@ -351,6 +400,7 @@ async def http_pair(
     for label in order:
         server = servers[label]
         before = await _stats(server.url, model)
+        threads, t0 = _scheduling(server.proc.pid), time.monotonic()
         r = await run_client(
             client,
             server.url,
@@ -360,7 +410,12 @@ async def http_pair(
             warmup=min(1.0, duration / 4),
             label=f"{model}, {clients} clients, batching {label}",
         )
-        out[label] = (r, _where(before, await _stats(server.url, model)))
+        threads_after, elapsed = _scheduling(server.proc.pid), time.monotonic() - t0
+        after = await _stats(server.url, model)
+        where = _where(before, after)
+        runs = after["execution_count"] - before["execution_count"]
+        where.update(_scheduling_where(threads, threads_after, elapsed, runs))
+        out[label] = (r, where)
     return out
 
 
@@ -380,12 +435,28 @@ def _export(ref: str, into: Path) -> Path:
     return into
 
 
-async def start_servers(repo: Path, params: Path | None, baseline: Path | None = None) -> dict:
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    """``LABEL=FLAGS`` (``on-swi500=--switch-interval-micros 500``): a server with batching
+    on (LABEL starts with ``on``) or off (``off``), given FLAGS on top."""
+    label, sep, flags = text.partition("=")
+    if not sep or not label.startswith(("on-", "off-")):
+        raise argparse.ArgumentTypeError(
+            f"a variant is LABEL=FLAGS with LABEL starting with on- or off-, got {text!r}"
+        )
+    return label, shlex.split(flags)
+
+
+async def start_servers(
+    repo: Path, params: Path | None, baseline: Path | None = None, variants: tuple = ()
+) -> dict:
     servers = {}
     extra = ["--batching-parameters-file", str(params)] if params is not None else []
     with _blas_env_unset():  # as shipped: the server's own BLAS limit decides
         servers["off"] = flowserve(repo, "batching-off")
         servers["on"] = flowserve(repo, "batching-on", "--enable-batching", *extra)
+        for label, flags in variants:
+            on = ["--enable-batching", *extra] if label.startswith("on") else []
+            servers[label] = flowserve(repo, f"batching-{label}", *on, *flags)
         if baseline is not None:
             servers["on@baseline"] = _baseline_server(
                 baseline, repo, "batching-on-baseline", "--enable-batching", *extra
@@ -421,6 +492,11 @@ def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
         if p99:
             ratios[f"{title} p99 {label}/off (target <= 1)"] = _ratio(r.p99_ms, off.p99_ms)
         ratios[f"{title} req/s {label}/off"] = _ratio(r.throughput_rps, off.throughput_rps)
+        base = label.split("-", 1)[0]
+        if label != base and base in pair:  # a variant, beside its own mode's server
+            other = pair[base][0]
+            ratios[f"{title} req/s {label}/{base}"] = _ratio(r.throughput_rps, other.throughput_rps)
+            ratios[f"{title} p99 {label}/{base}"] = _ratio(r.p99_ms, other.p99_ms)
     return ratios
 
 
@@ -535,6 +611,7 @@ async def run(
     params: Path | None,
     baseline: str | None,
     client: str = "wrk",
+    variants: tuple = (),
 ) -> dict:
     out = {
         "machine": platform.machine(),
@@ -553,7 +630,7 @@ async def run(
             results["inprocess"] = await part_inprocess(repo, params, duration, rounds, code)
             _print(results["inprocess"])
         if {"http", "clients", "background", "blas"} & set(parts):
-            servers = await start_servers(repo, params, code)
+            servers = await start_servers(repo, params, code, variants)
             try:
                 if "http" in parts:
                     print("== over HTTP: wide_mlp, 64 clients", flush=True)
@@ -615,6 +692,15 @@ def main(argv=None) -> int:
         "machine the client shares the cores with the server, so a cheaper one measures the "
         "server better",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        type=parse_variant,
+        default=[],
+        help="LABEL=FLAGS, repeatable: one more server over HTTP, batching on (LABEL on-...) "
+        "or off (off-...) with FLAGS added, measured in the same rotating rounds (an A/B of "
+        "a server setting), e.g. on-swi500='--switch-interval-micros 500'",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
@@ -627,7 +713,15 @@ def main(argv=None) -> int:
         parser.error(why)
     print(f"load client: {args.client}", flush=True)
     out = asyncio.run(
-        run(parts, args.duration, max(1, args.rounds), params, args.baseline, args.client)
+        run(
+            parts,
+            args.duration,
+            max(1, args.rounds),
+            params,
+            args.baseline,
+            args.client,
+            tuple(args.variant),
+        )
     )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))

@@ -11,7 +11,12 @@ median CPU microseconds per request of each and its ratio to the floor's. What s
 (a read and a write system call per request, about the same for every server) is not
 counted, so the ratios here are larger than a load test's.
 
-    python bench/request_cpu.py [--requests 2000] [--rounds 5] [--compare PATH]
+    python bench/request_cpu.py [--requests 2000] [--rounds 5] [--compare PATH] [--clients N]
+
+``--clients N`` feeds N connections at once, each request of a round arriving in the same
+turn of the loop as from N concurrent clients: with batching on they merge into batches
+(the batcher's per-request work under load), where one connection (the default) measures
+a lone client's path.
 
 A server name with ``:nolane`` (``rest-off:nolane``) runs with ``--no-fast-lane``: aiohttp's
 own request path instead of the fast lane (``service/fastlane.py``); ``--lane both`` adds
@@ -107,34 +112,44 @@ def _raw_request(path: str, body: bytes) -> bytes:
     ).encode() + body
 
 
-async def _drive(runner, raw: bytes, n: int) -> tuple[float, bytes]:
-    """CPU seconds per request over ``n`` requests on one connection; the last answer."""
+async def _drive(runner, raw: bytes, n: int, clients: int = 1) -> tuple[float, bytes]:
+    """CPU seconds per request over ``n`` requests on each of ``clients`` connections (all
+    connections' requests arrive in one turn of the loop, as from concurrent clients, and
+    the next ones once every answer is in); the last answer."""
     await runner.setup()
     try:
-        protocol = runner.server()
-        transport = _Transport()
-        protocol.connection_made(transport)
         loop = asyncio.get_running_loop()
+        connections = []
+        for _ in range(clients):
+            protocol = runner.server()
+            transport = _Transport()
+            protocol.connection_made(transport)
+            connections.append((protocol, transport))
         response = b""
 
         async def one() -> bytes:
-            transport.done = loop.create_future()
-            protocol.data_received(raw)
-            return await transport.done
+            for protocol, transport in connections:
+                transport.done = loop.create_future()
+                # From the loop, as a socket's read is: a request served at once (batching
+                # on, a lone client) must not find the previous one's turn still open.
+                loop.call_soon(protocol.data_received, raw)
+            answers = [await transport.done for _, transport in connections]
+            return answers[-1]
 
-        for _ in range(50):  # warm up: caches, the cost estimate, label children
+        for _ in range(max(2, 50 // clients)):  # warm up: caches, the cost estimate, labels
             response = await one()
         c0 = time.process_time()
         for _ in range(n):
             response = await one()
-        cpu = (time.process_time() - c0) / n
-        protocol.connection_lost(None)
+        cpu = (time.process_time() - c0) / (n * clients)
+        for protocol, _ in connections:
+            protocol.connection_lost(None)
         return cpu, response
     finally:
         await runner.cleanup()
 
 
-async def _measure_one(server: str, work: Path, n: int) -> tuple[float, bytes]:
+async def _measure_one(server: str, work: Path, n: int, clients: int = 1) -> tuple[float, bytes]:
     from aiohttp import web
 
     body_name = "v2.json" if server.startswith("v2") else "rest.json"
@@ -145,7 +160,7 @@ async def _measure_one(server: str, work: Path, n: int) -> tuple[float, bytes]:
         from bench.bare_server import make_app
 
         runner = web.AppRunner(make_app((work / "reply.json").read_bytes()), access_log=None)
-        return await _drive(runner, raw, n)
+        return await _drive(runner, raw, n, clients)
     from service import cli
     from service.app import create_app
     from service.http import HardenedRunner
@@ -169,7 +184,7 @@ async def _measure_one(server: str, work: Path, n: int) -> tuple[float, bytes]:
         handle_signals=False,
         handler_cancellation=True,
     )
-    return await _drive(runner, raw, n)
+    return await _drive(runner, raw, n, clients)
 
 
 def _child(args) -> int:
@@ -178,7 +193,7 @@ def _child(args) -> int:
     from service import cli
 
     cli.limit_blas_threads(1)
-    cpu, response = asyncio.run(_measure_one(args.server, args.work, args.requests))
+    cpu, response = asyncio.run(_measure_one(args.server, args.work, args.requests, args.clients))
     status = response.split(b"\r\n", 1)[0].decode()
     print(json.dumps({"cpu_us": cpu * 1e6, "status": status, "bytes": len(response)}))
     return 0
@@ -202,10 +217,43 @@ def _prepare(work: Path) -> None:
     (work / "reply.json").write_text(json.dumps({"predictions": [[0.1] * 10]}))
 
 
+def _report(samples: dict, servers: list[str], args, load: float) -> None:
+    """Prints the medians of ``samples`` ((tree, server) -> CPU us per request) as a table."""
+    floor = statistics.median(samples[("this", "floor")]) if "floor" in servers else None
+    print(
+        f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}; {args.requests} requests x "
+        f"{args.clients} connections x {args.rounds} rounds; median CPU per request, "
+        "no sockets\n"
+    )
+    print(
+        "| server | CPU us / request | / the floor's |" + (" / compare's |" if args.compare else "")
+    )
+    print("|---|---|---|" + ("---|" if args.compare else ""))
+    for (tree_name, server), values in samples.items():
+        us = statistics.median(values)
+        ratio = f"{us / floor:.2f}x" if floor else "-"
+        line = f"| {tree_name}: {server} | {us:.1f} | {ratio} |"
+        if args.compare:
+            other = samples.get(("compare", server))
+            line += (
+                f" {us / statistics.median(other):.2f}x |"
+                if other and tree_name == "this"
+                else " |"
+            )
+        print(line)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="per measurement")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=1,
+        help="connections whose requests arrive together (batching on merges them); "
+        "--requests is then per connection",
+    )
     parser.add_argument("--compare", type=Path, help="another checkout to measure too")
     parser.add_argument(
         "--servers", default=",".join(SERVERS), help="a subset of " + ", ".join(SERVERS)
@@ -241,7 +289,8 @@ def main(argv=None) -> int:
             for tree_name, server in order:
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", server, "--tree", str(trees[tree_name])]
-                    + ["--work", str(work), "--requests", str(args.requests)],
+                    + ["--work", str(work), "--requests", str(args.requests)]
+                    + ["--clients", str(args.clients)],
                     capture_output=True,
                     text=True,
                     check=False,
@@ -254,27 +303,7 @@ def main(argv=None) -> int:
                     print(f"{tree_name} {server}: answered {row['status']}", file=sys.stderr)
                     return 1
                 samples.setdefault((tree_name, server), []).append(row["cpu_us"])
-    floor = statistics.median(samples[("this", "floor")]) if "floor" in servers else None
-    print(
-        f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}; {args.requests} requests x "
-        f"{args.rounds} rounds; median CPU per request, no sockets\n"
-    )
-    print(
-        "| server | CPU us / request | / the floor's |" + (" / compare's |" if args.compare else "")
-    )
-    print("|---|---|---|" + ("---|" if args.compare else ""))
-    for (tree_name, server), values in samples.items():
-        us = statistics.median(values)
-        ratio = f"{us / floor:.2f}x" if floor else "-"
-        line = f"| {tree_name}: {server} | {us:.1f} | {ratio} |"
-        if args.compare:
-            other = samples.get(("compare", server))
-            line += (
-                f" {us / statistics.median(other):.2f}x |"
-                if other and tree_name == "this"
-                else " |"
-            )
-        print(line)
+    _report(samples, servers, args, load)
     return 0
 
 

@@ -10,6 +10,10 @@ maximum: under valgrind a run is ~50x slower, and the learned cost would otherwi
 every run to a compute thread (which the real server does not do for this model).
 
     python bench/request_instructions.py [--requests 300] [--compare PATH] [--servers ...]
+        [--clients N]
+
+``--clients N`` feeds N connections whose requests arrive in the same turn of the loop (as
+``bench/request_cpu.py --clients``): with batching on, the batched path's instructions.
 
 Needs valgrind (with its headers: Debian's ``valgrind`` package) and a C compiler.
 """
@@ -36,8 +40,9 @@ void cg_stop(void) { CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION; }
 """
 
 
-def _child(tree: Path, server: str, work: Path, helper: Path, n: int) -> int:
-    """Runs inside valgrind: drives ``server`` of ``tree``, counting ``n`` requests."""
+def _child(tree: Path, server: str, work: Path, helper: Path, n: int, clients: int = 1) -> int:
+    """Runs inside valgrind: drives ``server`` of ``tree``, counting ``n`` rounds of one
+    request on each of ``clients`` connections (arriving in the same turn of the loop)."""
     sys.path.insert(0, str(tree))
     sys.path.insert(0, str(HERE / "bench"))
     import request_cpu
@@ -51,20 +56,26 @@ def _child(tree: Path, server: str, work: Path, helper: Path, n: int) -> int:
     )
     cli.limit_blas_threads(1)
 
-    async def drive(runner, raw: bytes, count: int):
+    async def drive(runner, raw: bytes, count: int, clients: int = 1):
         await runner.setup()
         try:
-            protocol = runner.server()
-            transport = request_cpu._Transport()
-            protocol.connection_made(transport)
+            connections = []
+            for _ in range(clients):
+                protocol = runner.server()
+                transport = request_cpu._Transport()
+                protocol.connection_made(transport)
+                connections.append((protocol, transport))
             loop = asyncio.get_running_loop()
 
             async def one() -> bytes:
-                transport.done = loop.create_future()
-                protocol.data_received(raw)
-                return await transport.done
+                for protocol, transport in connections:
+                    transport.done = loop.create_future()
+                    # From the loop, as a socket's read is: a request served at once (batching
+                    # on, a lone client) must not find the previous one's turn still open.
+                    loop.call_soon(protocol.data_received, raw)
+                return [await transport.done for _, transport in connections][-1]
 
-            for _ in range(30):
+            for _ in range(max(2, 30 // clients)):
                 await one()
             counter.cg_start()
             for _ in range(count):
@@ -75,12 +86,14 @@ def _child(tree: Path, server: str, work: Path, helper: Path, n: int) -> int:
             await runner.cleanup()
 
     request_cpu._drive = drive
-    _, response = asyncio.run(request_cpu._measure_one(server, work, n))
+    _, response = asyncio.run(request_cpu._measure_one(server, work, n, clients))
     print("status:", response.split(b"\r\n", 1)[0].decode(), file=sys.stderr)
     return 0
 
 
-def _count(tree: Path, server: str, work: Path, helper: Path, n: int) -> tuple[int, str]:
+def _count(
+    tree: Path, server: str, work: Path, helper: Path, n: int, clients: int = 1
+) -> tuple[int, str]:
     out = subprocess.run(
         [
             "valgrind",
@@ -99,6 +112,8 @@ def _count(tree: Path, server: str, work: Path, helper: Path, n: int) -> tuple[i
             str(helper),
             "--requests",
             str(n),
+            "--clients",
+            str(clients),
         ],
         capture_output=True,
         text=True,
@@ -108,7 +123,7 @@ def _count(tree: Path, server: str, work: Path, helper: Path, n: int) -> tuple[i
     status = re.search(r"status: (.*)", out.stderr)
     if out.returncode != 0 or collected is None or status is None:
         raise RuntimeError(f"{server} in {tree}: {out.stderr[-2000:]}")
-    return int(collected.group(1)) // n, status.group(1)
+    return int(collected.group(1)) // (n * clients), status.group(1)
 
 
 def main(argv=None) -> int:
@@ -116,13 +131,20 @@ def main(argv=None) -> int:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--compare", type=Path, help="another checkout to count too")
     parser.add_argument("--servers", default=",".join(SERVERS))
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=1,
+        help="connections whose requests arrive together (batching on merges them); "
+        "--requests is then per connection",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, default=HERE, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--helper", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return _child(args.tree, args.child, args.work, args.helper, args.requests)
+        return _child(args.tree, args.child, args.work, args.helper, args.requests, args.clients)
     for tool in ("valgrind", "cc"):
         if shutil.which(tool) is None:
             print(f"{tool} is not installed (Debian: apt-get install valgrind gcc)")
@@ -143,14 +165,17 @@ def main(argv=None) -> int:
         )
         request_cpu._prepare(work)
         counts: dict[tuple[str, str], int] = {}
-        print(f"{args.requests} requests each; load average {os.getloadavg()[0]:.1f}\n")
+        print(
+            f"{args.requests} requests x {args.clients} connections each; load average "
+            f"{os.getloadavg()[0]:.1f}\n"
+        )
         print("| server | instructions / request |" + (" / compare's |" if args.compare else ""))
         print("|---|---|" + ("---|" if args.compare else ""))
         for server in [s for s in args.servers.split(",") if s]:
             for name, tree in trees.items():
                 if server == "floor" and name != "this":
                     continue
-                count, status = _count(tree, server, work, helper, args.requests)
+                count, status = _count(tree, server, work, helper, args.requests, args.clients)
                 if not status.endswith("200 OK"):
                     print(f"{name} {server} answered {status}")
                     return 1

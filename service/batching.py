@@ -43,15 +43,25 @@ import numpy as np
 
 from engine.runtime import Cancellation
 from service import tracing
-from service.config import BatchingConfig
-from service.errors import (
-    DeadlineExceeded,
-    Internal,
-    InvalidInput,
-    QueueFull,
-    ServingError,
-    TooLarge,
+from service.batch_parts import (
+    Overdue,
+    _attempt,
+    _Batch,
+    _fail,
+    _lost_batch_dim,
+    _merge,
+    _Request,
+    _request_elements,
+    _rows,
+    _Run,
+    _serving_error,
+    _shape_key,
+    _timed_run,
+    _Watch,
+    runs_inline,
 )
+from service.config import BatchingConfig
+from service.errors import DeadlineExceeded, Internal, QueueFull, ServingError, TooLarge
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -59,7 +69,7 @@ if TYPE_CHECKING:
     from service.metrics import ServingMetrics
     from service.servable import Signature
 
-__all__ = ["DirectScheduler", "Batcher", "Overdue", "warn_blas_threads"]
+__all__ = ["DirectScheduler", "Batcher", "Overdue", "runs_inline", "warn_blas_threads"]
 
 log = logging.getLogger("flowserve.batching")
 
@@ -80,32 +90,6 @@ def warn_blas_threads(intra_op_threads: int) -> None:
             "worse than without batching); intra_op_threads=1 avoids it",
             intra_op_threads,
         )
-
-
-class Overdue:
-    """Computations still running after their request's deadline. Threads cannot be
-    interrupted, so each holds a compute thread until it ends; the manager reports them in
-    readiness and refuses new work while they occupy every thread."""
-
-    def __init__(self):
-        self._running: set = set()
-
-    # A cancelled computation stops at its next op or loop iteration; one still running
-    # after this many seconds is inside a long kernel.
-    grace = 0.25
-
-    def add(self, future: Future) -> None:
-        self._running.add(future)
-        future.add_done_callback(self._running.discard)  # set ops are atomic under the GIL
-
-    def watch(self, future: Future) -> None:
-        """Counts ``future`` (a cancelled computation) if it still runs after ``grace``."""
-        if not future.done():
-            loop = asyncio.get_running_loop()
-            loop.call_later(self.grace, lambda: None if future.done() else self.add(future))
-
-    def __len__(self) -> int:
-        return len(self._running)
 
 
 class DirectScheduler:
@@ -198,65 +182,10 @@ class DirectScheduler:
         return None
 
 
-def runs_inline(signature: Signature, arrays: list[np.ndarray], limit: float) -> bool:
-    """Whether a run is cheap enough to run on the event loop: its estimated compute time
-    (learned at warmup, kept current from every run) is under ``limit`` seconds. Handing a
-    run of a few microseconds to a thread costs more than the run (a queue, a wakeup, a
-    callback back to the loop); a big one stays off the loop."""
-    if limit <= 0:
-        return False
-    estimate = signature.estimated_seconds(arrays)
-    return estimate is not None and estimate < limit
-
-
 def _expire(future, expired: list) -> None:
     if not future.done():
         expired.append(True)
         future.cancel()
-
-
-def _timed_run(signature, arrays, cancellation=None, submitted=None):
-    """Runs on a compute thread: ``(values, run seconds, seconds waited for the thread, the
-    thread's CPU seconds in the run)``."""
-    t0, c0 = time.perf_counter(), time.thread_time()
-    waited = t0 - submitted if submitted is not None else 0.0
-    if cancellation is None:
-        values = signature.run(arrays)
-    else:
-        values = signature.run(arrays, cancellation=cancellation)
-    return values, time.perf_counter() - t0, waited, time.thread_time() - c0
-
-
-class _Request:
-    __slots__ = ("arrays", "rows", "future", "deadline", "enqueued", "trace", "wait", "watch")
-
-    def __init__(self, arrays, rows, future, deadline, enqueued):
-        self.arrays = arrays
-        self.rows = rows
-        self.future = future
-        self.deadline = deadline
-        self.enqueued = enqueued
-        self.watch = None  # its thread run's _Watch, once it runs on a thread
-        self.trace = None  # the request's trace context (OpenTelemetry), for its batch
-        self.wait = None  # its queue_wait span
-
-
-class _Batch:
-    """Requests merging into one run. One deadline timer per batch, not per request: it
-    fires at the earliest deadline of its requests (most share one timeout, so a later
-    request rarely moves it) and stays armed while the batch runs on a thread."""
-
-    __slots__ = ("signature", "key", "requests", "rows", "timer", "closed", "deadline", "expiry")
-
-    def __init__(self, signature, key):
-        self.signature = signature
-        self.key = key
-        self.requests: list[_Request] = []
-        self.rows = 0
-        self.timer = None
-        self.closed = False
-        self.deadline = float("inf")  # the earliest deadline of its pending requests
-        self.expiry: asyncio.TimerHandle | None = None  # fires at ``deadline``
 
 
 class Batcher:
@@ -281,6 +210,9 @@ class Batcher:
         self._concurrency = max(config.threads, instances)
         self._executor = executor
         self._metrics = metrics
+        # An observer's one report per batch / per request run at once, where it has them
+        self._queue_waits = getattr(metrics, "queue_waits", None)
+        self._ran_at_once = getattr(metrics, "ran_at_once", None)
         self._labels = (model, version)
         self._direct = DirectScheduler(
             executor, metrics, model, version, overdue=overdue, inline_seconds=inline_seconds
@@ -319,7 +251,17 @@ class Batcher:
             return await self._submit_split(signature, arrays, rows, deadline)
         if rows == 0:
             return await self._direct.submit(signature, arrays, deadline)
-        return await self._enqueue(signature, arrays, rows, deadline)
+        if self._may_run_at_once(signature, arrays):
+            return self._run_at_once(signature, arrays, rows, deadline)
+        request = self._queue(signature, arrays, rows, deadline)
+        try:
+            return await request.future
+        except BaseException:  # missed its deadline, cancelled, or its run failed
+            if request.watch is not None:
+                request.watch.left()
+            raise
+        finally:
+            tracing.end_span(request.wait)  # already ended when its batch started
 
     async def close(self) -> None:
         """Stops batching: queued requests fail with QueueFull (503, retry); batches already
@@ -341,12 +283,13 @@ class Batcher:
     def _enqueued_batches(self) -> int:
         return len(self._open) + len(self._ready)
 
-    async def _enqueue(self, signature, arrays, rows, deadline):
-        loop = asyncio.get_running_loop()
+    def _queue(self, signature, arrays, rows, deadline) -> _Request:
+        """Puts a request in its open batch (opening one if needed) and schedules a
+        dispatch when a batch thread is free; the queued request, whose future the caller
+        awaits."""
         if self._closed:
             raise QueueFull("the model version is being unloaded; retry")
-        if self._may_run_at_once(signature, arrays):
-            return self._run_at_once(loop, signature, arrays, rows, deadline)
+        loop = asyncio.get_running_loop()
         if self._turn_taken:
             self._lone = False  # a second request in one turn: merge until traffic thins
         key = (signature.key, _shape_key(arrays, self.config.pad_variable_length_inputs))
@@ -387,14 +330,7 @@ class Batcher:
             self._dispatching = loop.call_soon(self._dispatch)
         elif self._dispatching is None:
             self._set_depth()  # (else the dispatch on the next turn reports the depth)
-        try:
-            return await request.future
-        except BaseException:  # missed its deadline, cancelled, or its run failed
-            if request.watch is not None:
-                request.watch.left()
-            raise
-        finally:
-            tracing.end_span(request.wait)  # already ended when its batch started
+        return request
 
     def _may_run_at_once(self, signature, arrays) -> bool:
         """Whether a request runs at once, on the loop, without queueing: requests have been
@@ -405,6 +341,7 @@ class Batcher:
         until a batch starts with a single request in it (traffic thinned out again)."""
         return (
             self._lone
+            and not self._closed
             and self._dispatching is None
             and not self._turn_taken
             and not self._open
@@ -414,8 +351,9 @@ class Batcher:
             and not tracing.active()
         )
 
-    def _run_at_once(self, loop, signature, arrays, rows, deadline):
+    def _run_at_once(self, signature, arrays, rows, deadline):
         """Runs one request as a batch of its own, here and now (see ``_may_run_at_once``)."""
+        loop = asyncio.get_running_loop()
         if loop.time() >= deadline:
             self._reject("deadline")
             raise DeadlineExceeded("deadline exceeded before the request could run")
@@ -426,7 +364,9 @@ class Batcher:
             raise _serving_error(error)
         values, seconds, _, cpu = result
         signature.observe(arrays, seconds, cpu)
-        if self._metrics is not None:
+        if self._ran_at_once is not None:
+            self._ran_at_once(*self._labels, rows, seconds)
+        elif self._metrics is not None:
             self._metrics.queue_wait(*self._labels, 0.0)
             self._metrics.batch(*self._labels, rows, 0, seconds)
         wrong = _lost_batch_dim(values, rows)
@@ -491,9 +431,7 @@ class Batcher:
     async def _submit_split(self, signature, arrays, rows, deadline):
         step = self.config.max_batch_size
         chunks = [[a[i : i + step] for a in arrays] for i in range(0, rows, step)]
-        parts = await asyncio.gather(
-            *(self._enqueue(signature, c, _rows(c), deadline) for c in chunks)
-        )
+        parts = await asyncio.gather(*(self.submit(signature, c, deadline) for c in chunks))
         return {alias: np.concatenate([p[alias] for p in parts], axis=0) for alias in parts[0]}
 
     # -- execution ------------------------------------------------------------------------
@@ -546,7 +484,9 @@ class Batcher:
             self._disarm(batch)
             return
         now = loop.time()
-        if self._metrics is not None:
+        if self._queue_waits is not None:  # one report per batch
+            self._queue_waits(*self._labels, [now - r.enqueued for r in live])
+        elif self._metrics is not None:
             for r in live:
                 self._metrics.queue_wait(*self._labels, now - r.enqueued)
         try:
@@ -676,124 +616,3 @@ class Batcher:
             if not r.future.done():
                 r.future.set_result({a: v[offset : offset + r.rows] for a, v in values.items()})
             offset += r.rows
-
-
-class _Watch:
-    """A thread run's cancellation: its token is cancelled once every request in the run
-    has gone (missed its deadline or was cancelled), so nobody waits on a computation that
-    runs on; one that runs on anyway (a long kernel) is counted as overdue. Each request
-    reports its own leaving where it awaits its result (no callback per request)."""
-
-    __slots__ = ("token", "pending", "work", "overdue")
-
-    def __init__(self, requests: int, overdue: Overdue | None):
-        self.token = Cancellation()
-        self.pending = requests
-        self.work: Future | None = None
-        self.overdue = overdue
-
-    def left(self) -> None:
-        self.pending -= 1
-        if self.pending == 0:
-            self.token.cancel("every request in the batch missed its deadline or left")
-            if self.work is not None and self.overdue is not None:
-                self.overdue.watch(self.work)
-
-
-class _Run:
-    """One batch on its way through a session run: its live requests and merged inputs."""
-
-    __slots__ = ("batch", "signature", "live", "merged", "real_rows", "padding")
-
-    def __init__(self, batch, live, merged, real_rows, padding):
-        self.batch = batch
-        self.signature = batch.signature
-        self.live = live
-        self.merged = merged
-        self.real_rows = real_rows
-        self.padding = padding
-
-
-def _attempt(signature, merged):
-    """A run on this thread: ``((values, seconds, waited, cpu), None)`` or ``(None, error)``."""
-    try:
-        return _timed_run(signature, merged), None
-    except Exception as e:  # noqa: BLE001 - reported to every request in the batch
-        return None, e
-
-
-def _serving_error(error: BaseException) -> ServingError:
-    """A run's error as the requests get it: a ServingError as it is, anything else logged
-    and reported as Internal."""
-    if isinstance(error, ServingError):
-        return error
-    log.error("batch run failed", exc_info=error)
-    return Internal(f"model failed: {error}")
-
-
-def _lost_batch_dim(values: dict, total: int) -> Internal | None:
-    """The error when an output of a run over ``total`` rows does not keep them."""
-    for alias, v in values.items():
-        if v.ndim == 0 or v.shape[0] != total:
-            return Internal(
-                f"output '{alias}' has shape {list(v.shape)}, which does not keep the batch "
-                f"dimension of {total} rows; this signature cannot be batched"
-            )
-    return None
-
-
-def _request_elements(request: _Request) -> int:
-    return sum(a.size for a in request.arrays)
-
-
-def _fail(requests, error: ServingError) -> None:
-    for r in requests:
-        if not r.future.done():
-            r.future.set_exception(type(error)(error.message))
-
-
-def _rows(arrays) -> int:
-    if len(arrays) == 1:
-        return arrays[0].shape[0]
-    rows = {a.shape[0] for a in arrays}
-    if len(rows) != 1:
-        raise InvalidInput(
-            f"all inputs must have the same batch size (leading dimension); got {sorted(rows)}"
-        )
-    return rows.pop()
-
-
-def _shape_key(arrays, pad: bool) -> tuple:
-    if pad:
-        return tuple((a.dtype.str, a.ndim) for a in arrays)
-    return tuple((a.dtype.str, a.shape[1:]) for a in arrays)
-
-
-def _pad_to(arr: np.ndarray, shape) -> np.ndarray:
-    if arr.shape[1:] == tuple(shape):
-        return arr
-    fill = arr.reshape(-1)[0] if arr.size else (b"" if arr.dtype.kind == "O" else 0)
-    out = np.empty((arr.shape[0],) + tuple(shape), dtype=arr.dtype)
-    out[...] = fill
-    out[tuple(slice(0, s) for s in arr.shape)] = arr
-    return out
-
-
-def _merge(requests: list[_Request], cfg: BatchingConfig):
-    """The batch's inputs concatenated (and padded), its real row count and padding rows."""
-    n_inputs = len(requests[0].arrays)
-    merged = []
-    real_rows = sum(r.rows for r in requests)
-    target = real_rows
-    if cfg.allowed_batch_sizes:
-        target = next((s for s in cfg.allowed_batch_sizes if s >= real_rows), real_rows)
-    for i in range(n_inputs):
-        parts = [r.arrays[i] for r in requests]
-        if cfg.pad_variable_length_inputs and len({p.shape[1:] for p in parts}) > 1:
-            shape = np.max([p.shape[1:] for p in parts], axis=0)
-            parts = [_pad_to(p, shape) for p in parts]
-        block = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
-        if target > real_rows:
-            block = np.concatenate([block, np.repeat(block[-1:], target - real_rows, axis=0)])
-        merged.append(block)
-    return merged, real_rows, target - real_rows

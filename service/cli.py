@@ -414,6 +414,15 @@ def limit_blas_threads(n: int) -> list[dict]:
     return pools
 
 
+def set_switch_interval(micros: int) -> None:
+    """Sets the interpreter's thread switch interval to ``micros`` microseconds; 0 changes
+    nothing. A compute thread coming back from a numpy call that released the GIL waits for
+    the event loop to let go of it: when the loop is busy (parsing requests), for up to the
+    switch interval, once per call that released it."""
+    if micros > 0:
+        sys.setswitchinterval(micros / 1e6)
+
+
 def tune_garbage_collector(threshold: int) -> None:
     """Sets the collector's young-generation threshold to ``threshold`` and freezes every
     object made so far (modules, classes, settings) out of its full passes; 0 changes
@@ -473,6 +482,7 @@ def run_server(config: ServerConfig, on_serving: Callable[[], None] | None = Non
     stopped; the exit status. ``on_serving`` is called once its listeners are open."""
     limit_blas_threads(config.intra_op_threads)
     tune_garbage_collector(config.gc_threshold)
+    set_switch_interval(config.switch_interval_micros)
     exporter = tracing.configure()
     if exporter:
         log.info("OpenTelemetry tracing on (exporter %s)", exporter)

@@ -507,6 +507,12 @@ class ServerConfig:
         doc="threads one computation may use inside numpy's BLAS "
         "(requests already run in parallel on num_threads)",
     )
+    switch_interval_micros: int = _setting(
+        0,
+        doc="the interpreter's thread switch interval (sys.setswitchinterval): how long the "
+        "event loop may keep the GIL from a compute thread that wants it back; 0 leaves "
+        "Python's 5000",
+    )
     gc_threshold: int = _setting(
         10_000,
         doc="container objects allocated between the garbage collector's young passes "
@@ -655,6 +661,7 @@ class ServerConfig:
         _bounded("intra_op_threads", self.intra_op_threads, 1, 4096)
         _bounded("inline_compute_micros", self.inline_compute_micros, 0, 1_000_000)
         _bounded("gc_threshold", self.gc_threshold, 0, 100_000_000)
+        _bounded("switch_interval_micros", self.switch_interval_micros, 0, 1_000_000)
         _bounded("poll_interval", self.poll_interval, 0, 24 * 3600.0)
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("auth_token must not be empty")

@@ -122,14 +122,24 @@ class InferenceStatistics:
             queue.count += count
             queue.ns += ns
 
+    def queues(self, model: str, version: int | str, waits: list[float]) -> None:
+        """One queue time per request (a batch's requests): ``queue`` of each, one lock."""
+        ns = sum([int(seconds * 1e9) for seconds in waits])
+        with self._lock:
+            queue = self._entry(model, version).stats["queue"]
+            queue.count += len(waits)
+            queue.ns += ns
+
     def execution(self, model: str, version: int | str, rows: int, seconds: float) -> None:
         """One session run of ``rows`` rows taking ``seconds``."""
         ns = int(seconds * 1e9)
         with self._lock:
             _count_run(self._entry(model, version), rows, ns)
 
-    def direct_run(self, model: str, version: int | str, waited: float, seconds: float) -> None:
-        """An unbatched request's run: ``queue(waited)`` and ``execution(1, seconds)`` in one
+    def direct_run(
+        self, model: str, version: int | str, waited: float, seconds: float, rows: int = 1
+    ) -> None:
+        """A request's own run: ``queue(waited)`` and ``execution(rows, seconds)`` in one
         update."""
         waited_ns, ns = int(waited * 1e9), int(seconds * 1e9)
         with self._lock:
@@ -137,7 +147,7 @@ class InferenceStatistics:
             queue = entry.stats["queue"]
             queue.count += 1
             queue.ns += waited_ns
-            _count_run(entry, 1, ns)
+            _count_run(entry, rows, ns)
 
     def forget(self, model: str, version: int | str) -> None:
         with self._lock:
@@ -186,10 +196,24 @@ class SchedulingObserver:
             self.metrics.session_run(model, version, seconds)
         self.statistics.direct_run(model, version, waited, seconds)
 
+    def ran_at_once(self, model: str, version: str, rows: int, seconds: float) -> None:
+        """A batched request run at once, as a batch of its own (no queue): ``queue_wait``
+        of 0 and ``batch`` of its rows in one report."""
+        if self.metrics is not None:
+            self.metrics.queue_wait(model, version, 0.0)
+            self.metrics.batch(model, version, rows, 0, seconds)
+        self.statistics.direct_run(model, version, 0.0, seconds, rows)
+
     def queue_wait(self, model: str, version: str, seconds: float) -> None:
         if self.metrics is not None:
             self.metrics.queue_wait(model, version, seconds)
         self.statistics.queue(model, version, seconds)
+
+    def queue_waits(self, model: str, version: str, waits: list[float]) -> None:
+        """``queue_wait`` of each of a batch's requests, in one report."""
+        if self.metrics is not None:
+            self.metrics.queue_waits(model, version, waits)
+        self.statistics.queues(model, version, waits)
 
     def executor_wait(self, model: str, version: str, seconds: float, batched: bool) -> None:
         """A request waited ``seconds`` for a compute thread: a direct request's whole queue
