@@ -89,6 +89,7 @@ from service.protocols.common import (
     read_body,
     wants_msgpack,
 )
+from service.protocols.json_numbers import parse_infer
 from service.protocols.msgpack_codec import packb, unpackb
 from service.protocols.v2_tensors import DATATYPE_OF as _DATATYPE_OF
 from service.protocols.v2_tensors import (
@@ -604,8 +605,8 @@ def _split_body(request: web.Request, body: bytes) -> tuple[dict, bytes]:
         raise InvalidInput("The request body is empty; expected an inference request")
     elif is_msgpack(request):
         doc, binary = unpackb(body), b""
-    else:
-        doc, binary = _loads(body, "The request body"), b""
+    else:  # the inputs' numbers read straight into arrays where they can be
+        doc, binary = parse_infer(body), b""
     if not isinstance(doc, dict):
         raise InvalidInput("The inference request must be an object with 'inputs'")
     return doc, binary

@@ -66,6 +66,7 @@ from service.protocols.common import (
     read_body,
     wants_msgpack,
 )
+from service.protocols.json_numbers import JsonNumbers, parse_predict
 from service.protocols.msgpack_codec import (
     decode_tensor,
     encode_tensor,
@@ -171,7 +172,7 @@ async def _predict(request: web.Request) -> web.Response:
         tracing.phase(request, "parse", model=servable.model)
     packed = is_msgpack(request)
     raw = await read_body(request)
-    body = unpackb(raw) if packed else parse_json(raw)
+    body = unpackb(raw) if packed else parse_predict(raw)
     # Without bool tokens in the body, numeric instances can be converted in one step
     # (numpy would silently turn a stray bool into a number). A one-byte search first: a
     # body without "u" (or "l") holds no "true" (or "false"), and numbers hold neither.
@@ -334,6 +335,12 @@ def _is_named(value) -> bool:
 
 
 def _row_inputs(instances, signature, fast: bool = False) -> dict[str, np.ndarray]:
+    if type(instances) is JsonNumbers:  # numbers, read as such (service.protocols.json_numbers)
+        alias = _sole_input(signature, "each instance")
+        arr = _json_numbers(instances, signature.inputs[alias]) if fast else None
+        if arr is not None:
+            return {alias: arr}
+        instances = instances.tolist()
     if not isinstance(instances, list):
         raise InvalidInput(
             f"'instances' must be a list with one element per instance, got "
@@ -403,11 +410,26 @@ def _columnar_inputs(inputs, signature) -> dict[str, np.ndarray]:
 
 def _column(alias: str, value, signature) -> np.ndarray:
     spec = signature.inputs.get(alias)
+    if type(value) is JsonNumbers:
+        arr = _json_numbers(value, spec) if spec is not None else None
+        if arr is not None:
+            return arr
+        value = value.tolist()
     if spec is not None and isinstance(value, list):
         arr = float_array(value, spec.dtype)  # numbers for a float input: one conversion
         if arr is not None:
             return arr
     return _to_array(value, f"input '{alias}'")
+
+
+def _json_numbers(value: JsonNumbers, spec) -> np.ndarray | None:
+    """What ``_stack`` and ``_column`` make of ``value.tolist()`` for ``spec``, where that is
+    ``float_array``'s array (float32, float64) or ``from_json_value``'s integers (an
+    integer type); None where the list path must decide."""
+    dtype = spec.dtype.base_dtype
+    if dtype.is_integer:
+        return value.integers()
+    return value.floats(dtype.np)
 
 
 def _msgpack_inputs(inputs, signature, max_elements: int) -> dict[str, np.ndarray]:

@@ -16,6 +16,7 @@ import numpy as np
 from engine import dtypes
 from engine.tensor_shape import TensorShape
 from service.errors import Internal, InvalidInput
+from service.protocols.json_numbers import JsonNumbers
 from service.tensors import TensorSpec, coerce, float_array, from_json_value
 
 __all__ = [
@@ -125,11 +126,21 @@ def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what:
     if isinstance(data, bytes):
         return _from_raw(data, dtype, shape, datatype, what)
     count = math.prod(shape)
-    if isinstance(data, list):
+    arr = None
+    if type(data) is JsonNumbers:  # numbers, read as such (service.protocols.json_numbers)
+        arr = data.floats(dtype.np)
+        if arr is not None and arr.size == count:
+            return arr.reshape(shape)
+        arr = data.integers() if dtype.is_integer else None  # from_json_value's array
+        if arr is None:
+            data = data.tolist()
+    elif isinstance(data, list):
         arr = float_array(data, dtype)  # numbers for a float datatype: one conversion
         if arr is not None and arr.size == count:
             return arr.reshape(shape)
-    arr = from_json_value(data if isinstance(data, list) else [data], what)
+        arr = None
+    if arr is None:
+        arr = from_json_value(data if isinstance(data, list) else [data], what)
     if arr.size != count:
         raise InvalidInput(
             f"{what}: shape {shape} holds {count} element(s) but 'data' has {arr.size}"
