@@ -94,7 +94,8 @@ def warn_blas_threads(intra_op_threads: int) -> None:
 
 class DirectScheduler:
     """Runs each request alone, in ``executor`` or inline (``runs_inline``; one inline run
-    in ``CPU_SAMPLE`` reads its CPU time, a system call, to keep the cost estimate)."""
+    in ``CPU_SAMPLE`` reads its CPU time, a system call; every run feeds the cost estimate,
+    the others with their wall time, never below their CPU time on the loop)."""
 
     CPU_SAMPLE = 8
 
@@ -124,14 +125,13 @@ class DirectScheduler:
         run_span = self._span(signature, arrays) if tracing.active() else None
         if runs_inline(signature, arrays, self._inline_seconds):
             self._inline_runs += 1
-            learn = self._inline_runs % self.CPU_SAMPLE == 1
             try:
-                if learn:
+                if self._inline_runs % self.CPU_SAMPLE == 1:
                     values, seconds, waited, cpu = _timed_run(signature, arrays)
-                else:
+                else:  # its wall time, never below its CPU time (the estimate takes the least)
                     t0 = time.perf_counter()
                     values = signature.run(arrays)
-                    seconds, waited = time.perf_counter() - t0, 0.0
+                    seconds, waited, cpu = time.perf_counter() - t0, 0.0, None
             finally:
                 tracing.end_span(run_span)
         else:
@@ -157,9 +157,7 @@ class DirectScheduler:
             finally:
                 timer.cancel()
                 tracing.end_span(run_span)
-            learn = True
-        if learn:
-            signature.observe(arrays, seconds, cpu)
+        signature.observe(arrays, seconds, cpu)
         if self._direct_run is not None:
             self._direct_run(*self._labels, seconds, waited)
         elif self._metrics is not None:

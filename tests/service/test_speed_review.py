@@ -1,5 +1,8 @@
 """Defects found reviewing issue 13's per-request speed cuts (batchcut and glue), each a test
-that fails because of the defect (``xfail(strict=True)``) and passes once it is fixed."""
+that failed because of the defect and passes since it was fixed: DirectScheduler read the CPU
+clock for one inline run in 8 and taught the cost estimate from those runs only (a counter
+shared by a version's signatures, and a model that got slower stayed on the loop ~8x
+longer); every run now teaches it, the unsampled ones with their wall time."""
 
 import asyncio
 import threading
@@ -41,12 +44,6 @@ def _signature(key: str, slow: bool, threads: list) -> Signature:
     return sig
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DirectScheduler's 1-in-CPU_SAMPLE learning counter is shared by every signature "
-    "of a version: a signature whose calls interleave with another's never teaches its "
-    "estimate, so once it gets slow it runs on the event loop forever",
-)
 async def test_a_signature_that_got_slow_leaves_the_loop_when_others_interleave(pool, monkeypatch):
     # A window of one run: a single measured slow run is enough to move it to a thread.
     monkeypatch.setattr(servable, "COST_WINDOW", 1)
@@ -64,12 +61,6 @@ async def test_a_signature_that_got_slow_leaves_the_loop_when_others_interleave(
     assert any(t != loop_thread for t in slow_threads), "every slow run stayed on the loop"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DirectScheduler teaches the cost estimate from one inline run in 8 only: a model "
-    "that got slower keeps running on the event loop ~8x COST_WINDOW runs (121) instead of "
-    "COST_WINDOW (the estimate is no longer 'kept current from every run')",
-)
 async def test_a_model_that_got_slower_leaves_the_loop_within_a_few_dozen_runs(pool):
     loop_thread = threading.get_ident()
     threads = []
