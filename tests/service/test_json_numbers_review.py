@@ -1,0 +1,192 @@
+"""Review of ``service.protocols.json_numbers`` (issue 13, numparse): each test reproduces one
+defect of the fast JSON parse, against the orjson path (``json_numbers.ENABLED = False``)."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from service.app import create_app
+from service.protocols import json_numbers
+from service.protocols.common import parse_json
+from tests.service.json_bodies import pad
+from tests.service.test_json_numbers import echo_model
+
+pytestmark = pytest.mark.skipif(
+    not json_numbers.ENABLED, reason="pysimdjson is not installed (the fast/test extras)"
+)
+
+
+@pytest.fixture(scope="module")
+def echo_repository(tmp_path_factory):
+    root = tmp_path_factory.mktemp("json-numbers-review")
+    echo_model(root / "echo" / "1")
+    (root / "echo" / "config.json").write_text('{"warmup": false}')
+    return root
+
+
+async def _post_both(client, path: str, raw: bytes):
+    """(status, body) with the fast parse on, then off."""
+    answers = []
+    for enabled in (True, False):
+        json_numbers.ENABLED = enabled
+        try:
+            headers = {"Content-Type": "application/json", "X-Request-ID": "same-id"}
+            resp = await client.post(path, data=raw, headers=headers)
+            answers.append((resp.status, await resp.read()))
+        finally:
+            json_numbers.ENABLED = True
+    return answers
+
+
+def _best(convert, raw: bytes, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        convert(raw)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+# -- a key holding U+0000 -------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="pysimdjson looks a key up as a C string: 'k\\u0000...' finds k's value, which "
+    "fools the '[' count (a ragged V2 'data' is accepted: 200 where orjson's path says 400)",
+)
+async def test_a_key_with_nul_does_not_smuggle_a_ragged_tensor(
+    aiohttp_client, make_config, echo_repository
+):
+    # "inputs\u0000" is looked up as "inputs": its lists are counted as those of "inputs"
+    # (6, the hidden [4] included), while the body holds 5 there; that makes up for the
+    # list hidden in the data's last row, which the count should have caught.
+    raw = pad(
+        b'{"inputs": [{"name": "x", "datatype": "FP32", "shape": [4], '
+        b'"data": [[1, 2], [3, [4]]]}], "inputs\\u0000": [[[[[0]]]]], '
+        b'"parameters": {"signature_name": "float32"}}'
+    )
+    client = await aiohttp_client(create_app(make_config(model_repository=str(echo_repository))))
+    (status, fast), (slow_status, slow) = await _post_both(client, "/v2/models/echo/infer", raw)
+    assert slow_status == 400 and b"ragged" in slow
+    assert (status, fast) == (slow_status, slow)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a named input 'x\\u0000' gets x's value in the fast document (pysimdjson looks "
+    "keys up as C strings), so the server answers another error than orjson's path",
+)
+async def test_a_named_input_with_nul_keeps_its_own_value(
+    aiohttp_client, make_config, echo_repository
+):
+    raw = pad(b'{"inputs": {"x": [1.5, 2.5], "x\\u0000": ["s", 1]}, "signature_name": "float32"}')
+    client = await aiohttp_client(create_app(make_config(model_repository=str(echo_repository))))
+    (status, fast), (slow_status, slow) = await _post_both(client, "/v1/models/echo:predict", raw)
+    assert slow_status == 400 and b"mixes strings" in slow
+    assert (status, fast) == (slow_status, slow)
+
+
+# -- time on the event loop -----------------------------------------------------------------
+def _many_keys(n: int) -> list[tuple[str, bytes]]:
+    keys = ",".join(f'"k{i}": 0' for i in range(n))
+    return [
+        ("TF top level", f'{{"instances": [1.5], {keys}}}'.encode()),
+        ("TF named inputs", f'{{"inputs": {{{keys}}}}}'.encode()),
+        ("V2 input object", f'{{"inputs": [{{"name": "x", {keys}}}]}}'.encode()),
+        ("V2 top level", f'{{"inputs": [], {keys}}}'.encode()),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every key is looked up with a linear scan (Object[key] per key): an object of "
+    "n keys costs O(n^2) on the event loop (~1 s for 20,000 keys, 220 KiB; hours at 64 MiB)",
+)
+@pytest.mark.parametrize("which", range(4))
+def test_an_object_of_many_keys_parses_in_linear_time(which):
+    name, raw = _many_keys(20_000)[which]
+    parse = json_numbers.parse_infer if name.startswith("V2") else json_numbers.parse_predict
+    slow = _best(parse_json, raw)
+    t0 = time.perf_counter()
+    parse(raw)
+    fast = time.perf_counter() - t0
+    assert fast < 20 * slow + 0.1, (name, fast, slow)
+
+
+def _nested(leaf: str, widths: list[int]) -> str:
+    text = leaf
+    for width in widths:
+        text = "[" + ",".join([text] * width) + "]"
+    return text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_MAX_PLAIN bounds only a value's top level: nested lists of <= 64 entries outside "
+    "the tensors are built by pysimdjson, then parsed again by orjson (~4x orjson's time)",
+)
+def test_nested_values_outside_the_tensors_cost_no_more_than_orjson():
+    # 64 x 64 x 64 x 4 small numbers in a V2 parameter, and a "[" in a string: the fast parse
+    # builds them all with pysimdjson before the "[" count sends the body to orjson.
+    raw = (
+        '{"inputs": [{"name": "x", "datatype": "FP32", "shape": [2], "data": [1.5, 2.5]}], '
+        '"parameters": {"p": ' + _nested("0", [64, 64, 64, 4]) + ', "q": "["}}'
+    ).encode()
+    slow = _best(parse_json, raw)
+    fast = _best(json_numbers.parse_infer, raw)
+    assert fast < 2 * slow, (fast, slow)
+
+
+# -- memory held while a request runs -------------------------------------------------------
+_HELD = """
+import gc, sys
+from engine import dtypes
+from engine.tensor_shape import TensorShape
+from service.protocols import json_numbers, tfserving
+from service.tensors import TensorSpec
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+class Signature:
+    key = "k"
+    inputs = {"x": TensorSpec("x", "x:0", dtypes.uint8, TensorShape(None))}
+    input_order = ["x"]
+
+with open(sys.argv[2], "rb") as f:  # made by the test: no freed lists here to reuse
+    raw = f.read()
+gc.collect()
+json_numbers.ENABLED = sys.argv[1] == "fast"
+before = rss_mib()
+body = json_numbers.parse_predict(raw)  # what _predict keeps while manager.infer awaits
+inputs = tfserving._row_inputs(body["instances"], Signature, True)
+gc.collect()
+print(rss_mib() - before)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/statm")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the request document keeps the whole simdjson parse (tape, structural indexes, "
+    "float64 copy) until the response: ~3x the memory orjson's lists hold for a uint8 image",
+)
+def test_a_parsed_body_holds_no_more_memory_than_orjsons_while_it_runs(tmp_path):
+    pixels = np.random.default_rng(0).integers(0, 256, size=(300, 9408)).tolist()
+    body = tmp_path / "image.json"  # a uint8 image batch as TF Serving clients send it
+    body.write_bytes(json.dumps({"instances": pixels, "signature_name": "uint8"}).encode())
+    held = {}
+    for mode in ("fast", "slow"):
+        out = subprocess.run(
+            [sys.executable, "-c", _HELD, mode, str(body)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        held[mode] = float(out.stdout.split()[-1])
+    assert held["fast"] < 1.5 * held["slow"] + 8, held
