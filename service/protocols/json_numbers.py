@@ -23,11 +23,14 @@ so that every error is today's: invalid JSON or what orjson reads differently (i
 beyond 64 bits, numbers beyond float64's range, NaN tokens, a byte order mark), duplicate
 keys (orjson keeps the last, a simdjson lookup finds the first), non-UTF-8 text, a ``[`` in a
 string (the count would not match), a body that is not an object, or any exception at all.
-It also gives up where orjson is faster: bodies under 2 KiB (too few numbers to pay for its
-fixed cost), and anything but a list of numbers where a tensor goes (strings, b64 objects,
-named instances, ragged rows) or a list or object of more than 64 entries elsewhere
-(pysimdjson makes Python values several times slower than orjson); those cost a simdjson
-parse more than before (about 1 us per KiB of numbers).
+It also gives up where orjson is faster or leaner: bodies under 2 KiB (too few numbers to pay
+for its fixed cost) or over 4 MiB (while a request runs its document keeps the simdjson
+parse, ~3x the memory of orjson's lists of small integers), an object of more than 64 keys
+(each pysimdjson lookup scans its object), a key holding U+0000 (looked up as a C string, it
+would find another key), anything but a list of numbers where a tensor goes (strings, b64
+objects, named instances, ragged rows), and more than 256 values in all outside the tensors,
+nested ones included (pysimdjson makes Python values several times slower than orjson); those
+cost a simdjson parse more than before (about 1 us per KiB of numbers).
 ``ENABLED`` switches the fast parse off (without pysimdjson it is off).
 """
 
@@ -61,7 +64,14 @@ _BOM = b"\xef\xbb\xbf"
 # cost (a few microseconds; float bodies break even at ~3-6 KiB, integer ones at ~1 KiB),
 # and an API's small objects are no tensors.
 _MIN_BODY = 2048
-_MAX_PLAIN = 64  # entries of a list or object outside the tensors
+# Larger bodies are orjson's too: while a request runs, its document keeps the whole simdjson
+# parse (tape, indexes, the float64 copy), ~3x what orjson's lists of small integers hold.
+_MAX_BODY = 4 << 20
+# Keys of one object, and values in all (nested) of the document's values outside the
+# tensors. Beyond, the body is orjson's: a pysimdjson key lookup scans its object (n keys
+# would cost n^2), and it makes Python values several times slower than orjson.
+_MAX_PLAIN = 64
+_MAX_PLAIN_VALUES = 256
 _min, _max = np.minimum.reduce, np.maximum.reduce
 
 
@@ -138,10 +148,11 @@ class _Tally:
     ``[``, which shows that no list hides among an innermost list's numbers. (A ``[`` in a
     string only adds to the body's count: the fast parse then gives up.)"""
 
-    __slots__ = ("lists",)
+    __slots__ = ("lists", "plain_left")
 
     def __init__(self):
         self.lists = 0
+        self.plain_left = _MAX_PLAIN_VALUES  # values outside the tensors still allowed
 
     def plain(self, value):
         """``value`` (a simdjson value) as the Python value ``parse_json`` gives, its lists
@@ -149,8 +160,7 @@ class _Tally:
         times slower than orjson: such a body is orjson's)."""
         if not isinstance(value, (_Object, _Array)):
             return value
-        if len(value) > _MAX_PLAIN:
-            raise _DoubtError
+        self._spend(value)
         value = value.as_dict() if isinstance(value, _Object) else value.as_list()
         stack = [value]
         while stack:
@@ -161,6 +171,22 @@ class _Tally:
             elif type(item) is dict:
                 stack.extend(item.values())
         return value
+
+    def _spend(self, value) -> None:
+        """Counts the values inside ``value`` (all levels) against ``plain_left``, looking
+        no further once it is spent: a doubt then."""
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            n = len(item)
+            self.plain_left -= n
+            if n > _MAX_PLAIN or self.plain_left < 0:
+                raise _DoubtError
+            # (Object.values() would make Python values of everything below: look up)
+            children = [item[k] for k in item.keys()] if isinstance(item, _Object) else item
+            for child in children:
+                if isinstance(child, (_Object, _Array)):
+                    stack.append(child)
 
     def tensor(self, value):
         """``value`` as ``JsonNumbers`` when it is a list the copy can vouch for; anything
@@ -225,9 +251,18 @@ def _rectangle(array) -> tuple[int, ...] | None:
 
 
 def _keys(obj) -> list[str]:
+    """``obj``'s keys, each to be looked up once; a doubt for more than ``_MAX_PLAIN`` (each
+    lookup scans the object), duplicates (orjson keeps the last of duplicate keys, a lookup
+    here the first) and a key holding U+0000 (pysimdjson looks keys up as C strings: one
+    would find the key cut at it)."""
+    if len(obj) > _MAX_PLAIN:
+        raise _DoubtError
     keys = list(obj.keys())
     if len(keys) > 1 and len(set(keys)) != len(keys):
-        raise _DoubtError  # orjson keeps the last of duplicate keys, a lookup here the first
+        raise _DoubtError
+    for key in keys:
+        if "\x00" in key:
+            raise _DoubtError
     return keys
 
 
@@ -273,7 +308,7 @@ def _infer_input(item, tally: _Tally) -> dict:
 
 
 def _load(raw: bytes, build: Callable[[Any, _Tally], dict]) -> dict | None:
-    if not ENABLED or len(raw) < _MIN_BODY or raw.startswith(_BOM):
+    if not ENABLED or not _MIN_BODY <= len(raw) <= _MAX_BODY or raw.startswith(_BOM):
         return None
     tally = _Tally()
     try:

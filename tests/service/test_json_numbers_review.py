@@ -1,10 +1,12 @@
-"""Review of ``service.protocols.json_numbers`` (issue 13, numparse): each test reproduces one
-defect of the fast JSON parse, against the orjson path (``json_numbers.ENABLED = False``)."""
+"""Review of ``service.protocols.json_numbers`` (issue 13, numparse): each test reproduced one
+defect of the fast JSON parse, against the orjson path (``json_numbers.ENABLED = False``), and
+passes since it was fixed: keys holding U+0000, objects of many keys (quadratic lookups),
+nested values outside the tensors (unbounded pysimdjson conversion), and the memory a large
+body's parse held while its request ran (bodies over 4 MiB are orjson's)."""
 
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -42,21 +44,7 @@ async def _post_both(client, path: str, raw: bytes):
     return answers
 
 
-def _best(convert, raw: bytes, runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        convert(raw)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 # -- a key holding U+0000 -------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="pysimdjson looks a key up as a C string: 'k\\u0000...' finds k's value, which "
-    "fools the '[' count (a ragged V2 'data' is accepted: 200 where orjson's path says 400)",
-)
 async def test_a_key_with_nul_does_not_smuggle_a_ragged_tensor(
     aiohttp_client, make_config, echo_repository
 ):
@@ -74,11 +62,6 @@ async def test_a_key_with_nul_does_not_smuggle_a_ragged_tensor(
     assert (status, fast) == (slow_status, slow)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a named input 'x\\u0000' gets x's value in the fast document (pysimdjson looks "
-    "keys up as C strings), so the server answers another error than orjson's path",
-)
 async def test_a_named_input_with_nul_keeps_its_own_value(
     aiohttp_client, make_config, echo_repository
 ):
@@ -89,7 +72,9 @@ async def test_a_named_input_with_nul_keeps_its_own_value(
     assert (status, fast) == (slow_status, slow)
 
 
-# -- time on the event loop -----------------------------------------------------------------
+# -- work on the event loop ------------------------------------------------------------------
+# (Found as time: 20,000 keys took ~1 s where orjson takes ~12 ms, and nested values outside
+# the tensors ~4x orjson's time. Checked here as what bounds that work, not as timings.)
 def _many_keys(n: int) -> list[tuple[str, bytes]]:
     keys = ",".join(f'"k{i}": 0' for i in range(n))
     return [
@@ -100,20 +85,18 @@ def _many_keys(n: int) -> list[tuple[str, bytes]]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="every key is looked up with a linear scan (Object[key] per key): an object of "
-    "n keys costs O(n^2) on the event loop (~1 s for 20,000 keys, 220 KiB; hours at 64 MiB)",
-)
+def _load(name: str):
+    return json_numbers.load_infer if name.startswith("V2") else json_numbers.load_predict
+
+
 @pytest.mark.parametrize("which", range(4))
-def test_an_object_of_many_keys_parses_in_linear_time(which):
+def test_an_object_of_many_keys_is_orjsons(which):
+    """Each pysimdjson key lookup scans its object, so n keys looked up one by one cost n^2:
+    an object of more than _MAX_PLAIN keys sends the body to orjson before any lookup."""
     name, raw = _many_keys(20_000)[which]
+    assert _load(name)(raw) is None, name
     parse = json_numbers.parse_infer if name.startswith("V2") else json_numbers.parse_predict
-    slow = _best(parse_json, raw)
-    t0 = time.perf_counter()
-    parse(raw)
-    fast = time.perf_counter() - t0
-    assert fast < 20 * slow + 0.1, (name, fast, slow)
+    assert parse(raw) == parse_json(raw)
 
 
 def _nested(leaf: str, widths: list[int]) -> str:
@@ -123,21 +106,34 @@ def _nested(leaf: str, widths: list[int]) -> str:
     return text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_MAX_PLAIN bounds only a value's top level: nested lists of <= 64 entries outside "
-    "the tensors are built by pysimdjson, then parsed again by orjson (~4x orjson's time)",
-)
-def test_nested_values_outside_the_tensors_cost_no_more_than_orjson():
-    # 64 x 64 x 64 x 4 small numbers in a V2 parameter, and a "[" in a string: the fast parse
-    # builds them all with pysimdjson before the "[" count sends the body to orjson.
-    raw = (
-        '{"inputs": [{"name": "x", "datatype": "FP32", "shape": [2], "data": [1.5, 2.5]}], '
-        '"parameters": {"p": ' + _nested("0", [64, 64, 64, 4]) + ', "q": "["}}'
-    ).encode()
-    slow = _best(parse_json, raw)
-    fast = _best(json_numbers.parse_infer, raw)
-    assert fast < 2 * slow, (fast, slow)
+def _v2_with_parameter(value: str) -> bytes:
+    return pad(
+        (
+            '{"inputs": [{"name": "x", "datatype": "FP32", "shape": [2], "data": [1.5, 2.5]}], '
+            '"parameters": {"p": ' + value + "}}"
+        ).encode()
+    )
+
+
+def test_nested_values_outside_the_tensors_are_bounded():
+    """_MAX_PLAIN bounded only a value's top level: 64 x 64 x 64 x 4 numbers in a V2
+    parameter were all made into Python values by pysimdjson (then parsed again by orjson
+    when a "[" in a string spoiled the count). Now every value outside the tensors, nested
+    ones included, counts against one budget per body, looked at only until it is spent."""
+    tally = json_numbers._Tally()
+    raw = _nested("0", [64, 64, 64, 4])
+    doc = json_numbers.simdjson.Parser().parse(raw.encode())
+    with pytest.raises(json_numbers._DoubtError):
+        tally.plain(doc)
+    # it stopped within the budget (plus the one list that spent it), not after 64^3 lists
+    assert tally.plain_left >= -json_numbers._MAX_PLAIN
+    big = _v2_with_parameter(_nested("0", [64, 64, 64, 4]))
+    assert json_numbers.load_infer(big) is None
+    assert json_numbers.parse_infer(big) == parse_json(big)
+    # within the budget the fast parse keeps the body, with the same values as orjson
+    small = _v2_with_parameter(_nested("0", [4, 4, 4]))
+    assert json_numbers.load_infer(small) is not None
+    assert json_numbers.parse_infer(small)["parameters"] == parse_json(small)["parameters"]
 
 
 # -- memory held while a request runs -------------------------------------------------------
@@ -170,11 +166,6 @@ print(rss_mib() - before)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/statm")
-@pytest.mark.xfail(
-    strict=True,
-    reason="the request document keeps the whole simdjson parse (tape, structural indexes, "
-    "float64 copy) until the response: ~3x the memory orjson's lists hold for a uint8 image",
-)
 def test_a_parsed_body_holds_no_more_memory_than_orjsons_while_it_runs(tmp_path):
     pixels = np.random.default_rng(0).integers(0, 256, size=(300, 9408)).tolist()
     body = tmp_path / "image.json"  # a uint8 image batch as TF Serving clients send it
