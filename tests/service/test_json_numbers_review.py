@@ -15,7 +15,7 @@ from service.app import create_app
 from service.protocols import json_numbers
 from service.protocols.common import parse_json
 from tests.service.json_bodies import pad
-from tests.service.test_json_numbers import echo_model
+from tests.service.test_json_numbers import _post_both, echo_model
 
 pytestmark = pytest.mark.skipif(
     not json_numbers.ENABLED, reason="pysimdjson is not installed (the fast/test extras)"
@@ -28,20 +28,6 @@ def echo_repository(tmp_path_factory):
     echo_model(root / "echo" / "1")
     (root / "echo" / "config.json").write_text('{"warmup": false}')
     return root
-
-
-async def _post_both(client, path: str, raw: bytes):
-    """(status, body) with the fast parse on, then off."""
-    answers = []
-    for enabled in (True, False):
-        json_numbers.ENABLED = enabled
-        try:
-            headers = {"Content-Type": "application/json", "X-Request-ID": "same-id"}
-            resp = await client.post(path, data=raw, headers=headers)
-            answers.append((resp.status, await resp.read()))
-        finally:
-            json_numbers.ENABLED = True
-    return answers
 
 
 # -- a key holding U+0000 -------------------------------------------------------------------
