@@ -332,7 +332,8 @@ class ServingMetrics:
 
     def queue_waits(self, model: str, version: str, waits: list[float]) -> None:
         """``queue_wait`` of each of a batch's requests (one label lookup)."""
-        observe = self._child(self.queue_wait_seconds, model, version).observe
+        children = self._run_children.get((model, version)) or self._run_series(model, version)
+        observe = (children[5] or self._made(children, 5, model, version)).observe
         for seconds in waits:
             observe(seconds)
 
