@@ -4,7 +4,8 @@
 #   bash bench/device/run.sh PHASE...    (from the repository root)
 #
 # Phases: probe, gputests, suite (pytest arguments in SUITE_ARGS), overhead, sweep, profile
-# (PROFILE=cnn:64), serve, workers (WORKERS="4 8 12").
+# (PROFILE=cnn:64), serve, workers (WORKERS="4 8 12"), twocores (the 2-core development
+# machine's request-path and batching benches, pinned to CPUs 0-1 of this quiet one).
 # The machine has no network: Python packages its image lacks travel as wheels in .whl/ (made
 # by bench/device/wheels.sh; see bench/README.md, "GPU"), installed with --target into /tmp/site; the repository goes on
 # PYTHONPATH, and a `flowserve` script is written next to the interpreter for the tests that
@@ -92,6 +93,20 @@ workers() {
             --concurrency $((16 * n)) --duration "${WORKERS_DURATION:-5}" \
             --json "$OUT/workers$n.json" 2>&1 | tail -8
     done
+}
+
+twocores() {
+    # The issue-13 figures taken on the 2-core development machine, where other tenants make
+    # rounds swing by 10-20%, again here with every process pinned to two CPUs of an
+    # otherwise idle machine: throughput and server CPU per request against the aiohttp floor
+    # (wrk, 64 clients), CPU per request without sockets, then batching's figures.
+    local pin="taskset -c 0,1"
+    $pin timeout 240 "$PY" bench/request_path.py --duration "${TWO_DURATION:-3}" --rounds 2 \
+        --lane on 2>&1 | tee "$OUT/request_path.log" | tail -20
+    $pin timeout 120 "$PY" bench/request_cpu.py --requests 1000 --rounds 3 --clients 16 \
+        2>&1 | tee "$OUT/request_cpu.log" | tail -10
+    $pin timeout 300 "$PY" bench/batching.py --duration "${TWO_DURATION:-3}" --rounds 2 \
+        2>&1 | tee "$OUT/batching.log" | tail -40
 }
 
 setup
