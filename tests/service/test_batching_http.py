@@ -77,18 +77,33 @@ async def test_concurrent_requests_match_unbatched_results(clients):
 
 
 async def test_v2_binary_requests_batch_too(clients):
+    """V2 requests in the binary tensor extension go through the batcher, with the values
+    of no batching."""
     batched, plain = clients
 
     async def infer(client, x):
-        body = {"inputs": [{"name": "x", "shape": [len(x)], "datatype": "FP32", "data": x}]}
-        resp = await client.post("/v2/models/hpt/infer", json=body)
-        assert resp.status == 200
+        data = np.float32(x).tobytes()
+        item = {"name": "x", "shape": [len(x)], "datatype": "FP32"}
+        header = json.dumps({"inputs": [{**item, "parameters": {"binary_data_size": len(data)}}]})
+        resp = await client.post(
+            "/v2/models/hpt/infer",
+            data=header.encode() + data,
+            headers={
+                "Inference-Header-Content-Length": str(len(header)),
+                "Content-Type": "application/octet-stream",
+            },
+        )
+        assert resp.status == 200, await resp.text()
         return (await resp.json())["outputs"][0]["data"]
 
     xs = [[float(i), float(i) / 2] for i in range(32)]
     got = await asyncio.gather(*(infer(batched, x) for x in xs))
     assert got == [await infer(plain, x) for x in xs]
     assert got[3] == [0.5 * 3 + 2, 0.5 * 1.5 + 2]
+    # every row went through the batcher (not a direct run beside it)
+    metrics = await (await batched.get("/metrics")).text()
+    assert _sample(metrics, 'flowserve_batch_size_rows_sum{model="hpt",version="1"}') == 64
+    assert 'flowserve_batches_total{model="hpt",version="1"}' in metrics
 
 
 async def test_model_config_can_turn_batching_off(clients):

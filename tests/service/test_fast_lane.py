@@ -54,10 +54,13 @@ async def serving(
     access_log=None,
     cancel=False,
     header_timeout: float = 30,
+    expect_lane: bool | None = None,
     **settings,
 ):
     """A HardenedRunner (the CLI's) on a free loopback port: (port, runner). ``cancel``:
-    a client that disconnects cancels its request (the CLI's handler_cancellation)."""
+    a client that disconnects cancels its request (the CLI's handler_cancellation).
+    The runner has a lane exactly when ``lane`` (or ``expect_lane``) says: a lane turned
+    off (tracing, an untested aiohttp) would compare aiohttp's answers with themselves."""
     app = create_app(make_config(fast_lane=lane, **settings))
     if app_hook is not None:
         app_hook(app)
@@ -65,6 +68,8 @@ async def serving(
     kwargs["handler_cancellation"] = cancel
     runner = HardenedRunner(app, max_connections=100, header_timeout=header_timeout, **kwargs)
     await runner.setup()
+    expected = lane if expect_lane is None else expect_lane
+    assert (runner.server.lane is not None) == expected, f"the lane is {runner.server.lane}"
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
@@ -79,7 +84,6 @@ async def both(make_config, **settings):
     lane), False: (port, None)}."""
     async with serving(make_config, True, **settings) as (port_on, on):
         async with serving(make_config, False, **settings) as (port_off, off):
-            assert off.server.lane is None
             yield {True: (port_on, on.server.lane), False: (port_off, None)}
 
 
@@ -630,8 +634,7 @@ def test_the_lane_runs_only_on_the_aiohttp_releases_it_was_tested_with(monkeypat
 async def test_an_untested_aiohttp_turns_the_lane_off(make_config, monkeypatch, caplog):
     monkeypatch.setattr(http, "LANE_AIOHTTP", ((2, 0), (2, 1)))
     with caplog.at_level(logging.WARNING, logger="flowserve.http"):
-        async with serving(make_config, True) as (port, runner):
-            assert runner.server.lane is None
+        async with serving(make_config, True, expect_lane=False) as (port, runner):
             answers, _ = await exchange(port, post(V1, ROWS, RID))
     assert answers[0][0] == 200
     assert "The fast lane is off: aiohttp" in caplog.text

@@ -345,6 +345,7 @@ async def test_no_access_line_for_an_answer_never_sent(make_config, caplog):
             access_log=logging.getLogger("flowserve.access"),
         )
         await runner.setup()
+        assert (runner.server.lane is not None) == lane  # else aiohttp against itself
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         try:

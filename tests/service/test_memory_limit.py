@@ -76,6 +76,10 @@ async def test_batched_requests_get_429_too(aiohttp_client, tmp_path):
     r = await client.post("/v2/models/batched/infer", json=v2_body(40_000))
     assert r.status == 429
     assert "max_intermediate_bytes" in (await r.json())["error"]
+    # It went through the batcher's queue (not a direct run beside it).
+    metrics = await (await client.get("/metrics")).text()
+    waits = 'flowserve_batch_queue_wait_seconds_count{model="batched",version="1"} 1.0'
+    assert waits in metrics.splitlines()
     r = await client.post("/v2/models/batched/infer", json=v2_body(FITS))
     assert r.status == 200
 
