@@ -143,14 +143,17 @@ def run_case(d: Path) -> None:
                     assert got.tolist() == want.tolist(), f"output {k} differs"
                     continue
                 assert got.dtype == want.dtype, f"output {k}: dtype {got.dtype} != {want.dtype}"
-                rtol = tol["rtol"]
+                rtol, atol = tol["rtol"], tol["atol"]
+                if want.size and 0 < np.nanmax(np.abs(want)) <= atol:
+                    # Every expected value is within the absolute tolerance of zero (the
+                    # wheel's test_operator_add_size1_broadcast records denormals near
+                    # 1e-309), so any small output would match: compare relatively.
+                    atol = 0.0
                 if want.dtype == np.float16 and _ON_GPU:
                     # cuBLAS sums half-precision products in another order and precision than
                     # the numpy reference; through a softmax that reaches 4 half ulps.
                     rtol = max(rtol, 2.0**-8)
-                np.testing.assert_allclose(
-                    got, want, rtol=rtol, atol=tol["atol"], err_msg=f"output {k}"
-                )
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {k}")
 
 
 def _index(p: Path) -> int:

@@ -42,3 +42,9 @@ def run(program: str, tf_module, contrib=None) -> list[str]:
 
 def numbers(line: str) -> list[float]:
     return [float(x) for x in _NUMBER.findall(line)]
+
+
+def text(line: str) -> str:
+    """``line`` with each decimal number replaced by ``#``: the part compared exactly
+    (words, integers such as a step count or a predicted class, names)."""
+    return _NUMBER.sub("#", line)

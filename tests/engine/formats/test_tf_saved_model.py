@@ -98,7 +98,17 @@ def _copy(tmp_path, kind="saved_model_ref"):
     return dst
 
 
-@pytest.mark.parametrize("damage", ["truncated_pb", "garbage_pb", "data_bit", "missing_index"])
+# Each damage names the error it must cause (type and message), so a load that fails for
+# another reason does not pass.
+DAMAGED_SAVED_MODEL_ERRORS = {
+    "truncated_pb": (errors.DataLossError, "not a valid TensorFlow SavedModel"),
+    "garbage_pb": (errors.DataLossError, "not a valid TensorFlow SavedModel"),
+    "data_bit": (errors.DataLossError, "checksum mismatch for tensor 'model/b'"),
+    "missing_index": (errors.NotFoundError, "No bundle index at .*variables\\.index"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_SAVED_MODEL_ERRORS))
 def test_damaged_saved_models_raise_typed_errors(tmp_path, damage):
     d = _copy(tmp_path)
     pb = d / "saved_model.pb"
@@ -113,8 +123,9 @@ def test_damaged_saved_models_raise_typed_errors(tmp_path, damage):
         data.write_bytes(bytes(raw))
     else:
         (d / "variables" / "variables.index").unlink()
+    error, message = DAMAGED_SAVED_MODEL_ERRORS[damage]
     with tf.Graph().as_default(), tf.Session() as sess:
-        with pytest.raises(errors.OpError):
+        with pytest.raises(error, match=message):
             tf.saved_model.load(sess, ["serve"], str(d))
 
 
