@@ -219,7 +219,11 @@ def _unpack_limited(raw: bytes, path: str):
         TypeError,
         UnicodeDecodeError,
     ) as e:
-        raise _loss(path, f"index is not valid msgpack ({e})") from None
+        raise _loss(
+            path,
+            f"index is neither a TensorFlow checkpoint index (no table magic number at its "
+            f"end) nor valid flowserve msgpack ({e})",
+        ) from None
 
 
 def _int(v, path, what, lo=0, hi=None):

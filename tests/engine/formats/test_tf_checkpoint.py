@@ -110,8 +110,8 @@ DAMAGED_CHECKPOINT_ERRORS = {
     "data_bit": "checksum mismatch for tensor 'counter'",
     "index_bit": "block checksum mismatch",
     "truncated_data": "tensor 'scale': bytes .* beyond its data file",
-    "truncated_index": "Corrupted or unsupported bundle .*index",
-    "bad_magic": "Corrupted or unsupported bundle .*index",
+    "truncated_index": "index is neither a TensorFlow checkpoint index .*nor valid flowserve",
+    "bad_magic": "index is neither a TensorFlow checkpoint index .*nor valid flowserve",
 }
 
 
