@@ -26,7 +26,7 @@ import contextvars
 import re
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -105,7 +105,8 @@ _NOTED = _HANDED | _SINGLETONS | {"connection", "content-encoding", "cookie"}
 @dataclass(slots=True)
 class Head:
     """A complete, plainly simple request head: ``size`` bytes, then ``length`` body bytes.
-    ``hot``: the lane may serve it; otherwise aiohttp serves this one request."""
+    ``hot``: the lane may serve it; otherwise aiohttp serves this one request. Never changed
+    once made: ``FastLane.head`` hands the same one to every request with the same bytes."""
 
     method: str
     path: str
@@ -114,6 +115,14 @@ class Head:
     size: int
     hot: bool
     content_type: str
+    _view: CIMultiDictProxy | None = field(default=None, compare=False, repr=False)
+
+    def view(self) -> CIMultiDictProxy:
+        """The headers as a read-only multidict (made once: requests may share it)."""
+        view = self._view
+        if view is None:
+            view = self._view = CIMultiDictProxy(CIMultiDict(self.headers))
+        return view
 
 
 def parse_head(buffer: bytes, max_body: int) -> Head | str | None:
@@ -234,7 +243,7 @@ class LaneRequest(dict):
         self.match_info = match_info
         self.method = head.method
         self.path = head.path
-        self.headers = CIMultiDictProxy(CIMultiDict(head.headers))
+        self.headers = head.view()
         self.content_type = head.content_type
         self.content_length = head.length
         self.keep_alive = True  # a request with "Connection: close" is aiohttp's
@@ -302,6 +311,8 @@ class FastLane:
 
     CACHE_SIZE = 1024
     CACHE_BYTES = 128 << 10
+    HEADS = 256  # hot heads remembered (a keep-alive client sends the same head each time)
+    HEAD_BYTES = 1024  # longer heads are parsed each time
 
     def __init__(self, app: web.Application, serving: Callable[..., Awaitable]) -> None:
         self.app = app
@@ -311,6 +322,7 @@ class FastLane:
         self.served = 0  # requests the lane has taken (tests and benchmarks read it)
         self._routes: dict[str, tuple[Any, Callable]] = {}
         self._cached_bytes = 0
+        self._heads: dict[bytes, Head] = {}
 
     @classmethod
     def of(cls, app: web.Application) -> FastLane | None:
@@ -319,6 +331,25 @@ class FastLane:
         if serving is None or list(app.middlewares) != [serving]:
             return None
         return cls(app, serving)
+
+    def head(self, buffer: bytes | bytearray) -> Head | str | None:
+        """``parse_head(buffer, max_body)``, remembered for hot heads: clients on keep-alive
+        connections send the same head bytes request after request (only Content-Length
+        moves with the body's size), and a head is a function of its bytes. At most
+        ``HEADS`` heads of at most ``HEAD_BYTES`` are kept; the cache starts over when full
+        (heads that differ every time, such as ones carrying a request ID, just miss)."""
+        end = buffer.find(b"\r\n\r\n", 0, self.HEAD_BYTES)
+        if end < 0:
+            return parse_head(buffer, self.max_body)
+        key = bytes(buffer[: end + 4])
+        head = self._heads.get(key)
+        if head is None:
+            head = parse_head(key, self.max_body)
+            if type(head) is Head and head.hot:
+                if len(self._heads) >= self.HEADS:
+                    self._heads.clear()
+                self._heads[key] = head
+        return head
 
     def cached_route(self, path: str) -> tuple[Any, Callable] | None:
         """``route(path)`` when remembered, else None (ask ``route``)."""

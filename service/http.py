@@ -46,7 +46,6 @@ from service.fastlane import (
     LaneRequest,
     encode_response,
     finish_headers,
-    parse_head,
     simple_response,
     start_eagerly,
 )
@@ -272,7 +271,7 @@ class _Connection(web_protocol.RequestHandler):
         while self._lane_mode == _LANE and self._lane_idle():
             if not buffer or self._force_close or self._close or self.transport is None:
                 break
-            head = parse_head(buffer, lane.max_body)
+            head = lane.head(buffer)
             if head is None:
                 if not self._lane_pipelined:
                     self._arm_header_timer()
@@ -340,7 +339,7 @@ class _Connection(web_protocol.RequestHandler):
     def _lane_whole(self, data: bytes) -> bool:
         """Serves ``data`` when it is one whole hot request of a known path (the common
         read), without copying it into the buffer; False when it is anything else."""
-        head = parse_head(data, self._lane.max_body)
+        head = self._lane.head(data)
         if head is None or head is REFUSE or not head.hot:
             return False
         if head.size + head.length != len(data):

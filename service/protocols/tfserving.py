@@ -176,7 +176,9 @@ async def _predict(request: web.Request) -> web.Response:
     # Without bool tokens in the body, numeric instances can be converted in one step
     # (numpy would silently turn a stray bool into a number). A one-byte search first: a
     # body without "u" (or "l") holds no "true" (or "false"), and numbers hold neither.
-    fast = not packed and not _has_bool_token(raw)
+    # Instances the fast parse read (JsonNumbers) hold no bool (its copy refuses them) and
+    # are the only tensor ``fast`` is asked about (``_row_inputs``): no search for those.
+    fast = not packed and (_numbers_only(body) or not _has_bool_token(raw))
     _check_fields(body, packed)
     header = request.headers.get("Request-Timeout")
     field = body.get("timeout")
@@ -296,6 +298,12 @@ def _check_fields(body, packed: bool) -> None:
     name = body.get("signature_name")
     if name is not None and not isinstance(name, str):
         raise InvalidInput(f"'signature_name' must be a string, got {type(name).__name__}")
+
+
+def _numbers_only(body) -> bool:
+    """Whether a predict body's ``instances`` (the one tensor ``fast`` is asked about) were
+    read by the fast parse."""
+    return type(body) is dict and type(body.get("instances")) is JsonNumbers
 
 
 def _has_bool_token(raw: bytes) -> bool:

@@ -413,3 +413,55 @@ def test_a_lane_request_stores_items_and_compares_by_identity_as_aiohttps_reques
     assert (
         one.headers["x-a"] == "1" and one.content_length == 2 and one.path == "/v1/models/m:predict"
     )
+
+
+def _lane(max_body: int = 1 << 20):
+    from types import SimpleNamespace
+
+    from aiohttp import web
+
+    from service.fastlane import FastLane
+    from service.keys import CONFIG
+
+    app = web.Application()
+    app[CONFIG] = SimpleNamespace(max_request_bytes=max_body)
+    return FastLane(app, None)
+
+
+def test_the_lane_remembers_hot_heads_by_their_bytes():
+    lane = _lane(max_body=100)
+    first = lane.head(HOT_HEAD)
+    assert first == parse_head(HOT_HEAD, 100) and first.hot
+    # The same head bytes (a bytearray, other body bytes after them) give the same Head,
+    # and requests share its headers, read-only.
+    again = lane.head(bytearray(HOT_HEAD[:-2] + b"[]"))
+    assert again is first
+    view = LaneRequest(lane.app, None, again).headers
+    assert view is LaneRequest(lane.app, None, first).headers
+    assert dict(view) == {"Host": "h", "Content-Length": "2"}
+    with pytest.raises(TypeError):
+        view["Host"] = "other"
+    # Another Content-Length is another head; what is not hot (aiohttp's) is not kept.
+    other = lane.head(HOT_HEAD.replace(b"Length: 2", b"Length: 3"))
+    assert other.length == 3 and other is not first
+    big = HOT_HEAD.replace(b"Length: 2", b"Length: 101")  # over max_body: aiohttp's 413
+    assert lane.head(big) == parse_head(big, 100) and not lane.head(big).hot
+    get = HOT_HEAD.replace(b"POST", b"GET")
+    assert not lane.head(get).hot
+    assert lane.head(b"GARBAGE\r\n\r\n") is REFUSE
+    assert lane.head(HOT_HEAD[:20]) is None  # still arriving
+    assert len(lane._heads) == 2
+
+
+def test_the_head_cache_is_bounded_in_heads_and_in_bytes():
+    lane = _lane()
+    for i in range(lane.HEADS + 10):
+        head = HOT_HEAD.replace(b"Host: h", b"Host: h%d" % i)
+        assert lane.head(head) == parse_head(head, 1 << 20)
+        assert len(lane._heads) <= lane.HEADS
+    assert 0 < len(lane._heads) <= lane.HEADS
+    long = HOT_HEAD.replace(b"Host: h", b"Host: h\r\nX-Pad: " + b"p" * lane.HEAD_BYTES)
+    lane._heads.clear()
+    parsed = lane.head(long)
+    assert parsed == parse_head(long, 1 << 20) and parsed.hot
+    assert not lane._heads  # parsed each time, never kept
