@@ -430,6 +430,30 @@ async def test_http_hot_bodies(aiohttp_client, make_config, echo_repository):
     assert status == 400 and b"out of range for int32" in fast
 
 
+async def test_fast_parsed_instances_skip_the_bool_token_search(
+    aiohttp_client, make_config, echo_repository, monkeypatch
+):
+    """Instances the fast parse read hold no bool (its copy refuses them), so predict does
+    not search the body for ``true``/``false``; orjson's instances still are searched."""
+    searched = []
+    real = tfserving._has_bool_token
+    monkeypatch.setattr(tfserving, "_has_bool_token", lambda raw: searched.append(1) or real(raw))
+    client = await aiohttp_client(create_app(make_config(model_repository=str(echo_repository))))
+    x = np.random.default_rng(1).standard_normal((1, 784)).astype(np.float32)
+    raw = json.dumps({"instances": x.tolist()}).encode()
+    assert type(load_predict(raw)["instances"]) is JsonNumbers
+    for enabled, searches in ((True, 0), (False, 1)):
+        json_numbers.ENABLED = enabled
+        try:
+            resp = await client.post("/v1/models/echo:predict", data=raw)
+            assert resp.status == 200, await resp.text()
+        finally:
+            json_numbers.ENABLED = True
+        assert np.float32((await resp.json())["predictions"]).tobytes() == x.tobytes()
+        assert len(searched) == searches, (enabled, searched)
+        searched.clear()
+
+
 def test_the_server_answers_without_pysimdjson(echo_repository):
     """With pysimdjson absent the server reads JSON with orjson as before (in a child
     process, where importing it fails)."""
