@@ -435,9 +435,10 @@ def _json_numbers(value: JsonNumbers, spec) -> np.ndarray | None:
     ``float_array``'s array (float32, float64) or ``from_json_value``'s integers (an
     integer type); None where the list path must decide."""
     dtype = spec.dtype.base_dtype
-    if dtype.is_integer:
-        return value.integers()
-    return value.floats(dtype.np)
+    arr = value.integers() if dtype.is_integer else value.floats(dtype.np)
+    if arr is not None:
+        value.release()
+    return arr
 
 
 def _msgpack_inputs(inputs, signature, max_elements: int) -> dict[str, np.ndarray]:

@@ -130,6 +130,7 @@ def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what:
     if type(data) is JsonNumbers:  # numbers, read as such (service.protocols.json_numbers)
         arr = data.floats(dtype.np)
         if arr is not None and arr.size == count:
+            data.release()
             return arr.reshape(shape)
         arr = data.integers() if dtype.is_integer else None  # from_json_value's array
         if arr is None:

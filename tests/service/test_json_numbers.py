@@ -198,6 +198,28 @@ def test_v2_data_is_read_as_numbers():
     assert _check_document(raw, load_infer)
 
 
+def test_the_parse_is_let_go_once_the_tensor_is_made():
+    """A request keeps its document until it is answered: the simdjson parse behind its
+    numbers is released as soon as the protocol has made the tensor (the next body's parse
+    reuses that memory), and kept where the list path still needs it."""
+    v2 = load_infer(
+        pad(b'{"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1.5, 2]}]}')
+    )
+    numbers = v2["inputs"][0]["data"]
+    arr = kserve_v2._parse_inputs(v2["inputs"], b"", None, 10_000)["x"]
+    assert arr.tolist() == [1.5, 2.0] and numbers._array is None
+    signature = _Signature({"x": dtypes.float32})
+    rest = load_predict(pad(b'{"instances": [[1.5, 2], [3, 4]]}'))
+    numbers = rest["instances"]
+    arr = tfserving._row_inputs(numbers, signature, fast=True)["x"]
+    assert arr.tolist() == [[1.5, 2.0], [3.0, 4.0]] and numbers._array is None
+    # An integer input whose numbers are floats: the list path decides, so the parse stays.
+    rest = load_predict(pad(b'{"instances": [[1.5, 2], [3, 4]]}'))
+    numbers = rest["instances"]
+    tfserving._row_inputs(numbers, _Signature({"x": dtypes.int32}), fast=True)
+    assert numbers._array is not None
+
+
 @pytest.mark.parametrize(
     "raw",
     [
