@@ -194,7 +194,7 @@ def add_routes(app: web.Application) -> None:
         router.add_get(model + "/ready", _triton_route(model_ready))
         router.add_get(model + "/config", _triton_route(model_config))
         router.add_get(model + "/stats", _triton_route(model_statistics))
-        router.add_post(model + "/infer", _triton_route(infer))
+        router.add_post(model + "/infer", infer)  # (Triton's words inside)
     router.add_post("/v2/repository/index", repository_index)
     router.add_get("/v2/logging", log_settings)
     router.add_post("/v2/logging", log_settings)
@@ -519,69 +519,78 @@ async def cuda_shm_refused(request: web.Request) -> web.Response:
 
 
 async def infer(request: web.Request) -> web.Response:
-    name, version = _target(request)
-    traced = tracing.traced(request)
-    if traced:
-        tracing.phase(request, "parse", model=name)
-    doc, binary = _split_body(request, await read_body(request))
-    params = _parameters(doc.get("parameters"), "request")
-    request_id = doc.get("id")
-    if request_id is not None and not isinstance(request_id, str):
-        raise InvalidInput(f"'id' must be a string, got {request_id!r}")
-    request_id = adopt_request_id(request, request_id)
-    signature = params.get("signature_name")
-    if signature is not None and not isinstance(signature, str):
-        raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
-    default_binary = _bool(params.get("binary_data_output", False), "parameters.binary_data_output")
-    shm = request.app[SHARED_MEMORY]
-    max_elements = request.app[CONFIG].max_tensor_elements
-    inputs = _parse_inputs(doc.get("inputs"), binary, shm, max_elements)
-    wanted, binary_outputs, shm_outputs, classes = _requested_outputs(
-        doc.get("outputs"), default_binary, shm
-    )
-    header = request.headers.get("Request-Timeout")
-    field = params.get("timeout")
-    deadlines = (
-        []
-        if header is None and field is None
-        else [
-            t
-            for t in (
-                timeout_micros(field),
-                parse_timeout(header, "the Request-Timeout header"),
-            )
-            if t is not None
-        ]
-    )
-    if traced:
-        tracing.phase(request, None)
-    manager = request.app[MANAGER]
-    result = await manager.infer(
-        name,
-        inputs,
-        version=version,
-        signature=signature,
-        outputs=wanted,
-        timeout=min(deadlines) if deadlines else None,
-    )
-    note(request, version=result.version)
-    if traced:
-        tracing.phase(request, "encode", model=name, version=result.version)
-    packed = is_msgpack(request)
-    as_msgpack = wants_msgpack(request, packed) or (
-        packed and "application/json" not in request.headers.get("Accept", "")
-    )
-    if classes:
-        apply_classification(manager, result, classes)
-    if shm_outputs:
-        _write_shm_outputs(result, shm_outputs, shm)
-    response = _response(
-        result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
-    )
-    accepted = request.headers.get("Accept-Encoding", "").lower()
-    if len(response.body) >= _COMPRESS_MIN_BYTES and ("gzip" in accepted or "deflate" in accepted):
-        response.enable_compression()
-    return response
+    """V2 inference. An unknown model is answered in Triton's words, as ``_triton_route``
+    answers on the other routes (inline here: a coroutine less on every request)."""
+    try:
+        name, version = _target(request)
+        traced = tracing.traced(request)
+        if traced:
+            tracing.phase(request, "parse", model=name)
+        doc, binary = _split_body(request, await read_body(request))
+        params = _parameters(doc.get("parameters"), "request")
+        request_id = doc.get("id")
+        if request_id is not None and not isinstance(request_id, str):
+            raise InvalidInput(f"'id' must be a string, got {request_id!r}")
+        request_id = adopt_request_id(request, request_id)
+        signature = params.get("signature_name")
+        if signature is not None and not isinstance(signature, str):
+            raise InvalidInput(f"parameters.signature_name must be a string, got {signature!r}")
+        default_binary = _bool(
+            params.get("binary_data_output", False), "parameters.binary_data_output"
+        )
+        shm = request.app[SHARED_MEMORY]
+        max_elements = request.app[CONFIG].max_tensor_elements
+        inputs = _parse_inputs(doc.get("inputs"), binary, shm, max_elements)
+        wanted, binary_outputs, shm_outputs, classes = _requested_outputs(
+            doc.get("outputs"), default_binary, shm
+        )
+        header = request.headers.get("Request-Timeout")
+        field = params.get("timeout")
+        deadlines = (
+            []
+            if header is None and field is None
+            else [
+                t
+                for t in (
+                    timeout_micros(field),
+                    parse_timeout(header, "the Request-Timeout header"),
+                )
+                if t is not None
+            ]
+        )
+        if traced:
+            tracing.phase(request, None)
+        manager = request.app[MANAGER]
+        result = await manager.infer(
+            name,
+            inputs,
+            version=version,
+            signature=signature,
+            outputs=wanted,
+            timeout=min(deadlines) if deadlines else None,
+        )
+        note(request, version=result.version)
+        if traced:
+            tracing.phase(request, "encode", model=name, version=result.version)
+        packed = is_msgpack(request)
+        as_msgpack = wants_msgpack(request, packed) or (
+            packed and "application/json" not in request.headers.get("Accept", "")
+        )
+        if classes:
+            apply_classification(manager, result, classes)
+        if shm_outputs:
+            _write_shm_outputs(result, shm_outputs, shm)
+        response = _response(
+            result, request_id, binary_outputs, default_binary, as_msgpack, shm_outputs
+        )
+        accepted = request.headers.get("Accept-Encoding", "").lower()
+        if len(response.body) >= _COMPRESS_MIN_BYTES and (
+            "gzip" in accepted or "deflate" in accepted
+        ):
+            response.enable_compression()
+        return response
+    except ModelNotFound as e:
+        raise _unknown_model(request.match_info.get("model", ""), e) from None
 
 
 def _loads(data: bytes, what: str):
