@@ -198,6 +198,42 @@ def test_v2_data_is_read_as_numbers():
     assert _check_document(raw, load_infer)
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "[]",
+        "[1, 784]",
+        "[0, 3]",
+        "[-1, 2]",
+        "[2.0, 3]",
+        "[true, 2]",
+        "[[1], 2]",
+        "[null]",
+        "[" + ", ".join(["1"] * 32) + "]",
+        "[" + ", ".join(["1"] * 33) + "]",
+    ],
+)
+def test_an_inputs_shape_is_read_as_plain_reads_it(shape):
+    """``_Tally.dims`` (a short list of integers in one call) gives what ``plain`` gives and
+    counts it as ``plain`` counts it; anything else is ``plain``'s."""
+    import simdjson
+
+    value = simdjson.Parser().parse(f'{{"shape": {shape}}}'.encode())["shape"]
+    by_dims, by_plain = json_numbers._Tally(), json_numbers._Tally()
+    got = by_dims.dims(value)
+    assert got == by_plain.plain(value) == json.loads(shape)
+    assert (by_dims.lists, by_dims.plain_left) == (by_plain.lists, by_plain.plain_left)
+    assert all(type(a) is type(b) for a, b in zip(got, json.loads(shape), strict=True))
+
+
+def test_a_shape_past_the_plain_budget_is_a_doubt():
+    tally = json_numbers._Tally()
+    tally.plain_left = 1
+    value = __import__("simdjson").Parser().parse(b'{"shape": [1, 2]}')["shape"]
+    with pytest.raises(json_numbers._DoubtError):
+        tally.dims(value)
+
+
 def test_the_parse_is_let_go_once_the_tensor_is_made():
     """A request keeps its document until it is answered: the simdjson parse behind its
     numbers is released as soon as the protocol has made the tensor (the next body's parse
