@@ -270,6 +270,12 @@ class LaneRequest(dict):
     def is_eof(self) -> bool:
         return self._body is not None
 
+    def body_at_hand(self) -> bytes | None:
+        """The whole body if it has all arrived (None while it is arriving). It is never
+        encoded: ``parse_head`` leaves a request with a Content-Encoding but identity to
+        aiohttp."""
+        return self._body
+
     async def read(self) -> bytes:
         """The whole body, once it has arrived."""
         if self._body is None:

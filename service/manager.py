@@ -572,19 +572,9 @@ class ModelManager:
                 raise
             s = self.resolve(name, version, label)
             s.acquire()
-        return await self._run(s, signature, inputs, outputs, deadline)
-
-    async def _run(
-        self,
-        s: Servable,
-        signature: str | None,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str] | None,
-        deadline: float,
-    ) -> InferResult:
-        """One request on ``s`` (acquired by the caller, released here): validated, run by
-        its scheduler, counted (Prometheus metrics and Triton statistics, each in one
-        update at the end)."""
+        # One request on ``s`` (acquired above, released below): validated, run by its
+        # scheduler, counted (Prometheus metrics and Triton statistics, each in one update
+        # at the end). (In this coroutine, not a second one: a frame less per request.)
         metrics = self.metrics
         children = metrics.infer_children(s.model, s.version) if metrics is not None else None
         if children is not None:

@@ -80,6 +80,7 @@ from service.protocols.classification import apply_classification, class_count
 from service.protocols.common import (
     MSGPACK,
     adopt_request_id,
+    body_at_hand,
     dumps,
     is_msgpack,
     json_response,
@@ -526,7 +527,10 @@ async def infer(request: web.Request) -> web.Response:
         traced = tracing.traced(request)
         if traced:
             tracing.phase(request, "parse", model=name)
-        doc, binary = _split_body(request, await read_body(request))
+        raw = body_at_hand(request)
+        if raw is None:
+            raw = await read_body(request)
+        doc, binary = _split_body(request, raw)
         params = _parameters(doc.get("parameters"), "request")
         request_id = doc.get("id")
         if request_id is not None and not isinstance(request_id, str):

@@ -58,6 +58,7 @@ from service.keys import CONFIG, MANAGER
 from service.keys import PROTOCOL as PROTOCOL_KEY
 from service.protocols.common import (
     MSGPACK,
+    body_at_hand,
     is_msgpack,
     json_response,
     note,
@@ -171,7 +172,9 @@ async def _predict(request: web.Request) -> web.Response:
     if traced:
         tracing.phase(request, "parse", model=servable.model)
     packed = is_msgpack(request)
-    raw = await read_body(request)
+    raw = body_at_hand(request)
+    if raw is None:
+        raw = await read_body(request)
     body = unpackb(raw) if packed else parse_predict(raw)
     # Without bool tokens in the body, numeric instances can be converted in one step
     # (numpy would silently turn a stray bool into a number). A one-byte search first: a

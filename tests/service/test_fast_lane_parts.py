@@ -415,6 +415,23 @@ def test_a_lane_request_stores_items_and_compares_by_identity_as_aiohttps_reques
     )
 
 
+async def test_a_lane_requests_body_is_at_hand_once_it_has_all_arrived():
+    """``body_at_hand`` gives what ``read_body`` would, without its coroutines, for a lane
+    request whose body has arrived; None while it arrives, and for aiohttp's requests."""
+    from aiohttp.test_utils import make_mocked_request
+
+    from service.protocols.common import body_at_hand, read_body
+
+    head = parse_head(
+        b"POST /v1/models/m:predict HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n", 100
+    )
+    request = LaneRequest(None, None, head)
+    assert body_at_hand(request) is None  # still arriving: read_body waits for it
+    request.body_arrived(b"{}")
+    assert body_at_hand(request) == b"{}" == await read_body(request)
+    assert body_at_hand(make_mocked_request("POST", "/v1/models/m:predict")) is None
+
+
 def _lane(max_body: int = 1 << 20):
     from types import SimpleNamespace
 
