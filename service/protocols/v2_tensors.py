@@ -135,6 +135,8 @@ def _from_data(data, dtype: dtypes.DType, shape: list[int], datatype: str, what:
         arr = data.integers() if dtype.is_integer else None  # from_json_value's array
         if arr is None:
             data = data.tolist()
+        else:
+            data.release()
     elif isinstance(data, list):
         arr = float_array(data, dtype)  # numbers for a float datatype: one conversion
         if arr is not None and arr.size == count:

@@ -244,6 +244,12 @@ def test_the_parse_is_let_go_once_the_tensor_is_made():
     numbers = v2["inputs"][0]["data"]
     arr = kserve_v2._parse_inputs(v2["inputs"], b"", None, 10_000)["x"]
     assert arr.tolist() == [1.5, 2.0] and numbers._array is None
+    v2 = load_infer(
+        pad(b'{"inputs": [{"name": "x", "shape": [2], "datatype": "INT32", "data": [3, 4]}]}')
+    )
+    numbers = v2["inputs"][0]["data"]
+    arr = kserve_v2._parse_inputs(v2["inputs"], b"", None, 10_000)["x"]
+    assert arr.tolist() == [3, 4] and arr.dtype == np.int32 and numbers._array is None
     signature = _Signature({"x": dtypes.float32})
     rest = load_predict(pad(b'{"instances": [[1.5, 2], [3, 4]]}'))
     numbers = rest["instances"]
