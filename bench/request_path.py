@@ -4,9 +4,10 @@ floor in the same run.
 
 Throughput at 64 clients depends on everything else the machine runs; the server's own CPU
 seconds per request (user + system, all its threads, read from ``/proc``) much less, so both
-are printed, each as a ratio to the floor's. ``--compare PATH`` runs the same servers from
-another checkout (e.g. a ``git worktree`` of ``main``) interleaved with this one: an A/B of a
-change in one run.
+are printed, each as a ratio to the floor's, with the server's minor page faults per request
+(a heap trimmed and grown back again: the "dearer regime" of stops 25-26 was that).
+``--compare PATH`` runs the same servers from another checkout (e.g. a ``git worktree`` of
+``main``) interleaved with this one: an A/B of a change in one run.
 
     python bench/request_path.py [--duration 3] [--rounds 1] [--compare ../main] [--client wrk]
 
@@ -48,11 +49,12 @@ from bench.peers.run import LAYERS, export, weights  # noqa: E402
 CLIENTS = 64
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads)."""
+def _stat(pid: int) -> tuple[float, int]:
+    """User + system CPU seconds of process ``pid`` (all its threads), and its minor page
+    faults (memory the kernel had to map in: a heap that grew back after being trimmed)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[7])
 
 
 def _raw_floor(response_file: Path) -> Server:
@@ -71,6 +73,7 @@ def _print_row(result: Result, floor: Result) -> None:
     rps, cpu = _ratios(result, floor)
     print(
         f"{result.line()}   cpu {result.cpu_us:6.0f} us/req   "
+        f"page faults {result.faults:5.2f}/req   "
         f"({rps:.0%} of the floor's req/s; {cpu:.2f}x its cpu/req)",
         flush=True,
     )
@@ -88,11 +91,13 @@ async def _measure(
     """Load at CLIENTS clients; the result carries ``cpu_us``, server CPU per request."""
     await server.wait_ready()
     await run_client(client, server.url, request, CLIENTS, 1.0, warmup=0.0)  # warm up
-    before = _cpu_seconds(server.proc.pid)
+    cpu, faults = _stat(server.proc.pid)
     result = await run_client(
         client, server.url, request, CLIENTS, duration, warmup=0.0, label=label
     )
-    result.cpu_us = (_cpu_seconds(server.proc.pid) - before) / max(1, result.requests) * 1e6
+    cpu_after, faults_after = _stat(server.proc.pid)
+    result.cpu_us = (cpu_after - cpu) / max(1, result.requests) * 1e6
+    result.faults = (faults_after - faults) / max(1, result.requests)
     return result
 
 
@@ -129,7 +134,11 @@ async def run(
             )
         finally:
             floor_server.stop()
-        print(f"{floor.line()}   cpu {floor.cpu_us:6.0f} us/req", flush=True)
+        print(
+            f"{floor.line()}   cpu {floor.cpu_us:6.0f} us/req   "
+            f"page faults {floor.faults:5.2f}/req",
+            flush=True,
+        )
         raw_server = _raw_floor(reply)
         try:
             raw = await _measure(
