@@ -551,7 +551,8 @@ class ModelManager:
         label)`` (to parse the request against its signatures): the request runs on it, with
         no second lookup that a version swap could fall between. If it is retired before the
         request starts, a request for the latest version runs on its successor, as when the
-        version is resolved here.
+        version is resolved here. The request is released, and counted (Prometheus metrics,
+        Triton statistics), whatever its outcome.
         """
         loop = asyncio.get_running_loop()
         timeout = self.config.request_timeout if timeout is None else timeout
@@ -572,9 +573,7 @@ class ModelManager:
                 raise
             s = self.resolve(name, version, label)
             s.acquire()
-        # One request on ``s`` (acquired above, released below): validated, run by its
-        # scheduler, counted (Prometheus metrics and Triton statistics, each in one update
-        # at the end). (In this coroutine, not a second one: a frame less per request.)
+        # Validated, run by its scheduler, counted (metrics, statistics: one update each).
         metrics = self.metrics
         children = metrics.infer_children(s.model, s.version) if metrics is not None else None
         if children is not None:
