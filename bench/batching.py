@@ -8,19 +8,23 @@ Parts (every pair alternates on/off in the same run, ``--rounds`` times in rotat
 printing medians; servers listen on free 127.0.0.1 ports and are stopped at the end):
 
 * ``inprocess``: ``wide_mlp`` (784-2048-2048-10) driven by 64 concurrent asyncio callers of
-  ``ModelManager.infer`` -- the servable core, no HTTP -- batching off vs on (target >= 4x).
+  ``ModelManager.infer`` -- the servable core, no HTTP -- batching off vs on (target >= 4x),
+  and ``on-split``: batching on with one batch thread, batches of up to 64 rows and
+  ``--intra-op-threads`` = cores (each batch's large products split across every core by
+  ``engine.ops.split_product``).
 * ``http``: the same over HTTP (TF Serving REST JSON, 64 connections of the load client:
   ``wrk`` where installed, as ``bench/peers/run.py`` uses; ``--client`` picks ``hey`` or
   ``bench/load.py``'s aiohttp client, which costs the shared cores about 6x wrk's CPU per
-  request) (target >= 3x).
+  request) (target >= 3x), ``on-split`` included.
 * ``clients``: the 784-256-128-10 ``mlp`` over HTTP at 1, 8 and 64 clients: req/s, p50, p99,
-  batching off vs on (target: on's p99 never above off's).
+  batching off vs on (and ``on-split``) (target: on's p99 never above off's).
 * ``background``: ``clients`` again while a subprocess spins single-threaded numpy matmuls
   (one core busy with unrelated work).
-* ``blas``: the cause of "p99 triples with batching on under background load": ``mlp`` at 64
-  clients under the same background work, off vs on, with the server's BLAS limit (one
-  thread per computation, ``--intra-op-threads 1``) and with two BLAS threads per
-  computation, as the server ran before the limit held.
+* ``blas``: ``mlp`` at 64 clients under the same background work, off vs on, with
+  ``--intra-op-threads 1`` and 2. Before products were split by the engine, 2 meant two
+  OpenBLAS threads per computation, which wait for each other whenever the background work
+  holds a core: that made batching's p99 triple. Now BLAS always runs one thread and 2
+  splits large products, whose blocks a busy thread never holds up.
 
 Each HTTP row also prints where a request's time went, from the server's own statistics
 (``/v2/models/NAME/stats``): mean queue wait per request, mean compute per session run, and
@@ -159,6 +163,29 @@ async def _drive_wide(manager, duration: float) -> tuple[Result, dict]:
     return await drive_in_process(manager, "wide_mlp", WIDE_X, 64, duration)
 
 
+def split_params(where: Path) -> Path:
+    """The batching parameters of the ``on-split`` configuration (one batch thread, batches of
+    up to 64 rows), written under ``where``."""
+    path = where / "split-batching.json"
+    path.write_text(json.dumps({"max_batch_size": 64, "num_batch_threads": 1}))
+    return path
+
+
+SPLIT_FLAGS = ["--intra-op-threads", str(os.cpu_count() or 1)]
+
+
+async def _drive_split(manager, duration: float) -> tuple[Result, dict]:
+    """``on-split``: as the server runs with ``--intra-op-threads`` = cores (large products
+    split across every core, see ``engine.ops.split_product``), for this drive only."""
+    from engine.ops import split_product
+
+    split_product.set_threads(os.cpu_count() or 1)
+    try:
+        return await _drive_wide(manager, duration)
+    finally:
+        split_product.set_threads(1)
+
+
 class BaselineProcess:
     """The baseline tree's ``ModelManager`` (batching on) in a child process, driven the
     same way on request: its engine and service modules are the baseline's (imported
@@ -233,6 +260,9 @@ async def part_inprocess(
     managers = await _managers(repo, params)
     for label, manager in managers.items():
         drivers[label] = partial(_drive_wide, manager)
+    split = (await _managers(repo, split_params(repo.parent), ("on",)))["on"]
+    managers["on-split"] = split
+    drivers["on-split"] = partial(_drive_split, split)
     child = None
     if baseline is not None:
         child = BaselineProcess(baseline, repo, params)
@@ -454,6 +484,14 @@ async def start_servers(
     with _blas_env_unset():  # as shipped: the server's own BLAS limit decides
         servers["off"] = flowserve(repo, "batching-off")
         servers["on"] = flowserve(repo, "batching-on", "--enable-batching", *extra)
+        servers["on-split"] = flowserve(
+            repo,
+            "batching-on-split",
+            "--enable-batching",
+            "--batching-parameters-file",
+            str(split_params(repo.parent)),
+            *SPLIT_FLAGS,
+        )
         for label, flags in variants:
             on = ["--enable-batching", *extra] if label.startswith("on") else []
             servers[label] = flowserve(repo, f"batching-{label}", *on, *flags)
@@ -544,8 +582,8 @@ async def part_blas(
     extra = ["--batching-parameters-file", str(params)] if params is not None else []
     with _blas_env_unset():
         two = {
-            "off, 2 BLAS threads": flowserve(repo, "blas2-off", "--intra-op-threads", "2"),
-            "on, 2 BLAS threads": flowserve(
+            "off, 2 intra-op threads": flowserve(repo, "blas2-off", "--intra-op-threads", "2"),
+            "on, 2 intra-op threads": flowserve(
                 repo, "blas2-on", "--intra-op-threads", "2", "--enable-batching", *extra
             ),
         }
@@ -566,11 +604,11 @@ async def part_blas(
     return {
         "rows": pair,
         "ratios": {
-            "background load, mlp 64 clients, 1 BLAS thread: p99 on/off": _ratio(
+            "background load, mlp 64 clients, 1 intra-op thread: p99 on/off": _ratio(
                 p99["on"], p99["off"]
             ),
-            "background load, mlp 64 clients, 2 BLAS threads: p99 on/off": _ratio(
-                p99["on, 2 BLAS threads"], p99["off, 2 BLAS threads"]
+            "background load, mlp 64 clients, 2 intra-op threads: p99 on/off": _ratio(
+                p99["on, 2 intra-op threads"], p99["off, 2 intra-op threads"]
             ),
         },
     }

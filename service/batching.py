@@ -69,27 +69,9 @@ if TYPE_CHECKING:
     from service.metrics import ServingMetrics
     from service.servable import Signature
 
-__all__ = ["DirectScheduler", "Batcher", "Overdue", "runs_inline", "warn_blas_threads"]
+__all__ = ["DirectScheduler", "Batcher", "Overdue", "runs_inline"]
 
 log = logging.getLogger("flowserve.batching")
-
-
-_warned_blas: set[int] = set()
-
-
-def warn_blas_threads(intra_op_threads: int) -> None:
-    """Logs once per process (and thread count) that batching with several BLAS threads per
-    computation is fragile. Measured with ``bench/batching.py`` (part ``blas``): while another
-    process used one of two cores, a 16-row batch of a 784-256-128-10 MLP took 184 ms with
-    two BLAS threads instead of 1.6 ms with one, and batching's p99 became 3x unbatched."""
-    if intra_op_threads > 1 and intra_op_threads not in _warned_blas:
-        _warned_blas.add(intra_op_threads)
-        log.warning(
-            "batching with intra_op_threads=%d: each batched run uses several BLAS threads, "
-            "which stall when other work shares the cores (tail latency several times "
-            "worse than without batching); intra_op_threads=1 avoids it",
-            intra_op_threads,
-        )
 
 
 class DirectScheduler:

@@ -414,6 +414,19 @@ def limit_blas_threads(n: int) -> list[dict]:
     return pools
 
 
+def set_intra_op_threads(n: int) -> list[dict]:
+    """Lets one computation use ``n`` threads: numpy's BLAS runs one thread per call
+    (``limit_blas_threads(1)``), and the engine splits each large matrix product into
+    blocks that the calling thread and ``n - 1`` helpers compute (see
+    ``engine.ops.split_product``: unlike BLAS's own threads, they never wait for a thread
+    that other work keeps off the CPU). Returns the BLAS pools' description."""
+    from engine.ops import split_product
+
+    pools = limit_blas_threads(1)
+    split_product.set_threads(n)
+    return pools
+
+
 def set_switch_interval(micros: int) -> None:
     """Sets the interpreter's thread switch interval to ``micros`` microseconds; 0 changes
     nothing. A compute thread coming back from a numpy call that released the GIL waits for
@@ -480,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_server(config: ServerConfig, on_serving: Callable[[], None] | None = None) -> int:
     """Runs one server process with ``config`` (logging already set up) until it is
     stopped; the exit status. ``on_serving`` is called once its listeners are open."""
-    limit_blas_threads(config.intra_op_threads)
+    set_intra_op_threads(config.intra_op_threads)
     tune_garbage_collector(config.gc_threshold)
     set_switch_interval(config.switch_interval_micros)
     exporter = tracing.configure()

@@ -504,8 +504,9 @@ class ServerConfig:
     )
     intra_op_threads: int = _setting(
         1,
-        doc="threads one computation may use inside numpy's BLAS "
-        "(requests already run in parallel on num_threads)",
+        doc="threads one computation may use: each large matrix product is split into "
+        "blocks computed on this many threads (numpy's BLAS itself always runs one thread "
+        "per call; requests already run in parallel on num_threads)",
     )
     switch_interval_micros: int = _setting(
         0,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from service.batching import Batcher, DirectScheduler, Overdue, warn_blas_threads
+from service.batching import Batcher, DirectScheduler, Overdue
 from service.config import BatchingConfig, ModelConfig, ServerConfig, pool_threads
 from service.errors import (
     FailedPrecondition,
@@ -404,7 +404,6 @@ class ModelManager:
     def _scheduler_for(self, s: Servable):
         batching = self.batching_for(s)
         if batching.enabled and any(sig.batchable for sig in s.signatures.values()):
-            warn_blas_threads(self.config.intra_op_threads)
             return Batcher(
                 batching,
                 self.compute_pool,

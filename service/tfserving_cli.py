@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from service.cli import limit_blas_threads, serve, setup_logging, tune_garbage_collector
+from service.cli import serve, set_intra_op_threads, setup_logging, tune_garbage_collector
 from service.config import ConfigError, ServerConfig
 from service.errors import InvalidInput
 from service.repository import parse_version, valid_model_name
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"flowserve-tfserving: error: {e}", file=sys.stderr)
             return 2
         setup_logging(config.log_format, config.log_level)
-        limit_blas_threads(config.intra_op_threads)
+        set_intra_op_threads(config.intra_op_threads)
         tune_garbage_collector(config.gc_threshold)
         try:
             asyncio.run(_run(config, models, http=args.rest_api_port != 0))

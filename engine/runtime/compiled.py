@@ -27,6 +27,8 @@ from functools import partial
 import numpy as np
 
 from engine.ops.few_rows import few_rows, rows_product
+from engine.ops.split_product import _state as split_state
+from engine.ops.split_product import product as split_product
 from engine.runtime.feeds import FeedSpec
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
@@ -319,6 +321,13 @@ def _matmul(src: _Source, d: Decision, ins, target: str) -> None:
         src.add(4, f"{target} = {src.ref(rows_product)}({a}, {b}, {out or 'None'})")
         src.add(3, "else:")
         indent = 4
+    # A large product split across the intra-op threads (see engine.ops.split_product)
+    src.add(indent, f"if {src.ref(split_state)}.threads > 1 and (")
+    src.add(indent + 1, f"{target} := {src.ref(split_product)}({a}, {b}, {out or 'None'})")
+    src.add(indent, ") is not None:")
+    src.add(indent + 1, "pass")
+    src.add(indent, "else:")
+    indent += 1
     if guard is None:
         _product(src, indent, src.ref(np.matmul), a, b, out, target)
     else:

@@ -8,7 +8,6 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from service import batching
 from service.batching import Batcher
 from service.config import BatchingConfig
 from service.errors import DeadlineExceeded, Internal, InvalidInput, QueueFull, TooLarge
@@ -491,17 +490,6 @@ async def test_close_fails_queued_requests_and_lets_the_running_batch_finish(poo
     r = await asyncio.wait_for(running, 20)
     assert r["y"].tolist() == [[2.0]]
     assert len(sig.runs) == 1
-
-
-def test_batching_with_several_blas_threads_is_warned_about_once(caplog):
-    batching._warned_blas.discard(3)
-    with caplog.at_level("WARNING", logger="flowserve.batching"):
-        batching.warn_blas_threads(1)
-        assert not caplog.records
-        batching.warn_blas_threads(3)
-        batching.warn_blas_threads(3)
-    (record,) = caplog.records
-    assert "intra_op_threads=3" in record.getMessage()
 
 
 class CostedSignature(FakeSignature):

@@ -42,6 +42,45 @@ def test_blas_thread_limit_holds_when_numpy_was_imported_first(n):
     assert "numpy was imported" not in out.stderr
 
 
+_INTRA_CHILD = """
+import json, sys
+import numpy as np
+from threadpoolctl import threadpool_info
+from engine.ops import split_product
+from service.cli import set_intra_op_threads
+
+set_intra_op_threads(int(sys.argv[1]))
+blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+print(json.dumps({"blas": blas, "split": split_product.threads()}))
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_intra_op_threads_split_products_and_keep_blas_at_one_thread(n):
+    """``--intra-op-threads N``: numpy's BLAS runs one thread per call (its own threads stall
+    when other work shares the cores) and the engine splits large products N ways."""
+    env_free = {k: v for k, v in __import__("os").environ.items() if "NUM_THREADS" not in k}
+    out = subprocess.run(
+        [sys.executable, "-c", _INTRA_CHILD, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_free,
+        check=True,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["blas"] and got["blas"] == [1] * len(got["blas"])
+    assert got["split"] == n
+
+
+def test_the_server_sets_its_intra_op_threads_before_it_starts(monkeypatch):
+    seen = []
+    monkeypatch.setattr(cli, "set_intra_op_threads", seen.append)
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # the loop choice then fails: exit 2
+    assert cli.run_server(ServerConfig(intra_op_threads=3, event_loop="uvloop")) == 2
+    assert seen == [3]
+
+
 def test_event_loop_choice():
     assert ServerConfig().event_loop == "asyncio"  # uvloop measured no faster, worse p99
     assert cli.loop_factory("asyncio") is None

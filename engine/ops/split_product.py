@@ -1,0 +1,202 @@
+"""Large matrix products split by columns across the engine's intra-op threads.
+
+One product ``a @ b`` can use several cores in two ways. OpenBLAS's own threads split it
+inside the library, but they spin at a barrier: while other work holds one of the cores,
+every product waits for the thread that is not running. Measured with ``bench/batching.py``
+(part ``blas``) and by hand (OpenBLAS 0.3.31, AMD EPYC, 2 cores, a 784-2048-2048-10 float32
+MLP, 64-row batches): two OpenBLAS threads give 12800 rows/s idle but 4096 rows/s (p99 80
+ms) while another process uses one core; one thread gives 6624 and 6464.
+
+Here the product is cut instead into column blocks ``a @ b[:, lo:hi]`` (or, for an output
+taller than it is wide, row blocks ``a[lo:hi] @ b``), each written into its block of the
+output, which the calling thread and ``threads() - 1`` helper threads take
+in turn (each with one BLAS thread). A helper that is busy or not yet running takes nothing:
+the caller computes the blocks left and never waits for a thread that has not started, so
+the product is never slower than one thread by more than the handoff (the same batches:
+11872 rows/s idle, 6432 rows/s and a p99 of 14 ms with one core busy).
+
+Bits: each block is the very BLAS call for those columns. Whether a library gives the
+columns of a block the bits it gives them in the whole product depends on its kernels (for
+example OpenBLAS takes another code path for small products), so the first product of each
+shape and dtype is computed both ways and compared; a shape whose bits differ is never split.
+
+Only host ``float32``/``float64`` matrices of at least ``MIN_ROWS`` rows and ``MIN_WORK``
+multiply-adds are split, in blocks of at least ``MIN_COLUMNS`` columns (``MIN_BLOCK_ROWS``
+rows); everything else (and
+every product while ``threads()`` is 1, the default) is numpy's as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = ["product", "set_threads", "threads"]
+
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# Below these a product takes a few tens of microseconds: handing half of it to another
+# thread (a queue put and an event) would cost as much as it saves.
+MIN_ROWS = 4
+MIN_WORK = 1 << 22
+MIN_COLUMNS = 64
+MIN_BLOCK_ROWS = 64
+# The shapes whose split bits were compared (shape key -> equal); cleared past this many.
+MAX_CHECKED = 4096
+
+
+class _State:
+    threads = 1
+    pool: ThreadPoolExecutor | None = None
+    pid = 0
+
+
+_state = _State()
+_lock = threading.Lock()
+_checked: dict[tuple, bool] = {}
+
+
+def threads() -> int:
+    """How many threads one product may use (1: products are not split)."""
+    return _state.threads
+
+
+def set_threads(n: int) -> None:
+    """Lets one product use up to ``n`` threads: the caller and ``n - 1`` helpers, shared by
+    every session in the process. 1 (the default) stops splitting."""
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 4096:
+        raise ValueError(f"intra-op threads must be an integer from 1 to 4096, got {n!r}")
+    with _lock:
+        old = _state.pool
+        _state.pool = None
+        _state.threads = n
+    if old is not None:
+        old.shutdown(wait=False)
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The helpers, made on first use in this process (a forked worker makes its own)."""
+    pool = _state.pool
+    if pool is None or _state.pid != os.getpid():
+        with _lock:
+            if _state.pool is None or _state.pid != os.getpid():
+                _state.pool = ThreadPoolExecutor(
+                    max(1, _state.threads - 1), thread_name_prefix="engine-intra-op"
+                )
+                _state.pid = os.getpid()
+            pool = _state.pool
+    return pool
+
+
+def _blocks(m: int, n: int, parts: int) -> tuple[int, list[tuple[int, int]]]:
+    """The axis to cut (1: columns, 0: rows) and up to ``parts`` ranges covering it, as even
+    as the minimum block allows: columns when the output is at least as wide as it is tall
+    (every block then reads ``a`` whole and ``1/parts`` of ``b``, which is the large
+    operand of a batched dense layer), else rows (a convolution's patches)."""
+    if n >= m:
+        axis, size, least = 1, n, MIN_COLUMNS
+    else:
+        axis, size, least = 0, m, MIN_BLOCK_ROWS
+    parts = max(1, min(parts, size // least))
+    step = -(-size // parts)
+    step = -(-step // 16) * 16  # whole vector widths, so blocks start aligned
+    return axis, [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+
+
+def _splittable(a, b, out) -> bool:
+    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
+        return False
+    if a.ndim != 2 or b.ndim != 2 or a.shape[0] < MIN_ROWS or a.shape[1] != b.shape[0]:
+        return False
+    if a.dtype != b.dtype or a.dtype not in _BLAS_FLOATS:
+        return False
+    m, k = a.shape
+    n = b.shape[1]
+    if m * k * n < MIN_WORK:
+        return False
+    return out is None or (
+        out.__class__ is np.ndarray and out.shape == (m, n) and out.dtype == a.dtype
+    )
+
+
+def product(a, b, out=None):
+    """``np.matmul(a, b, out=out)`` computed in column blocks on the intra-op threads, or
+    None when this product is not split (one thread, not a large host float product, or a
+    shape whose split bits differ): the caller then computes it as usual."""
+    n_threads = _state.threads
+    if n_threads < 2 or not _splittable(a, b, out):
+        return None
+    axis, blocks = _blocks(a.shape[0], b.shape[1], n_threads)
+    if len(blocks) < 2:
+        return None
+    key = (a.shape, b.shape[1], a.dtype.char, axis, len(blocks))
+    same = _checked.get(key)
+    if same is None:
+        return _first(a, b, out, axis, blocks, key)
+    if not same:
+        return None
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    _run(a, b, out, axis, blocks)
+    return out
+
+
+def _first(a, b, out, axis, blocks, key):
+    """The first product of its shape: computed whole (the answer) and split, compared."""
+    whole = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    split = np.empty_like(whole)
+    _run(a, b, split, axis, blocks)
+    if len(_checked) >= MAX_CHECKED:
+        _checked.clear()
+    _checked[key] = bool(np.array_equal(whole, split, equal_nan=True))
+    return whole
+
+
+class _Call:
+    """One split product: the blocks not yet taken, and how many are not yet done."""
+
+    __slots__ = ("a", "b", "out", "axis", "blocks", "taken", "left", "lock", "done", "error")
+
+    def __init__(self, a, b, out, axis, blocks):
+        self.a, self.b, self.out, self.axis, self.blocks = a, b, out, axis, blocks
+        self.taken = itertools.count()  # next() is atomic: each block is taken once
+        self.left = len(blocks)
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        a, b, out, blocks, columns = self.a, self.b, self.out, self.blocks, self.axis == 1
+        while True:
+            i = next(self.taken)
+            if i >= len(blocks):
+                return
+            lo, hi = blocks[i]
+            try:
+                if columns:
+                    np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
+                else:
+                    np.matmul(a[lo:hi], b, out=out[lo:hi])
+            except Exception as e:  # noqa: BLE001 - raised again by the caller
+                self.error = e
+            with self.lock:
+                self.left -= 1
+                if self.left == 0:
+                    self.done.set()
+
+
+def _run(a, b, out, axis, blocks) -> None:
+    call = _Call(a, b, out, axis, blocks)
+    pool = _pool()
+    try:
+        for _ in range(min(_state.threads, len(blocks)) - 1):
+            pool.submit(call.work)
+    except RuntimeError:  # set_threads shut this pool down meanwhile: the caller does it all
+        pass
+    call.work()
+    call.done.wait()
+    if call.error is not None:
+        raise call.error

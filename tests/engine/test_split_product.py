@@ -1,0 +1,173 @@
+"""Large products split across the intra-op threads (``engine.ops.split_product``): the same
+bits as numpy's whole product, in the kernel, compiled plans and convolutions; a helper that
+is busy is never waited for; errors reach the caller; a shape whose bits differ is not split."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import engine as tf
+from engine.ops import split_product as sp
+
+CPU_ONLY = tf.ConfigProto(device_count={"GPU": 0, "TEST": 0})
+
+
+@pytest.fixture
+def threads():
+    """Sets the intra-op threads for one test and restores one thread (and a fresh bits
+    cache) after it."""
+    sp._checked.clear()
+
+    def set_(n):
+        sp.set_threads(n)
+
+    yield set_
+    sp.set_threads(1)
+    sp._checked.clear()
+
+
+def _operands(m, k, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+
+
+def test_one_thread_splits_nothing(threads):
+    a, b = _operands(64, 1024, 1024, np.float32)
+    assert sp.threads() == 1
+    assert sp.product(a, b) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("m", "k", "n"),
+    [(64, 784, 2048), (32, 2048, 2048), (4, 2048, 1000), (16, 1024, 333), (4096, 512, 64)],
+)
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_split_products_have_the_bits_of_the_whole_product(threads, dtype, m, k, n, n_threads):
+    threads(n_threads)
+    a, b = _operands(m, k, n, dtype, seed=m + k + n)
+    want = np.matmul(a, b)
+    first = sp.product(a, b)  # computed whole and split once, compared
+    assert first is not None and first.tobytes() == want.tobytes()
+    (same,) = sp._checked.values()
+    if not same:
+        pytest.skip("this BLAS gives the blocks other bits: never split (checked below)")
+    for _ in range(3):
+        got = sp.product(a, b)
+        assert got.dtype == dtype and got.shape == (m, n)
+        assert got.tobytes() == want.tobytes()
+    out = np.full((m, n), np.nan, dtype)
+    assert sp.product(a, b, out) is out and out.tobytes() == want.tobytes()
+
+
+def test_what_is_not_split(threads):
+    threads(2)
+    a, b = _operands(64, 1024, 1024, np.float32)
+    assert sp.product(a[:3], b) is None  # too few rows
+    assert sp.product(a[:, :16], b[:16, :16]) is None  # too little work
+    assert sp.product(a.astype(np.int64), b.astype(np.int64)) is None  # not BLAS floats
+    assert sp.product(a, b.astype(np.float64)) is None  # mixed dtypes
+    assert sp.product(a[:, :1000], b) is None  # inner dimensions differ: numpy's error
+    assert sp.product(a, b, np.empty((64, 1000), np.float32)) is None  # out of another shape
+    assert sp.product(a[None], b) is None  # not matrices
+    assert not sp._checked
+
+
+def test_a_shape_whose_bits_differ_is_never_split(threads, monkeypatch):
+    threads(2)
+    a, b = _operands(64, 1024, 1024, np.float32)
+    calls = []
+    monkeypatch.setattr(sp, "_run", lambda *args: calls.append(args[3]) or args[2].fill(7))
+    first = sp.product(a, b)  # the split (filled with 7s here) differs: the whole one answers
+    assert first.tobytes() == np.matmul(a, b).tobytes()
+    assert list(sp._checked.values()) == [False] and len(calls) == 1
+    assert sp.product(a, b) is None and len(calls) == 1
+
+
+def test_a_busy_helper_is_not_waited_for(threads):
+    threads(2)
+    a, b = _operands(64, 1024, 1024, np.float32)
+    assert sp.product(a, b) is not None  # the bits checked; the pool made
+    release = threading.Event()
+    started = threading.Event()
+
+    def hold():
+        started.set()
+        release.wait(30)
+
+    sp._pool().submit(hold)  # the only helper is busy until released
+    assert started.wait(10)
+    done = []
+    caller = threading.Thread(target=lambda: done.append(sp.product(a, b)))
+    caller.start()
+    caller.join(10)
+    finished = not caller.is_alive()
+    release.set()
+    caller.join(10)
+    assert finished, "the product waited for a helper that was busy"
+    assert done[0].tobytes() == np.matmul(a, b).tobytes()
+
+
+def test_an_error_in_a_block_reaches_the_caller(threads):
+    threads(2)
+    a, b = _operands(64, 1024, 1024, np.float32)
+    sp.product(a, b)
+    out = np.empty((64, 1024), np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        sp.product(a, b, out)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 5000, 2.0, True, "2"])
+def test_set_threads_refuses_what_is_not_a_thread_count(bad):
+    with pytest.raises(ValueError, match="intra-op threads must be an integer from 1 to 4096"):
+        sp.set_threads(bad)
+    assert sp.threads() == 1
+
+
+def test_a_forked_process_makes_its_own_helpers(threads, monkeypatch):
+    threads(2)
+    first = sp._pool()
+    assert sp._pool() is first
+    monkeypatch.setattr(sp._state, "pid", -1)  # as a child of fork sees its parent's pool
+    assert sp._pool() is not first
+
+
+def _mlp(rng):
+    x = tf.placeholder(tf.float32, [None, 784], name="x")
+    h = x
+    for i, n in enumerate([1024, 512, 10]):
+        w = tf.Variable(rng.standard_normal((h.shape[1].value, n)).astype(np.float32) * 0.05)
+        h = tf.nn.bias_add(tf.matmul(h, w), tf.constant(np.full(n, 0.1, np.float32)))
+        if i < 2:
+            h = tf.nn.relu(h)
+    return x, tf.nn.softmax(h)
+
+
+def _conv(rng):
+    x = tf.placeholder(tf.float32, [None, 32, 32, 16], name="img")
+    f = tf.constant(rng.standard_normal((3, 3, 16, 32)).astype(np.float32))
+    return x, tf.nn.relu(tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"))
+
+
+@pytest.mark.parametrize(("build", "shape"), [(_mlp, (64, 784)), (_conv, (8, 32, 32, 16))])
+def test_sessions_give_the_same_bits_with_split_products(threads, build, shape):
+    """A dense stack (compiled recipes, the kernel for ``Session.run``) and a convolution
+    (its patches' product split by rows): the bits with one thread and with two."""
+    rng = np.random.default_rng(5)
+    with tf.Graph().as_default():
+        x, y = build(rng)
+        feed = rng.standard_normal(shape).astype(np.float32)
+        with tf.Session(config=CPU_ONLY) as sess:
+            sess.run(tf.global_variables_initializer())
+            fn = sess.make_callable(y, feed_list=[x])
+            want = fn(feed)
+            assert sess.run(y, {x: feed}).tobytes() == want.tobytes()
+            threads(2)
+            for _ in range(2):  # the first product of each shape is checked, then split
+                assert fn(feed).tobytes() == want.tobytes()
+                assert sess.run(y, {x: feed}).tobytes() == want.tobytes()
+    assert sp._checked and all(sp._checked.values())
