@@ -334,11 +334,14 @@ async def _repeat(measure, rounds: int) -> dict:
 # -----------------------------------------------------------------------------------------
 
 
-async def _stats(url: str, model: str) -> dict:
+async def _stats(url: str, model: str) -> dict | None:
     """The model's statistics (Triton's model_stats), with the server's garbage collections
-    so far per generation (``gc``, from ``/metrics``: a full collection stops the loop)."""
+    so far per generation (``gc``, from ``/metrics``: a full collection stops the loop); None
+    from a server with ``--workers`` (its statistics are per process: see ``/metrics``)."""
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{url}/v2/models/{model}/stats") as r:
+            if r.status != 200:
+                return None
             doc = (await r.json())["model_stats"][0]
         async with s.get(f"{url}/metrics") as r:
             doc["gc"] = _gc_collections(await r.text())
@@ -442,9 +445,11 @@ async def http_pair(
         )
         threads_after, elapsed = _scheduling(server.proc.pid), time.monotonic() - t0
         after = await _stats(server.url, model)
-        where = _where(before, after)
-        runs = after["execution_count"] - before["execution_count"]
-        where.update(_scheduling_where(threads, threads_after, elapsed, runs))
+        where = {}
+        if before is not None and after is not None:
+            where = _where(before, after)
+            runs = after["execution_count"] - before["execution_count"]
+            where.update(_scheduling_where(threads, threads_after, elapsed, runs))
         out[label] = (r, where)
     return out
 

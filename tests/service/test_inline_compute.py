@@ -91,8 +91,26 @@ def test_the_estimate_is_the_least_recent_run_so_contention_does_not_push_it_up(
     for _ in range(COST_WINDOW):  # a whole window slower: the model itself got slower
         sig.observe(one, 150e-6)
     assert sig.estimated_seconds(one) == 150e-6 and not runs_inline(sig, one, 100e-6)
-    sig.observe([np.zeros((4, 10))], 400e-6)  # four times the elements: 100 us per 10
-    assert sig.estimated_seconds(one) == 100e-6
+    sig.observe([np.zeros((4, 10))], 120e-6)  # four rows in 120 us: one costs no more
+    assert sig.estimated_seconds(one) == 120e-6
+
+
+def test_a_batch_cheap_per_row_does_not_make_its_rows_look_cheap():
+    """A batch costs less per row than a lone row (weights read once per batch): its time
+    bounds a lone row's from above, never its time per row. Before, a 64-row batch at 88 us
+    per row made 800 us rows inline, and whole batches then ran on the event loop."""
+    sig = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
+    one = [np.zeros((1, 784))]
+    sig.observe(one, 800e-6)  # the warmup: one row
+    for _ in range(COST_WINDOW - 1):
+        sig.observe([np.zeros((64, 784))], 5.6e-3)
+    assert sig.estimated_seconds(one) == 800e-6 and not runs_inline(sig, one, 100e-6)
+    assert sig.estimated_seconds([np.zeros((64, 784))]) == 800e-6 * 64
+    sig.observe([np.zeros((64, 784))], 5.6e-3)  # only batches in the window: their time
+    assert sig.estimated_seconds(one) == 5.6e-3 and not runs_inline(sig, one, 100e-6)
+    half = [np.zeros((1, 392))]  # a smaller run scales up: half the elements, twice the time
+    sig.observe(half, 300e-6)
+    assert sig.estimated_seconds(one) == 600e-6
 
 
 async def test_runs_that_wait_without_computing_keep_the_estimate_small(tmp_path, manager_for):
