@@ -171,16 +171,16 @@ class Signature:
         self, arrays: list[np.ndarray], seconds: float, cpu_seconds: float | None = None
     ) -> None:
         """Folds a measured run into the cost estimate: the least of the last
-        ``COST_WINDOW`` runs' bounds on a run of ``cost_elements``, each from its CPU time
-        where given and the signature runs on the CPU, else its wall time.
+        ``COST_WINDOW`` runs of at most ``cost_elements`` input elements, each scaled up in
+        proportion (merging inputs never costs more than running them apart), each its CPU
+        time where given and the signature runs on the CPU, else its wall time.
 
-        Each run gives an upper bound, never a per-element average: a run of fewer elements
-        scaled up in proportion (merging inputs never costs more than running them apart),
-        a run of as many or more elements as it took (fewer elements never cost more). A
-        batch is cheaper per row than a lone row (a dense layer reads its weights once per
-        batch), so scaling a batch down would promise a lone row far less than it costs:
-        a 64-row batch of a 784-2048-2048-10 MLP at 88 us per row made its 800 us rows look
-        cheap enough for the loop, and batches then ran on the event loop.
+        A bigger run (a batch) is left out. Its time per element is less than a lone row's
+        (a dense layer reads its weights once per batch): folded in per element, a 64-row
+        batch of a 784-2048-2048-10 MLP at 88 us per row made its 800 us rows look cheap
+        enough for the loop, and whole 5.6 ms batches then ran on the event loop. Its whole
+        time is far more than a row's: folded in whole, a small model's batches would push
+        its lone rows (and so its batches) off the loop under load.
 
         The least, not an average: a run on a compute thread shares the machine with the
         event loop (on two hardware threads of one core, each runs slower), so an average
@@ -193,7 +193,9 @@ class Signature:
         if self.cost_seconds is None:
             self._recent_costs.clear()
             self.cost_elements = elements
-        scaled = seconds * max(1.0, self.cost_elements / elements)
+        elif elements > self.cost_elements:
+            return
+        scaled = seconds * (self.cost_elements / elements)
         self._recent_costs.append(scaled)
         self.cost_seconds = min(self._recent_costs)
 

@@ -4,6 +4,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from service.batching import runs_inline
 from service.servable import COST_WINDOW, Signature
@@ -91,26 +92,31 @@ def test_the_estimate_is_the_least_recent_run_so_contention_does_not_push_it_up(
     for _ in range(COST_WINDOW):  # a whole window slower: the model itself got slower
         sig.observe(one, 150e-6)
     assert sig.estimated_seconds(one) == 150e-6 and not runs_inline(sig, one, 100e-6)
-    sig.observe([np.zeros((4, 10))], 120e-6)  # four rows in 120 us: one costs no more
-    assert sig.estimated_seconds(one) == 120e-6
+    sig.observe([np.zeros((4, 10))], 120e-6)  # a batch says nothing of a lone row
+    assert sig.estimated_seconds(one) == 150e-6
 
 
-def test_a_batch_cheap_per_row_does_not_make_its_rows_look_cheap():
-    """A batch costs less per row than a lone row (weights read once per batch): its time
-    bounds a lone row's from above, never its time per row. Before, a 64-row batch at 88 us
-    per row made 800 us rows inline, and whole batches then ran on the event loop."""
+@pytest.mark.parametrize(
+    ("row", "batch", "inline"),
+    [(800e-6, 5.6e-3, False), (40e-6, 190e-6, True)],
+    ids=["wide_mlp: 88 us per batched row", "mlp: a 20-row batch over the limit"],
+)
+def test_batches_leave_the_estimate_of_a_lone_row_alone(row, batch, inline):
+    """A batch costs less per row than a lone row (weights read once per batch) and more
+    in all than one row: folded in per row, a wide model's batches made its 800 us rows
+    look cheap (whole batches then ran on the event loop); folded in whole, a small model's
+    20-row batches would push its 40 us rows off the loop."""
     sig = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
     one = [np.zeros((1, 784))]
-    sig.observe(one, 800e-6)  # the warmup: one row
-    for _ in range(COST_WINDOW - 1):
-        sig.observe([np.zeros((64, 784))], 5.6e-3)
-    assert sig.estimated_seconds(one) == 800e-6 and not runs_inline(sig, one, 100e-6)
-    assert sig.estimated_seconds([np.zeros((64, 784))]) == 800e-6 * 64
-    sig.observe([np.zeros((64, 784))], 5.6e-3)  # only batches in the window: their time
-    assert sig.estimated_seconds(one) == 5.6e-3 and not runs_inline(sig, one, 100e-6)
+    sig.observe(one, row)  # the warmup: one row
+    for _ in range(COST_WINDOW * 2):
+        sig.observe([np.zeros((64, 784))], batch)
+    assert sig.estimated_seconds(one) == row
+    assert runs_inline(sig, one, 100e-6) is inline
+    assert sig.estimated_seconds([np.zeros((64, 784))]) == row * 64
     half = [np.zeros((1, 392))]  # a smaller run scales up: half the elements, twice the time
-    sig.observe(half, 300e-6)
-    assert sig.estimated_seconds(one) == 600e-6
+    sig.observe(half, row / 4)
+    assert sig.estimated_seconds(one) == row / 2
 
 
 async def test_runs_that_wait_without_computing_keep_the_estimate_small(tmp_path, manager_for):
