@@ -34,7 +34,8 @@ def _operands(m, k, n, dtype, seed=0):
     return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
 
 
-def test_one_thread_splits_nothing(threads):
+@pytest.mark.usefixtures("threads")
+def test_one_thread_splits_nothing():
     a, b = _operands(64, 1024, 1024, np.float32)
     assert sp.threads() == 1
     assert sp.product(a, b) is None
