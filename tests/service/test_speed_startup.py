@@ -25,21 +25,27 @@ print(json.dumps({"before": before, "after": after}))
 """
 
 
-@pytest.mark.parametrize("n", [1, 2])
-def test_blas_thread_limit_holds_when_numpy_was_imported_first(n):
+def _child(code: str, n: int) -> tuple[dict, str]:
+    """Runs ``code`` with argument ``n`` in a fresh interpreter without any *_NUM_THREADS
+    variable: the JSON line it printed last, and its stderr."""
     env_free = {k: v for k, v in __import__("os").environ.items() if "NUM_THREADS" not in k}
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(n)],
+        [sys.executable, "-c", code, str(n)],
         capture_output=True,
         text=True,
         timeout=120,
         env=env_free,
         check=True,
     )
-    pools = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_blas_thread_limit_holds_when_numpy_was_imported_first(n):
+    pools, stderr = _child(_CHILD, n)
     assert pools["after"], "numpy's BLAS was not found by threadpoolctl"
     assert pools["after"] == [n] * len(pools["after"])
-    assert "numpy was imported" not in out.stderr
+    assert "numpy was imported" not in stderr
 
 
 _INTRA_CHILD = """
@@ -59,16 +65,7 @@ print(json.dumps({"blas": blas, "split": split_product.threads()}))
 def test_intra_op_threads_split_products_and_keep_blas_at_one_thread(n):
     """``--intra-op-threads N``: numpy's BLAS runs one thread per call (its own threads stall
     when other work shares the cores) and the engine splits large products N ways."""
-    env_free = {k: v for k, v in __import__("os").environ.items() if "NUM_THREADS" not in k}
-    out = subprocess.run(
-        [sys.executable, "-c", _INTRA_CHILD, str(n)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env_free,
-        check=True,
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got, _ = _child(_INTRA_CHILD, n)
     assert got["blas"] and got["blas"] == [1] * len(got["blas"])
     assert got["split"] == n
 
