@@ -1,29 +1,30 @@
-"""Large matrix products split by columns across the engine's intra-op threads.
+"""Large matrix products split in blocks across the engine's intra-op threads.
 
 One product ``a @ b`` can use several cores in two ways. OpenBLAS's own threads split it
 inside the library, but they spin at a barrier: while other work holds one of the cores,
-every product waits for the thread that is not running. Measured with ``bench/batching.py``
-(part ``blas``) and by hand (OpenBLAS 0.3.31, AMD EPYC, 2 cores, a 784-2048-2048-10 float32
-MLP, 64-row batches): two OpenBLAS threads give 12800 rows/s idle but 4096 rows/s (p99 80
-ms) while another process uses one core; one thread gives 6624 and 6464.
+every product waits for the thread that is not running. ``bench/split_product.py``
+(OpenBLAS 0.3.31, AMD EPYC, 2 cores, a 784-2048-2048-10 float32 MLP, 64-row batches): two
+OpenBLAS threads give 12463 rows/s idle but 4613 rows/s (p99 75 ms) while another process
+uses one core; one thread gives 6471 and 6499.
 
 Here the product is cut instead into column blocks ``a @ b[:, lo:hi]`` (or, for an output
 taller than it is wide, row blocks ``a[lo:hi] @ b``), each written into its block of the
-output, which the calling thread and ``threads() - 1`` helper threads take
-in turn (each with one BLAS thread). A helper that is busy or not yet running takes nothing:
-the caller computes the blocks left and never waits for a thread that has not started, so
-the product is never slower than one thread by more than the handoff (the same batches:
-11872 rows/s idle, 6432 rows/s and a p99 of 14 ms with one core busy).
+output, which the calling thread and ``threads() - 1`` helper threads take in turn (each
+with one BLAS thread). A helper that is busy or not yet running takes nothing: the caller
+computes the blocks left and never waits for a thread that has not started, only for a
+block a helper already took (the same forwards through ``make_callable`` with two threads:
+11686 rows/s idle, 6327 rows/s and a p99 of 13 ms with one core busy).
 
-Bits: each block is the very BLAS call for those columns. Whether a library gives the
-columns of a block the bits it gives them in the whole product depends on its kernels (for
-example OpenBLAS takes another code path for small products), so the first product of each
-shape and dtype is computed both ways and compared; a shape whose bits differ is never split.
+Bits: each block is the very BLAS call for those columns (rows). Whether a library gives a
+block the bits it gives it in the whole product depends on its kernels (OpenBLAS, for one,
+takes other code paths for small products, and its own threads change the bits), so the
+first product of each shape and dtype is computed both ways and compared; a shape whose bits
+differ is never split.
 
 Only host ``float32``/``float64`` matrices of at least ``MIN_ROWS`` rows and ``MIN_WORK``
 multiply-adds are split, in blocks of at least ``MIN_COLUMNS`` columns (``MIN_BLOCK_ROWS``
-rows); everything else (and
-every product while ``threads()`` is 1, the default) is numpy's as before.
+rows); everything else (and every product while ``threads()`` is 1, the default) is numpy's
+as before.
 """
 
 from __future__ import annotations
