@@ -871,6 +871,10 @@ def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
         a = xp.swapaxes(a, -1, -2)
     if adj_y:
         b = xp.swapaxes(b, -1, -2)
+    if split_state.threads > 1:  # a large product on the intra-op threads, same bits
+        out = split_product(a, b)
+        if out is not None:
+            return out
     return xp.matmul(a, b)
 
 

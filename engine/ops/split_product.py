@@ -8,12 +8,13 @@ OpenBLAS threads give 12463 rows/s idle but 4613 rows/s (p99 75 ms) while anothe
 uses one core; one thread gives 6471 and 6499.
 
 Here the product is cut instead into column blocks ``a @ b[:, lo:hi]`` (or, for an output
-taller than it is wide, row blocks ``a[lo:hi] @ b``), each written into its block of the
-output, which the calling thread and ``threads() - 1`` helper threads take in turn (each
-with one BLAS thread). A helper that is busy or not yet running takes nothing: the caller
-computes the blocks left and never waits for a thread that has not started, only for a
-block a helper already took (the same forwards through ``make_callable`` with two threads:
-11686 rows/s idle, 6327 rows/s and a p99 of 13 ms with one core busy).
+taller than it is wide, row blocks ``a[lo:hi] @ b``; for a stack of products, blocks of the
+leading batch axis), each written into its block of the output, which the calling thread and
+``threads() - 1`` helper threads take in turn (each with one BLAS thread). A helper that is
+busy or not yet running takes nothing: the caller computes the blocks left and never waits
+for a thread that has not started, only for a block a helper already took (the same
+forwards through ``make_callable`` with two threads: 11686 rows/s idle, 6327 rows/s and a
+p99 of 13 ms with one core busy).
 
 Bits: each block is the very BLAS call for those columns (rows). Whether a library gives a
 block the bits it gives it in the whole product depends on its kernels (OpenBLAS, for one,
@@ -21,10 +22,10 @@ takes other code paths for small products, and its own threads change the bits),
 first product of each shape and dtype is computed both ways and compared; a shape whose bits
 differ is never split.
 
-Only host ``float32``/``float64`` matrices of at least ``MIN_ROWS`` rows and ``MIN_WORK``
-multiply-adds are split, in blocks of at least ``MIN_COLUMNS`` columns (``MIN_BLOCK_ROWS``
-rows); everything else (and every product while ``threads()`` is 1, the default) is numpy's
-as before.
+Only host ``float32``/``float64`` products of at least ``MIN_WORK`` multiply-adds (matrices
+of at least ``MIN_ROWS`` rows, or stacks of them) are split, in blocks of at least
+``MIN_COLUMNS`` columns (``MIN_BLOCK_ROWS`` rows, one stacked product); everything else (and
+every product while ``threads()`` is 1, the default) is numpy's as before.
 """
 
 from __future__ import annotations
@@ -92,55 +93,77 @@ def _pool() -> ThreadPoolExecutor:
     return pool
 
 
-def _blocks(m: int, n: int, parts: int) -> tuple[int, list[tuple[int, int]]]:
-    """The axis to cut (1: columns, 0: rows) and up to ``parts`` ranges covering it, as even
-    as the minimum block allows: columns when the output is at least as wide as it is tall
-    (every block then reads ``a`` whole and ``1/parts`` of ``b``, which is the large
-    operand of a batched dense layer), else rows (a convolution's patches)."""
-    if n >= m:
-        axis, size, least = 1, n, MIN_COLUMNS
+def _blocks(shape: tuple, parts: int) -> tuple[int, list[tuple[int, int]]]:
+    """How an output of ``shape`` is cut: the axis (1: columns, 0: rows, 2: the leading
+    batch axis of a batched product) and up to ``parts`` ranges covering it, as even as the
+    minimum block allows. A matrix is cut in columns when it is at least as wide as it is
+    tall (every block then reads ``a`` whole and ``1/parts`` of ``b``, the large operand of
+    a batched dense layer), else in rows (a convolution's patches)."""
+    if len(shape) > 2:
+        axis, size, least, align = 2, shape[0], 1, 1
+    elif shape[1] >= shape[0]:
+        axis, size, least, align = 1, shape[1], MIN_COLUMNS, 16
     else:
-        axis, size, least = 0, m, MIN_BLOCK_ROWS
+        axis, size, least, align = 0, shape[0], MIN_BLOCK_ROWS, 16
     parts = max(1, min(parts, size // least))
     step = -(-size // parts)
-    step = -(-step // 16) * 16  # whole vector widths, so blocks start aligned
+    step = -(-step // align) * align  # whole vector widths, so blocks start aligned
     return axis, [(lo, min(lo + step, size)) for lo in range(0, size, step)]
 
 
-def _splittable(a, b, out) -> bool:
+def _out_shape(a, b) -> tuple | None:
+    """The shape of ``a @ b`` when it may be split: host arrays of one BLAS float dtype,
+    matrices (``a`` of at least ``MIN_ROWS`` rows) or stacks of them whose batch dimensions
+    broadcast, with at least ``MIN_WORK`` multiply-adds; else None."""
     if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
-        return False
-    if a.ndim != 2 or b.ndim != 2 or a.shape[0] < MIN_ROWS or a.shape[1] != b.shape[0]:
-        return False
+        return None
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        return None
     if a.dtype != b.dtype or a.dtype not in _BLAS_FLOATS:
-        return False
-    m, k = a.shape
-    n = b.shape[1]
-    if m * k * n < MIN_WORK:
-        return False
-    return out is None or (
-        out.__class__ is np.ndarray and out.shape == (m, n) and out.dtype == a.dtype
-    )
+        return None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if a.ndim == 2 and b.ndim == 2:
+        batch = ()
+        if m < MIN_ROWS:
+            return None
+    else:
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            return None  # numpy's error, from the caller's own call
+    count = 1
+    for d in batch:
+        count *= d
+    if count * m * k * n < MIN_WORK:
+        return None
+    return (*batch, m, n)
 
 
 def product(a, b, out=None):
-    """``np.matmul(a, b, out=out)`` computed in column blocks on the intra-op threads, or
-    None when this product is not split (one thread, not a large host float product, or a
-    shape whose split bits differ): the caller then computes it as usual."""
+    """``np.matmul(a, b, out=out)`` computed in blocks on the intra-op threads, or None when
+    this product is not split (one thread, not a large host float product, or a shape whose
+    split bits differ): the caller then computes it as usual."""
     n_threads = _state.threads
-    if n_threads < 2 or not _splittable(a, b, out):
+    if n_threads < 2:
         return None
-    axis, blocks = _blocks(a.shape[0], b.shape[1], n_threads)
+    shape = _out_shape(a, b)
+    if shape is None:
+        return None
+    if out is not None and (
+        out.__class__ is not np.ndarray or out.shape != shape or out.dtype != a.dtype
+    ):
+        return None
+    axis, blocks = _blocks(shape, n_threads)
     if len(blocks) < 2:
         return None
-    key = (a.shape, b.shape[1], a.dtype.char, axis, len(blocks))
+    key = (a.shape, b.shape, a.dtype.char, axis, len(blocks))
     same = _checked.get(key)
     if same is None:
         return _first(a, b, out, axis, blocks, key)
     if not same:
         return None
     if out is None:
-        out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+        out = np.empty(shape, a.dtype)
     _run(a, b, out, axis, blocks)
     return out
 
@@ -156,31 +179,41 @@ def _first(a, b, out, axis, blocks, key):
     return whole
 
 
+def _parts(a, b, out, axis: int, blocks) -> list[tuple]:
+    """Each block's operands and output: views, never copies."""
+    if axis == 1:
+        return [(a, b[:, lo:hi], out[:, lo:hi]) for lo, hi in blocks]
+    if axis == 0:
+        return [(a[lo:hi], b, out[lo:hi]) for lo, hi in blocks]
+
+    def cut(x, lo, hi):  # an operand broadcast along the batch axis is read whole
+        return x[lo:hi] if x.ndim == out.ndim and x.shape[0] != 1 else x
+
+    return [(cut(a, lo, hi), cut(b, lo, hi), out[lo:hi]) for lo, hi in blocks]
+
+
 class _Call:
     """One split product: the blocks not yet taken, and how many are not yet done."""
 
-    __slots__ = ("a", "b", "out", "axis", "blocks", "taken", "left", "lock", "done", "error")
+    __slots__ = ("parts", "taken", "left", "lock", "done", "error")
 
-    def __init__(self, a, b, out, axis, blocks):
-        self.a, self.b, self.out, self.axis, self.blocks = a, b, out, axis, blocks
+    def __init__(self, parts):
+        self.parts = parts
         self.taken = itertools.count()  # next() is atomic: each block is taken once
-        self.left = len(blocks)
+        self.left = len(parts)
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.error: BaseException | None = None
 
     def work(self) -> None:
-        a, b, out, blocks, columns = self.a, self.b, self.out, self.blocks, self.axis == 1
+        parts = self.parts
         while True:
             i = next(self.taken)
-            if i >= len(blocks):
+            if i >= len(parts):
                 return
-            lo, hi = blocks[i]
+            x, y, out = parts[i]
             try:
-                if columns:
-                    np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
-                else:
-                    np.matmul(a[lo:hi], b, out=out[lo:hi])
+                np.matmul(x, y, out=out)
             except Exception as e:  # noqa: BLE001 - raised again by the caller
                 self.error = e
             with self.lock:
@@ -190,7 +223,7 @@ class _Call:
 
 
 def _run(a, b, out, axis, blocks) -> None:
-    call = _Call(a, b, out, axis, blocks)
+    call = _Call(_parts(a, b, out, axis, blocks))
     pool = _pool()
     try:
         for _ in range(min(_state.threads, len(blocks)) - 1):

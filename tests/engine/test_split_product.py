@@ -74,8 +74,39 @@ def test_what_is_not_split(threads):
     assert sp.product(a, b.astype(np.float64)) is None  # mixed dtypes
     assert sp.product(a[:, :1000], b) is None  # inner dimensions differ: numpy's error
     assert sp.product(a, b, np.empty((64, 1000), np.float32)) is None  # out of another shape
-    assert sp.product(a[None], b) is None  # not matrices
+    assert sp.product(a[0], b) is None  # a vector
+    assert sp.product(a[None], b) is None  # a stack of one product: nothing to share
+    stack = np.ones((3, 64, 1024), np.float32)
+    assert sp.product(stack, np.ones((2, 1024, 64), np.float32)) is None  # batches differ
     assert not sp._checked
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("sa", "sb"),
+    [
+        ((8, 64, 128), (8, 128, 256)),  # attention-like stacks
+        ((8, 64, 128), (128, 256)),  # one matrix for every product of the stack
+        ((1, 64, 128), (6, 128, 512)),  # a broadcast along the batch axis
+        ((4, 2, 64, 96), (2, 96, 256)),  # two batch axes, the first only in a
+        ((5, 300, 200), (5, 200, 70)),  # odd sizes
+    ],
+)
+def test_stacked_products_have_the_bits_of_the_whole_product(threads, dtype, sa, sb):
+    threads(3)
+    rng = np.random.default_rng(len(sa) + sa[-1])
+    a = rng.standard_normal(sa).astype(dtype)
+    b = rng.standard_normal(sb).astype(dtype)
+    want = np.matmul(a, b)
+    assert sp.product(a, b).tobytes() == want.tobytes()
+    (same,) = sp._checked.values()
+    assert same  # numpy computes a stack one product at a time: each block is the same
+    for _ in range(2):
+        got = sp.product(a, b)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    transposed = np.swapaxes(a, -1, -2).copy()  # a strided operand (adj_x's swapaxes)
+    view = np.swapaxes(transposed, -1, -2)
+    assert sp.product(view, b).tobytes() == want.tobytes()
 
 
 def test_a_shape_whose_bits_differ_is_never_split(threads, monkeypatch):
@@ -155,10 +186,21 @@ def _conv(rng):
     return x, tf.nn.relu(tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"))
 
 
-@pytest.mark.parametrize(("build", "shape"), [(_mlp, (64, 784)), (_conv, (8, 32, 32, 16))])
+def _attention(rng):
+    q = tf.placeholder(tf.float32, [None, 128, 64], name="q")
+    k = tf.constant(rng.standard_normal((8, 128, 64)).astype(np.float32))
+    scores = tf.nn.softmax(tf.matmul(q, k, transpose_b=True))  # BatchMatMulV2, adj_y
+    return q, tf.matmul(scores, k)
+
+
+@pytest.mark.parametrize(
+    ("build", "shape"),
+    [(_mlp, (64, 784)), (_conv, (8, 32, 32, 16)), (_attention, (8, 128, 64))],
+)
 def test_sessions_give_the_same_bits_with_split_products(threads, build, shape):
-    """A dense stack (compiled recipes, the kernel for ``Session.run``) and a convolution
-    (its patches' product split by rows): the bits with one thread and with two."""
+    """A dense stack (compiled recipes, the kernel for ``Session.run``), a convolution (its
+    patches' product split by rows) and stacked products (BatchMatMulV2, split along the
+    batch): the bits with one thread and with two."""
     rng = np.random.default_rng(5)
     with tf.Graph().as_default():
         x, y = build(rng)
