@@ -156,7 +156,9 @@ def product(a, b, out=None):
     axis, blocks = _blocks(shape, n_threads)
     if len(blocks) < 2:
         return None
-    key = (a.shape, b.shape, a.dtype.char, axis, len(blocks))
+    fa, fb = a.flags, b.flags  # the layouts decide the BLAS calls, so they are compared too
+    key = (a.shape, b.shape, a.dtype.char, axis, len(blocks), fa.c_contiguous, fa.f_contiguous)
+    key += (fb.c_contiguous, fb.f_contiguous)
     same = _checked.get(key)
     if same is None:
         return _first(a, b, out, axis, blocks, key)
