@@ -171,16 +171,19 @@ class Signature:
         self, arrays: list[np.ndarray], seconds: float, cpu_seconds: float | None = None
     ) -> None:
         """Folds a measured run into the cost estimate: the least of the last
-        ``COST_WINDOW`` runs of at most ``cost_elements`` input elements, each scaled up in
-        proportion (merging inputs never costs more than running them apart), each its CPU
-        time where given and the signature runs on the CPU, else its wall time.
+        ``COST_WINDOW`` runs of the smallest input seen (``cost_elements`` elements), each
+        its CPU time where given and the signature runs on the CPU, else its wall time. A
+        smaller run than any before starts the window again at its size, so a lone row is
+        judged on lone rows even after a bigger warmup.
 
         A bigger run (a batch) is left out. Its time per element is less than a lone row's
         (a dense layer reads its weights once per batch): folded in per element, a 64-row
         batch of a 784-2048-2048-10 MLP at 88 us per row made its 800 us rows look cheap
         enough for the loop, and whole 5.6 ms batches then ran on the event loop. Its whole
         time is far more than a row's: folded in whole, a small model's batches would push
-        its lone rows (and so its batches) off the loop under load.
+        its lone rows (and so its batches) off the loop under load. Bigger inputs are
+        estimated from the smallest in proportion (merging inputs never costs more than
+        running them apart).
 
         The least, not an average: a run on a compute thread shares the machine with the
         event loop (on two hardware threads of one core, each runs slower), so an average
@@ -190,13 +193,12 @@ class Signature:
         if cpu_seconds is not None and self.cpu_bound:
             seconds = cpu_seconds
         elements = max(1, arrays[0].size if len(arrays) == 1 else sum(a.size for a in arrays))
-        if self.cost_seconds is None:
+        if self.cost_seconds is None or elements < self.cost_elements:
             self._recent_costs.clear()
             self.cost_elements = elements
         elif elements > self.cost_elements:
             return
-        scaled = seconds * (self.cost_elements / elements)
-        self._recent_costs.append(scaled)
+        self._recent_costs.append(seconds)
         self.cost_seconds = min(self._recent_costs)
 
     def run(

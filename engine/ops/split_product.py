@@ -10,17 +10,18 @@ uses one core; one thread gives 6471 and 6499.
 Here the product is cut instead into column blocks ``a @ b[:, lo:hi]`` (or, for an output
 taller than it is wide, row blocks ``a[lo:hi] @ b``; for a stack of products, blocks of the
 leading batch axis), each written into its block of the output, which the calling thread and
-``threads() - 1`` helper threads take in turn (each with one BLAS thread). A helper that is
-busy or not yet running takes nothing: the caller computes the blocks left and never waits
-for a thread that has not started, only for a block a helper already took (the same
-forwards through ``make_callable`` with two threads: 11686 rows/s idle, 6327 rows/s and a
-p99 of 13 ms with one core busy).
+``threads() - 1`` helper threads take in turn (the server keeps BLAS at one thread). A
+helper that is busy or not yet running takes nothing: the caller computes the blocks left
+and never waits for a thread that has not started, only for a block a helper already took
+(the same forwards through ``make_callable`` with two threads: 11686 rows/s idle, 6327
+rows/s and a p99 of 13 ms with one core busy).
 
 Bits: each block is the very BLAS call for those columns (rows). Whether a library gives a
 block the bits it gives it in the whole product depends on its kernels (OpenBLAS, for one,
-takes other code paths for small products, and its own threads change the bits), so the
-first product of each shape and dtype is computed both ways and compared; a shape whose bits
-differ is never split.
+takes other code paths for small products, and its own threads change the bits), so on the
+first product of each shape, dtype and layout both ways are computed on random operands and
+compared; a shape whose bits differ is never split, nor is an ``out`` overlapping an
+operand.
 
 Only host ``float32``/``float64`` products of at least ``MIN_WORK`` multiply-adds (matrices
 of at least ``MIN_ROWS`` rows, or stacks of them) are split, in blocks of at least
@@ -108,7 +109,10 @@ def _blocks(shape: tuple, parts: int) -> tuple[int, list[tuple[int, int]]]:
     parts = max(1, min(parts, size // least))
     step = -(-size // parts)
     step = -(-step // align) * align  # whole vector widths, so blocks start aligned
-    return axis, [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+    blocks = [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+    if len(blocks) > 1 and blocks[-1][1] - blocks[-1][0] < least:
+        blocks[-2:] = [(blocks[-2][0], size)]  # no sliver: a 1-column block is a gemv
+    return axis, blocks
 
 
 def _out_shape(a, b) -> tuple | None:
@@ -150,15 +154,18 @@ def product(a, b, out=None):
     if shape is None:
         return None
     if out is not None and (
-        out.__class__ is not np.ndarray or out.shape != shape or out.dtype != a.dtype
+        out.__class__ is not np.ndarray
+        or out.shape != shape
+        or out.dtype != a.dtype
+        or np.may_share_memory(out, a)  # numpy handles the overlap; blocks would not
+        or np.may_share_memory(out, b)
     ):
         return None
     axis, blocks = _blocks(shape, n_threads)
     if len(blocks) < 2:
         return None
-    fa, fb = a.flags, b.flags  # the layouts decide the BLAS calls, so they are compared too
-    key = (a.shape, b.shape, a.dtype.char, axis, len(blocks), fa.c_contiguous, fa.f_contiguous)
-    key += (fb.c_contiguous, fb.f_contiguous)
+    # The layouts decide the BLAS calls, so they are part of what was compared
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype.char, axis, len(blocks))
     same = _checked.get(key)
     if same is None:
         return _first(a, b, out, axis, blocks, key)
@@ -171,14 +178,33 @@ def product(a, b, out=None):
 
 
 def _first(a, b, out, axis, blocks, key):
-    """The first product of its shape: computed whole (the answer) and split, compared."""
+    """The first product of its shape and layout, computed whole (the answer). Whether a
+    split gives the same bits is decided on random operands of that shape, dtype and layout,
+    never on the caller's values: zeros, say (a warmup's), agree whatever the order of the
+    sums."""
     whole = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    split = np.empty_like(whole)
-    _run(a, b, split, axis, blocks)
+    rng = np.random.default_rng(len(_checked))
+    pa, pb = _like(a, rng), _like(b, rng)
+    same = False
+    if pa is not None and pb is not None:
+        want = np.matmul(pa, pb)
+        split = np.empty_like(want)
+        _run(pa, pb, split, axis, blocks)
+        same = bool(np.array_equal(want, split))
     if len(_checked) >= MAX_CHECKED:
         _checked.clear()
-    _checked[key] = bool(np.array_equal(whole, split, equal_nan=True))
+    _checked[key] = same
     return whole
+
+
+def _like(x, rng):
+    """Random values of ``x``'s shape and dtype laid out with ``x``'s strides (a contiguous
+    array with its axes permuted, as a transpose or ``swapaxes`` of one is), or None for
+    other layouts (sliced with steps), which are never split."""
+    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    dense = rng.standard_normal([x.shape[i] for i in order]).astype(x.dtype)
+    probe = dense.transpose(np.argsort(order))
+    return probe if probe.strides == x.strides else None
 
 
 def _parts(a, b, out, axis: int, blocks) -> list[tuple]:
@@ -216,8 +242,8 @@ class _Call:
             x, y, out = parts[i]
             try:
                 np.matmul(x, y, out=out)
-            except Exception as e:  # noqa: BLE001 - raised again by the caller
-                self.error = e
+            except BaseException as e:  # noqa: BLE001 - raised again by the caller, once
+                self.error = e  # every block taken is done (none still writes to out)
             with self.lock:
                 self.left -= 1
                 if self.left == 0:

@@ -106,7 +106,50 @@ def test_stacked_products_have_the_bits_of_the_whole_product(threads, dtype, sa,
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
     transposed = np.swapaxes(a, -1, -2).copy()  # a strided operand (adj_x's swapaxes)
     view = np.swapaxes(transposed, -1, -2)
-    assert sp.product(view, b).tobytes() == want.tobytes()
+    for _ in range(2):  # the first compares its layout, the second is split
+        assert sp.product(view, b).tobytes() == want.tobytes()
+    assert len(sp._checked) == 2 and all(sp._checked.values())
+
+
+def test_the_bits_are_compared_on_random_operands_not_the_callers(threads, monkeypatch):
+    """A first product of zeros (a warmup's) agrees whatever the order of the sums: the
+    comparison must not be made on it. Here a split that is wrong for any nonzero value."""
+    threads(2)
+    real = sp._run
+
+    def off_by_a_little(a, b, out, axis, blocks):
+        real(a, b, out, axis, blocks)
+        out += np.where(out != 0, out.dtype.type(1e-3), out.dtype.type(0))
+
+    monkeypatch.setattr(sp, "_run", off_by_a_little)
+    zeros_a, zeros_b = np.zeros((64, 1024), np.float32), np.zeros((1024, 1024), np.float32)
+    assert not sp.product(zeros_a, zeros_b).any()
+    assert list(sp._checked.values()) == [False]
+    a, b = _operands(64, 1024, 1024, np.float32)
+    assert sp.product(a, b) is None  # never split: numpy's own product
+
+
+def test_blocks_are_never_slivers():
+    for shape, parts in [((64, 321), 5), ((64, 1025), 8), ((4, 130), 2), ((1000, 9), 3)]:
+        axis, blocks = sp._blocks(shape, parts)
+        least = sp.MIN_COLUMNS if axis == 1 else sp.MIN_BLOCK_ROWS
+        assert blocks[0][0] == 0 and blocks[-1][1] == shape[axis]
+        assert all(lo < hi for lo, hi in blocks)
+        assert all(b[1] == c[0] for b, c in zip(blocks, blocks[1:]))
+        assert all(hi - lo >= least for lo, hi in blocks), (shape, parts, blocks)
+
+
+def test_what_is_not_split_however_large(threads):
+    threads(2)
+    a, b = _operands(64, 1024, 1024, np.float32)
+    assert sp.product(a, b, out=a) is None  # out is an operand: numpy handles the overlap
+    wide = np.empty((64, 2048), np.float32)
+    assert sp.product(a, b, out=wide[:, :1024]) is not None  # a disjoint out is fine
+    assert sp.product(a, b, out=wide[:, :1024]).tobytes() == np.matmul(a, b).tobytes()
+    stepped = np.repeat(b, 2, axis=1)[:, ::2]  # sliced with a step: not a dense layout
+    assert sp.product(a, stepped) is not None  # its first product: whole, and compared
+    assert sp.product(a, stepped) is None
+    assert False in sp._checked.values()
 
 
 def test_a_shape_whose_bits_differ_is_never_split(threads, monkeypatch):

@@ -114,9 +114,24 @@ def test_batches_leave_the_estimate_of_a_lone_row_alone(row, batch, inline):
     assert sig.estimated_seconds(one) == row
     assert runs_inline(sig, one, 100e-6) is inline
     assert sig.estimated_seconds([np.zeros((64, 784))]) == row * 64
-    half = [np.zeros((1, 392))]  # a smaller run scales up: half the elements, twice the time
+    half = [np.zeros((1, 392))]  # a smaller run starts the window again at its size
     sig.observe(half, row / 4)
-    assert sig.estimated_seconds(one) == row / 2
+    assert sig.cost_elements == 392 and sig.estimated_seconds(half) == row / 4
+    assert sig.estimated_seconds(one) == row / 2  # bigger inputs: in proportion
+
+
+def test_a_bigger_warmup_does_not_keep_lone_rows_off_the_loop():
+    """An 8-row warmup record (60 us): lone rows are then measured at 30 us each, and it is
+    their time, not the warmup's scaled down to a row's share or up, that decides."""
+    sig = Signature("k", "predict", {}, {}, lambda *a, **kw: [])  # noqa: ARG005
+    eight, one = [np.zeros((8, 10))], [np.zeros((1, 10))]
+    sig.observe(eight, 60e-6)
+    assert sig.estimated_seconds(one) == 60e-6  # nothing smaller measured yet: no less
+    sig.observe(one, 30e-6)
+    assert sig.cost_elements == 10 and sig.estimated_seconds(one) == 30e-6
+    assert runs_inline(sig, one, 100e-6)
+    sig.observe(eight, 70e-6)  # batches again: the lone row's estimate stays
+    assert sig.estimated_seconds(one) == 30e-6
 
 
 async def test_runs_that_wait_without_computing_keep_the_estimate_small(tmp_path, manager_for):
