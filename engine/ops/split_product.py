@@ -18,10 +18,11 @@ rows/s and a p99 of 13 ms with one core busy).
 
 Bits: each block is the very BLAS call for those columns (rows). Whether a library gives a
 block the bits it gives it in the whole product depends on its kernels (OpenBLAS, for one,
-takes other code paths for small products, and its own threads change the bits), so on the
-first product of each shape, dtype and layout both ways are computed on random operands and
-compared; a shape whose bits differ is never split, nor is an ``out`` overlapping an
-operand.
+takes other code paths for small products, and its own threads change the bits), so the
+first product of each shape, dtype and layout runs whole while a helper multiplies random
+operands of that shape and layout both ways and compares them (on random values, never the
+caller's: a warmup's zeros agree whatever the order of the sums); a shape whose bits differ
+is never split, nor is an ``out`` overlapping an operand.
 
 Only host ``float32``/``float64`` products of at least ``MIN_WORK`` multiply-adds (matrices
 of at least ``MIN_ROWS`` rows, or stacks of them) are split, in blocks of at least
@@ -49,6 +50,8 @@ MIN_COLUMNS = 64
 MIN_BLOCK_ROWS = 64
 # The shapes whose split bits were compared (shape key -> equal); cleared past this many.
 MAX_CHECKED = 4096
+# The random operands those comparisons use, kept up to this many bytes in all.
+PROBE_BYTES = 64 << 20
 
 
 class _State:
@@ -60,6 +63,8 @@ class _State:
 _state = _State()
 _lock = threading.Lock()
 _checked: dict[tuple, bool] = {}
+_probes: dict[tuple, np.ndarray | None] = {}
+_checks: list = []  # the checks handed to helpers and not known to be done
 
 
 def threads() -> int:
@@ -165,11 +170,12 @@ def product(a, b, out=None):
     if len(blocks) < 2:
         return None
     # The layouts decide the BLAS calls, so they are part of what was compared
-    key = (a.shape, a.strides, b.shape, b.strides, a.dtype.char, axis, len(blocks))
-    same = _checked.get(key)
-    if same is None:
-        return _first(a, b, out, axis, blocks, key)
-    if not same:
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype.char, axis, tuple(blocks))
+    same = _checked.get(key, _UNSEEN)
+    if same is _UNSEEN:
+        _check_later(key, (a.shape, a.strides, a.dtype), (b.shape, b.strides, b.dtype))
+        same = _checked.get(key)
+    if not same:  # False, or None while its check waits for a helper
         return None
     if out is None:
         out = np.empty(shape, a.dtype)
@@ -177,34 +183,75 @@ def product(a, b, out=None):
     return out
 
 
-def _first(a, b, out, axis, blocks, key):
-    """The first product of its shape and layout, computed whole (the answer). Whether a
-    split gives the same bits is decided on random operands of that shape, dtype and layout,
-    never on the caller's values: zeros, say (a warmup's), agree whatever the order of the
-    sums."""
-    whole = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    rng = np.random.default_rng(len(_checked))
-    pa, pb = _like(a, rng), _like(b, rng)
+_UNSEEN = object()
+
+
+def _check_later(key, layout_a, layout_b) -> None:
+    """Has a helper decide whether products of ``key``'s shapes and layouts may be split
+    (until it has, they are not). The decision never holds up a product: comparing costs
+    two products and, the first time a weight's shape is seen, random values as large."""
+    with _lock:
+        if key in _checked:
+            return
+        if len(_checked) >= MAX_CHECKED:
+            _checked.clear()
+        _checked[key] = None
+    try:
+        _checks.append(_pool().submit(_check, key, layout_a, layout_b))
+    except RuntimeError:  # set_threads shut this pool down meanwhile: decide another time
+        _checked.pop(key, None)
+    _checks[:] = [f for f in _checks if not f.done()]
+
+
+def _check(key, layout_a, layout_b) -> None:
+    """Whether a split gives the bits of the whole product, decided on random operands of
+    the shapes, dtype and layouts in ``key``, never on a caller's values: zeros, say (a
+    warmup's), agree whatever the order of the sums. The blocks are computed one after
+    another here: each is the same BLAS call on whichever thread runs it."""
     same = False
-    if pa is not None and pb is not None:
-        want = np.matmul(pa, pb)
-        split = np.empty_like(want)
-        _run(pa, pb, split, axis, blocks)
-        same = bool(np.array_equal(want, split))
-    if len(_checked) >= MAX_CHECKED:
-        _checked.clear()
-    _checked[key] = same
-    return whole
+    try:
+        pa, pb = _like(*layout_a), _like(*layout_b)
+        if pa is not None and pb is not None:
+            want = np.matmul(pa, pb)
+            split = np.empty_like(want)
+            axis, blocks = key[-2], key[-1]
+            for x, y, o in _parts(pa, pb, split, axis, blocks):
+                np.matmul(x, y, out=o)
+            same = bool(np.array_equal(want, split))
+    finally:
+        _checked[key] = same
 
 
-def _like(x, rng):
-    """Random values of ``x``'s shape and dtype laid out with ``x``'s strides (a contiguous
-    array with its axes permuted, as a transpose or ``swapaxes`` of one is), or None for
-    other layouts (sliced with steps), which are never split."""
-    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
-    dense = rng.standard_normal([x.shape[i] for i in order]).astype(x.dtype)
+def _wait_checks(timeout: float | None = None) -> None:
+    """Waits for the checks handed to helpers so far (for tests)."""
+    for f in list(_checks):
+        f.result(timeout)
+
+
+def _like(shape, strides, dtype):
+    """Random values in [-0.5, 0.5) of ``shape`` and ``dtype`` laid out with ``strides``
+    (a contiguous array with its axes permuted, as a transpose or ``swapaxes`` of one is),
+    or None for other layouts (sliced with steps), which are never split. Kept for the next
+    check using them (a weight's, whatever the batch size), within ``PROBE_BYTES``: making
+    a large one costs more than the product."""
+    key = (shape, strides, dtype.char)
+    probe = _probes.get(key)
+    if probe is not None or key in _probes:
+        return probe
+    order = sorted(range(len(shape)), key=lambda i: -strides[i])
+    rng = np.random.default_rng(len(_probes))
+    dense = rng.random([shape[i] for i in order], dtype=dtype)
+    dense -= 0.5
     probe = dense.transpose(np.argsort(order))
-    return probe if probe.strides == x.strides else None
+    if probe.strides != strides:
+        probe = None
+    if probe is None or probe.nbytes <= PROBE_BYTES:
+        with _lock:
+            kept = sum(p.nbytes for p in _probes.values() if p is not None)
+            if probe is not None and kept + probe.nbytes > PROBE_BYTES:
+                _probes.clear()
+            _probes[key] = probe
+    return probe
 
 
 def _parts(a, b, out, axis: int, blocks) -> list[tuple]:

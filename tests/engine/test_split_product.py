@@ -1,6 +1,7 @@
 """Large products split across the intra-op threads (``engine.ops.split_product``): the same
 bits as numpy's whole product, in the kernel, compiled plans and convolutions; a helper that
-is busy is never waited for; errors reach the caller; a shape whose bits differ is not split."""
+is busy is never waited for; errors reach the caller; a shape whose bits differ (decided by a
+helper on random operands, while the shape's products run whole) is not split."""
 
 from __future__ import annotations
 
@@ -25,8 +26,17 @@ def threads():
         sp.set_threads(n)
 
     yield set_
+    sp._wait_checks(60)
     sp.set_threads(1)
     sp._checked.clear()
+    sp._probes.clear()
+
+
+def _checked(a, b, out=None):
+    """The first product of a shape: not split (numpy's, by the caller) while a helper
+    compares the split's bits; waits for that comparison."""
+    assert sp.product(a, b, out) is None
+    sp._wait_checks(60)
 
 
 def _operands(m, k, n, dtype, seed=0):
@@ -51,8 +61,7 @@ def test_split_products_have_the_bits_of_the_whole_product(threads, dtype, m, k,
     threads(n_threads)
     a, b = _operands(m, k, n, dtype, seed=m + k + n)
     want = np.matmul(a, b)
-    first = sp.product(a, b)  # computed whole and split once, compared
-    assert first is not None and first.tobytes() == want.tobytes()
+    _checked(a, b)
     (same,) = sp._checked.values()
     if not same:  # this BLAS gives the blocks other bits: the shape is never split
         assert sp.product(a, b) is None
@@ -98,7 +107,7 @@ def test_stacked_products_have_the_bits_of_the_whole_product(threads, dtype, sa,
     a = rng.standard_normal(sa).astype(dtype)
     b = rng.standard_normal(sb).astype(dtype)
     want = np.matmul(a, b)
-    assert sp.product(a, b).tobytes() == want.tobytes()
+    _checked(a, b)
     (same,) = sp._checked.values()
     assert same  # numpy computes a stack one product at a time: each block is the same
     for _ in range(2):
@@ -106,25 +115,26 @@ def test_stacked_products_have_the_bits_of_the_whole_product(threads, dtype, sa,
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
     transposed = np.swapaxes(a, -1, -2).copy()  # a strided operand (adj_x's swapaxes)
     view = np.swapaxes(transposed, -1, -2)
-    for _ in range(2):  # the first compares its layout, the second is split
-        assert sp.product(view, b).tobytes() == want.tobytes()
+    _checked(view, b)  # another layout: compared in its turn
+    assert sp.product(view, b).tobytes() == want.tobytes()
     assert len(sp._checked) == 2 and all(sp._checked.values())
+
+
+def _wrong_blocks(monkeypatch):
+    """Makes every split wrong: each block multiplies by twice its ``b``."""
+    real = sp._parts
+    monkeypatch.setattr(sp, "_parts", lambda *args: [(x, y * 2, o) for x, y, o in real(*args)])
 
 
 def test_the_bits_are_compared_on_random_operands_not_the_callers(threads, monkeypatch):
     """A first product of zeros (a warmup's) agrees whatever the order of the sums: the
     comparison must not be made on it. Here a split that is wrong for any nonzero value."""
     threads(2)
-    real = sp._run
-
-    def off_by_a_little(a, b, out, axis, blocks):
-        real(a, b, out, axis, blocks)
-        out += np.where(out != 0, out.dtype.type(1e-3), out.dtype.type(0))
-
-    monkeypatch.setattr(sp, "_run", off_by_a_little)
+    _wrong_blocks(monkeypatch)
     zeros_a, zeros_b = np.zeros((64, 1024), np.float32), np.zeros((1024, 1024), np.float32)
-    assert not sp.product(zeros_a, zeros_b).any()
+    _checked(zeros_a, zeros_b)
     assert list(sp._checked.values()) == [False]
+    assert sp.product(zeros_a, zeros_b) is None
     a, b = _operands(64, 1024, 1024, np.float32)
     assert sp.product(a, b) is None  # never split: numpy's own product
 
@@ -143,30 +153,57 @@ def test_what_is_not_split_however_large(threads):
     threads(2)
     a, b = _operands(64, 1024, 1024, np.float32)
     assert sp.product(a, b, out=a) is None  # out is an operand: numpy handles the overlap
+    assert not sp._checked
     wide = np.empty((64, 2048), np.float32)
+    _checked(a, b, wide[:, :1024])
     assert sp.product(a, b, out=wide[:, :1024]) is not None  # a disjoint out is fine
-    assert sp.product(a, b, out=wide[:, :1024]).tobytes() == np.matmul(a, b).tobytes()
+    assert wide[:, :1024].tobytes() == np.matmul(a, b).tobytes()
     stepped = np.repeat(b, 2, axis=1)[:, ::2]  # sliced with a step: not a dense layout
-    assert sp.product(a, stepped) is not None  # its first product: whole, and compared
+    _checked(a, stepped)
     assert sp.product(a, stepped) is None
-    assert False in sp._checked.values()
+    assert list(sp._checked.values()) == [True, False]
 
 
 def test_a_shape_whose_bits_differ_is_never_split(threads, monkeypatch):
     threads(2)
-    a, b = _operands(64, 1024, 1024, np.float32)
+    _wrong_blocks(monkeypatch)
     calls = []
-    monkeypatch.setattr(sp, "_run", lambda *args: calls.append(args[3]) or args[2].fill(7))
-    first = sp.product(a, b)  # the split (filled with 7s here) differs: the whole one answers
-    assert first.tobytes() == np.matmul(a, b).tobytes()
-    assert list(sp._checked.values()) == [False] and len(calls) == 1
-    assert sp.product(a, b) is None and len(calls) == 1
+    monkeypatch.setattr(sp, "_run", lambda *args: calls.append(args))
+    a, b = _operands(64, 1024, 1024, np.float32)
+    _checked(a, b)
+    assert list(sp._checked.values()) == [False]
+    for _ in range(3):
+        assert sp.product(a, b) is None
+    assert not calls
+
+
+def test_a_check_never_holds_up_a_product(threads, monkeypatch):
+    """The comparison runs on a helper: the caller's first product of a shape returns at
+    once (None: the caller computes it whole), however long the comparison takes."""
+    threads(2)
+    release = threading.Event()
+    real = sp._check
+
+    def slow_check(*args):
+        release.wait(30)
+        real(*args)
+
+    monkeypatch.setattr(sp, "_check", slow_check)
+    a, b = _operands(64, 1024, 1024, np.float32)
+    assert sp.product(a, b) is None
+    assert list(sp._checked.values()) == [None]  # decided later
+    assert sp.product(a, b) is None  # still whole meanwhile; no second check
+    assert len(sp._checks) == 1
+    release.set()
+    sp._wait_checks(60)
+    assert list(sp._checked.values()) == [True]
+    assert sp.product(a, b).tobytes() == np.matmul(a, b).tobytes()
 
 
 def test_a_busy_helper_is_not_waited_for(threads):
     threads(2)
     a, b = _operands(64, 1024, 1024, np.float32)
-    assert sp.product(a, b) is not None  # the bits checked; the pool made
+    _checked(a, b)  # the bits compared; the pool made
     release = threading.Event()
     started = threading.Event()
 
@@ -190,8 +227,8 @@ def test_a_busy_helper_is_not_waited_for(threads):
 def test_an_error_in_a_block_reaches_the_caller(threads):
     threads(2)
     a, b = _operands(64, 1024, 1024, np.float32)
-    sp.product(a, b)
     out = np.empty((64, 1024), np.float32)
+    _checked(a, b, out)
     out.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         sp.product(a, b, out)
@@ -257,4 +294,5 @@ def test_sessions_give_the_same_bits_with_split_products(threads, build, shape):
             for _ in range(2):  # the first product of each shape is checked, then split
                 assert fn(feed).tobytes() == want.tobytes()
                 assert sess.run(y, {x: feed}).tobytes() == want.tobytes()
+                sp._wait_checks(60)
     assert sp._checked and all(sp._checked.values())
