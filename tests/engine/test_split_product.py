@@ -54,7 +54,7 @@ def test_one_thread_splits_nothing():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
     ("m", "k", "n"),
-    [(64, 784, 2048), (32, 2048, 2048), (4, 2048, 1000), (16, 1024, 333), (4096, 512, 64)],
+    [(64, 784, 2048), (32, 2048, 2048), (4, 2048, 2100), (16, 1024, 1033), (4096, 512, 64)],
 )
 @pytest.mark.parametrize("n_threads", [2, 3])
 def test_split_products_have_the_bits_of_the_whole_product(threads, dtype, m, k, n, n_threads):
@@ -97,7 +97,7 @@ def test_what_is_not_split(threads):
         ((8, 64, 128), (8, 128, 256)),  # attention-like stacks
         ((8, 64, 128), (128, 256)),  # one matrix for every product of the stack
         ((1, 64, 128), (6, 128, 512)),  # a broadcast along the batch axis
-        ((4, 2, 64, 96), (2, 96, 256)),  # two batch axes, the first only in a
+        ((4, 2, 64, 192), (2, 192, 256)),  # two batch axes, the first only in a
         ((5, 300, 200), (5, 200, 70)),  # odd sizes
     ],
 )
@@ -267,15 +267,15 @@ def _conv(rng):
 
 
 def _attention(rng):
-    q = tf.placeholder(tf.float32, [None, 128, 64], name="q")
-    k = tf.constant(rng.standard_normal((8, 128, 64)).astype(np.float32))
+    q = tf.placeholder(tf.float32, [None, 256, 64], name="q")
+    k = tf.constant(rng.standard_normal((8, 256, 64)).astype(np.float32))
     scores = tf.nn.softmax(tf.matmul(q, k, transpose_b=True))  # BatchMatMulV2, adj_y
     return q, tf.matmul(scores, k)
 
 
 @pytest.mark.parametrize(
     ("build", "shape"),
-    [(_mlp, (64, 784)), (_conv, (8, 32, 32, 16)), (_attention, (8, 128, 64))],
+    [(_mlp, (64, 784)), (_conv, (8, 32, 32, 16)), (_attention, (8, 256, 64))],
 )
 def test_sessions_give_the_same_bits_with_split_products(threads, build, shape):
     """A dense stack (compiled recipes, the kernel for ``Session.run``), a convolution (its
