@@ -199,10 +199,13 @@ def _check_later(key, layout_a, layout_b) -> None:
             _checked.clear()
         _checked[key] = None
     try:
-        _checks.append(_pool().submit(_check, key, layout_a, layout_b))
+        future = _pool().submit(_check, key, layout_a, layout_b)
     except RuntimeError:  # set_threads shut this pool down meanwhile: decide another time
         _checked.pop(key, None)
-    _checks[:] = [f for f in _checks if not f.done()]
+        return
+    with _lock:
+        _checks[:] = [f for f in _checks if not f.done()]
+        _checks.append(future)
 
 
 def _check(key, layout_a, layout_b) -> None:
