@@ -24,8 +24,7 @@ from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
 from engine.ops.conv_groups import grouped_cols, grouped_dy, grouped_filter, grouped_out
-from engine.ops.split_product import _state as split_state
-from engine.ops.split_product import product as split_product
+from engine.ops.split_product import matmul as split_matmul
 from engine.tensor_shape import TensorShape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
@@ -189,10 +188,7 @@ def _acc_dtype(dtype):
 
 def _matmul(xp, a, b, out_dtype):
     acc = _acc_dtype(out_dtype)
-    a, b = a.astype(acc, copy=False), b.astype(acc, copy=False)
-    out = split_product(a, b) if split_state.threads > 1 else None  # see split_product
-    if out is None:
-        out = xp.matmul(a, b)
+    out = split_matmul(xp, a.astype(acc, copy=False), b.astype(acc, copy=False))
     return out.astype(out_dtype, copy=False)
 
 

@@ -26,8 +26,7 @@ from engine.ops._common import (
 )
 from engine.ops.few_rows import few_rows, rows_product
 from engine.ops.grad_util import unbroadcast
-from engine.ops.split_product import _state as split_state
-from engine.ops.split_product import product as split_product
+from engine.ops.split_product import matmul as split_matmul
 from engine.tensor_shape import TensorShape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
@@ -807,12 +806,7 @@ def _matmul_kernel(xp, a, b, *, transpose_a, transpose_b):
     b = b.T if transpose_b else b
     if not transpose_a and few_rows(a, b):  # 2-3 rows: the bits of each row alone
         return rows_product(a, b)
-    a = a.T if transpose_a else a
-    if split_state.threads > 1:  # a large product on the intra-op threads, same bits
-        out = split_product(a, b)
-        if out is not None:
-            return out
-    return xp.matmul(a, b)
+    return split_matmul(xp, a.T if transpose_a else a, b)  # large: on the intra-op threads
 
 
 def _batch_matmul_infer(o):
@@ -871,11 +865,7 @@ def _batch_matmul_kernel(xp, a, b, *, adj_x, adj_y):
         a = xp.swapaxes(a, -1, -2)
     if adj_y:
         b = xp.swapaxes(b, -1, -2)
-    if split_state.threads > 1:  # a large product on the intra-op threads, same bits
-        out = split_product(a, b)
-        if out is not None:
-            return out
-    return xp.matmul(a, b)
+    return split_matmul(xp, a, b)  # large: on the intra-op threads
 
 
 def matmul(

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["product", "set_threads", "threads"]
+__all__ = ["matmul", "product", "set_threads", "threads"]
 
 _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 # Below these a product takes less than about 0.3 ms: handing half of it to another thread
@@ -183,6 +183,16 @@ def product(a, b, out=None):
         out = np.empty(shape, a.dtype)
     _run(a, b, out, axis, blocks)
     return out
+
+
+def matmul(xp, a, b):
+    """``xp.matmul(a, b)``, split across the intra-op threads when ``product`` takes it
+    (the kernels' one entry point: MatMul, BatchMatMulV2, convolutions' patch products)."""
+    if _state.threads > 1:
+        out = product(a, b)
+        if out is not None:
+            return out
+    return xp.matmul(a, b)
 
 
 _UNSEEN = object()
