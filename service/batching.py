@@ -10,9 +10,9 @@ starts on the next turn of the event loop with every request read in the same tu
 waits on a timer); while every thread is busy, requests keep joining the open batch until it
 holds ``max_batch_size`` rows or its oldest request has waited ``batch_timeout_micros``, and the
 thread that frees up takes the oldest batch with the compatible batches waiting behind it. Up
-to ``num_batch_threads`` batches (and at least one per model instance) run at once, off the
-event loop, each on the least busy instance; at most ``max_enqueued_batches`` batches wait, and
-beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. No task runs
+to ``num_batch_threads`` batches (0: one per compute thread; at least one per model instance)
+run at once, off the event loop, each on the least busy instance; at most
+``max_enqueued_batches`` batches wait, and beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. No task runs
 per batch: a finished run is one callback on the loop that splits the results back by row
 count (each request gets exactly its rows, in order) and starts the next waiting batch. A
 batch runs on the event loop instead (inline compute) when its run is estimated cheap, or when
@@ -61,6 +61,7 @@ from service.batch_parts import (
     runs_inline,
 )
 from service.config import BatchingConfig
+from service.cpus import available_cores
 from service.errors import DeadlineExceeded, Internal, QueueFull, ServingError, TooLarge
 
 if TYPE_CHECKING:
@@ -182,13 +183,17 @@ class Batcher:
         instances: int = 1,
         overdue: Overdue | None = None,
         inline_seconds: float = 0.0,
+        compute_threads: int | None = None,
     ):
         self.config = config
         self._inline_seconds = inline_seconds
         self._overdue = overdue
         # Batches running at once: the batch threads, and at least one per model instance so
-        # that every instance can be busy.
-        self._concurrency = max(config.threads, instances)
+        # that every instance can be busy. num_batch_threads 0 means one per thread of
+        # ``executor`` (``compute_threads``, the server's --num-threads): more would close
+        # batches only to wait in the executor's queue, where they can take no more requests.
+        threads = config.num_batch_threads or compute_threads or available_cores()
+        self._concurrency = max(threads, instances)
         self._executor = executor
         self._metrics = metrics
         # An observer's one report per batch / per request run at once, where it has them

@@ -8,7 +8,6 @@ default. Every value is validated here, so a bad setting fails with a message na
 from __future__ import annotations
 
 import json
-import os
 import re
 import ssl
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -67,7 +66,9 @@ class BatchingConfig:
     # low load; large batches under load), as TF Serving's default.
     batch_timeout_micros: int = 0
     max_enqueued_batches: int = 64
-    num_batch_threads: int = 0  # 0: one per CPU core
+    # 0: as many as the server's compute threads (--num-threads: one per core this process
+    # may use, or a worker's share of them under --workers).
+    num_batch_threads: int = 0
     allowed_batch_sizes: tuple[int, ...] = ()
     pad_variable_length_inputs: bool = False
     enable_large_batch_splitting: bool = False
@@ -90,10 +91,6 @@ class BatchingConfig:
                     f"equal max_batch_size ({self.max_batch_size})"
                 )
         return self
-
-    @property
-    def threads(self) -> int:
-        return self.num_batch_threads or os.cpu_count() or 1
 
     def merged(self, overrides: dict, where: str) -> BatchingConfig:
         """A copy with ``overrides`` (TF Serving field names, plain values) applied."""
@@ -496,7 +493,12 @@ class ServerConfig:
         None,
         doc="serve /metrics on this port of --host as well (default: only on the serving port)",
     )
-    num_threads: int = _setting(0, doc="threads running model computations (0: one per CPU core)")
+    num_threads: int = _setting(
+        0,
+        doc="threads running model computations (0: one per CPU core this process may use: "
+        "its CPU affinity, capped by a cgroup CPU quota; under --workers N, each worker "
+        "gets its share)",
+    )
     inline_compute_micros: int = _setting(
         100,
         doc="run a computation on the event loop instead of a compute thread when its time, "
@@ -742,7 +744,9 @@ class ServerConfig:
 
     @property
     def compute_threads(self) -> int:
-        return self.num_threads or os.cpu_count() or 1
+        """``num_threads``, or one per core this process may use (``available_cores``: a
+        container's CPU quota, not its node's cores)."""
+        return self.num_threads or available_cores()
 
 
 def pool_threads(config: ServerConfig) -> int:

@@ -189,6 +189,37 @@ async def test_each_queued_request_expires_at_its_own_deadline(pool):
     await b.close()
 
 
+@pytest.mark.parametrize(
+    "params, compute_threads, rows",
+    [
+        # One batch per compute thread: while the first runs, later requests keep merging.
+        ({}, 1, [1, 3]),
+        # More batches than threads (the old default with --workers: one per core on a
+        # worker's share of them): each later request closed a batch of its own, which then
+        # waited in the executor's queue unable to take more.
+        ({"num_batch_threads": 4}, 1, [1, 1, 1, 1]),
+        ({}, 4, [1, 1, 1, 1]),  # 0 follows the compute threads, whatever they are
+    ],
+)
+async def test_num_batch_threads_0_runs_one_batch_per_compute_thread(
+    pool, params, compute_threads, rows
+):
+    sig = FakeSignature()
+    sig.gate.clear()  # every run blocks until released
+    cfg = BatchingConfig(enabled=True, **params).validate("t")
+    b = Batcher(cfg, pool, None, "m", "1", compute_threads=compute_threads)
+    tasks = []
+    for i in range(4):  # one request per turn of the loop: none merges with the one before
+        x = np.full((1, 1), i, np.float32)
+        tasks.append(asyncio.create_task(b.submit(sig, [x], deadline())))
+        await asyncio.sleep(0.02)
+    sig.gate.set()
+    results = await asyncio.wait_for(asyncio.gather(*tasks), 20)
+    assert [r["y"].tolist() for r in results] == [[[2.0 * i]] for i in range(4)]
+    assert sorted(run[0].shape[0] for run in sig.runs) == rows
+    await b.close()
+
+
 class SpinningSignature(FakeSignature):
     """Runs until its run is cancelled (or 20 s), recording whether it was."""
 

@@ -74,3 +74,17 @@ async def test_a_merged_run_of_two_or_three_rows_gives_each_request_its_unbatche
         for x, r in zip(xs, results):
             alone = (await plain.infer("dense", {"x": x})).outputs["y"]
             assert r.outputs["y"].tobytes() == alone.tobytes()
+
+
+async def test_batch_threads_follow_the_servers_compute_threads(tmp_path, manager_for):
+    """``num_batch_threads`` 0 runs one batch per compute thread of the server (a worker of
+    ``--workers N`` gets ``num_threads`` = its share of the cores): never more batches than
+    threads to run them, and an explicit value still wins."""
+    dense(tmp_path / "dense" / "1")
+    one = await manager_for(tmp_path, enable_batching=True, num_threads=1)
+    three = await manager_for(tmp_path, enable_batching=True, num_threads=3)
+    assert one.resolve("dense").scheduler._concurrency == 1
+    assert three.resolve("dense").scheduler._concurrency == 3
+    models.write_config(tmp_path / "dense", {"batching": {"num_batch_threads": 2}})
+    explicit = await manager_for(tmp_path, enable_batching=True, num_threads=1)
+    assert explicit.resolve("dense").scheduler._concurrency == 2

@@ -221,8 +221,24 @@ def test_unsafe_or_malformed_values_are_rejected(value, dtype, dims, message):
 
 def test_num_threads_bounds_the_compute_pool_on_any_number_of_cores(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 64)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setattr("service.cpus.cgroup_cpu_limit", lambda *a: None)
     assert pool_threads(ServerConfig(num_threads=2)) == 2
     assert pool_threads(ServerConfig()) == 64  # 0: one per core
     # Server-wide batching parameters asking for more batch threads add them.
     wide = ServerConfig(num_threads=2, batching=BatchingConfig(num_batch_threads=8))
     assert pool_threads(wide) == 8
+
+
+def test_default_compute_threads_count_the_cores_this_process_may_use(monkeypatch):
+    """A pod limited to 2 CPUs on a 64-core node (or a process pinned to 2 cores) runs 2
+    compute threads, not 64: ``num_threads`` 0 counts what ``--workers auto`` counts."""
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setattr("service.cpus.cgroup_cpu_limit", lambda *a: 1.5)  # cpu.max 150000 100000
+    assert ServerConfig().compute_threads == 2
+    assert pool_threads(ServerConfig()) == 2
+    monkeypatch.setattr("service.cpus.cgroup_cpu_limit", lambda *a: None)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {3, 5, 7}, raising=False)
+    assert ServerConfig().compute_threads == 3
+    assert ServerConfig(num_threads=5).compute_threads == 5  # an explicit count wins
