@@ -44,7 +44,9 @@ server's garbage-collector tuning (``--gc-threshold``'s default), as the server 
 ``--variant LABEL=FLAGS`` (repeatable) adds a server over HTTP with batching on (LABEL
 ``on-...``) or off (``off-...``) and FLAGS added, measured in the same rotating rounds and
 compared with its own mode's server: an A/B of a server setting, e.g.
-``--variant "on-swi500=--switch-interval-micros 500"``.
+``--variant "on-swi500=--switch-interval-micros 500"``. A pair ``on-X`` and ``off-X`` also
+prints on-X/off-X: batching's gain with that setting on both sides, e.g. every core's worth of
+processes: ``--variant "off-workers=--workers 2" --variant "on-workers=--workers 2"``.
 """
 
 from __future__ import annotations
@@ -540,6 +542,12 @@ def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
             other = pair[base][0]
             ratios[f"{title} req/s {label}/{base}"] = _ratio(r.throughput_rps, other.throughput_rps)
             ratios[f"{title} p99 {label}/{base}"] = _ratio(r.p99_ms, other.p99_ms)
+            twin = "off-" + label.split("-", 1)[1]
+            if base == "on" and twin in pair:  # on-X beside off-X: batching's gain at X
+                off_x = pair[twin][0]
+                ratios[f"{title} req/s {label}/{twin}"] = _ratio(
+                    r.throughput_rps, off_x.throughput_rps
+                )
     return ratios
 
 

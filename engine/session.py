@@ -31,6 +31,7 @@ from engine.framework.graph import (
     get_default_graph,
     get_default_session,
 )
+from engine.runtime import threads
 from engine.runtime.compiled import compile_callable, compile_run
 from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
@@ -73,6 +74,7 @@ class BaseSession:
         self._max_intermediate_bytes = _check_limit(
             self._config.max_intermediate_bytes, "ConfigProto.max_intermediate_bytes"
         )
+        threads.apply_session_config(self._config)
         self._target = target
         self._closed = False
         self._lock = threading.RLock()

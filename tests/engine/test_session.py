@@ -229,8 +229,10 @@ def test_session_rejects_remote_targets_and_bad_config():
         tf.Session("grpc://example.org:2222")
     with pytest.raises(TypeError, match="ConfigProto"):
         tf.Session(config={"allow_soft_placement": True})
+    # (intra_op_parallelism_threads is process-wide: tests/engine/test_intra_op_threads.py
+    # sets it in a fresh interpreter of its own)
     cfg = tf.ConfigProto(
-        allow_soft_placement=True, log_device_placement=False, intra_op_parallelism_threads=2
+        allow_soft_placement=True, log_device_placement=False, inter_op_parallelism_threads=2
     )
     cfg.gpu_options.allow_growth = True
     with tf.Session(config=cfg) as sess:
