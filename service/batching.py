@@ -219,6 +219,12 @@ class Batcher:
         self._lone = True
 
     # -- public ---------------------------------------------------------------------------
+    @property
+    def concurrency(self) -> int:
+        """Batches that may run at once (``num_batch_threads``, 0: one per compute thread;
+        at least one per model instance)."""
+        return self._concurrency
+
     async def submit(
         self, signature: Signature, arrays: list[np.ndarray], deadline: float
     ) -> dict[str, np.ndarray]:

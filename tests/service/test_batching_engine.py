@@ -83,8 +83,8 @@ async def test_batch_threads_follow_the_servers_compute_threads(tmp_path, manage
     dense(tmp_path / "dense" / "1")
     one = await manager_for(tmp_path, enable_batching=True, num_threads=1)
     three = await manager_for(tmp_path, enable_batching=True, num_threads=3)
-    assert one.resolve("dense").scheduler._concurrency == 1
-    assert three.resolve("dense").scheduler._concurrency == 3
+    assert one.resolve("dense").scheduler.concurrency == 1
+    assert three.resolve("dense").scheduler.concurrency == 3
     models.write_config(tmp_path / "dense", {"batching": {"num_batch_threads": 2}})
     explicit = await manager_for(tmp_path, enable_batching=True, num_threads=1)
-    assert explicit.resolve("dense").scheduler._concurrency == 2
+    assert explicit.resolve("dense").scheduler.concurrency == 2
