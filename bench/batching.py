@@ -548,6 +548,7 @@ def _pair_ratios(pair: dict, title: str, p99: bool) -> dict:
                 ratios[f"{title} req/s {label}/{twin}"] = _ratio(
                     r.throughput_rps, off_x.throughput_rps
                 )
+                ratios[f"{title} p99 {label}/{twin}"] = _ratio(r.p99_ms, off_x.p99_ms)
     return ratios
 
 

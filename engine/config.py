@@ -2,13 +2,13 @@
 
 Plain Python objects with the field names of TF's protocol buffers, so TF1 code that builds
 them (``ConfigProto(allow_soft_placement=True)``, ``config.gpu_options.allow_growth = True``)
-runs unchanged. ``threading`` is ``tf.config.threading``: the process's intra-op thread count
-(``engine.runtime.threads``).
+runs unchanged. ``threading`` is ``tf.config.threading`` (``engine.threads``): the process's
+intra-op thread count.
 """
 
 from __future__ import annotations
 
-from engine.runtime import threads as threading
+from engine import threads as threading
 
 __all__ = [
     "threading",
@@ -79,9 +79,9 @@ class ConfigProto(_Message):
 
     ``allow_soft_placement`` and ``log_device_placement`` control placement;
     ``gpu_options`` control GPU memory; ``intra_op_parallelism_threads`` sets the threads
-    one op may use, process-wide, from the first session that asks (``engine.runtime.threads``);
-    ``inter_op_parallelism_threads`` is recorded (ops of a step run one after another on the
-    caller's thread).
+    one op may use, process-wide, from the first session that asks (``engine.threads``);
+    ``inter_op_parallelism_threads`` is recorded (ops of a step run one after another on
+    the caller's thread).
     """
 
     _fields = (

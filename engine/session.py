@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from engine import errors
+from engine import errors, threads
 from engine.config import (
     ConfigProto,
     DeviceStepStats,
@@ -31,7 +31,6 @@ from engine.framework.graph import (
     get_default_graph,
     get_default_session,
 )
-from engine.runtime import threads
 from engine.runtime.compiled import compile_callable, compile_run
 from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
@@ -74,7 +73,6 @@ class BaseSession:
         self._max_intermediate_bytes = _check_limit(
             self._config.max_intermediate_bytes, "ConfigProto.max_intermediate_bytes"
         )
-        threads.apply_session_config(self._config)
         self._target = target
         self._closed = False
         self._lock = threading.RLock()
@@ -89,6 +87,8 @@ class BaseSession:
         self._placer = Placer(self._devices, self._config.allow_soft_placement)
         self._default_graph_cm = None
         self._default_session_cm = None
+        # Last: a session that failed to build fixes no process-wide thread count.
+        threads.apply_session_config(self._config)
 
     # -- properties -------------------------------------------------------------------------
     @property

@@ -10,13 +10,14 @@ starts on the next turn of the event loop with every request read in the same tu
 waits on a timer); while every thread is busy, requests keep joining the open batch until it
 holds ``max_batch_size`` rows or its oldest request has waited ``batch_timeout_micros``, and the
 thread that frees up takes the oldest batch with the compatible batches waiting behind it. Up
-to ``num_batch_threads`` batches (0: one per compute thread; at least one per model instance)
-run at once, off the event loop, each on the least busy instance; at most
-``max_enqueued_batches`` batches wait, and beyond that requests fail fast with ``QueueFull`` (503) instead of growing memory. No task runs
-per batch: a finished run is one callback on the loop that splits the results back by row
-count (each request gets exactly its rows, in order) and starts the next waiting batch. A
-batch runs on the event loop instead (inline compute) when its run is estimated cheap, or when
-each of its requests would have run there unbatched. While requests arrive one at a time, a
+to ``num_batch_threads`` batches (0: one per compute thread; at least one per model instance;
+never more than the compute threads) run at once, off the event loop, each on the least busy
+instance; at most ``max_enqueued_batches`` batches wait, and beyond that requests fail fast
+with ``QueueFull`` (503) instead of growing memory. No task runs per batch: a finished run is
+one callback on the loop that splits the results back by row count (each request gets exactly
+its rows, in order) and starts the next waiting batch. A batch runs on the event loop instead
+(inline compute) when its run is estimated cheap, or when each of its requests would have run
+there unbatched. While requests arrive one at a time, a
 cheap one runs at once as a batch of its own (no queue, no extra loop turns); a second request
 in the same loop turn switches back to queueing and merging until a batch holds one request.
 
@@ -188,12 +189,15 @@ class Batcher:
         self.config = config
         self._inline_seconds = inline_seconds
         self._overdue = overdue
-        # Batches running at once: the batch threads, and at least one per model instance so
-        # that every instance can be busy. num_batch_threads 0 means one per thread of
-        # ``executor`` (``compute_threads``, the server's --num-threads): more would close
-        # batches only to wait in the executor's queue, where they can take no more requests.
+        # Batches running at once: the batch threads (num_batch_threads, 0: one per thread
+        # of ``executor``, ``compute_threads``), and at least one per model instance so that
+        # every instance can be busy; never more than the executor's threads: a batch
+        # beyond them would close only to wait in the executor's queue, where it can take
+        # no more requests.
         threads = config.num_batch_threads or compute_threads or available_cores()
         self._concurrency = max(threads, instances)
+        if compute_threads:
+            self._concurrency = min(self._concurrency, compute_threads)
         self._executor = executor
         self._metrics = metrics
         # An observer's one report per batch / per request run at once, where it has them
@@ -222,7 +226,7 @@ class Batcher:
     @property
     def concurrency(self) -> int:
         """Batches that may run at once (``num_batch_threads``, 0: one per compute thread;
-        at least one per model instance)."""
+        at least one per model instance; at most the compute threads)."""
         return self._concurrency
 
     async def submit(

@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from service import tracing
 from service.config import SERVER_SETTINGS, ConfigError, ServerConfig
@@ -400,30 +399,29 @@ async def _open_listeners(
 
 
 def limit_blas_threads(n: int) -> list[dict]:
-    """Caps the threads one computation uses inside numpy's BLAS (and OpenMP) at ``n``: the
-    server already runs requests in parallel on its compute threads, and BLAS threads on top
-    of those oversubscribe the CPU. Applied with threadpoolctl, which sets the limit on the
-    loaded libraries themselves, so it holds whether numpy was imported before or not.
-    Returns threadpoolctl's description of the pools after the change."""
-    import numpy  # noqa: F401 - loads the BLAS library the limit is applied to
+    """``engine.threads.limit_blas_threads``: numpy's BLAS and OpenMP on ``n`` threads per
+    call, process-wide (imported here, not at the top: ``flowserve --help`` and the worker
+    supervisor never load numpy)."""
+    from engine.threads import limit_blas_threads as limit
 
-    threadpool_limits(limits=n, user_api="blas")
-    threadpool_limits(limits=n, user_api="openmp")
-    pools = threadpool_info()
-    log.debug("BLAS/OpenMP thread pools: %s", pools)
-    return pools
+    return limit(n)
 
 
 def set_intra_op_threads(n: int) -> list[dict]:
     """Lets one computation use ``n`` threads: numpy's BLAS runs one thread per call
-    (``limit_blas_threads(1)``), and the engine splits each large matrix product into
-    blocks that the calling thread and ``n - 1`` helpers compute (see
+    (``limit_blas_threads(1)``: the server already runs requests and batches in parallel,
+    and BLAS threads on top of those oversubscribe the CPU), and the engine splits each large
+    matrix product into blocks that the calling thread and ``n - 1`` helpers compute (see
     ``engine.ops.split_product``: unlike BLAS's own threads, they never wait for a thread
-    that other work keeps off the CPU). Returns the BLAS pools' description."""
+    that other work keeps off the CPU). The count is reserved with the engine, so a model's
+    session asking for another (``ConfigProto.intra_op_parallelism_threads``) cannot change
+    it. Returns the BLAS pools' description."""
+    from engine import threads
     from engine.ops import split_product
 
     pools = limit_blas_threads(1)
-    split_product.set_threads(n)
+    log.debug("BLAS/OpenMP thread pools: %s", pools)
+    split_product.set_threads(threads.reserve_intra_op_threads(n))
     return pools
 
 

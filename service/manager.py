@@ -413,7 +413,7 @@ class ModelManager:
                 instances=len(s.instances),
                 overdue=self.overdue,
                 inline_seconds=self.config.inline_compute_micros / 1e6,
-                compute_threads=self.config.compute_threads,
+                compute_threads=self._compute_threads,
             )
         return DirectScheduler(
             self.compute_pool,

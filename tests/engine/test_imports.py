@@ -8,7 +8,14 @@ ENGINE = pathlib.Path(__file__).resolve().parents[2] / "engine"
 
 # Floors, lowest first: a module may import its own floor and the ones below.
 FLOORS = [
-    {"engine.dtypes", "engine.tensor_shape", "engine.errors", "engine.config", "engine.version"},
+    {
+        "engine.dtypes",
+        "engine.tensor_shape",
+        "engine.errors",
+        "engine.config",
+        "engine.threads",
+        "engine.version",
+    },
     {"engine.util", "engine.devices"},
     {"engine.framework"},
     {"engine.ops", "engine.gradients", "engine.init_ops", "engine.graph_inspection"},

@@ -104,6 +104,38 @@ def test_config_threading_sets_the_count_once():
     assert seen["warnings"] == []  # a session asking for the count in effect: no warning
 
 
+def test_a_session_built_on_any_thread_sets_the_count():
+    """threadpoolctl lets only the thread that first set OpenBLAS's limit set it again; the
+    engine's limits are process-wide decisions, made on whichever thread builds a session."""
+    seen = run_case(
+        """
+        import threading
+        from engine import threads
+        threads.limit_blas_threads(2)  # the main thread sets a limit first
+        def build():
+            tf.Session(graph=tf.Graph(), config=tf.ConfigProto(intra_op_parallelism_threads=3))
+        t = threading.Thread(target=build)
+        t.start()
+        t.join()
+        print(json.dumps({"blas": blas(),
+                          "count": tf.config.threading.get_intra_op_parallelism_threads()}))
+        """
+    )
+    assert seen == {"blas": [3], "count": 3}
+
+
+def test_inter_op_threads_are_recorded():
+    seen = run_case(
+        """
+        tf.config.threading.set_inter_op_parallelism_threads(4)
+        tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1))  # caller's thread
+        print(json.dumps({"inter": tf.config.threading.get_inter_op_parallelism_threads(),
+                          "intra": tf.config.threading.get_intra_op_parallelism_threads()}))
+        """
+    )
+    assert seen == {"inter": 4, "intra": 0}
+
+
 @pytest.mark.parametrize("value", [-1, "2", 1.5, True, None])
 def test_a_bad_thread_count_is_a_clear_error(value):
     config = tf.ConfigProto(intra_op_parallelism_threads=value)
@@ -111,5 +143,5 @@ def test_a_bad_thread_count_is_a_clear_error(value):
         tf.Session(graph=tf.Graph(), config=config)
     with pytest.raises(ValueError, match="num_threads must be a non-negative integer"):
         tf.config.threading.set_intra_op_parallelism_threads(value)
-    # (no count in this process: the suite's sessions leave it to the system)
-    assert tf.config.threading.get_intra_op_parallelism_threads() == 0
+    with pytest.raises(ValueError, match="num_threads must be an integer"):
+        tf.config.threading.set_inter_op_parallelism_threads("2")

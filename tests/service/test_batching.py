@@ -194,16 +194,15 @@ async def test_each_queued_request_expires_at_its_own_deadline(pool):
     [
         # One batch per compute thread: while the first runs, later requests keep merging.
         ({}, 1, [1, 3]),
-        # More batches than threads (the old default with --workers: one per core on a
-        # worker's share of them): each later request closed a batch of its own, which then
-        # waited in the executor's queue unable to take more.
-        ({"num_batch_threads": 4}, 1, [1, 1, 1, 1]),
+        # Never more batches than threads (the old default under --workers ran one per core
+        # on a worker's share of them: each later request closed a batch of its own, which
+        # then waited in the executor's queue unable to take more).
+        ({"num_batch_threads": 4}, 1, [1, 3]),
         ({}, 4, [1, 1, 1, 1]),  # 0 follows the compute threads, whatever they are
+        ({"num_batch_threads": 2}, 4, [1, 1, 2]),  # fewer than the threads: as asked
     ],
 )
-async def test_num_batch_threads_0_runs_one_batch_per_compute_thread(
-    pool, params, compute_threads, rows
-):
+async def test_batches_run_one_per_compute_thread_at_most(pool, params, compute_threads, rows):
     sig = FakeSignature()
     sig.gate.clear()  # every run blocks until released
     cfg = BatchingConfig(enabled=True, **params).validate("t")

@@ -78,13 +78,23 @@ async def test_a_merged_run_of_two_or_three_rows_gives_each_request_its_unbatche
 
 async def test_batch_threads_follow_the_servers_compute_threads(tmp_path, manager_for):
     """``num_batch_threads`` 0 runs one batch per compute thread of the server (a worker of
-    ``--workers N`` gets ``num_threads`` = its share of the cores): never more batches than
-    threads to run them, and an explicit value still wins."""
+    ``--workers N`` gets ``num_threads`` = its share of the cores); a model's own value runs
+    as many, up to the threads there are to run them."""
     dense(tmp_path / "dense" / "1")
     one = await manager_for(tmp_path, enable_batching=True, num_threads=1)
     three = await manager_for(tmp_path, enable_batching=True, num_threads=3)
     assert one.resolve("dense").scheduler.concurrency == 1
     assert three.resolve("dense").scheduler.concurrency == 3
     models.write_config(tmp_path / "dense", {"batching": {"num_batch_threads": 2}})
-    explicit = await manager_for(tmp_path, enable_batching=True, num_threads=1)
-    assert explicit.resolve("dense").scheduler.concurrency == 2
+    fewer = await manager_for(tmp_path, enable_batching=True, num_threads=3)
+    assert fewer.resolve("dense").scheduler.concurrency == 2
+    models.write_config(tmp_path / "dense", {"batching": {"num_batch_threads": 8}})
+    more = await manager_for(tmp_path, enable_batching=True, num_threads=1)
+    assert more.resolve("dense").scheduler.concurrency == 1
+    # A server-wide value above --num-threads adds threads to the pool, and so batches.
+    params = tmp_path / "params.json"
+    params.write_text('{"num_batch_threads": 4}')
+    wide = await manager_for(
+        tmp_path, enable_batching=True, num_threads=1, batching_parameters_file=str(params)
+    )
+    assert wide.resolve("dense").scheduler.concurrency == 4

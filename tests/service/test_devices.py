@@ -128,9 +128,9 @@ async def test_batches_spread_over_instances(tmp_path, manager_for):
             "batching": {"enabled": True, "max_batch_size": 4, "num_batch_threads": 1},
         },
     )
-    m = await manager_for(tmp_path)
+    m = await manager_for(tmp_path, num_threads=2)
     s = _servable(m, "hpt")
-    assert s.scheduler._concurrency == 2  # one batch per instance, despite one batch thread
+    assert s.scheduler.concurrency == 2  # one batch per instance, despite one batch thread
     xs = [np.array([float(i)], np.float32) for i in range(64)]
     results = await asyncio.gather(*(m.infer("hpt", {"x": x}) for x in xs))
     assert [r.outputs["y"][0] for r in results] == [0.5 * i + 2 for i in range(64)]

@@ -55,9 +55,16 @@ from threadpoolctl import threadpool_info
 from engine.ops import split_product
 from service.cli import set_intra_op_threads
 
+import engine as tf
+
 set_intra_op_threads(int(sys.argv[1]))
+# A model's session asking for other threads changes nothing: the server reserved its count.
+tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=int(sys.argv[1]) + 2))
 blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-print(json.dumps({"blas": blas, "split": split_product.threads()}))
+print(json.dumps({
+    "blas": blas, "split": split_product.threads(),
+    "engine": tf.config.threading.get_intra_op_parallelism_threads(),
+}))
 """
 
 
@@ -65,9 +72,10 @@ print(json.dumps({"blas": blas, "split": split_product.threads()}))
 def test_intra_op_threads_split_products_and_keep_blas_at_one_thread(n):
     """``--intra-op-threads N``: numpy's BLAS runs one thread per call (its own threads stall
     when other work shares the cores) and the engine splits large products N ways."""
-    got, _ = _child(_INTRA_CHILD, n)
+    got, stderr = _child(_INTRA_CHILD, n)
     assert got["blas"] and got["blas"] == [1] * len(got["blas"])
-    assert got["split"] == n
+    assert got["split"] == n and got["engine"] == n
+    assert f"intra_op_parallelism_threads={n + 2} ignored" in stderr
 
 
 def test_the_server_sets_its_intra_op_threads_before_it_starts(monkeypatch):
@@ -152,7 +160,7 @@ def test_the_garbage_collector_is_tuned_at_start_and_still_collects_new_cycles()
 def test_the_server_tunes_the_collector_before_it_starts(monkeypatch):
     seen = []
     monkeypatch.setattr(cli, "tune_garbage_collector", seen.append)
-    monkeypatch.setattr(cli, "limit_blas_threads", lambda n: [])
+    monkeypatch.setattr(cli, "set_intra_op_threads", lambda n: [])  # (process-wide)
     monkeypatch.setitem(sys.modules, "uvloop", None)  # the loop choice then fails: exit 2
     config = ServerConfig(gc_threshold=1234, event_loop="uvloop")
     assert cli.run_server(config) == 2

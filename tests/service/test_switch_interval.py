@@ -32,7 +32,7 @@ def test_the_server_sets_the_interval_before_it_starts(monkeypatch):
     seen = []
     monkeypatch.setattr(cli, "set_switch_interval", seen.append)
     monkeypatch.setattr(cli, "tune_garbage_collector", lambda n: None)
-    monkeypatch.setattr(cli, "limit_blas_threads", lambda n: [])
+    monkeypatch.setattr(cli, "set_intra_op_threads", lambda n: [])  # (process-wide)
     monkeypatch.setitem(sys.modules, "uvloop", None)  # the loop choice then fails: exit 2
     config = ServerConfig(switch_interval_micros=750, event_loop="uvloop")
     assert cli.run_server(config) == 2
