@@ -15,6 +15,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     logging_ops,
     lookup,
     math,
+    matmul,
     nn,
     nn_conv,
     parsing_ops,

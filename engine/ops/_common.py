@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine import dtypes
+from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Operation, Tensor, get_default_graph
 from engine.framework.registry import ShapeError
 from engine.tensor_shape import TensorShape, unknown_shape
@@ -170,3 +171,14 @@ def scatter_add(xp, out, index, values) -> None:
         out += acc.astype(dt)
         return
     cupyx.scatter_add(out, index, values)
+
+
+def convert_pair(x, y):
+    """Converts two operands, giving Python values the dtype of the tensor operand."""
+    if isinstance(x, Tensor) or not isinstance(y, Tensor):
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(y, dtype_hint=x.dtype.base_dtype, name="y")
+    else:
+        y = convert_to_tensor(y, name="y")
+        x = convert_to_tensor(x, dtype_hint=y.dtype.base_dtype, name="x")
+    return x, y
