@@ -12,7 +12,7 @@ import types
 from engine import conv_layers, core_layers, init_ops, rnn, rnn_dropout
 from engine.ops import math as math_ops
 from engine.ops import nn as nn_ops
-from engine.ops import reduction
+from engine.ops import nn_losses, reduction
 
 
 class _Namespace(types.ModuleType):
@@ -39,7 +39,7 @@ def _l2_regularizer(scale, scope=None):
 
     def l2(weights):
         with_scope = scope or "l2_regularizer"
-        return math_ops.multiply(scale, nn_ops.l2_loss(weights), name=with_scope)
+        return math_ops.multiply(scale, nn_losses.l2_loss(weights), name=with_scope)
 
     return l2
 

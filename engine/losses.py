@@ -20,9 +20,8 @@ from engine.framework.graph import get_collection as _get_collection
 from engine.framework.tensor_like import TensorLike
 from engine.framework.tensor_util import constant_value
 from engine.ops import array as array_ops
-from engine.ops import control_flow, logging_ops
+from engine.ops import control_flow, logging_ops, nn_losses
 from engine.ops import math as math_ops
-from engine.ops import nn as nn_ops
 from engine.ops import reduction as reduction_ops
 
 __all__ = [
@@ -353,7 +352,7 @@ def softmax_cross_entropy(
             smooth_negatives = math_ops.truediv(label_smoothing, num_classes)
             labels = math_ops.add(math_ops.multiply(labels, smooth_positives), smooth_negatives)
         labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-        losses = nn_ops.softmax_cross_entropy_with_logits_v2(
+        losses = nn_losses.softmax_cross_entropy_with_logits_v2(
             labels=labels, logits=logits, name="xentropy"
         )
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
@@ -419,7 +418,7 @@ def sparse_softmax_cross_entropy(
         labels, logits, weights = _remove_squeezable_dimensions(
             labels, logits, weights, expected_rank_diff=1
         )
-        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(
+        losses = nn_losses.sparse_softmax_cross_entropy_with_logits(
             labels=labels, logits=logits, name="xentropy"
         )
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
@@ -449,7 +448,7 @@ def sigmoid_cross_entropy(
             labels = math_ops.add(
                 math_ops.multiply(labels, 1 - label_smoothing), 0.5 * label_smoothing
             )
-        losses = nn_ops.sigmoid_cross_entropy_with_logits(
+        losses = nn_losses.sigmoid_cross_entropy_with_logits(
             labels=labels, logits=logits, name="xentropy"
         )
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)

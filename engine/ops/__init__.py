@@ -18,6 +18,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     matmul,
     nn,
     nn_conv,
+    nn_losses,
     parsing_ops,
     pooling,
     random,

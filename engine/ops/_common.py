@@ -182,3 +182,8 @@ def convert_pair(x, y):
         y = convert_to_tensor(y, name="y")
         x = convert_to_tensor(x, dtype_hint=y.dtype.base_dtype, name="x")
     return x, y
+
+
+def dims_text(shape) -> str:
+    """A runtime shape as TF's kernels print it: ``[2,3]``."""
+    return "[" + ",".join(str(d) for d in shape) + "]"

@@ -12,7 +12,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops import array as array_ops
-from engine.ops import array_transform, nn, reduction, slicing
+from engine.ops import array_transform, nn_losses, reduction, slicing
 from engine.ops import math as math_ops
 from engine.ops._common import create
 from engine.ops.random import get_seed
@@ -377,7 +377,7 @@ def nce_loss(
         seed,
         name,
     )
-    losses = nn.sigmoid_cross_entropy_with_logits(
+    losses = nn_losses.sigmoid_cross_entropy_with_logits(
         labels=labels, logits=logits, name="sampled_losses"
     )
     return reduction.reduce_sum(losses, axis=1)
@@ -415,4 +415,4 @@ def sampled_softmax_loss(
         name,
     )
     labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-    return nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    return nn_losses.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
