@@ -102,6 +102,13 @@ from engine.init_ops import (
 from engine.ops.activations import erf
 from engine.ops.array import *  # noqa: F403
 from engine.ops.array_transform import *  # noqa: F403
+from engine.ops.clip_ops import (
+    clip_by_average_norm,
+    clip_by_global_norm,
+    clip_by_norm,
+    clip_by_value,
+    global_norm,
+)
 from engine.ops.control_flow import (  # noqa: A004
     cond,
     group,
@@ -122,7 +129,6 @@ from engine.ops.math import (  # noqa: A004
     bitwise_xor,
     cast,
     ceil,
-    clip_by_value,
     cos,
     div,
     divide,

@@ -20,7 +20,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.init_ops import constant_initializer, zeros_initializer
 from engine.ops import array as array_ops
-from engine.ops import array_transform, control_flow, nn, reduction, slicing
+from engine.ops import array_transform, clip_ops, control_flow, nn, reduction, slicing
 from engine.ops import math as math_ops
 from engine.util import nest
 from engine.variable_scope import get_variable, variable_scope
@@ -283,7 +283,7 @@ class LSTMCell(BasicLSTMCell):
         else:
             c = sig(f + forget) * c_prev + sig(i) * self._activation(j)
         if self._cell_clip is not None:
-            c = math_ops.clip_by_value(c, -self._cell_clip, self._cell_clip)
+            c = clip_ops.clip_by_value(c, -self._cell_clip, self._cell_clip)
         if self._use_peepholes:
             m = sig(o + self.w_o_diag * c) * self._activation(c)
         else:
@@ -291,7 +291,7 @@ class LSTMCell(BasicLSTMCell):
         if self._num_proj is not None:
             m = math_ops.matmul(m, self.proj_kernel)
             if self._proj_clip is not None:
-                m = math_ops.clip_by_value(m, -self._proj_clip, self._proj_clip)
+                m = clip_ops.clip_by_value(m, -self._proj_clip, self._proj_clip)
         new_state = LSTMStateTuple(c, m) if self._state_is_tuple else _concat([c, m], 1)
         return m, new_state
 

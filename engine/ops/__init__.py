@@ -5,6 +5,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     array,
     array_transform,
     batch_norm,
+    clip_ops,
     control_flow,
     conv,
     dataset_ops,

@@ -490,7 +490,7 @@ def floor_div(x, y, name=None):
 
 
 # -----------------------------------------------------------------------------------------
-# Cast, select, add_n, clip
+# Cast, select, add_n
 # -----------------------------------------------------------------------------------------
 
 
@@ -679,55 +679,6 @@ def add_n(inputs, name=None):
         if len(ts) == 1:
             return array_ops.identity(ts[0], name=scope)
         return create("AddN", ts, {}, scope).outputs[0]
-
-
-def _clip_infer(o):
-    x, lo, hi = o._inputs
-    d = check_same_dtype(o)
-    if d not in NUMERIC:
-        raise TypeError(f"clip_by_value does not support dtype {d.name}")
-    for t, what in ((lo, "clip_value_min"), (hi, "clip_value_max")):
-        broadcast_shape(x._shape, t._shape)
-        if (
-            t._shape.rank is not None
-            and x._shape.rank is not None
-            and broadcast_shape(x._shape, t._shape).rank != x._shape.rank
-        ):
-            raise ShapeError(f"{what} must broadcast to the shape of t")
-    return [(d, x._shape)]
-
-
-def _clip_grad(o, g):
-    x, lo, hi = o.inputs
-    if not base(x).is_floating:
-        return [None, None, None]
-    zeros = _zeros_like_rt(g)
-    below, above = less(x, lo), greater(x, hi)
-    inside = logical_not(logical_or(below, above))
-    return [
-        where_v2(inside, g, zeros),
-        _ub(where_v2(below, g, zeros), lo),
-        _ub(where_v2(above, g, zeros), hi),
-    ]
-
-
-@op(
-    "ClipByValue",
-    infer=_clip_infer,
-    grad=_clip_grad,
-    inputs=("t", "clip_value_min", "clip_value_max"),
-)
-def _clip_kernel(xp, x, lo, hi):
-    return xp.minimum(xp.maximum(x, lo), hi).astype(x.dtype, copy=False)
-
-
-def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """Clips ``t`` elementwise to ``[clip_value_min, clip_value_max]``."""
-    with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
-        x = convert_to_tensor(t, name="t")
-        lo = convert_to_tensor(clip_value_min, dtype_hint=x.dtype.base_dtype, name="clip_value_min")
-        hi = convert_to_tensor(clip_value_max, dtype_hint=x.dtype.base_dtype, name="clip_value_max")
-        return create("ClipByValue", [x, lo, hi], {}, scope).outputs[0]
 
 
 # -----------------------------------------------------------------------------------------

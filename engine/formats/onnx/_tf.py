@@ -41,6 +41,7 @@ from engine.ops.array_transform import (
     stack,
     tile,
 )
+from engine.ops.clip_ops import clip_by_value
 from engine.ops.control_flow import (
     cond,
     while_loop,
@@ -53,7 +54,6 @@ from engine.ops.math import (
     bitwise_xor,
     cast,
     ceil,
-    clip_by_value,
     cos,
     equal,
     exp,
