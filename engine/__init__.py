@@ -240,9 +240,21 @@ from engine import onnx  # noqa: E402 - ONNX import/export builds on the names a
 # program using them gets an error naming why, not a bare missing attribute.
 _OUT_OF_SCOPE = {
     "enable_eager_execution": "eager execution (the engine runs TF1 graphs in sessions)",
+    "enable_v2_behavior": "TF2 behaviour (eager execution, tf.function; the engine runs TF1 "
+    "graphs in sessions)",
     "estimator": "tf.estimator (the engine runs TF1 graph-mode programs, not estimators)",
     "keras": "tf.keras (use tf.layers, which the engine has)",
 }
+
+
+def disable_eager_execution() -> None:
+    """Nothing to do: the engine always builds graphs and runs them in sessions. (Programs
+    written for ``import tensorflow.compat.v1 as tf`` call it first.)"""
+
+
+def disable_v2_behavior() -> None:
+    """Nothing to do: the engine has TF1's behaviour only (graphs, sessions, TF1 variables and
+    control flow). (Programs written for ``tensorflow.compat.v1`` call it first.)"""
 
 
 def executing_eagerly() -> bool:

@@ -13,6 +13,7 @@ from engine.ops.embedding import (  # noqa: F401
 from engine.ops.math import sigmoid, tanh  # noqa: F401
 from engine.ops.nn import *  # noqa: F401,F403
 from engine.ops.nn_conv import *  # noqa: F401,F403
+from engine.ops.nn_impl import *  # noqa: F401,F403
 from engine.ops.nn_losses import *  # noqa: F401,F403
 from engine.rnn import (  # noqa: F401
     bidirectional_dynamic_rnn,

@@ -19,6 +19,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     matmul,
     nn,
     nn_conv,
+    nn_impl,
     nn_losses,
     parsing_ops,
     pooling,

@@ -72,3 +72,17 @@ def test_out_of_scope_tf1_names_say_so():
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         tf.no_such_name  # noqa: B018
     assert not hasattr(tf, "keras")
+    with pytest.raises(AttributeError, match="enable_v2_behavior is not available.*TF2"):
+        tf.enable_v2_behavior()
+
+
+def test_compat_v1_programs_first_lines_run():
+    """``import tensorflow.compat.v1 as tf; tf.disable_v2_behavior()`` programs start with
+    these calls; graphs and sessions work as before after them."""
+    assert tf.disable_v2_behavior() is None
+    assert tf.disable_eager_execution() is None
+    assert tf.executing_eagerly() is False
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        with tf.Session() as sess:
+            assert sess.run(x * 2, {x: [1.5]}).tolist() == [3.0]
