@@ -31,6 +31,7 @@ from engine import (
     train,
 )
 from engine import tf_logging as logging
+from engine import tf_namespaces as _tf_namespaces
 from engine.config import (
     ConfigProto,
     GPUOptions,
@@ -182,8 +183,15 @@ from engine.ops.math import (  # noqa: A004
     where,
     where_v2,
 )
+from engine.ops.math_impl import log_sigmoid
 from engine.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example
-from engine.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
+from engine.ops.random import (
+    get_seed,
+    random_normal,
+    random_uniform,
+    set_random_seed,
+    truncated_normal,
+)
 from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
 from engine.ops.slicing import *  # noqa: F403
@@ -245,6 +253,10 @@ _OUT_OF_SCOPE = {
     "estimator": "tf.estimator (the engine runs TF1 graph-mode programs, not estimators)",
     "keras": "tf.keras (use tf.layers, which the engine has)",
 }
+
+
+# tf.math, tf.random and tf.linalg (TF 1.13+'s names), over the functions bound above.
+math, random, linalg = _tf_namespaces.build(globals(), nn)
 
 
 def disable_eager_execution() -> None:

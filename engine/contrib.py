@@ -13,24 +13,7 @@ from engine import conv_layers, core_layers, init_ops, rnn, rnn_dropout
 from engine.ops import math as math_ops
 from engine.ops import nn as nn_ops
 from engine.ops import nn_losses, reduction
-
-
-class _Namespace(types.ModuleType):
-    """A module whose missing attributes name what the engine lacks."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise AttributeError(
-            f"{self.__name__}.{name} is not available in flowserve's engine (it covers "
-            f"{', '.join(sorted(k for k in self.__dict__ if not k.startswith('_')))})"
-        )
-
-
-def _namespace(name: str, **members) -> _Namespace:
-    mod = _Namespace(name)
-    mod.__dict__.update(members)
-    return mod
+from engine.util.namespaces import Namespace, namespace
 
 
 def _l2_regularizer(scale, scope=None):
@@ -78,7 +61,7 @@ def _fully_connected(inputs, num_outputs, activation_fn=nn_ops.relu, scope=None,
     )
 
 
-rnn_namespace = _namespace(
+rnn_namespace = namespace(
     "tf.contrib.rnn",
     BasicRNNCell=rnn.BasicRNNCell,
     BasicLSTMCell=rnn.BasicLSTMCell,
@@ -92,7 +75,7 @@ rnn_namespace = _namespace(
     static_bidirectional_rnn=rnn.static_bidirectional_rnn,
 )
 
-layers_namespace = _namespace(
+layers_namespace = namespace(
     "tf.contrib.layers",
     flatten=core_layers.flatten,
     fully_connected=_fully_connected,
@@ -106,7 +89,7 @@ layers_namespace = _namespace(
 _OUT_OF_SCOPE = ("learn", "factorization", "tensor_forest", "boosted_trees", "estimator")
 
 
-class _Contrib(_Namespace):
+class _Contrib(Namespace):
     def __getattr__(self, name):
         if name in _OUT_OF_SCOPE:
             raise AttributeError(

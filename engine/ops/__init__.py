@@ -16,6 +16,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     logging_ops,
     lookup,
     math,
+    math_impl,
     matmul,
     nn,
     nn_conv,

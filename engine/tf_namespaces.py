@@ -1,0 +1,54 @@
+"""``tf.math``, ``tf.random`` and ``tf.linalg``: the namespaces TF 1.13+ programs write
+(``tf.math.log``, ``tf.random.normal``, ``tf.linalg.matmul``), over the engine's ops. Each
+holds TF's names for what the engine has; any other name raises an ``AttributeError`` that
+lists what the namespace covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from engine.ops import math_impl
+from engine.util.namespaces import Namespace, namespace
+
+__all__ = ["build"]
+
+# tf.math names that are the same functions at the top level (tf.math.log is tf.log).
+MATH = (
+    "abs add add_n argmax argmin ceil cos count_nonzero cumprod cumsum divide equal erf exp "
+    "expm1 floor floordiv floormod greater greater_equal invert_permutation is_finite is_inf "
+    "is_nan less less_equal log log1p logical_and logical_not logical_or logical_xor maximum "
+    "minimum mod multiply negative not_equal pow reciprocal reduce_all reduce_any "
+    "reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_sum round rsqrt "
+    "sigmoid sign sin sqrt square squared_difference subtract tan tanh truediv"
+).split()
+# tf.math names that are tf.nn's functions.
+MATH_FROM_NN = (
+    "in_top_k l2_normalize log_softmax softmax softplus softsign top_k zero_fraction"
+).split()
+LINALG = "einsum matmul tensordot".split()
+
+
+def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
+    """``(tf.math, tf.random, tf.linalg)`` from the engine's top-level names ``top`` and its
+    ``tf.nn`` module."""
+    math = namespace(
+        "tf.math",
+        **{n: top[n] for n in MATH},
+        **{n: getattr(nn, n) for n in MATH_FROM_NN},
+        log_sigmoid=math_impl.log_sigmoid,
+        reduce_std=math_impl.reduce_std,
+        reduce_variance=math_impl.reduce_variance,
+    )
+    random = namespace(
+        "tf.random",
+        normal=top["random_normal"],
+        uniform=top["random_uniform"],
+        truncated_normal=top["truncated_normal"],
+        set_random_seed=top["set_random_seed"],
+        get_seed=top["get_seed"],
+        log_uniform_candidate_sampler=nn.log_uniform_candidate_sampler,
+        uniform_candidate_sampler=nn.uniform_candidate_sampler,
+    )
+    linalg = namespace("tf.linalg", **{n: top[n] for n in LINALG}, l2_normalize=nn.l2_normalize)
+    return math, random, linalg
