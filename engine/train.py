@@ -9,6 +9,18 @@ from engine.training.checkpoint_utils import (  # noqa: F401
     load_checkpoint,
     load_variable,
 )
+from engine.training.learning_rate_decay import (  # noqa: F401
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    noisy_linear_cosine_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
+)
 from engine.training.moving_averages import (  # noqa: F401
     ExponentialMovingAverage,
     assign_moving_average,
