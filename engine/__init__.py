@@ -102,6 +102,15 @@ from engine.init_ops import (
 )
 from engine.ops.activations import erf
 from engine.ops.array import *  # noqa: F403
+from engine.ops.array_impl import (
+    argsort,
+    eye,
+    lin_space,
+    linspace,
+    meshgrid,
+    norm,
+    sort,
+)
 from engine.ops.array_transform import *  # noqa: F403
 from engine.ops.clip_ops import (
     clip_by_average_norm,
@@ -223,6 +232,7 @@ from engine.variables import (
     initialize_all_variables,
     initialize_local_variables,
     initialize_variables,
+    is_tensor,
     is_variable_initialized,
     local_variables,
     local_variables_initializer,

@@ -37,6 +37,7 @@ __all__ = [
     "is_variable_initialized",
     "report_uninitialized_variables",
     "assert_variables_initialized",
+    "is_tensor",
 ]
 
 
@@ -376,3 +377,9 @@ def assert_variables_initialized(var_list=None):
         len(ranks),
         message="Some variables are not initialized",
     )
+
+
+def is_tensor(x) -> bool:
+    """Whether ``x`` is a graph tensor or a variable (TF's "tensor-like"), not a Python or
+    numpy value."""
+    return isinstance(x, (Tensor, Variable))

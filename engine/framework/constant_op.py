@@ -45,8 +45,9 @@ def _string_array(arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _python_to_numpy(value) -> np.ndarray:
-    """A Python scalar or nested list as a numpy array with TF1's default dtypes."""
+def _python_to_numpy(value, float_dtype=np.float32) -> np.ndarray:
+    """A Python scalar or nested list as a numpy array with TF1's default dtypes (floats as
+    ``float_dtype``: float64 keeps every digit for a conversion to another float type)."""
     if value is None:
         raise ValueError("None values not supported.")
     try:
@@ -63,7 +64,7 @@ def _python_to_numpy(value) -> np.ndarray:
             return arr.astype(np.int64)
         return arr.astype(np.int32)
     if kind == "f":
-        return arr.astype(np.float32)
+        return arr.astype(float_dtype)
     if kind in "US":
         return _string_array(arr)
     if kind == "O":
@@ -73,7 +74,7 @@ def _python_to_numpy(value) -> np.ndarray:
         if all(isinstance(v, (str, bytes)) for v in flat):
             return _string_array(arr)
         if all(isinstance(v, numbers.Number) for v in flat) and arr.size:
-            return _python_to_numpy(arr.tolist() if arr.ndim else arr.item())
+            return _python_to_numpy(arr.tolist() if arr.ndim else arr.item(), float_dtype)
     raise TypeError(
         f"Failed to convert elements of {value!r} to Tensor (unsupported element "
         f"type {type(arr.reshape(-1)[0]).__name__ if arr.size else 'object'})."
@@ -98,10 +99,12 @@ def to_numpy(value, dtype: dtypes.DType | None = None) -> np.ndarray:
         if (dtype == dtypes.string) != (arr.dtype.kind == "O"):
             raise TypeError(f"Expected {dtype.name}, but got array of {arr.dtype}.")
         return arr if arr.dtype == dtype.np else arr.astype(dtype.np)
-    arr = _python_to_numpy(value)
     if dtype is None:
-        return arr
+        return _python_to_numpy(value)
     dtype = dtypes.as_dtype(dtype).base_dtype
+    # Python floats go straight to ``dtype`` from their float64 value, rounded once (through
+    # float32 first, 0.1 as a float64 constant was 0.10000000149011612).
+    arr = _python_to_numpy(value, np.float64 if dtype.is_floating else np.float32)
     kind = arr.dtype.kind
     ok = arr.size == 0 or (
         (dtype.is_floating and kind in "biuf")

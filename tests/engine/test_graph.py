@@ -452,3 +452,22 @@ def test_tensor_shape_semantics():
     assert tf.TensorShape([2, 3]).num_elements() == 6 and s.num_elements() is None
     assert s.concatenate([4]).as_list() == [None, 3, 4]
     assert int(s[1]) == 3 and s[1] + 1 == 4 and (s[0] == 3) is None
+
+
+def test_python_floats_keep_their_digits_in_float64_and_round_once_in_float16():
+    """A Python float becomes a float64 constant exactly (it went through float32 first:
+    0.1 was 0.10000000149011612) and a float16 one rounded once from its own value."""
+    v = 2.825195331500825  # float32 first, then float16, rounds to 2.824; at once, 2.826
+    with tf.Graph().as_default():
+        fetch = [
+            tf.constant(0.1, tf.float64),
+            tf.convert_to_tensor([0.1, 1 / 3], dtype=tf.float64),
+            tf.convert_to_tensor(0.1, dtype_hint=tf.float64),
+            tf.constant(v, tf.float16),
+            tf.constant(0.1),
+        ]
+        with tf.Session() as sess:
+            c64, l64, hinted, c16, c32 = sess.run(fetch)
+    assert c64 == 0.1 and hinted == 0.1 and l64.tolist() == [0.1, 1 / 3]
+    assert c16 == np.float16(v) and c16 != np.float16(np.float32(v))
+    assert c32.dtype == np.float32 and c32 == np.float32(0.1)

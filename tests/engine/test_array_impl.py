@@ -1,0 +1,86 @@
+"""``eye``, ``linspace``, ``meshgrid``, ``sort``, ``argsort``, ``norm`` and ``is_tensor``
+against TensorFlow's recordings (``fixtures/make_array_impl_fixtures.py``, same graphs)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import engine as tf
+from tests.engine.fixtures.make_array_impl_fixtures import TIES, X, build
+
+TF = np.load(
+    os.path.join(os.path.dirname(__file__), "fixtures", "array_impl_tf.npz"), allow_pickle=False
+)
+
+
+@pytest.fixture(scope="module")
+def ours():
+    g = tf.Graph()
+    with g.as_default():
+        fetch = build(tf)
+        with tf.Session(graph=g) as sess:
+            return sess.run(fetch)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in TF.files if k != "tf_version"))
+def test_helpers_match_tensorflow(ours, key):
+    expected, got = TF[key], np.asarray(ours[key])
+    assert got.dtype == expected.dtype and got.shape == expected.shape, key
+    if expected.dtype.kind in "iub":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-7)
+
+
+def test_linspace_gives_tensorflows_bits_and_ends_exactly_at_stop(ours):
+    for key in ("linspace_5", "linspace_7_neg", "linspace_f64"):
+        np.testing.assert_array_equal(ours[key], TF[key])
+    assert TF["linspace_7_neg"][-1] == np.float32(-2.25)
+
+
+def test_ties_keep_index_order():
+    assert TF["argsort_ties"].tolist() == [[3, 1, 4, 0, 2]]
+    assert TF["argsort_ties_desc"].tolist() == [[0, 2, 1, 4, 3]]
+    assert sorted(TIES[0]) == TIES[0][TF["argsort_ties"][0]].tolist()
+
+
+def test_bad_arguments_are_clear_errors():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        with pytest.raises(ValueError, match="Unknown direction"):
+            tf.sort(x, direction="UP")
+        with pytest.raises(ValueError, match="out of bounds"):
+            tf.sort(x, axis=2)
+        with pytest.raises(ValueError, match="known rank"):
+            tf.sort(tf.placeholder(tf.float32))
+        with pytest.raises(ValueError, match="matrix 2-norm"):
+            tf.norm(x, ord=2, axis=[0, 1])
+        with pytest.raises(ValueError, match="supported vector norm"):
+            tf.norm(x, ord=-1)
+        with pytest.raises(ValueError, match="tuple of 2 unique integers"):
+            tf.norm(x, axis=[1, 1])
+        with pytest.raises(ValueError, match="Requires num > 0"):
+            tf.linspace(0.0, 1.0, 0)
+        with pytest.raises(TypeError, match="floating"):
+            tf.linspace(0, 4, 3)
+        with pytest.raises(ValueError, match="indexing parameter"):
+            tf.meshgrid([1], [2], indexing="yx")
+
+
+def test_is_tensor():
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0)
+        assert tf.is_tensor(tf.constant(1.0)) and tf.is_tensor(v)
+        assert not tf.is_tensor(1.0) and not tf.is_tensor(np.ones(2))
+
+
+def test_a_feed_sized_linspace_and_eye():
+    with tf.Graph().as_default():
+        n = tf.placeholder(tf.int32, [])
+        line, ident = tf.linspace(-1.0, 1.0, n), tf.eye(n)
+        with tf.Session() as sess:
+            lv, iv = sess.run([line, ident], {n: 3})
+            one = sess.run(line, {n: 1})
+    assert lv.tolist() == [-1.0, 0.0, 1.0] and one.tolist() == [-1.0]
+    np.testing.assert_array_equal(iv, np.eye(3, dtype=np.float32))
