@@ -142,7 +142,9 @@ def _logging_and_misc():
     with tf.control_dependencies([tf.assert_positive(x), tf.no_op()]):
         y = tf.identity(printed * 2.0)
     p = tf.placeholder(tf.float32, [2], name="p")
-    return [y, p + 1.0, tf.invert_permutation([2, 0, 1]), tf.rank(p)], {"p:0": [1.0, 2.0]}, []
+    top = tf.nn.in_top_k(tf.constant([[0.1, 0.9], [0.5, 0.2]]), [1, 1], 1)
+    fetches = [y, p + 1.0, tf.invert_permutation([2, 0, 1]), tf.rank(p), top]
+    return fetches, {"p:0": [1.0, 2.0]}, []
 
 
 def _lookup_tables():
