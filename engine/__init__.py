@@ -127,6 +127,7 @@ from engine.ops.control_flow import (  # noqa: A004
     while_loop,
     with_dependencies,
 )
+from engine.ops.functional_ops import foldl, foldr, map_fn, scan
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.logging_ops import *  # noqa: F403
 from engine.ops.lookup import tables_initializer

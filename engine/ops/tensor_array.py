@@ -299,11 +299,15 @@ def _gather_infer(o):
     return [(o._attrs["dtype"], TensorShape([n]).concatenate(es))]
 
 
-def _stack(ta, indices, xp):
+def _stack(ta, indices, xp, element_shape=None):
+    """The elements at ``indices``, stacked. An empty result takes its element shape from
+    the array or, as TF's TensorArrayGather does, from the op's ``element_shape`` (inferred
+    while building the graph: map_fn over zero elements)."""
     values = [_read(ta, i, xp) for i in indices]
     if not values:
-        if ta.element_shape is not None and ta.element_shape.is_fully_defined():
-            return xp.zeros([0] + ta.element_shape.as_list(), ta.dtype.np)
+        for shape in (ta.element_shape, element_shape):
+            if shape is not None and shape.is_fully_defined():
+                return xp.zeros([0] + shape.as_list(), ta.dtype.np)
         raise errors.InvalidArgumentError(
             None,
             None,
@@ -336,7 +340,8 @@ def _stack(ta, indices, xp):
     flags=OpFlags(stateful=True),
 )
 def _ta_gather(xp, ta, indices, *, dtype, element_shape):
-    return _stack(ta, [_index(i, ta, "gather") for i in indices.reshape(-1).tolist()], xp)
+    idx = [_index(i, ta, "gather") for i in indices.reshape(-1).tolist()]
+    return _stack(ta, idx, xp, element_shape)
 
 
 @op(
@@ -351,7 +356,7 @@ def _ta_gather(xp, ta, indices, *, dtype, element_shape):
     flags=OpFlags(stateful=True),
 )
 def _ta_stack(xp, ta, *, dtype, element_shape):
-    return _stack(ta, range(len(ta.items)), xp)
+    return _stack(ta, range(len(ta.items)), xp, element_shape)
 
 
 @op(
