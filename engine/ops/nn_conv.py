@@ -23,7 +23,10 @@ __all__ = [
     "depthwise_conv2d_native",
     "separable_conv2d",
     "max_pool",
+    "max_pool2d",
     "avg_pool",
+    "avg_pool2d",
+    "atrous_conv2d",
     "fused_batch_norm",
     "conv2d_backprop_input",
     "conv2d_backprop_filter",
@@ -323,6 +326,21 @@ def avg_pool(
     """Average pooling; SAME windows average only the input positions they cover (as TF)."""
     value = _pick(value, input, "'value' and 'input'")
     return _pool("AvgPool", value, ksize, strides, padding, data_format, name)
+
+
+max_pool2d = max_pool  # TF 1.14+'s name (rank-4 input, as max_pool)
+avg_pool2d = avg_pool
+
+
+def atrous_conv2d(value, filters, rate, padding, name=None) -> Tensor:
+    """A 2-D convolution with holes: ``filters`` applied to every ``rate``-th input position
+    (``conv2d`` with dilations ``[1, rate, rate, 1]``, NHWC)."""
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Integral) or rate < 1:
+        raise ValueError(f"rate must be a positive integer, got {rate!r}")
+    with name_scope(name, "atrous_conv2d", [value, filters]) as scope:
+        return conv2d(
+            value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1], name=scope
+        )
 
 
 def fused_batch_norm(

@@ -1,5 +1,5 @@
 """``tf.nn`` helpers composed from other ops, with TensorFlow's formulas (its ``nn_impl``), and
-``in_top_k``: ``l2_normalize``, ``xw_plus_b``, ``relu_layer``, ``swish``/``silu``,
+``in_top_k``: ``l2_normalize``, ``xw_plus_b``, ``relu_layer``, ``crelu``, ``swish``/``silu``,
 ``softsign``, ``zero_fraction``, ``weighted_cross_entropy_with_logits``, ``log_poisson_loss``,
 ``sufficient_statistics`` and ``normalize_moments``. Composed ops differentiate, save and run
 on any device like the ops they are built from.
@@ -16,14 +16,15 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import OpFlags, ShapeError, op
 from engine.ops import array as array_ops
+from engine.ops import array_transform, reduction, slicing
 from engine.ops import math as math_ops
-from engine.ops import reduction, slicing
 from engine.ops._common import INDEX, check_dtype, create, dims_text
 from engine.ops.matmul import matmul
 from engine.ops.nn import bias_add, relu
 from engine.tensor_shape import TensorShape
 
 __all__ = [
+    "crelu",
     "in_top_k",
     "l2_normalize",
     "log_poisson_loss",
@@ -73,6 +74,15 @@ def swish(features, beta=1.0, name=None):
 
 
 silu = swish
+
+
+def crelu(features, name=None, axis=-1):
+    """``relu(concat([features, -features], axis))``: the positive and negative parts side by
+    side (twice the depth)."""
+    with name_scope(name, "CRelu", [features]) as scope:
+        features = convert_to_tensor(features, name="features")
+        both = array_transform.concat([features, -features], axis)
+        return relu(both, name=scope)
 
 
 def softsign(features, name=None):
