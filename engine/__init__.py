@@ -112,6 +112,7 @@ from engine.ops.array_impl import (
     sort,
 )
 from engine.ops.array_transform import *  # noqa: F403
+from engine.ops.case_op import case
 from engine.ops.clip_ops import (
     clip_by_average_norm,
     clip_by_global_norm,
