@@ -205,6 +205,21 @@ from engine.ops.random import (
 )
 from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
+from engine.ops.segment_ops import (
+    gather_nd,
+    scatter_nd,
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    unsorted_segment_max,
+    unsorted_segment_mean,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+    unsorted_segment_sqrt_n,
+    unsorted_segment_sum,
+)
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
 from engine.ops.string_ops import as_string, decode_base64, string_to_number, substr

@@ -11,6 +11,7 @@ from tests.engine import (
     test_math_elementwise,
     test_nn_grads,
     test_reduction_grads,
+    test_segment_ops,
 )
 
 # Gradients checked by dedicated tests rather than table cases (file: test).
@@ -53,6 +54,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
+        (test_segment_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

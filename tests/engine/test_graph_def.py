@@ -21,6 +21,7 @@ from tests.engine import (
     test_parsing_ops,
     test_reduction_grads,
     test_reduction_ops,
+    test_segment_ops,
     test_summary,
     test_tensor_list,
 )
@@ -212,6 +213,7 @@ SPECIAL = {
     "datasets": test_data.round_trip_builder,
     "tensor_lists": test_tensor_list.round_trip_builder,
     "parse_examples": test_parsing_ops.round_trip_builder,
+    "segments": test_segment_ops.round_trip_builder,
 }
 
 
@@ -234,6 +236,7 @@ def _all_builders():
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
+        (test_segment_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:
