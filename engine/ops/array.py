@@ -640,7 +640,8 @@ def _filled(shape, dtype, fill_value, name, default_name):
                 )
                 return constant(value, dtype=dtype, name=scope)
         s = convert_to_tensor(shape, dtype_hint=dtypes.int32, name="shape")
-        v = constant(fill_value if dtype != dtypes.string else b"", dtype=dtype)
+        # (a numpy scalar of the dtype: constant(1, tf.bool) refuses the Python int)
+        v = constant(np.array(fill_value, dtype=dtype.np) if dtype != dtypes.string else b"")
         return create("Fill", [s, v], {}, scope).outputs[0]
 
 

@@ -872,3 +872,25 @@ def test_one_hot_dtype_rules():
         tf.one_hot([1, 2], 3, on_value=1.0, off_value=0)
     with pytest.raises(TypeError, match="does not match dtype parameter"):
         tf.one_hot([1, 2], 3, on_value=1.0, dtype=tf.int32)
+
+
+def test_fills_of_another_dtype_with_a_shape_known_only_at_run_time():
+    """``ones_like(x, dtype=tf.bool)`` of an unknown shape (a Fill of the converted value)
+    and ``ones(shape_tensor, dtype)`` fill with the dtype's one/zero, as TF does; a Python 1
+    was refused as a bool constant."""
+    x = tf.placeholder(tf.float32, [None, 2])
+    anything = tf.placeholder(tf.float32)
+    n = tf.placeholder(tf.int32, [1])
+    fetch = [
+        tf.ones_like(x, dtype=tf.bool),
+        tf.zeros_like(anything, dtype=tf.bool),
+        tf.ones(n, tf.bool),
+        tf.ones(n, tf.int64),
+        tf.zeros(n, tf.string),
+    ]
+    with tf.Session() as sess:
+        got = sess.run(fetch, {x: [[1.0, 2.0]], anything: [[1.0], [2.0]], n: [3]})
+    assert got[0].tolist() == [[True, True]] and got[0].dtype == np.bool_
+    assert got[1].tolist() == [[False], [False]]
+    assert got[2].tolist() == [True] * 3 and got[3].tolist() == [1, 1, 1]
+    assert got[3].dtype == np.int64 and got[4].tolist() == [b""] * 3
