@@ -1,36 +1,24 @@
 """``eye``, ``linspace``, ``meshgrid``, ``sort``, ``argsort``, ``norm`` and ``is_tensor``
 against TensorFlow's recordings (``fixtures/make_array_impl_fixtures.py``, same graphs)."""
 
-import os
-
 import numpy as np
 import pytest
 
 import engine as tf
 from tests.engine.fixtures.make_array_impl_fixtures import TIES, X, build
+from tests.engine.fixtures.oracle import assert_recorded, load, recorded_keys, run_graph
 
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "array_impl_tf.npz"), allow_pickle=False
-)
+TF = load("array_impl_tf.npz")
 
 
 @pytest.fixture(scope="module")
 def ours():
-    g = tf.Graph()
-    with g.as_default():
-        fetch = build(tf)
-        with tf.Session(graph=g) as sess:
-            return sess.run(fetch)
+    return run_graph(tf, build)
 
 
-@pytest.mark.parametrize("key", sorted(k for k in TF.files if k != "tf_version"))
+@pytest.mark.parametrize("key", recorded_keys(TF))
 def test_helpers_match_tensorflow(ours, key):
-    expected, got = TF[key], np.asarray(ours[key])
-    assert got.dtype == expected.dtype and got.shape == expected.shape, key
-    if expected.dtype.kind in "iub":
-        np.testing.assert_array_equal(got, expected)
-    else:
-        np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-7)
+    assert_recorded(ours[key], TF[key], key, rtol=2e-6, atol=1e-7)
 
 
 def test_linspace_gives_tensorflows_bits_and_ends_exactly_at_stop(ours):

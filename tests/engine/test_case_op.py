@@ -1,29 +1,21 @@
 """``tf.case`` against TensorFlow's recordings (``fixtures/make_case_fixtures.py``) and its
 run-time checks."""
 
-import os
-
-import numpy as np
 import pytest
 
 import engine as tf
 from engine import errors
-from tests.engine.fixtures.make_case_fixtures import FEEDS, build
+from tests.engine.fixtures.make_case_fixtures import FEEDS, evaluate
+from tests.engine.fixtures.oracle import assert_recorded, load, recorded_keys
 
-TF = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "case_tf.npz"), allow_pickle=False)
+TF = load("case_tf.npz")
 
 
 def test_case_matches_tensorflow():
-    g = tf.Graph()
-    with g.as_default():
-        x, fetch = build(tf)
-        with tf.Session(graph=g) as sess:
-            rows = [sess.run(fetch, {x: v}) for v in FEEDS]
+    ours = evaluate(tf)
     assert TF["feeds"].tolist() == FEEDS
-    for key in fetch:
-        got = np.array([r[key] for r in rows])
-        assert got.dtype == TF[key].dtype, key
-        np.testing.assert_array_equal(got, TF[key], err_msg=key)
+    for key in recorded_keys(TF, skip=("feeds",)):
+        assert_recorded(ours[key], TF[key], key, rtol=0)
 
 
 def test_without_a_default_no_true_predicate_fails_the_run():

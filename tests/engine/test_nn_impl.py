@@ -1,53 +1,39 @@
 """Composed ``tf.nn`` helpers and ``in_top_k`` against TensorFlow: values, gradients and
 tensor names recorded by ``fixtures/make_nn_impl_fixtures.py`` from the same graphs."""
 
-import os
-
 import numpy as np
 import pytest
 
 import engine as tf
 from engine import errors
 from tests.engine.fixtures.make_nn_impl_fixtures import PREDICTIONS, X, build
-
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "nn_impl_tf.npz"), allow_pickle=False
+from tests.engine.fixtures.oracle import (
+    assert_recorded,
+    assert_recorded_names,
+    load,
+    recorded_keys,
+    run_graph,
 )
+
+TF = load("nn_impl_tf.npz")
 
 
 @pytest.fixture(scope="module")
 def ours():
-    g = tf.Graph()
-    with g.as_default():
-        fetch, names = build(tf)
-        with tf.Session(graph=g) as sess:
-            return sess.run(fetch), names
+    return run_graph(tf, build)
 
 
-def test_the_fixture_records_its_tensorflow_version():
-    assert str(TF["tf_version"]).count(".") == 2
-
-
-@pytest.mark.parametrize(
-    "key", sorted(k for k in TF.files if not k.startswith(("name_", "tf_version")))
-)
+@pytest.mark.parametrize("key", recorded_keys(TF))
 def test_helpers_match_tensorflow(ours, key):
-    values, _ = ours
-    expected, got = TF[key], np.asarray(values[key])
-    assert got.dtype == expected.dtype and got.shape == expected.shape, key
-    if expected.dtype == bool:
-        np.testing.assert_array_equal(got, expected)
-    else:
-        # Absolute error relative to the largest value: a convolution's gradient sums
-        # products of ~100 into values near 0, where float32's order of sums shows.
-        scale = float(np.abs(expected).max()) if expected.size else 1.0
-        np.testing.assert_allclose(got, expected, rtol=3e-6, atol=max(1e-6, 2e-7 * scale))
+    expected = TF[key]
+    # Absolute error relative to the largest value: a convolution's gradient sums
+    # products of ~100 into values near 0, where float32's order of sums shows.
+    scale = float(np.abs(expected).max()) if expected.size and expected.dtype.kind == "f" else 1
+    assert_recorded(ours[key], expected, key, rtol=3e-6, atol=max(1e-6, 2e-7 * scale))
 
 
 def test_tensor_names_match_tensorflow(ours):
-    _, names = ours
-    for key, name in names.items():
-        assert name == str(TF[f"name_{key}"]), key
+    assert_recorded_names(ours, TF)
 
 
 def test_in_top_k_cases_are_the_interesting_ones():

@@ -1,34 +1,25 @@
 """tf.math, tf.random and tf.linalg: TF's names over the engine's functions, and the
 helpers composed for them, against TensorFlow's recordings (``make_math_impl_fixtures.py``)."""
 
-import os
-
 import numpy as np
 import pytest
 
 import engine as tf
 from engine.tf_namespaces import LINALG, MATH, MATH_FROM_NN
 from tests.engine.fixtures.make_math_impl_fixtures import build
+from tests.engine.fixtures.oracle import assert_recorded, load, recorded_keys, run_graph
 
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "math_impl_tf.npz"), allow_pickle=False
-)
+TF = load("math_impl_tf.npz")
 
 
 @pytest.fixture(scope="module")
 def ours():
-    g = tf.Graph()
-    with g.as_default():
-        fetch = build(tf)
-        with tf.Session(graph=g) as sess:
-            return sess.run(fetch)
+    return run_graph(tf, build)
 
 
-@pytest.mark.parametrize("key", sorted(k for k in TF.files if k != "tf_version"))
+@pytest.mark.parametrize("key", recorded_keys(TF))
 def test_composed_math_matches_tensorflow(ours, key):
-    expected, got = TF[key], np.asarray(ours[key])
-    assert got.dtype == expected.dtype and got.shape == expected.shape, key
-    np.testing.assert_allclose(got, expected, rtol=3e-6, atol=1e-6)
+    assert_recorded(ours[key], TF[key], key, rtol=3e-6, atol=1e-6)
 
 
 def test_log_sigmoid_does_not_overflow():
