@@ -220,6 +220,14 @@ from engine.ops.segment_ops import (
     unsorted_segment_sqrt_n,
     unsorted_segment_sum,
 )
+from engine.ops.set_ops import (
+    ensure_shape,
+    repeat,
+    roll,
+    setdiff1d,
+    unique,
+    unique_with_counts,
+)
 from engine.ops.slicing import *  # noqa: F403
 from engine.ops.state import assign, assign_add, assign_sub
 from engine.ops.string_ops import as_string, decode_base64, string_to_number, substr

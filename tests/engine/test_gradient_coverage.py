@@ -12,6 +12,7 @@ from tests.engine import (
     test_nn_grads,
     test_reduction_grads,
     test_segment_ops,
+    test_set_ops,
 )
 
 # Gradients checked by dedicated tests rather than table cases (file: test).
@@ -55,6 +56,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_losses, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),
+        (test_set_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

@@ -199,8 +199,23 @@ def _non_max_suppressions():
     return [tf.image.non_max_suppression(boxes, scores, 3), *padded, *soft], {}, []
 
 
+def _set_ops():
+    """Unique, UniqueWithCounts, ListDiff, Roll and EnsureShape (``engine/ops/set_ops.py``)."""
+    x = tf.constant(np.array([3, 1, 3, 2], np.int64))
+    fetches = [
+        *tf.unique(x, out_idx=tf.int64),
+        *tf.unique_with_counts(x),
+        *tf.setdiff1d(x, tf.constant(np.array([1], np.int64))),
+        tf.roll(tf.constant(np.arange(24.0).reshape(2, 3, 4)), [1, -2], [0, 2]),
+        tf.ensure_shape(tf.placeholder_with_default(x, [None]), [4]),
+        tf.repeat(tf.constant([[1.0, 2.0]]), [2, 3], axis=1),
+    ]
+    return fetches, {}, []
+
+
 SPECIAL = {
     "non_max_suppressions": _non_max_suppressions,
+    "set_ops": _set_ops,
     "resizes": _resizes,
     "lookup_tables": _lookup_tables,
     "string_ops": _string_ops,

@@ -114,6 +114,7 @@ OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
     "TopKV2": ("values", "indices"),
     "Unique": ("y", "idx"),
     "UniqueWithCounts": ("y", "idx", "count"),
+    "ListDiff": ("out", "idx"),
     "Switch": ("output_false", "output_true"),
     "Merge": ("output", "value_index"),
     "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
