@@ -2,18 +2,15 @@
 ``fixtures/make_functional_fixtures.py`` from the same graphs (``build``, run by
 ``evaluate``); then graph size, static shapes and TF's errors."""
 
-import os
-
 import numpy as np
 import pytest
 
 import engine as tf
 from engine import errors
 from tests.engine.fixtures.make_functional_fixtures import INTS, A, V, W, evaluate
+from tests.engine.fixtures.oracle import load
 
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "functional_tf.npz"), allow_pickle=False
-)
+TF = load("functional_tf.npz")
 RECORDED = sorted(k for k in TF.files if k != "tf_version")
 
 

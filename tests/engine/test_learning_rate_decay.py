@@ -1,17 +1,14 @@
 """Learning-rate schedules against TensorFlow: values at many global steps and tensor names
 recorded by ``fixtures/make_lr_decay_fixtures.py`` from the same graphs (``build``)."""
 
-import os
-
 import numpy as np
 import pytest
 
 import engine as tf
 from tests.engine.fixtures.make_lr_decay_fixtures import PIECEWISE, SCHEDULES, STEPS, build
+from tests.engine.fixtures.oracle import load
 
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "lr_decay_tf.npz"), allow_pickle=False
-)
+TF = load("lr_decay_tf.npz")
 VALUE_KEYS = sorted(k for k in TF.files if not k.startswith(("name_", "tf_version", "steps")))
 
 

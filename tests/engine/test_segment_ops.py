@@ -3,18 +3,15 @@ gradients and error messages recorded by ``fixtures/make_segment_fixtures.py`` f
 graphs (``build``, ``ERRORS``); finite-difference gradient checks (``GRAD_CASES``) and the
 unknown-shape paths."""
 
-import os
-
 import numpy as np
 import pytest
 
 import engine as tf
 from tests.engine.fixtures import make_segment_fixtures as fx
+from tests.engine.fixtures.oracle import load
 from tests.engine.optable import Case, check_gradient
 
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "segment_tf.npz"), allow_pickle=False
-)
+TF = load("segment_tf.npz")
 VALUE_KEYS = sorted(k for k in TF.files if not k.startswith(("shape_", "error_", "tf_version")))
 
 

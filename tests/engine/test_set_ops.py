@@ -2,7 +2,6 @@
 values, static shapes, gradients and errors recorded by ``fixtures/make_set_ops_fixtures.py``
 from the same graphs (``build``)."""
 
-import os
 import re
 
 import numpy as np
@@ -18,11 +17,10 @@ from tests.engine.fixtures.make_set_ops_fixtures import (
     shape_code,
     storable,
 )
+from tests.engine.fixtures.oracle import load
 from tests.engine.optable import Case, check_gradient
 
-TF = np.load(
-    os.path.join(os.path.dirname(__file__), "fixtures", "set_ops_tf.npz"), allow_pickle=False
-)
+TF = load("set_ops_tf.npz")
 VALUE_KEYS = sorted(k for k in TF.files if not k.startswith(("shape_", "error_", "tf_version")))
 SHAPE_KEYS = sorted(k[len("shape_") :] for k in TF.files if k.startswith("shape_"))
 
