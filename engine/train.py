@@ -9,6 +9,7 @@ from engine.training.checkpoint_utils import (  # noqa: F401
     load_checkpoint,
     load_variable,
 )
+from engine.training.coordinator import Coordinator, start_queue_runners  # noqa: F401
 from engine.training.learning_rate_decay import (  # noqa: F401
     cosine_decay,
     cosine_decay_restarts,
