@@ -34,6 +34,12 @@ from engine.training.optimizer import (  # noqa: F401
     Optimizer,
     RMSPropOptimizer,
 )
+from engine.training.optimizers_more import (  # noqa: F401
+    AdadeltaOptimizer,
+    FtrlOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 from engine.training.saver import (  # noqa: F401
     CheckpointState,
     Saver,

@@ -246,3 +246,115 @@ def _apply_centered_rmsprop(xp, var, mg, ms, mom, lr, rho, momentum, epsilon, gr
     else:
         var.value = w - momv
     return var
+
+
+@op(
+    "ApplyAdadelta",
+    infer=_apply_infer(3, "ApplyAdadelta"),
+    differentiable=False,
+    inputs=("var", "accum", "accum_update", "lr", "rho", "epsilon", "grad"),
+    attrs=(Attr("use_locking", "bool", default=False),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1, 2)),
+)
+def _apply_adadelta(xp, var, accum, accum_update, lr, rho, epsilon, grad, *, use_locking=False):
+    w, a, au = _read(var), _read(accum), _read(accum_update)
+    _check_grad(w, grad)
+    one = w.dtype.type(1)
+    a = a * rho + grad * grad * (one - rho)
+    update = xp.sqrt(au + epsilon) * (one / xp.sqrt(a + epsilon)) * grad
+    accum.value = a
+    var.value = w - update * lr
+    accum_update.value = au * rho + update * update * (one - rho)
+    return var
+
+
+@op(
+    "ApplyProximalGradientDescent",
+    infer=_apply_infer(1, "ApplyProximalGradientDescent"),
+    differentiable=False,
+    inputs=("var", "alpha", "l1", "l2", "delta"),
+    attrs=(Attr("use_locking", "bool", default=False),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
+)
+def _apply_proximal_gradient_descent(xp, var, alpha, l1, l2, delta, *, use_locking=False):
+    w = _read(var)
+    _check_grad(w, delta)
+    var.value = _fobos(xp, w - delta * alpha, alpha, l1, l2)
+    return var
+
+
+def _fobos(xp, prox, lr, l1, l2):
+    """The forward-backward splitting step after the gradient step ``prox``: the l1
+    soft threshold ``lr * l1`` (when ``l1 > 0``), then the l2 shrinkage ``1 + l2 * lr``."""
+    one = prox.dtype.type(1)
+    if l1 > 0:
+        shrunk = xp.maximum(xp.abs(prox) - lr * l1, prox.dtype.type(0))
+        return xp.sign(prox) * shrunk / (one + l2 * lr)
+    return prox / (one + l2 * lr)
+
+
+@op(
+    "ApplyProximalAdagrad",
+    infer=_apply_infer(2, "ApplyProximalAdagrad"),
+    differentiable=False,
+    inputs=("var", "accum", "lr", "l1", "l2", "grad"),
+    attrs=(Attr("use_locking", "bool", default=False),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1)),
+)
+def _apply_proximal_adagrad(xp, var, accum, lr, l1, l2, grad, *, use_locking=False):
+    w, a = _read(var), _read(accum)
+    _check_grad(w, grad)
+    a = a + grad * grad
+    accum.value = a
+    adagrad_lr = lr * (w.dtype.type(1) / xp.sqrt(a))
+    var.value = _fobos(xp, w - grad * adagrad_lr, adagrad_lr, l1, l2)
+    return var
+
+
+def _ftrl(xp, var, accum, linear, grad, lr, l1, l2, lr_power, shrinkage=None):
+    """The FTRL-proximal step of ApplyFtrl (and, with ``shrinkage``, ApplyFtrlV2): ``linear``
+    gathers the gradient (plus ``2 * shrinkage * var``) less the change of the per-coordinate
+    step size times ``var``; ``var`` is the closed-form minimiser, zero where ``|linear| <= l1``;
+    ``accum`` gathers ``grad**2`` last."""
+    w, a, lin = _read(var), _read(accum), _read(linear)
+    _check_grad(w, grad)
+    two = w.dtype.type(2)
+    new_a = a + grad * grad
+    if lr_power == w.dtype.type(-0.5):
+        new_power, old_power = xp.sqrt(new_a), xp.sqrt(a)
+    else:
+        new_power, old_power = xp.power(new_a, -lr_power), xp.power(a, -lr_power)
+    g = grad if shrinkage is None else grad + two * shrinkage * w
+    lin = lin + (g - (new_power - old_power) / lr * w)
+    linear.value = lin
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        pre_shrink = (l1 * xp.sign(lin) - lin) / (new_power / lr + two * l2)
+    var.value = xp.where(xp.abs(lin) > l1, pre_shrink, w.dtype.type(0)).astype(w.dtype)
+    accum.value = new_a
+    return var
+
+
+@op(
+    "ApplyFtrl",
+    infer=_apply_infer(3, "ApplyFtrl", grad_index=3),
+    differentiable=False,
+    inputs=("var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"),
+    attrs=(Attr("use_locking", "bool", default=False),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1, 2)),
+)
+def _apply_ftrl(xp, var, accum, linear, grad, lr, l1, l2, lr_power, *, use_locking=False):
+    return _ftrl(xp, var, accum, linear, grad, lr, l1, l2, lr_power)
+
+
+@op(
+    "ApplyFtrlV2",
+    infer=_apply_infer(3, "ApplyFtrlV2", grad_index=3),
+    differentiable=False,
+    inputs=("var", "accum", "linear", "grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"),
+    attrs=(Attr("use_locking", "bool", default=False),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0, 1, 2)),
+)
+def _apply_ftrl_v2(
+    xp, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, *, use_locking=False
+):
+    return _ftrl(xp, var, accum, linear, grad, lr, l1, l2, lr_power, shrinkage=l2_shrinkage)

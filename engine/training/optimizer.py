@@ -181,32 +181,39 @@ class Optimizer:
         return group(*update_ops, name=name_scope_name)
 
     # -- slots ------------------------------------------------------------------------------
-    def _slot_variable(self, var, initial_value_fn):
+    def _slot_variable(self, var, initial_value_fn, op_name: str | None = None):
+        """A slot of ``var`` named ``<var>/<op_name>`` (uniquified; the optimizer's name by
+        default, as TF's ``slot_creator``)."""
         with ops.control_dependencies(None), ops.name_scope(None), ops.colocate_with(var.op):
             return Variable(
                 initial_value_fn,
-                name=f"{var.op.name}/{self._name}",
+                name=f"{var.op.name}/{op_name or self._name}",
                 trainable=False,
                 dtype=var.dtype.base_dtype,
             )
 
-    def _get_or_make_slot(self, var, initial_value_fn, slot_name: str):
+    def _get_or_make_slot(self, var, initial_value_fn, slot_name: str, op_name=None):
         slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in slots:
-            slots[key] = self._slot_variable(var, initial_value_fn)
+            slots[key] = self._slot_variable(var, initial_value_fn, op_name)
         return slots[key]
 
-    def _zeros_slot(self, var, slot_name: str):
-        shape = var.shape.as_list()
-        dtype = var.dtype.base_dtype
-        return self._get_or_make_slot(var, lambda: array_ops.zeros(shape, dtype), slot_name)
-
-    def _filled_slot(self, var, value, slot_name: str):
+    def _zeros_slot(self, var, slot_name: str, op_name=None):
         shape = var.shape.as_list()
         dtype = var.dtype.base_dtype
         return self._get_or_make_slot(
-            var, lambda: array_ops.fill(shape, convert_to_tensor(value, dtype=dtype)), slot_name
+            var, lambda: array_ops.zeros(shape, dtype), slot_name, op_name
+        )
+
+    def _filled_slot(self, var, value, slot_name: str, op_name=None):
+        shape = var.shape.as_list()
+        dtype = var.dtype.base_dtype
+        return self._get_or_make_slot(
+            var,
+            lambda: array_ops.fill(shape, convert_to_tensor(value, dtype=dtype)),
+            slot_name,
+            op_name,
         )
 
     def _non_slot_variable(self, name: str, initial_value, colocate_with):

@@ -18,6 +18,7 @@ from tests.engine import (
     test_nn_grads,
     test_nn_ops,
     test_onnx_ops,
+    test_optimizers_more,
     test_parsing_ops,
     test_reduction_grads,
     test_reduction_ops,
@@ -229,6 +230,7 @@ SPECIAL = {
     "tensor_lists": test_tensor_list.round_trip_builder,
     "parse_examples": test_parsing_ops.round_trip_builder,
     "segments": test_segment_ops.round_trip_builder,
+    "optimizers_more": test_optimizers_more.round_trip_builder,
 }
 
 
