@@ -203,6 +203,7 @@ from engine.ops.random import (
     set_random_seed,
     truncated_normal,
 )
+from engine.ops.random_more import multinomial, random_shuffle
 from engine.ops.reduction import *  # noqa: F403
 from engine.ops.script import *  # noqa: F403
 from engine.ops.segment_ops import (

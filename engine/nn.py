@@ -10,6 +10,7 @@ from engine.ops.embedding import (  # noqa: F401
     sampled_softmax_loss,
     uniform_candidate_sampler,
 )
+from engine.ops.lrn import *  # noqa: F401,F403
 from engine.ops.math import sigmoid, tanh  # noqa: F401
 from engine.ops.nn import *  # noqa: F401,F403
 from engine.ops.nn_conv import *  # noqa: F401,F403

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.ops import math_impl
+from engine.ops import math_impl, random_more
 from engine.util.namespaces import Namespace, namespace
 
 __all__ = ["build"]
@@ -49,6 +49,9 @@ def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
         get_seed=top["get_seed"],
         log_uniform_candidate_sampler=nn.log_uniform_candidate_sampler,
         uniform_candidate_sampler=nn.uniform_candidate_sampler,
+        shuffle=top["random_shuffle"],
+        multinomial=top["multinomial"],
+        categorical=random_more.categorical,
     )
     linalg = namespace("tf.linalg", **{n: top[n] for n in LINALG}, l2_normalize=nn.l2_normalize)
     return math, random, linalg

@@ -214,6 +214,20 @@ def _set_ops():
     return fetches, {}, []
 
 
+def _lrn_and_random_more():
+    """LRN, LRNGrad (``engine/ops/lrn.py``), RandomShuffle and Multinomial
+    (``engine/ops/random_more.py``)."""
+    x = tf.constant(np.random.default_rng(3).standard_normal((2, 3, 3, 8)).astype(np.float32))
+    y = tf.nn.lrn(x, 3, 1.0, 0.001 / 9.0, 0.75)
+    fetches = [
+        y,
+        tf.gradients(tf.reduce_sum(y * y), x)[0],
+        tf.random_shuffle(tf.range(10), seed=4),
+        tf.multinomial(tf.log([[0.2, 0.8], [0.5, 0.5]]), 6, seed=5, output_dtype=tf.int32),
+    ]
+    return fetches, {}, []
+
+
 SPECIAL = {
     "non_max_suppressions": _non_max_suppressions,
     "set_ops": _set_ops,
@@ -230,6 +244,7 @@ SPECIAL = {
     "tensor_lists": test_tensor_list.round_trip_builder,
     "parse_examples": test_parsing_ops.round_trip_builder,
     "segments": test_segment_ops.round_trip_builder,
+    "lrn_and_random_more": _lrn_and_random_more,
     "optimizers_more": test_optimizers_more.round_trip_builder,
 }
 
