@@ -20,13 +20,16 @@ MATH = (
     "is_nan less less_equal log log1p logical_and logical_not logical_or logical_xor maximum "
     "minimum mod multiply negative not_equal pow reciprocal reduce_all reduce_any "
     "reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_sum round rsqrt "
-    "sigmoid sign sin sqrt square squared_difference subtract tan tanh truediv"
+    "sigmoid sign sin sqrt square squared_difference subtract tan tanh truediv "
+    "segment_max segment_mean segment_min segment_prod segment_sum unsorted_segment_max "
+    "unsorted_segment_mean unsorted_segment_min unsorted_segment_prod unsorted_segment_sqrt_n "
+    "unsorted_segment_sum"
 ).split()
 # tf.math names that are tf.nn's functions.
 MATH_FROM_NN = (
     "in_top_k l2_normalize log_softmax softmax softplus softsign top_k zero_fraction"
 ).split()
-LINALG = "einsum matmul tensordot".split()
+LINALG = "einsum eye matmul norm tensordot".split()
 
 
 def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from engine import dtypes
-from engine.framework.constant_op import convert_to_tensor
+from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.ops import array as array_ops
 from engine.ops import array_transform, reduction
@@ -22,6 +22,9 @@ __all__ = ["argsort", "eye", "lin_space", "linspace", "meshgrid", "norm", "sort"
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
     """A ``[*batch_shape, num_rows, num_columns]`` identity matrix (ones on the diagonal)."""
+    for size in (num_rows, num_columns):
+        if isinstance(size, numbers.Integral) and size < 0:
+            raise ValueError(f"Invalid value in tensor used for shape: {size}")
     with name_scope(name, "eye", [num_rows, num_columns, batch_shape]):
         n = convert_to_tensor(num_rows, dtype=dtypes.int32, name="num_rows")
         m = n if num_columns is None else convert_to_tensor(num_columns, dtype=dtypes.int32)
@@ -118,8 +121,19 @@ def _sort(values, axis, direction, indices: bool, name: str):
         values = convert_to_tensor(values, name="values")
         if direction == "DESCENDING":
             return _descending(values, int(axis), indices)
-        out = _descending(-values, int(axis), indices)
-        return out if indices else -out
+        # Ascending: the descending sort of an order-reversing map, mapped back. Negation for
+        # floats; for integers one that cannot overflow (TF 2.x's): ~x for signed ones
+        # (-x overflows at the lowest value), max - x for unsigned ones.
+        d = values.dtype.base_dtype
+        if d.is_unsigned:
+            top = constant(np.iinfo(d.np).max, dtype=d)
+            flip = lambda t: top - t  # noqa: E731
+        elif d.is_integer:
+            flip = math_ops.invert
+        else:
+            flip = math_ops.negative
+        out = _descending(flip(values), int(axis), indices)
+        return out if indices else flip(out)
 
 
 def sort(values, axis=-1, direction="ASCENDING", name=None):

@@ -104,16 +104,16 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     if default is None and not predicates:
         raise ValueError("case needs at least one predicate/fn pair, or a default")
     with name_scope(name, "case", predicates):
-        all_predicates = predicates
         if default is None:
             default, predicates, actions = _default_from_last(predicates, actions)
         fn = default
         # Nested in reverse, so that the predicates are tested in order.
         for predicate, action in reversed(list(zip(predicates, actions))):
             fn = functools.partial(cond, predicate, action, fn, strict=strict)
-        if exclusive and len(all_predicates) > 1:
+        # (TF checks the predicates left once the last branch became the default)
+        if exclusive and len(predicates) > 1:
             with control_dependencies(
-                [_at_most_n_true(all_predicates, 1, "Input error: exclusive=True")]
+                [_at_most_n_true(predicates, 1, "Input error: exclusive=True")]
             ):
                 return fn()
         return fn()

@@ -67,7 +67,8 @@ def _clip_grad(o, g):
     inputs=("t", "clip_value_min", "clip_value_max"),
 )
 def _clip_kernel(xp, x, lo, hi):
-    return xp.minimum(xp.maximum(x, lo), hi).astype(x.dtype, copy=False)
+    # TF's order: the max bound first, then the min (so min wins when min > max).
+    return xp.maximum(xp.minimum(x, hi), lo).astype(x.dtype, copy=False)
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):

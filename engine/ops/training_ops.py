@@ -279,8 +279,31 @@ def _apply_adadelta(xp, var, accum, accum_update, lr, rho, epsilon, grad, *, use
 def _apply_proximal_gradient_descent(xp, var, alpha, l1, l2, delta, *, use_locking=False):
     w = _read(var)
     _check_grad(w, delta)
+    _check_proximal(alpha, l1, l2, values=False)
     var.value = _fobos(xp, w - delta * alpha, alpha, l1, l2)
     return var
+
+
+def _check_proximal(lr, l1, l2, values: bool = True) -> None:
+    """TF's checks of the proximal kernels: scalar hyper-parameters, and (ProximalAdagrad's
+    kernel, not ProximalGradientDescent's) lr > 0 and l1, l2 >= 0."""
+    for name, v in (("lr", lr), ("l1 regularization strength", l1), ("l2", l2)):
+        if getattr(v, "ndim", 0) != 0:
+            raise errors.InvalidArgumentError(
+                None, None, f"{name} is not a scalar: {list(v.shape)}"
+            )
+    if not values:
+        return
+    if not lr > 0:
+        raise errors.InvalidArgumentError(None, None, f"lr is not a positive scalar: {lr}")
+    if not l1 >= 0:
+        raise errors.InvalidArgumentError(
+            None, None, f"l1 regularization strength is not a non-negative scalar: {l1}"
+        )
+    if not l2 >= 0:
+        raise errors.InvalidArgumentError(
+            None, None, f"l2 regularization strength is not a non-negative scalar: {l2}"
+        )
 
 
 def _fobos(xp, prox, lr, l1, l2):
@@ -304,6 +327,7 @@ def _fobos(xp, prox, lr, l1, l2):
 def _apply_proximal_adagrad(xp, var, accum, lr, l1, l2, grad, *, use_locking=False):
     w, a = _read(var), _read(accum)
     _check_grad(w, grad)
+    _check_proximal(lr, l1, l2)
     a = a + grad * grad
     accum.value = a
     adagrad_lr = lr * (w.dtype.type(1) / xp.sqrt(a))
@@ -327,8 +351,8 @@ def _ftrl(xp, var, accum, linear, grad, lr, l1, l2, lr_power, shrinkage=None):
     g = grad if shrinkage is None else grad + two * shrinkage * w
     lin = lin + (g - (new_power - old_power) / lr * w)
     linear.value = lin
-    with xp.errstate(divide="ignore", invalid="ignore"):
-        pre_shrink = (l1 * xp.sign(lin) - lin) / (new_power / lr + two * l2)
+    # (kernels run under the session's numpy errstate(all="ignore"); cupy has no errstate)
+    pre_shrink = (l1 * xp.sign(lin) - lin) / (new_power / lr + two * l2)
     var.value = xp.where(xp.abs(lin) > l1, pre_shrink, w.dtype.type(0)).astype(w.dtype)
     accum.value = new_a
     return var

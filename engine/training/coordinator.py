@@ -69,16 +69,14 @@ class Coordinator:
             if self._stop_event.is_set():
                 return
             if ex is not None and self._exc_info_to_raise is None:
-                if isinstance(ex, tuple):
-                    if len(ex) != 3 or not isinstance(ex[1], BaseException):
-                        raise ValueError(f"ex must be an exception or an exc_info tuple: {ex!r}")
-                    log.info("Error reported to Coordinator: %s", ex[1])
+                if isinstance(ex, tuple) and len(ex) == 3 and isinstance(ex[1], BaseException):
                     self._exc_info_to_raise = ex
                 elif isinstance(ex, BaseException):
-                    log.info("Error reported to Coordinator: %s", ex)
                     self._exc_info_to_raise = (type(ex), ex, ex.__traceback__)
-                else:
-                    raise ValueError(f"ex must be an exception or an exc_info tuple: {ex!r}")
+                else:  # still a stop (TF's): join raises this instead of hanging
+                    bad = ValueError(f"ex must be an exception or an exc_info tuple: {ex!r}")
+                    self._exc_info_to_raise = (ValueError, bad, None)
+                log.info("Error reported to Coordinator: %s", self._exc_info_to_raise[1])
             self._stop_event.set()
 
     def clear_stop(self) -> None:

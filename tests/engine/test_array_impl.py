@@ -72,3 +72,20 @@ def test_a_feed_sized_linspace_and_eye():
             one = sess.run(line, {n: 1})
     assert lv.tolist() == [-1.0, 0.0, 1.0] and one.tolist() == [-1.0]
     np.testing.assert_array_equal(iv, np.eye(3, dtype=np.float32))
+
+
+def test_integer_sorts_do_not_overflow_and_unsigned_ones_sort():
+    """Ascending integer sorts reverse the order with ~x (signed) or max - x (unsigned), not
+    -x, which overflows at the lowest value (TF 2.x's choice)."""
+    lowest = np.iinfo(np.int32).min
+    with tf.Graph().as_default():
+        signed = tf.constant([lowest, 0, 5, -7], tf.int32)
+        unsigned = tf.constant([3, 250, 0, 250], tf.uint8)
+        with tf.Session() as sess:
+            s, a, u, ua = sess.run(
+                [tf.sort(signed), tf.argsort(signed), tf.sort(unsigned), tf.argsort(unsigned)]
+            )
+    assert s.tolist() == [lowest, -7, 0, 5] and a.tolist() == [0, 3, 1, 2]
+    assert u.tolist() == [0, 3, 250, 250] and ua.tolist() == [2, 0, 1, 3]
+    with pytest.raises(ValueError, match="Invalid value in tensor used for shape: -2"):
+        tf.eye(-2)

@@ -67,3 +67,15 @@ def test_bad_arguments_are_clear_errors():
             tf.case([(True, lambda: x)])
         with pytest.raises(ValueError, match="at least one"):
             tf.case([])
+
+
+def test_exclusive_without_a_default_checks_the_pairs_before_the_last():
+    """TF's rule: the last pair becomes the default, and only the others must be exclusive
+    (so two true predicates where one is the last pass: the first wins)."""
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.bool, [])
+        q = tf.placeholder(tf.bool, [])
+        y = tf.case([(p, lambda: tf.constant(1)), (q, lambda: tf.constant(2))], exclusive=True)
+        with tf.Session() as sess:
+            assert sess.run(y, {p: True, q: True}) == 1
+            assert sess.run(y, {p: False, q: True}) == 2

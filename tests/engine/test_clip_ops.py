@@ -65,3 +65,11 @@ def test_float16_gradients_are_scaled_in_their_own_dtype():
             hv, fv = sess.run([h, f])
         np.testing.assert_allclose(hv, [1.5, 2.0])
         np.testing.assert_allclose(fv, [6.0])
+
+
+def test_clip_by_value_applies_the_max_bound_first():
+    """As TF: max(min(x, hi), lo), so with lo > hi the lower bound wins."""
+    with tf.Graph().as_default():
+        with tf.Session() as sess:
+            got = sess.run(tf.clip_by_value([5.0, 0.0, 2.0], 3.0, 1.0))
+    assert got.tolist() == [3.0, 3.0, 3.0]

@@ -99,7 +99,7 @@ def test_threads_still_running_after_the_grace_period():
         stuck.join()
 
 
-def test_registered_threads_are_joined_and_bad_exceptions_refused():
+def test_registered_threads_are_joined_and_a_bad_exception_still_stops():
     coord = tf.train.Coordinator()
     seen = []
     thread = _worker(coord, seen)
@@ -108,8 +108,12 @@ def test_registered_threads_are_joined_and_bad_exceptions_refused():
     coord.request_stop()
     coord.join()
     assert seen and not thread.is_alive()
-    with pytest.raises(ValueError, match="exception or an exc_info"):
-        tf.train.Coordinator().request_stop("not an exception")
+    # Not an exception: still a stop (the threads must not run on), and join says why.
+    bad = tf.train.Coordinator()
+    bad.request_stop("disk full")
+    assert bad.should_stop()
+    with pytest.raises(ValueError, match="exception or an exc_info tuple: 'disk full'"):
+        bad.join([])
 
 
 def test_start_queue_runners_without_runners_is_an_empty_list(caplog):

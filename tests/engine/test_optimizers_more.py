@@ -168,3 +168,36 @@ def round_trip_builder():
     init = tf.global_variables_initializer()
     feed = {"x:0": X[:2].astype(np.float32)}
     return [loss, w], feed, [init.name] + [t.name for t in trains]
+
+
+def test_proximal_kernels_check_their_hyper_parameters_as_tf():
+    """ApplyProximalAdagrad refuses lr <= 0 and negative l1/l2 at run time (TF's kernel);
+    ApplyProximalGradientDescent takes any value, as TF's does."""
+    cases = [
+        (lambda: tf.train.ProximalAdagradOptimizer(-0.1), "lr is not a positive scalar"),
+        (
+            lambda: tf.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=-1.0),
+            "l1 regularization strength is not a non-negative scalar",
+        ),
+        (
+            lambda: tf.train.ProximalAdagradOptimizer(0.1, l2_regularization_strength=-1.0),
+            "l2 regularization strength is not a non-negative scalar",
+        ),
+    ]
+    for make, message in cases:
+        with tf.Graph().as_default():
+            w = tf.Variable([1.0, 2.0])
+            step = make().minimize(tf.reduce_sum(w * w))
+            with tf.Session() as sess:
+                sess.run(w.initializer)
+                sess.run(tf.global_variables_initializer())
+                with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+                    sess.run(step)
+                np.testing.assert_array_equal(sess.run(w), [1.0, 2.0])  # nothing written
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, 2.0])
+        step = tf.train.ProximalGradientDescentOptimizer(-0.1).minimize(tf.reduce_sum(w * w))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(step)
+            np.testing.assert_allclose(sess.run(w), [1.2, 2.4], rtol=1e-6)
