@@ -26,6 +26,7 @@ __all__ = [
 ]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MAX = 2**63 - 1
 
 
 def _string_array(arr: np.ndarray) -> np.ndarray:
@@ -60,6 +61,8 @@ def _python_to_numpy(value, float_dtype=np.float32) -> np.ndarray:
     if kind == "b":
         return arr
     if kind in "iu":
+        if kind == "u" and arr.size and arr.max() > _INT64_MAX:
+            return arr  # above int64 (2**63 and up): uint64, as TF
         if arr.size and (arr.min() < _INT32_MIN or arr.max() > _INT32_MAX):
             return arr.astype(np.int64)
         return arr.astype(np.int32)
@@ -74,7 +77,13 @@ def _python_to_numpy(value, float_dtype=np.float32) -> np.ndarray:
         if all(isinstance(v, (str, bytes)) for v in flat):
             return _string_array(arr)
         if all(isinstance(v, numbers.Number) for v in flat) and arr.size:
-            return _python_to_numpy(arr.tolist() if arr.ndim else arr.item(), float_dtype)
+            if all(isinstance(v, numbers.Integral) for v in flat):
+                raise TypeError(
+                    f"Failed to convert elements of {value!r} to Tensor: integers beyond the "
+                    "int64 and uint64 ranges."
+                )
+            if all(isinstance(v, numbers.Real) for v in flat):  # e.g. Fraction, Decimal
+                return np.array([float(v) for v in flat]).reshape(arr.shape).astype(float_dtype)
     raise TypeError(
         f"Failed to convert elements of {value!r} to Tensor (unsupported element "
         f"type {type(arr.reshape(-1)[0]).__name__ if arr.size else 'object'})."

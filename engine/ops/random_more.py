@@ -84,13 +84,11 @@ def _check_multinomial(logits, num_samples) -> int:
 
 def _upper_bounds(xp, cdf, targets):
     """Per row, how many entries of the ascending ``cdf`` are <= each target (C++'s
-    ``upper_bound``), batched: a stable sort of each row's cdf followed by its targets puts
-    equal cdf entries first, so a target's count is the cdf entries sorted before it."""
-    classes = cdf.shape[1]
-    order = xp.argsort(xp.concatenate([cdf, targets], axis=1), axis=1, kind="stable")
-    seen = xp.cumsum(order < classes, axis=1)
-    position = xp.argsort(order, axis=1, kind="stable")
-    return xp.take_along_axis(seen, position[:, classes:], axis=1)
+    ``upper_bound``): one binary search per row, so memory stays at the output's size."""
+    out = xp.empty(targets.shape, dtype=np.int64)
+    for row in range(cdf.shape[0]):
+        out[row] = xp.searchsorted(cdf[row], targets[row], side="right")
+    return out
 
 
 @op(

@@ -1,5 +1,6 @@
 """Graph building semantics: names, scopes, collections, dependencies, devices, conversion."""
 
+import fractions
 import threading
 from collections import namedtuple
 
@@ -471,3 +472,20 @@ def test_python_floats_keep_their_digits_in_float64_and_round_once_in_float16():
     assert c64 == 0.1 and hinted == 0.1 and l64.tolist() == [0.1, 1 / 3]
     assert c16 == np.float16(v) and c16 != np.float16(np.float32(v))
     assert c32.dtype == np.float32 and c32 == np.float32(0.1)
+
+
+def test_python_ints_beyond_int64():
+    """2**63 is a uint64 constant, as in TF; asked for as int64 it is out of range (not
+    wrapped to -2**63); beyond uint64 (or below int64) a clear TypeError, not a recursion."""
+    with tf.Graph().as_default():
+        big = tf.constant(2**63)
+        assert big.dtype == tf.uint64
+        with pytest.raises(TypeError, match="out of range for int64"):
+            tf.constant(2**63, tf.int64)
+        for value in (2**64, -(2**63) - 1, [1, 2**70]):
+            with pytest.raises(TypeError, match="beyond the int64 and uint64 ranges"):
+                tf.constant(value)
+        half = tf.constant([fractions.Fraction(1, 2), 2])
+        with tf.Session() as sess:
+            assert sess.run(big) == 2**63
+            assert sess.run(half).tolist() == [0.5, 2.0] and half.dtype == tf.float32
