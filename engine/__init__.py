@@ -130,6 +130,21 @@ from engine.ops.control_flow import (  # noqa: A004
 )
 from engine.ops.functional_ops import foldl, foldr, map_fn, scan
 from engine.ops.linalg import *  # noqa: F403
+from engine.ops.linalg_ops import (
+    cholesky,
+    diag,
+    diag_part,
+    matrix_band_part,
+    matrix_determinant,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_inverse,
+    matrix_set_diag,
+    matrix_solve,
+    matrix_transpose,
+    matrix_triangular_solve,
+    trace,
+)
 from engine.ops.logging_ops import *  # noqa: F403
 from engine.ops.lookup import tables_initializer
 from engine.ops.math import (  # noqa: A004
@@ -195,6 +210,25 @@ from engine.ops.math import (  # noqa: A004
     where_v2,
 )
 from engine.ops.math_impl import log_sigmoid
+from engine.ops.math_more import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cosh,
+    digamma,
+    div_no_nan,
+    erfc,
+    lgamma,
+    polygamma,
+    rint,
+    sinh,
+    truncatediv,
+    truncatemod,
+)
 from engine.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example
 from engine.ops.random import (
     get_seed,

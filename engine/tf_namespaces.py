@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.ops import math_impl, random_more
+from engine.ops import linalg_ops, math_impl, math_more, random_more
 from engine.util.namespaces import Namespace, namespace
 
 __all__ = ["build"]
@@ -23,13 +23,30 @@ MATH = (
     "sigmoid sign sin sqrt square squared_difference subtract tan tanh truediv "
     "segment_max segment_mean segment_min segment_prod segment_sum unsorted_segment_max "
     "unsorted_segment_mean unsorted_segment_min unsorted_segment_prod unsorted_segment_sqrt_n "
-    "unsorted_segment_sum"
+    "unsorted_segment_sum acos asin atan atan2 sinh cosh asinh acosh atanh erfc lgamma digamma "
+    "polygamma rint"
 ).split()
+# tf.math names with no top-level twin in TF1.
+MATH_ONLY = "divide_no_nan multiply_no_nan reciprocal_no_nan xdivy xlogy".split()
 # tf.math names that are tf.nn's functions.
 MATH_FROM_NN = (
     "in_top_k l2_normalize log_softmax softmax softplus softsign top_k zero_fraction"
 ).split()
 LINALG = "einsum eye matmul norm tensordot".split()
+# tf.linalg's names for the top-level matrix functions (tf.linalg.inv is tf.matrix_inverse).
+LINALG_RENAMED = {
+    "inv": "matrix_inverse",
+    "det": "matrix_determinant",
+    "cholesky": "cholesky",
+    "solve": "matrix_solve",
+    "triangular_solve": "matrix_triangular_solve",
+    "matrix_transpose": "matrix_transpose",
+    "trace": "trace",
+    "diag": "matrix_diag",
+    "diag_part": "matrix_diag_part",
+    "set_diag": "matrix_set_diag",
+    "band_part": "matrix_band_part",
+}
 
 
 def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
@@ -39,6 +56,7 @@ def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
         "tf.math",
         **{n: top[n] for n in MATH},
         **{n: getattr(nn, n) for n in MATH_FROM_NN},
+        **{n: getattr(math_more, n) for n in MATH_ONLY},
         log_sigmoid=math_impl.log_sigmoid,
         reduce_std=math_impl.reduce_std,
         reduce_variance=math_impl.reduce_variance,
@@ -56,5 +74,13 @@ def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
         multinomial=top["multinomial"],
         categorical=random_more.categorical,
     )
-    linalg = namespace("tf.linalg", **{n: top[n] for n in LINALG}, l2_normalize=nn.l2_normalize)
+    linalg = namespace(
+        "tf.linalg",
+        **{n: top[n] for n in LINALG},
+        **{n: top[t] for n, t in LINALG_RENAMED.items()},
+        l2_normalize=nn.l2_normalize,
+        adjoint=linalg_ops.adjoint,
+        logdet=linalg_ops.logdet,
+        slogdet=linalg_ops.slogdet,
+    )
     return math, random, linalg

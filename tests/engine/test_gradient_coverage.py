@@ -7,9 +7,11 @@ from engine.framework import registry
 from tests.engine import (
     test_array_grads,
     test_conv_ops,
+    test_linalg_ops,
     test_losses,
     test_lrn_and_random,
     test_math_elementwise,
+    test_math_more,
     test_nn_grads,
     test_reduction_grads,
     test_segment_ops,
@@ -58,6 +60,8 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_lrn_and_random, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),
+        (test_linalg_ops, "GRAD_CASES"),
+        (test_math_more, "GRAD_CASES"),
         (test_set_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):

@@ -13,8 +13,10 @@ from tests.engine import (
     test_data,
     test_embedding,
     test_image_ops,
+    test_linalg_ops,
     test_losses,
     test_math_elementwise,
+    test_math_more,
     test_nn_grads,
     test_nn_ops,
     test_onnx_ops,
@@ -253,11 +255,13 @@ def _all_builders():
     out = {}
     for mod in (
         test_math_elementwise,
+        test_math_more,
         test_array_ops,
         test_reduction_ops,
         test_nn_ops,
         test_onnx_ops,
         test_conv_ops,
+        test_linalg_ops,
     ):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
@@ -269,6 +273,8 @@ def _all_builders():
         (test_losses, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),
+        (test_linalg_ops, "GRAD_CASES"),
+        (test_math_more, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:
