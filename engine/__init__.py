@@ -230,6 +230,17 @@ from engine.ops.math_more import (
     truncatemod,
 )
 from engine.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example
+from engine.ops.partition_ops import (
+    batch_to_space,
+    batch_to_space_nd,
+    depth_to_space,
+    dynamic_partition,
+    dynamic_stitch,
+    parallel_dynamic_stitch,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+)
 from engine.ops.random import (
     get_seed,
     random_normal,

@@ -16,6 +16,7 @@ from engine.ops.nn import *  # noqa: F401,F403
 from engine.ops.nn_conv import *  # noqa: F401,F403
 from engine.ops.nn_impl import *  # noqa: F401,F403
 from engine.ops.nn_losses import *  # noqa: F401,F403
+from engine.ops.partition_ops import depth_to_space, space_to_batch, space_to_depth  # noqa: F401
 from engine.rnn import (  # noqa: F401
     bidirectional_dynamic_rnn,
     dynamic_rnn,

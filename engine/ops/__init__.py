@@ -26,6 +26,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     nn_impl,
     nn_losses,
     parsing_ops,
+    partition_ops,
     pooling,
     random,
     random_more,

@@ -22,6 +22,7 @@ from tests.engine import (
     test_onnx_ops,
     test_optimizers_more,
     test_parsing_ops,
+    test_partition_ops,
     test_reduction_grads,
     test_reduction_ops,
     test_segment_ops,
@@ -262,6 +263,7 @@ def _all_builders():
         test_onnx_ops,
         test_conv_ops,
         test_linalg_ops,
+        test_partition_ops,
     ):
         for case in mod.CASES:
             out[f"{mod.__name__.rsplit('.', 1)[1]}:{case.id}"] = _forward_case(case)
@@ -273,6 +275,7 @@ def _all_builders():
         (test_losses, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),
+        (test_partition_ops, "GRAD_CASES"),
         (test_linalg_ops, "GRAD_CASES"),
         (test_math_more, "GRAD_CASES"),
     ):
