@@ -128,6 +128,7 @@ from engine.ops.control_flow import (  # noqa: A004
     while_loop,
     with_dependencies,
 )
+from engine.ops.decompositions import qr, self_adjoint_eig, self_adjoint_eigvals, svd
 from engine.ops.functional_ops import foldl, foldr, map_fn, scan
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.linalg_ops import (

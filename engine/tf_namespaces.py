@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.ops import linalg_ops, math_impl, math_more, random_more
+from engine.ops import decompositions, linalg_ops, math_impl, math_more, random_more
 from engine.util.namespaces import Namespace, namespace
 
 __all__ = ["build"]
@@ -82,5 +82,9 @@ def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
         adjoint=linalg_ops.adjoint,
         logdet=linalg_ops.logdet,
         slogdet=linalg_ops.slogdet,
+        qr=decompositions.qr,
+        svd=decompositions.svd,
+        eigh=decompositions.self_adjoint_eig,
+        eigvalsh=decompositions.self_adjoint_eigvals,
     )
     return math, random, linalg

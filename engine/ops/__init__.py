@@ -9,6 +9,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     control_flow,
     conv,
     dataset_ops,
+    decompositions,
     embedding,
     grad_util,
     image_ops,

@@ -7,6 +7,7 @@ from engine.framework import registry
 from tests.engine import (
     test_array_grads,
     test_conv_ops,
+    test_decompositions,
     test_linalg_ops,
     test_losses,
     test_lrn_and_random,
@@ -63,6 +64,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_segment_ops, "GRAD_CASES"),
         (test_partition_ops, "GRAD_CASES"),
         (test_linalg_ops, "GRAD_CASES"),
+        (test_decompositions, "GRAD_CASES"),
         (test_math_more, "GRAD_CASES"),
         (test_set_ops, "GRAD_CASES"),
     ):

@@ -11,6 +11,7 @@ from tests.engine import (
     test_array_ops,
     test_conv_ops,
     test_data,
+    test_decompositions,
     test_embedding,
     test_image_ops,
     test_linalg_ops,
@@ -263,6 +264,7 @@ def _all_builders():
         test_onnx_ops,
         test_conv_ops,
         test_linalg_ops,
+        test_decompositions,
         test_partition_ops,
     ):
         for case in mod.CASES:
@@ -277,6 +279,7 @@ def _all_builders():
         (test_segment_ops, "GRAD_CASES"),
         (test_partition_ops, "GRAD_CASES"),
         (test_linalg_ops, "GRAD_CASES"),
+        (test_decompositions, "GRAD_CASES"),
         (test_math_more, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):

@@ -142,6 +142,9 @@ OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
     "TensorArrayV3": ("handle", "flow"),
     "TensorArrayGradV3": ("grad_handle", "flow_out"),
     "LookupTableExportV2": ("keys", "values"),
+    "Qr": ("q", "r"),
+    "Svd": ("s", "u", "v"),
+    "SelfAdjointEigV2": ("e", "v"),
 }
 
 CALL_OPS = frozenset(["StatefulPartitionedCall", "PartitionedCall"])
