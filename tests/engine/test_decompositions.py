@@ -7,7 +7,12 @@ import pytest
 
 import engine as tf
 from tests.engine.fixtures import make_decomposition_fixtures as fx
-from tests.engine.fixtures.oracle import assert_recorded_error, load
+from tests.engine.fixtures.oracle import (
+    assert_recorded_error,
+    assert_recorded_scaled,
+    load,
+    run_graph,
+)
 from tests.engine.optable import Case, check_case, check_gradient
 
 TF = load("decompositions_tf.npz")
@@ -20,11 +25,7 @@ ATOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 
 @pytest.fixture(scope="module")
 def ours():
-    g = tf.Graph()
-    with g.as_default():
-        fetch = fx.build(tf)
-        with tf.Session(graph=g) as sess:
-            return sess.run(fetch)
+    return run_graph(tf, fx.build)
 
 
 def test_every_recorded_value_is_compared(ours):
@@ -34,12 +35,7 @@ def test_every_recorded_value_is_compared(ours):
 
 @pytest.mark.parametrize("key", VALUE_KEYS)
 def test_values_and_gradients_match_tensorflow(ours, key):
-    expected, got = TF[key], np.asarray(ours[key])
-    assert got.dtype == expected.dtype and got.shape == expected.shape, key
-    scale = max(float(np.max(np.abs(expected))), 1.0)
-    np.testing.assert_allclose(
-        got, expected, rtol=RTOL[expected.dtype], atol=ATOL[expected.dtype] * scale, err_msg=key
-    )
+    assert_recorded_scaled(ours[key], TF[key], key, RTOL, ATOL)
 
 
 def test_the_recorded_cases_exercise_what_they_claim():

@@ -8,7 +8,12 @@ import pytest
 
 import engine as tf
 from tests.engine.fixtures import make_linalg_fixtures as fx
-from tests.engine.fixtures.oracle import assert_recorded_error, load
+from tests.engine.fixtures.oracle import (
+    assert_recorded_error,
+    assert_recorded_scaled,
+    load,
+    run_graph,
+)
 from tests.engine.optable import Case, check_case, check_gradient
 
 TF = load("linalg_tf.npz")
@@ -21,11 +26,7 @@ ATOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
 
 @pytest.fixture(scope="module")
 def ours():
-    g = tf.Graph()
-    with g.as_default():
-        fetch = fx.build(tf)
-        with tf.Session(graph=g) as sess:
-            return sess.run(fetch)
+    return run_graph(tf, fx.build)
 
 
 def test_every_recorded_value_is_compared(ours):
@@ -35,20 +36,7 @@ def test_every_recorded_value_is_compared(ours):
 
 @pytest.mark.parametrize("key", VALUE_KEYS)
 def test_values_and_gradients_match_tensorflow(ours, key):
-    expected, got = TF[key], np.asarray(ours[key])
-    assert got.dtype == expected.dtype and got.shape == expected.shape, key
-    if expected.dtype.kind == "f":
-        scale = np.nanmax(np.abs(expected)) if expected.size else 1.0
-        np.testing.assert_allclose(
-            got,
-            expected,
-            rtol=RTOL[expected.dtype],
-            atol=ATOL[expected.dtype] * max(scale, 1.0),
-            equal_nan=True,
-            err_msg=key,
-        )
-    else:
-        np.testing.assert_array_equal(got, expected, err_msg=key)
+    assert_recorded_scaled(ours[key], TF[key], key, RTOL, ATOL)
 
 
 def test_the_recorded_cases_exercise_what_they_claim():
