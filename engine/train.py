@@ -3,6 +3,20 @@
 from engine.formats.tensorflow.saved_model import import_meta_graph  # noqa: F401
 from engine.saving.graph_def import write_graph  # noqa: F401
 from engine.saving.meta_graph import export_meta_graph  # noqa: F401
+from engine.training.basic_session_run_hooks import (  # noqa: F401
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
 from engine.training.checkpoint_utils import (  # noqa: F401
     CheckpointReader,
     list_variables,
@@ -23,28 +37,12 @@ from engine.training.learning_rate_decay import (  # noqa: F401
     polynomial_decay,
 )
 from engine.training.monitored_session import (  # noqa: F401
-    CheckpointSaverHook,
-    CheckpointSaverListener,
     ChiefSessionCreator,
-    FeedFnHook,
-    FinalOpsHook,
-    GlobalStepWaiterHook,
-    LoggingTensorHook,
     MonitoredSession,
     MonitoredTrainingSession,
-    NanLossDuringTrainingError,
-    NanTensorHook,
     Scaffold,
-    SecondOrStepTimer,
     SessionCreator,
-    SessionRunArgs,
-    SessionRunContext,
-    SessionRunHook,
-    SessionRunValues,
     SingularMonitoredSession,
-    StepCounterHook,
-    StopAtStepHook,
-    SummarySaverHook,
     WorkerSessionCreator,
 )
 from engine.training.moving_averages import (  # noqa: F401
@@ -72,6 +70,12 @@ from engine.training.saver import (  # noqa: F401
     get_checkpoint_state,
     latest_checkpoint,
     update_checkpoint_state,
+)
+from engine.training.session_run_hook import (  # noqa: F401
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
 )
 from engine.training.training_util import (  # noqa: F401
     assert_global_step,

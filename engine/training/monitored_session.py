@@ -26,23 +26,13 @@ from engine.summary import merge_all
 from engine.training import saver as saver_lib
 from engine.training.basic_session_run_hooks import (
     CheckpointSaverHook,
-    CheckpointSaverListener,
-    FeedFnHook,
-    FinalOpsHook,
-    GlobalStepWaiterHook,
-    LoggingTensorHook,
-    NanLossDuringTrainingError,
-    NanTensorHook,
-    SecondOrStepTimer,
     StepCounterHook,
-    StopAtStepHook,
     SummarySaverHook,
 )
 from engine.training.coordinator import Coordinator, start_queue_runners
 from engine.training.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
-    SessionRunHook,
     SessionRunValues,
 )
 from engine.variables import (
@@ -61,23 +51,6 @@ __all__ = [
     "SingularMonitoredSession",
     "MonitoredTrainingSession",
     "StepContext",
-    # Re-exported, so that ``engine.train`` imports the monitored-session API from one place.
-    "SessionRunHook",
-    "SessionRunArgs",
-    "SessionRunContext",
-    "SessionRunValues",
-    "SecondOrStepTimer",
-    "StopAtStepHook",
-    "CheckpointSaverListener",
-    "CheckpointSaverHook",
-    "NanLossDuringTrainingError",
-    "NanTensorHook",
-    "LoggingTensorHook",
-    "StepCounterHook",
-    "SummarySaverHook",
-    "FinalOpsHook",
-    "FeedFnHook",
-    "GlobalStepWaiterHook",
 ]
 
 # Errors after which a MonitoredSession closes its session and creates a new one.
