@@ -283,6 +283,26 @@ from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
 from engine.session import InteractiveSession, Session, get_default_session
+from engine.sparse_api import (
+    SparseTensor,
+    SparseTensorValue,
+    sparse_add,
+    sparse_concat,
+    sparse_fill_empty_rows,
+    sparse_placeholder,
+    sparse_reduce_sum,
+    sparse_reduce_sum_sparse,
+    sparse_reorder,
+    sparse_reshape,
+    sparse_retain,
+    sparse_slice,
+    sparse_softmax,
+    sparse_split,
+    sparse_tensor_dense_matmul,
+    sparse_tensor_to_dense,
+    sparse_to_dense,
+)
+from engine.sparse_api import build_namespace as _sparse_namespace
 from engine.summary.proto import SessionLog, Summary
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (
@@ -339,6 +359,7 @@ _OUT_OF_SCOPE = {
 
 # tf.math, tf.random and tf.linalg (TF 1.13+'s names), over the functions bound above.
 math, random, linalg = _tf_namespaces.build(globals(), nn)
+sparse = _sparse_namespace()  # tf.sparse (TF 1.15's names)
 
 
 def disable_eager_execution() -> None:

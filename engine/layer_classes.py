@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from engine import conv_layers, core_layers
+from engine import conv3d_layers, conv_layers, core_layers
 from engine.framework.graph import GraphKeys, get_collection, get_default_graph
 from engine.variable_scope import _unique_scope_name, get_variable_scope
 
@@ -22,10 +22,14 @@ __all__ = [
     "Conv2D",
     "Conv2DTranspose",
     "SeparableConv2D",
+    "Conv3D",
+    "Conv3DTranspose",
     "MaxPooling1D",
     "MaxPooling2D",
     "AveragePooling1D",
     "AveragePooling2D",
+    "MaxPooling3D",
+    "AveragePooling3D",
     "Flatten",
     "Dropout",
     "BatchNormalization",
@@ -34,7 +38,13 @@ __all__ = [
 
 def _snake(name: str) -> str:
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower().replace("2_d", "2d").replace("1_d", "1d")
+    return (
+        re.sub(r"([a-z])([A-Z])", r"\1_\2", s)
+        .lower()
+        .replace("2_d", "2d")
+        .replace("1_d", "1d")
+        .replace("3_d", "3d")
+    )
 
 
 class Layer:
@@ -167,6 +177,14 @@ class SeparableConv2D(Layer):
     _fn = staticmethod(conv_layers.separable_conv2d)
 
 
+class Conv3D(Layer):
+    _fn = staticmethod(conv3d_layers.conv3d)
+
+
+class Conv3DTranspose(Layer):
+    _fn = staticmethod(conv3d_layers.conv3d_transpose)
+
+
 class _NoVariables(Layer):
     _has_variables = False
 
@@ -194,6 +212,14 @@ class AveragePooling1D(_NoVariables):
 
 class AveragePooling2D(_NoVariables):
     _fn = staticmethod(conv_layers.average_pooling2d)
+
+
+class MaxPooling3D(_NoVariables):
+    _fn = staticmethod(conv3d_layers.max_pooling3d)
+
+
+class AveragePooling3D(_NoVariables):
+    _fn = staticmethod(conv3d_layers.average_pooling3d)
 
 
 class Flatten(_NoVariables):

@@ -14,6 +14,7 @@ from engine.ops.lrn import *  # noqa: F401,F403
 from engine.ops.math import sigmoid, tanh  # noqa: F401
 from engine.ops.nn import *  # noqa: F401,F403
 from engine.ops.nn_conv import *  # noqa: F401,F403
+from engine.ops.nn_conv3d import *  # noqa: F401,F403
 from engine.ops.nn_impl import *  # noqa: F401,F403
 from engine.ops.nn_losses import *  # noqa: F401,F403
 from engine.ops.partition_ops import depth_to_space, space_to_batch, space_to_depth  # noqa: F401
@@ -22,4 +23,8 @@ from engine.rnn import (  # noqa: F401
     dynamic_rnn,
     static_bidirectional_rnn,
     static_rnn,
+)
+from engine.sparse_embedding import (  # noqa: F401
+    embedding_lookup_sparse,
+    safe_embedding_lookup_sparse,
 )

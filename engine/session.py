@@ -31,6 +31,7 @@ from engine.framework.graph import (
     get_default_graph,
     get_default_session,
 )
+from engine.framework.sparse_tensor import SparseTensor, expand_feed, sparse_feed_callable
 from engine.runtime.compiled import compile_callable, compile_run
 from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
@@ -232,7 +233,9 @@ class BaseSession:
         """(key, value) pairs; a key that is a tuple or namedtuple of tensors (an RNN state,
         say) feeds each of its tensors from the value of the same structure, as TF does."""
         for key, value in feed_dict.items():
-            if isinstance(key, tuple):
+            if isinstance(key, SparseTensor):
+                yield from expand_feed(key, value)
+            elif isinstance(key, tuple):
                 keys = nest.flatten(key)
                 try:
                     nest.assert_same_structure(key, value, check_types=False)
@@ -352,6 +355,8 @@ class BaseSession:
         ``feed_list`` names the tensors whose values are passed positionally.
         """
         self._check_open()
+        if feed_list and any(isinstance(k, SparseTensor) for k in feed_list):
+            return sparse_feed_callable(self.make_callable, fetches, feed_list, accept_options)
         structure = FetchStructure(self._graph, fetches)
         feeds = []
         for key in feed_list or ():

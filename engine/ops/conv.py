@@ -23,8 +23,8 @@ from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value_as_shape
 from engine.ops import array as array_ops
 from engine.ops._common import FLOATS, INDEX, NUMERIC, check_dtype, check_same_dtype, create
-from engine.ops.conv_groups import grouped_cols, grouped_dy, grouped_filter, grouped_out
-from engine.ops.split_product import matmul as split_matmul
+from engine.ops.conv_groups import acc_dtype as _acc_dtype
+from engine.ops.conv_groups import conv_filter_grad, conv_forward, conv_input_taps, window_matmul
 from engine.tensor_shape import TensorShape, unknown_shape
 
 # -----------------------------------------------------------------------------------------
@@ -179,17 +179,6 @@ def _scatter_taps(xp, taps, g: _Window, dtype):
         for j in range(g.kw):
             out[g.view(i, j)] += taps[:, :, :, i * g.kw + j, :]
     return out[:, g.pt : g.pt + g.h, g.pl : g.pl + g.w, :]
-
-
-def _acc_dtype(dtype):
-    """float16 products are summed in float32, as TF's kernels do."""
-    return np.float32 if dtype == np.float16 else dtype
-
-
-def _matmul(xp, a, b, out_dtype):
-    acc = _acc_dtype(out_dtype)
-    out = split_matmul(xp, a.astype(acc, copy=False), b.astype(acc, copy=False))
-    return out.astype(out_dtype, copy=False)
 
 
 def _dims(shape) -> str:
@@ -421,33 +410,42 @@ def _shape_of(t):
     return array_ops.shape(t)
 
 
-def _conv_grad(o, g):
-    x, f = o.inputs
-    attrs = _conv_attrs(o)
-    return [
-        create("Conv2DBackpropInput", [_shape_of(x), f, g], attrs, None).outputs[0],
-        create("Conv2DBackpropFilter", [x, _shape_of(f), g], attrs, None).outputs[0],
-    ]
+def conv_grads(forward: str, input_op: str, filter_op: str):
+    """TF's gradients of a convolution op (``forward``) and of its two backprops: each is
+    the other two ops on the upstream gradient, with the same window attrs."""
+
+    def forward_grad(o, g):
+        x, f = o.inputs
+        attrs = _conv_attrs(o)
+        return [
+            create(input_op, [_shape_of(x), f, g], attrs, None).outputs[0],
+            create(filter_op, [x, _shape_of(f), g], attrs, None).outputs[0],
+        ]
+
+    def input_grad(o, g):
+        _, f, dy = o.inputs
+        attrs = _conv_attrs(o)
+        return [
+            None,
+            create(filter_op, [g, _shape_of(f), dy], attrs, None).outputs[0],
+            create(forward, [g, f], attrs, None).outputs[0],
+        ]
+
+    def filter_grad(o, g):
+        x, _, dy = o.inputs
+        attrs = _conv_attrs(o)
+        return [
+            create(input_op, [_shape_of(x), g, dy], attrs, None).outputs[0],
+            None,
+            create(forward, [x, g], attrs, None).outputs[0],
+        ]
+
+    return forward_grad, input_grad, filter_grad
 
 
-def _conv_input_grad(o, g):
-    _, f, dy = o.inputs
-    attrs = _conv_attrs(o)
-    return [
-        None,
-        create("Conv2DBackpropFilter", [g, _shape_of(f), dy], attrs, None).outputs[0],
-        create("Conv2D", [g, f], attrs, None).outputs[0],
-    ]
-
-
-def _conv_filter_grad(o, g):
-    x, _, dy = o.inputs
-    attrs = _conv_attrs(o)
-    return [
-        create("Conv2DBackpropInput", [_shape_of(x), g, dy], attrs, None).outputs[0],
-        None,
-        create("Conv2D", [x, g], attrs, None).outputs[0],
-    ]
+_conv_grad, _conv_input_grad, _conv_filter_grad = conv_grads(
+    "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"
+)
 
 
 def _check_filter(f, c, op_type: str, depthwise=False):
@@ -504,10 +502,10 @@ def _check_out_backprop(dy, g: _Window, oc: int, op_type: str):
         )
 
 
-def _sizes(v, op_type: str, what: str):
+def _sizes(v, op_type: str, what: str, rank: int = 4):
     v = [int(d) for d in np.asarray(v.get() if hasattr(v, "get") else v).reshape(-1)]
-    if len(v) != 4 or any(d < 0 for d in v):
-        raise _invalid(f"{op_type}: {what} must be 4 non-negative sizes, got {v}")
+    if len(v) != rank or any(d < 0 for d in v):
+        raise _invalid(f"{op_type}: {what} must be {rank} non-negative sizes, got {v}")
     return v
 
 
@@ -545,12 +543,12 @@ def conv2d_kernel(
     if g.n * g.oh * g.ow == 0 or oc == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, oc), dtype=x.dtype), fmt)
     groups = xn.shape[3] // f.shape[2]
+    if groups > 1 and f.shape[2] == 1:
+        # One input channel per group: a depthwise convolution with oc / c filters each.
+        out = _depthwise_taps(xp, _pad(xp, xn, g), f.reshape(g.kh, g.kw, groups, -1), g, x.dtype)
+        return _from_nhwc(xp, out, fmt)
     cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, g.kh * g.kw, -1)
-    if groups == 1:
-        out = _matmul(xp, cols.reshape(cols.shape[0], -1), f.reshape(-1, oc), x.dtype)
-    else:
-        grouped = _matmul(xp, grouped_cols(cols, groups), grouped_filter(f, groups), x.dtype)
-        out = grouped_out(grouped, groups)
+    out = conv_forward(xp, cols, f, groups, x.dtype)
     return _from_nhwc(xp, out.reshape(g.n, g.oh, g.ow, oc), fmt)
 
 
@@ -588,13 +586,7 @@ def conv2d_backprop_input_kernel(
     if dyn.size == 0:
         return _from_nhwc(xp, xp.zeros(shape, dtype=dy.dtype), fmt)
     groups = shape[3] // f.shape[2]
-    if groups == 1:
-        taps = _matmul(xp, dyn.reshape(-1, oc), f.reshape(-1, oc).T, dy.dtype)
-    else:
-        gf = grouped_filter(f, groups)
-        taps = _matmul(xp, grouped_dy(dyn.reshape(-1, oc), groups), gf.transpose(0, 2, 1), dy.dtype)
-        m = taps.shape[1]
-        taps = taps.reshape(groups, m, g.kh * g.kw, -1).transpose(1, 2, 0, 3)
+    taps = conv_input_taps(xp, dyn.reshape(-1, oc), f, groups, g.kh * g.kw, dy.dtype)
     taps = taps.reshape(g.n, g.oh, g.ow, g.kh * g.kw, g.c)
     dx = _scatter_taps(xp, taps, g, _acc_dtype(dy.dtype)).astype(dy.dtype, copy=False)
     return _from_nhwc(xp, xp.ascontiguousarray(dx), fmt)
@@ -634,13 +626,7 @@ def conv2d_backprop_filter_kernel(
     if dyn.size == 0 or xn.size == 0:
         return xp.zeros(fshape, dtype=x.dtype)
     cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, g.kh * g.kw, -1)
-    dy2 = dyn.reshape(-1, fshape[3])
-    if groups == 1:
-        df = _matmul(xp, cols.reshape(cols.shape[0], -1).T, dy2, x.dtype)
-        return df.reshape(fshape)
-    gcols = grouped_cols(cols, groups).transpose(0, 2, 1)
-    df = _matmul(xp, gcols, grouped_dy(dy2, groups), x.dtype)  # [groups, k * cg, ocg]
-    return xp.ascontiguousarray(df.transpose(1, 0, 2)).reshape(fshape)
+    return conv_filter_grad(xp, cols, dyn.reshape(-1, fshape[3]), groups, fshape, x.dtype)
 
 
 # -----------------------------------------------------------------------------------------
@@ -648,35 +634,11 @@ def conv2d_backprop_filter_kernel(
 # -----------------------------------------------------------------------------------------
 
 
-def _depthwise_grad(o, g):
-    x, f = o.inputs
-    attrs = _conv_attrs(o)
-    return [
-        create("DepthwiseConv2dNativeBackpropInput", [_shape_of(x), f, g], attrs, None).outputs[0],
-        create("DepthwiseConv2dNativeBackpropFilter", [x, _shape_of(f), g], attrs, None).outputs[0],
-    ]
-
-
-def _depthwise_input_grad(o, g):
-    _, f, dy = o.inputs
-    attrs = _conv_attrs(o)
-    return [
-        None,
-        create("DepthwiseConv2dNativeBackpropFilter", [g, _shape_of(f), dy], attrs, None).outputs[
-            0
-        ],
-        create("DepthwiseConv2dNative", [g, f], attrs, None).outputs[0],
-    ]
-
-
-def _depthwise_filter_grad(o, g):
-    x, _, dy = o.inputs
-    attrs = _conv_attrs(o)
-    return [
-        create("DepthwiseConv2dNativeBackpropInput", [_shape_of(x), g, dy], attrs, None).outputs[0],
-        None,
-        create("DepthwiseConv2dNative", [x, g], attrs, None).outputs[0],
-    ]
+_depthwise_grad, _depthwise_input_grad, _depthwise_filter_grad = conv_grads(
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter",
+)
 
 
 @op(
@@ -697,13 +659,28 @@ def depthwise_conv2d_kernel(
     _check_filter(f, xn.shape[3], op_type, depthwise=True)
     g = _geometry(xn.shape, f.shape, attrs)
     m = f.shape[3]
-    p, k = g.n * g.oh * g.ow, g.kh * g.kw
-    if p * g.c * m == 0:
+    if g.n * g.oh * g.ow * g.c * m == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c * m), dtype=x.dtype), fmt)
-    cols = _patches(xp, _pad(xp, xn, g), g).reshape(p, k, g.c).transpose(2, 0, 1)
-    banks = f.reshape(k, g.c, m).transpose(1, 0, 2)
-    out = _matmul(xp, cols, banks, x.dtype)  # [c, p, m]
-    return _from_nhwc(xp, out.transpose(1, 0, 2).reshape(g.n, g.oh, g.ow, g.c * m), fmt)
+    out = _depthwise_taps(xp, _pad(xp, xn, g), f, g, x.dtype)
+    return _from_nhwc(xp, out, fmt)
+
+
+def _depthwise_taps(xp, xpad, f, g: _Window, dtype):
+    """``[n, oh, ow, c * m]``: each channel's window product with its ``m`` filters, summed
+    tap by tap over strided views of the padded input. No window is copied: one pass per
+    tap instead of materialising ``kh * kw`` copies of the input and a batched matvec."""
+    m = f.shape[3]
+    acc = _acc_dtype(dtype)
+    banks = f.astype(acc, copy=False)
+    out = xp.zeros((g.n, g.oh, g.ow, g.c, m) if m > 1 else (g.n, g.oh, g.ow, g.c), dtype=acc)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            window = xpad[g.view(i, j)].astype(acc, copy=False)
+            if m > 1:
+                out += window[..., None] * banks[i, j]
+            else:
+                out += window * banks[i, j, :, 0]
+    return out.reshape(g.n, g.oh, g.ow, g.c * m).astype(dtype, copy=False)
 
 
 @op(
@@ -740,7 +717,9 @@ def depthwise_backprop_input_kernel(
         return _from_nhwc(xp, xp.zeros(shape, dtype=dy.dtype), fmt)
     p = g.n * g.oh * g.ow
     banks = f.reshape(k, g.c, m).transpose(1, 2, 0)  # [c, m, k]
-    taps = _matmul(xp, dyn.reshape(p, g.c, m).transpose(1, 0, 2), banks, dy.dtype)  # [c, p, k]
+    taps = window_matmul(
+        xp, dyn.reshape(p, g.c, m).transpose(1, 0, 2), banks, dy.dtype
+    )  # [c, p, k]
     taps = taps.transpose(1, 2, 0).reshape(g.n, g.oh, g.ow, k, g.c)
     dx = _scatter_taps(xp, taps, g, _acc_dtype(dy.dtype)).astype(dy.dtype, copy=False)
     return _from_nhwc(xp, xp.ascontiguousarray(dx), fmt)
@@ -784,5 +763,5 @@ def depthwise_backprop_filter_kernel(
         return xp.zeros(fshape, dtype=x.dtype)
     p = g.n * g.oh * g.ow
     cols = _patches(xp, _pad(xp, xn, g), g).reshape(p, k, g.c).transpose(2, 1, 0)  # [c, k, p]
-    df = _matmul(xp, cols, dyn.reshape(p, g.c, m).transpose(1, 0, 2), x.dtype)  # [c, k, m]
+    df = window_matmul(xp, cols, dyn.reshape(p, g.c, m).transpose(1, 0, 2), x.dtype)  # [c, k, m]
     return xp.ascontiguousarray(df.transpose(1, 0, 2)).reshape(fshape)

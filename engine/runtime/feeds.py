@@ -7,6 +7,7 @@ import collections
 import numpy as np
 
 from engine.framework.graph import Graph, Operation, Tensor
+from engine.framework.sparse_tensor import SparseTensor, fetch_components
 from engine.runtime.interpreter import copy_error
 from engine.runtime.values import to_host
 
@@ -111,6 +112,10 @@ class FetchStructure:
                 "string or Tensor. (Can not convert a NoneType into a Tensor or "
                 "Operation.)"
             )
+        if isinstance(f, SparseTensor):  # fetched as a SparseTensorValue of its 3 parts
+            parts, rebuild = fetch_components(f)
+            builders = [self._flatten_element(graph, t, index) for t in parts]
+            return lambda vals: rebuild([b(vals) for b in builders])
         if isinstance(f, (Tensor, Operation, str)) or (
             hasattr(f, "_as_graph_element") and not isinstance(f, (list, tuple, dict))
         ):

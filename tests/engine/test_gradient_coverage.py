@@ -6,8 +6,10 @@ import engine as tf
 from engine.framework import registry
 from tests.engine import (
     test_array_grads,
+    test_conv3d,
     test_conv_ops,
     test_decompositions,
+    test_detection_ops,
     test_linalg_ops,
     test_losses,
     test_lrn_and_random,
@@ -18,6 +20,7 @@ from tests.engine import (
     test_reduction_grads,
     test_segment_ops,
     test_set_ops,
+    test_sparse_ops,
 )
 
 # Gradients checked by dedicated tests rather than table cases (file: test).
@@ -27,6 +30,8 @@ CHECKED_ELSEWHERE = {
     "Identity": "exercised by every variable read in test_training.py",
     "SumToShape": "grad of broadcasting ops' gradients (second order) in test_array_grads",
     "PlaceholderWithDefault": "test_array_grads.py: test_non_differentiable_inputs_get_none",
+    "SparseDenseCwiseAdd": "its gradient raises, as TF's: test_sparse_ops.py: "
+    "test_sparse_dense_cwise_add_has_no_gradient_as_in_tensorflow",
 }
 
 
@@ -61,12 +66,15 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_losses, "GRAD_CASES"),
         (test_lrn_and_random, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
+        (test_conv3d, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),
         (test_partition_ops, "GRAD_CASES"),
         (test_linalg_ops, "GRAD_CASES"),
         (test_decompositions, "GRAD_CASES"),
         (test_math_more, "GRAD_CASES"),
         (test_set_ops, "GRAD_CASES"),
+        (test_sparse_ops, "GRAD_CASES"),
+        (test_detection_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

@@ -9,9 +9,11 @@ from engine.saving.graph_def import GraphDef, GraphDefError
 from tests.engine import (
     test_array_grads,
     test_array_ops,
+    test_conv3d,
     test_conv_ops,
     test_data,
     test_decompositions,
+    test_detection_ops,
     test_embedding,
     test_image_ops,
     test_linalg_ops,
@@ -20,6 +22,7 @@ from tests.engine import (
     test_math_more,
     test_nn_grads,
     test_nn_ops,
+    test_onnx_detection,
     test_onnx_ops,
     test_optimizers_more,
     test_parsing_ops,
@@ -27,6 +30,7 @@ from tests.engine import (
     test_reduction_grads,
     test_reduction_ops,
     test_segment_ops,
+    test_sparse_ops,
     test_summary,
     test_tensor_list,
 )
@@ -234,6 +238,8 @@ def _lrn_and_random_more():
 
 SPECIAL = {
     "non_max_suppressions": _non_max_suppressions,
+    "detection": test_detection_ops.round_trip_builder,
+    "onnx_detection": test_onnx_detection.round_trip_builder,
     "set_ops": _set_ops,
     "resizes": _resizes,
     "lookup_tables": _lookup_tables,
@@ -248,6 +254,7 @@ SPECIAL = {
     "tensor_lists": test_tensor_list.round_trip_builder,
     "parse_examples": test_parsing_ops.round_trip_builder,
     "segments": test_segment_ops.round_trip_builder,
+    "sparse": test_sparse_ops.round_trip_builder,
     "lrn_and_random_more": _lrn_and_random_more,
     "optimizers_more": test_optimizers_more.round_trip_builder,
 }
@@ -263,6 +270,7 @@ def _all_builders():
         test_nn_ops,
         test_onnx_ops,
         test_conv_ops,
+        test_conv3d,
         test_linalg_ops,
         test_decompositions,
         test_partition_ops,
@@ -276,6 +284,7 @@ def _all_builders():
         (test_nn_grads, "GRAD_CASES"),
         (test_losses, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
+        (test_conv3d, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),
         (test_partition_ops, "GRAD_CASES"),
         (test_linalg_ops, "GRAD_CASES"),

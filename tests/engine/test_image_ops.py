@@ -121,7 +121,7 @@ def test_soft_nms_decays_overlapping_scores_instead_of_dropping():
     ("kwargs", "message"),
     [
         ({"iou_threshold": 1.5}, r"iou_threshold must be in \[0, 1\]"),
-        ({"max_output_size": -1}, "max_output_size must be non-negative"),
+        ({"max_output_size": -1}, "output size must be non-negative"),
         ({"soft_nms_sigma": -0.5}, "soft_nms_sigma must be non-negative"),
     ],
 )
@@ -135,9 +135,9 @@ def test_nms_bad_arguments_are_invalid_argument_errors(kwargs, message):
 
 def test_nms_shape_errors_at_build_time():
     with tf.Graph().as_default():
-        with pytest.raises(ValueError, match=r"boxes must be of shape \[num_boxes, 4\]"):
+        with pytest.raises(ValueError, match="Dimension must be 4 but is 5"):
             tf.image.non_max_suppression(np.zeros((3, 5), np.float32), np.zeros(3, np.float32), 2)
-        with pytest.raises(ValueError, match="count different boxes"):
+        with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 2"):
             tf.image.non_max_suppression(np.zeros((3, 4), np.float32), np.zeros(2, np.float32), 2)
         with pytest.raises(TypeError, match="float16 or float32"):
             tf.image.non_max_suppression(np.zeros((3, 4), np.int32), np.zeros(3, np.int32), 2)

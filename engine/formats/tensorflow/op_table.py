@@ -77,6 +77,7 @@ DERIVED_ATTRS = frozenset(
         "Tblock_shape",
         "Tcrops",
         "Treal",
+        "TInput",
     ]
 )
 
@@ -139,12 +140,32 @@ OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
     "BroadcastGradientArgs": ("r0", "r1"),
     "NonMaxSuppressionV4": ("selected_indices", "valid_outputs"),
     "NonMaxSuppressionV5": ("selected_indices", "selected_scores", "valid_outputs"),
+    "CombinedNonMaxSuppression": (
+        "nmsed_boxes",
+        "nmsed_scores",
+        "nmsed_classes",
+        "valid_detections",
+    ),
     "TensorArrayV3": ("handle", "flow"),
     "TensorArrayGradV3": ("grad_handle", "flow_out"),
     "LookupTableExportV2": ("keys", "values"),
     "Qr": ("q", "r"),
     "Svd": ("s", "u", "v"),
     "SelfAdjointEigV2": ("e", "v"),
+    "SparseReorder": ("output_indices", "output_values"),
+    "SparseReshape": ("output_indices", "output_shape"),
+    "SparseConcat": ("output_indices", "output_values", "output_shape"),
+    "SparseAdd": ("sum_indices", "sum_values", "sum_shape"),
+    "SparseAddGrad": ("a_val_grad", "b_val_grad"),
+    "SparseReduceSumSparse": ("output_indices", "output_values", "output_shape"),
+    "SparseSlice": ("output_indices", "output_values", "output_shape"),
+    "SparseFillEmptyRows": (
+        "output_indices",
+        "output_values",
+        "empty_row_indicator",
+        "reverse_index_map",
+    ),
+    "SparseFillEmptyRowsGrad": ("d_values", "d_default_value"),
 }
 
 CALL_OPS = frozenset(["StatefulPartitionedCall", "PartitionedCall"])

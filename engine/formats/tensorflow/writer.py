@@ -73,6 +73,9 @@ TYPE_ATTRS: dict[str, dict[str, object]] = {
     "TopKV2": {"T": 0},
     "BroadcastTo": {"T": 0, "Tidx": 1},
     "ReverseV2": {"T": 0, "Tidx": 1},
+    "Conv3DBackpropInputV2": {"T": 1, "Tshape": 0},
+    "AvgPool3DGrad": {"T": 1},
+    "MaxPool3DGrad": {"T": 2, "TInput": 0},
 }
 
 
