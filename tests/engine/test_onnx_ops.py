@@ -213,6 +213,48 @@ CASES = [
         rtol=1e-6,
     ),
     Case(
+        "unique_first_occurrence",
+        _op("OnnxUnique", {"axis": -1, "sorted": 0}, n=2),
+        [np.array([[2, 1], [1, 3]], F)],
+        lambda x: np.array([0, 1, 1, 2], I64),
+    ),
+    Case(
+        # Box 1 overlaps box 0 (IoU 0.81) and goes; box 2 is apart and stays.
+        "non_max_suppression",
+        _op("OnnxNonMaxSuppression", {"center_point_box": 0, "has_score_threshold": False}),
+        [
+            np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1], [0, 5, 1, 6]]], F),
+            np.array([[[0.9, 0.8, 0.7]]], F),
+            np.array(10, I64),
+            np.array(0.5, F),
+            np.array(0.0, F),
+        ],
+        lambda *_: np.array([[0, 0, 0], [0, 0, 2]], I64),
+    ),
+    Case(
+        # One 2x2 bin per pixel of a 4x4 ramp: the pixel values themselves.
+        "roi_align_pixels",
+        _op(
+            "OnnxRoiAlign",
+            {
+                "mode": "avg",
+                "output_height": 2,
+                "output_width": 2,
+                "sampling_ratio": 1,
+                "spatial_scale": 1.0,
+                "half_pixel": True,
+            },
+        ),
+        [np.arange(16, dtype=F).reshape(1, 1, 4, 4), np.array([[0, 0, 2, 2]], F), np.zeros(1, I64)],
+        lambda *_: np.array([[[[0, 1], [4, 5]]]], F),
+    ),
+    Case(
+        "max_roi_pool",
+        _op("OnnxMaxRoiPool", {"pooled_shape": [1, 1], "spatial_scale": 1.0}),
+        [np.arange(16, dtype=F).reshape(1, 1, 4, 4), np.array([[0, 0, 0, 2, 2]], F)],
+        lambda *_: np.array([[[[10]]]], F),
+    ),
+    Case(
         "hardmax",
         _op("OnnxHardmax", {"axis": 1}),
         [np.array([[1, 3, 3], [2, 0, 1]], F)],

@@ -17,10 +17,20 @@ import numpy as np
 
 from engine import dtypes
 from engine.formats.onnx import _tf as tf
+from engine.formats.onnx import mapping_detection as _detection  # noqa: F401 - table rows
+from engine.formats.onnx import mapping_misc as _misc  # noqa: F401 - registers table rows
+from engine.formats.onnx import mapping_ml as _ml  # noqa: F401 - registers ai.onnx.ml rows
+from engine.formats.onnx import mapping_ml_svm as _ml_svm  # noqa: F401 - and its SVMs
+from engine.formats.onnx import mapping_ml_trees as _ml_trees  # noqa: F401 - and its trees
 from engine.formats.onnx import mapping_more as _more  # noqa: F401 - registers table rows
+from engine.formats.onnx import mapping_ms as _ms  # noqa: F401 - registers com.microsoft rows
+from engine.formats.onnx import mapping_ms_quant as _ms_quant  # noqa: F401 - and its quantized ones
+from engine.formats.onnx import mapping_quant as _quant  # noqa: F401 - registers table rows
+from engine.formats.onnx import mapping_rnn as _rnn  # noqa: F401 - registers table rows
 from engine.formats.onnx import mapping_vision as _vision  # noqa: F401 - registers table rows
 from engine.formats.onnx import ops as _onnx_ops  # noqa: F401 - registers the ONNX op family
 from engine.formats.onnx import ops_more as _onnx_ops_more  # noqa: F401 - and the rest of it
+from engine.formats.onnx.functions import inline_functions
 from engine.formats.onnx.mapping import UnsupportedModelError, converter_for
 from engine.formats.onnx.proto import ATTR_GRAPH, ATTR_GRAPHS, ProtoError, decode
 from engine.formats.onnx.tensors import (
@@ -106,52 +116,62 @@ def read_model(path_or_bytes) -> tuple[dict, str | None]:
         raise OnnxFormatError("not an ONNX model: no graph")
     if len(model["graph"].get("node", [])) > MAX_NODES:
         raise OnnxFormatError(f"model has more than {MAX_NODES} nodes")
+    inline_functions(model)
     return model, model_dir
 
 
+def _domain(node_or_opset: dict) -> str:
+    domain = node_or_opset.get("domain", "")
+    return "" if domain in _DEFAULT_DOMAINS else domain
+
+
+def _opsets(model: dict) -> dict[str, int]:
+    """Each imported domain's opset version, the default domain ("ai.onnx" too) as ""."""
+    out: dict[str, int] = {}
+    for o in model.get("opset_import", []):
+        out.setdefault(_domain(o), int(o.get("version", 0)))
+    if not out and model.get("ir_version", 0) < 3:
+        out[""] = 1
+    return out
+
+
 def _opset(model: dict) -> int:
-    versions = [o.get("version", 0) for o in model.get("opset_import", [])]
-    default = [
-        o.get("version", 0)
-        for o in model.get("opset_import", [])
-        if o.get("domain", "") in _DEFAULT_DOMAINS
-    ]
-    if default:
-        return int(default[0])
-    if not versions and model.get("ir_version", 0) < 3:
-        return 1
-    # Only other domains (e.g. ai.onnx.ml): any default-domain node is unsupported, and the
-    # report names the other domains' operators.
-    return 0
+    # Without a default-domain import (e.g. only ai.onnx.ml), default-domain nodes are
+    # reported as unsupported.
+    return _opsets(model).get("", 0)
 
 
-def _unsupported(graph: dict, opset: int, found: Counter) -> None:
+def _node_opset(node: dict, opsets: dict[str, int]) -> int:
+    domain = _domain(node)
+    # Nodes inlined from a model-local function carry that function's (default) opset.
+    return opsets.get(domain, 0) if domain else node.get("_opset", opsets.get("", 0))
+
+
+def _unsupported(graph: dict, opsets: dict[str, int], found: Counter) -> None:
     for node in graph.get("node", []):
-        domain = node.get("domain", "")
+        domain = _domain(node)
         op_type = node.get("op_type", "")
-        if domain not in _DEFAULT_DOMAINS:
-            found[f"{domain}.{op_type}"] += 1
-        elif converter_for(op_type, opset) is None:
-            found[op_type] += 1
+        if converter_for(op_type, _node_opset(node, opsets), domain) is None:
+            found[f"{domain}.{op_type}" if domain else op_type] += 1
         for attr in node.get("attribute", []):
             if "g" in attr:
-                _unsupported(attr["g"], opset, found)
+                _unsupported(attr["g"], opsets, found)
 
 
 def unsupported_ops(model: dict) -> dict[str, int]:
     found: Counter = Counter()
-    opset = _opset(model)
-    _unsupported(model["graph"], opset, found)
+    _unsupported(model["graph"], _opsets(model), found)
     return dict(sorted(found.items()))
 
 
-def _value_infos(infos: list) -> list[tuple[str, int | None, list | None]]:
+def _value_infos(infos: list, maps_ok: bool = False) -> list[tuple[str, int | None, list | None]]:
     out = []
     for vi in infos:
         ttype = vi.get("type", {}).get("tensor_type")
         name = vi.get("name", "")
         if ttype is None:
-            if vi.get("type"):
+            # ZipMap's sequence of maps is served as its probability tensor (mapping_ml.py).
+            if vi.get("type") and not (maps_ok and "sequence_type" in vi["type"]):
                 raise UnsupportedModelError(
                     f"graph input/output {name!r} is not a tensor (sequences, maps and "
                     "optionals are not supported)"
@@ -169,6 +189,8 @@ def _value_infos(infos: list) -> list[tuple[str, int | None, list | None]]:
 
 
 def _type_name(elem_type) -> str:
+    if elem_type is None:  # a ZipMap's sequence of maps, imported as its float32 tensor
+        return "float32 (ZipMap probabilities)"
     try:
         return engine_dtype(elem_type, "").name
     except OnnxFormatError as e:
@@ -192,7 +214,9 @@ def summarize(path_or_bytes) -> ModelSummary:
             for n, t, s in _value_infos(graph.get("input", []))
             if n not in inits
         ],
-        outputs=[(n, _type_name(t), s) for n, t, s in _value_infos(graph.get("output", []))],
+        outputs=[
+            (n, _type_name(t), s) for n, t, s in _value_infos(graph.get("output", []), maps_ok=True)
+        ],
         op_histogram=dict(hist.most_common()),
         unsupported=unsupported_ops(model),
         initializer_bytes=nbytes,
@@ -202,8 +226,12 @@ def summarize(path_or_bytes) -> ModelSummary:
 class _Context:
     """What converters see: the values built so far and the node's attributes."""
 
-    def __init__(self, opset: int, model_dir: str | None, parent: _Context | None = None):
+    def __init__(
+        self, opset: int, model_dir: str | None, parent: _Context | None = None, opsets=None
+    ):
         self.opset = opset
+        # Per-domain opset versions ("" the default domain); subgraphs share their parent's.
+        self.opsets = opsets or (parent.opsets if parent is not None else {"": opset})
         self.model_dir = model_dir
         self.parent = parent
         self.values: dict[str, Tensor] = {}
@@ -268,7 +296,7 @@ class _Context:
         return x.shape.ndims
 
     def opset_of(self, node: dict) -> int:
-        return self.opset
+        return _node_opset(node, self.opsets)
 
     def constant(self, array: np.ndarray, name: str) -> Tensor:
         t = tf.constant(array, name=_op_name(name))
@@ -373,15 +401,15 @@ def import_model(
     ...     sess.run(m.signature.outputs["y"].name, {m.signature.inputs["x"].name: x})
     """
     model, model_dir = read_model(path_or_bytes)
-    opset = _opset(model)
+    opsets = _opsets(model)
     found: Counter = Counter()
-    _unsupported(model["graph"], opset, found)
+    _unsupported(model["graph"], opsets, found)
     if found:
         listed = ", ".join(f"{k} (x{v})" if v > 1 else k for k, v in sorted(found.items()))
         raise UnsupportedModelError(f"model uses {len(found)} unsupported operator(s): {listed}")
     graph = graph if graph is not None else Graph()
     with graph.as_default():
-        return _build(model, model_dir, opset, graph, initializers_as_variables)
+        return _build(model, model_dir, opsets, graph, initializers_as_variables)
 
 
 def _fold_batch_norms(g: dict, model_dir) -> None:
@@ -434,10 +462,11 @@ def _fold_batch_norms(g: dict, model_dir) -> None:
         g["node"] = [n for n in g["node"] if id(n) not in dropped]
 
 
-def _build(model, model_dir, opset, graph, as_variables) -> OnnxModel:
+def _build(model, model_dir, opsets, graph, as_variables) -> OnnxModel:
     g = model["graph"]
     _fold_batch_norms(g, model_dir)
-    ctx = _Context(opset, model_dir)
+    opset = opsets.get("", 0)
+    ctx = _Context(opset, model_dir, opsets=opsets)
     variables = []
     for t in g.get("initializer", []):
         name = t.get("name", "")
@@ -463,7 +492,7 @@ def _build(model, model_dir, opset, graph, as_variables) -> OnnxModel:
         hist[node.get("op_type", "")] += 1
         _convert_node(ctx, node)
     outputs = {}
-    for name, _elem_type, shape in _value_infos(g.get("output", [])):
+    for name, _elem_type, shape in _value_infos(g.get("output", []), maps_ok=True):
         t = ctx.value(name)
         if t.op.type in ("Placeholder", "Const"):
             t = tf.identity(t, name=_op_name(name) + "_output")
@@ -484,7 +513,7 @@ def _build(model, model_dir, opset, graph, as_variables) -> OnnxModel:
 
 def _convert_node(ctx: _Context, node: dict) -> None:
     op_type = node.get("op_type", "")
-    fn = converter_for(op_type, ctx.opset)
+    fn = converter_for(op_type, ctx.opset_of(node), _domain(node))
     scope = _op_name(node.get("name") or op_type)
     try:
         with tf.name_scope(scope):

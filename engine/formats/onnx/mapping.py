@@ -18,34 +18,35 @@ import numpy as np
 
 from engine import dtypes
 from engine.formats.onnx import _tf as tf
-from engine.formats.onnx.tensors import OnnxFormatError, engine_dtype
+from engine.formats.onnx.tensors import OnnxFormatError, UnsupportedModelError, engine_dtype
 from engine.framework.graph import Tensor
 from engine.ops._common import create
 
-__all__ = ["TABLE", "VERSIONS", "UnsupportedModelError", "converter_for"]
-
-
-class UnsupportedModelError(OnnxFormatError):
-    """The model uses operators (or forms of them) the engine does not import."""
+__all__ = ["ML_DOMAIN", "TABLE", "TABLES", "VERSIONS", "UnsupportedModelError", "converter_for"]
 
 
 TABLE: dict[str, list[tuple[int, object]]] = {}
 VERSIONS: dict[str, tuple[int, ...]] = {}
+ML_DOMAIN = "ai.onnx.ml"
+# One (TABLE, VERSIONS) pair per operator domain ("" is the default one); each domain has its
+# own opset version in a model's opset_import. A row's converter None: removed at that version.
+TABLES: dict[str, tuple[dict, dict]] = {"": (TABLE, VERSIONS), ML_DOMAIN: ({}, {})}
 
 
-def register(op_type: str, versions: tuple[int, ...], rows: dict[int, object] | object):
-    """Adds ``op_type``: ``versions`` are every since_version checked, ``rows`` maps a
-    since_version to its converter (a single converter serves them all)."""
-    if op_type in TABLE:
-        raise KeyError(f"ONNX operator {op_type} mapped twice")
+def register(op_type: str, versions: tuple[int, ...], rows: dict | object, domain: str = ""):
+    """Adds ``op_type`` of ``domain``: ``versions`` are every since_version checked, ``rows``
+    maps a since_version to its converter (a single converter serves them all)."""
+    table, known = TABLES[domain]
+    if op_type in table:
+        raise KeyError(f"ONNX operator {domain}{'.' if domain else ''}{op_type} mapped twice")
     if not isinstance(rows, dict):
         rows = {versions[0]: rows}
-    TABLE[op_type] = sorted(rows.items())
-    VERSIONS[op_type] = tuple(versions)
+    table[op_type] = sorted(rows.items())
+    known[op_type] = tuple(versions)
 
 
-def converter_for(op_type: str, opset: int):
-    rows = TABLE.get(op_type)
+def converter_for(op_type: str, opset: int, domain: str = ""):
+    rows = TABLES[domain][0].get(op_type) if domain in TABLES else None
     if not rows:
         return None
     chosen = None

@@ -1,11 +1,12 @@
 """Op-table rows for the vision operators: Conv, ConvTranspose, the pooling family, Resize.
 
 Convolutions and pools run on the engine's ``Conv2D``/``DepthwiseConv2dNative``/
-``Conv2DBackpropInput``/``MaxPool``/``AvgPool`` kernels (NCHW, as ONNX lays tensors out).
+``Conv2DBackpropInput``/``MaxPool``/``AvgPool`` kernels (NCHW, as ONNX lays tensors out), and
+3-D ones on ``Conv3D``/``Conv3DBackpropInputV2``/``MaxPool3D``/``AvgPool3D`` (NCDHW).
 ONNX's 1-D forms run as 2-D with a unit height. Explicit pads map onto TF's EXPLICIT padding
-for convolutions; pools (SAME/VALID only in TF) get their pads as an explicit pad op, with
-``-inf`` for max pooling and, for averages that exclude padding, a second pool of ones giving
-each window's count.
+for 2-D convolutions; ops that take SAME/VALID only (pools, 3-D convolutions) get their pads
+as an explicit pad op, with ``-inf`` for max pooling and, for averages that exclude padding, a
+second pool of ones giving each window's count; 3-D transposed convolutions crop theirs off.
 """
 
 from __future__ import annotations
@@ -83,9 +84,49 @@ def _filter(ctx, node, i: int, perm, reshape=None) -> Tensor:
 
 def _check_rank(ctx, node, x) -> int:
     rank = ctx.rank(x, node)
-    if rank not in (3, 4):
-        raise UnsupportedModelError(f"{node['op_type']} on {rank - 2}-D data (1-D and 2-D run)")
+    if rank not in (3, 4, 5):
+        raise UnsupportedModelError(
+            f"{node['op_type']} on {rank - 2}-D data (1-D, 2-D and 3-D run)"
+        )
     return rank
+
+
+def _padded(x: Tensor, pads, fill: Tensor) -> Tensor:
+    """``x`` (N, C, spatial...) padded by ONNX ``pads`` (begins, then ends) with ``fill``."""
+    if not any(pads):
+        return x
+    n = len(pads) // 2
+    width = _const([0, 0] + list(pads[:n]) + [0, 0] + list(pads[n:]), tf.int64)
+    none = _const([], tf.int64)
+    return create("OnnxPad", [x, width, fill, none], {"mode": "constant"}).outputs[0]
+
+
+def _conv3d(ctx, node, x: Tensor, strides, dilations, pads) -> Tensor:
+    """``Conv3D`` (groups in the filter's depth) on ``x`` zero-padded by ``pads``."""
+    w = _filter(ctx, node, 1, (2, 3, 4, 1, 0))
+    x = _padded(x, pads, _const([0], x.dtype.base_dtype))
+    return tf.nn.conv3d(
+        x, w, [1, 1] + strides, "VALID", data_format="NCDHW", dilations=[1, 1] + dilations
+    )
+
+
+def _conv3d_transpose(ctx, node, x: Tensor, m: int, kernel, strides, dilations, pads, out):
+    """``Conv3DBackpropInputV2`` to the whole output, ONNX's begin ``pads`` and what lies
+    beyond ``out`` cropped off, and output past the whole (``output_padding``, a larger
+    ``output_shape``, which no input reaches) zero-filled."""
+    sizes = _spatial(x)
+    full = [strides[i] * (sizes[i] - 1) + (kernel[i] - 1) * dilations[i] + 1 for i in range(3)]
+    w = _filter(ctx, node, 1, (2, 3, 4, 1, 0))
+    batch = tf.shape(x, out_type=tf.int32)[0:1]
+    shape = tf.concat([batch, _const([m] + full, tf.int32)], axis=0)
+    y = tf.nn.conv3d_transpose(
+        x, w, shape, [1, 1] + strides, "VALID", data_format="NCDHW", dilations=[1, 1] + dilations
+    )
+    keep = [max(min(out[i], full[i] - pads[i]), 0) for i in range(3)]
+    b = pads[:3]
+    y = y[:, :, b[0] : b[0] + keep[0], b[1] : b[1] + keep[1], b[2] : b[2] + keep[2]]
+    extra = [out[i] - keep[i] for i in range(3)]
+    return _padded(y, [0, 0, 0] + extra, _const([0], y.dtype.base_dtype))
 
 
 def _conv(ctx, node):
@@ -101,6 +142,8 @@ def _conv(ctx, node):
     dilations = _node_ints(ctx, node, "dilations", n, 1)
     pads = _auto_pads(ctx, node, x, kernel, strides, dilations)
     group = int(ctx.attr(node, "group", 1))
+    if rank == 5:
+        return [_add_bias(ctx, node, _conv3d(ctx, node, x, strides, dilations, pads), rank)]
     if rank == 3:
         kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
         pads = [0, pads[0], 0, pads[1]]
@@ -178,7 +221,8 @@ def _conv_transpose(ctx, node):
             # at the end, which receives no contributions, as output_padding does.
             total = max(strides[i] * (sizes[i] - 1) + out_pad[i] + eff - out[i], 0)
             small, big = total // 2, total - total // 2
-            upper = ctx.attr(node, "auto_pad", "NOTSET") != "SAME_LOWER"
+            # ONNX puts the odd pad first unless auto_pad is SAME_UPPER (NOTSET included).
+            upper = ctx.attr(node, "auto_pad", "NOTSET") == "SAME_UPPER"
             pads.append((small, big) if upper else (big, small))
         pads = [p[0] for p in pads] + [p[1] for p in pads]
     else:
@@ -192,6 +236,9 @@ def _conv_transpose(ctx, node):
             - pads[i + n]
             for i in range(n)
         ]
+    if rank == 5:
+        y = _conv3d_transpose(ctx, node, x, m, kernel, strides, dilations, pads, out)
+        return [_add_bias(ctx, node, y, rank)]
     if rank == 3:
         kernel, strides, dilations, out = [1] + kernel, [1] + strides, [1] + dilations, [1] + out
         pads = [0, pads[0], 0, pads[1]]
@@ -226,6 +273,13 @@ def _pool(kind: str):
         rank = _check_rank(ctx, node, x)
         if len(node.get("output", [])) > 1 and node["output"][1]:
             raise UnsupportedModelError("MaxPool's Indices output")
+        fmt = "NCDHW" if rank == 5 else "NCHW"
+        pool = {
+            ("max", False): tf.nn.max_pool,
+            ("avg", False): tf.nn.avg_pool,
+            ("max", True): tf.nn.max_pool3d,
+            ("avg", True): tf.nn.avg_pool3d,
+        }[kind, rank == 5]
         kernel = [int(k) for k in ctx.attr(node, "kernel_shape")]
         n = len(kernel)
         strides = _node_ints(ctx, node, "strides", n, 1)
@@ -238,8 +292,7 @@ def _pool(kind: str):
             # TF's SAME is ONNX's SAME_UPPER, and its windows ignore the padding.
             ks, st = [1, 1] + ([1] if rank == 3 else []) + kernel, [1, 1]
             st += ([1] if rank == 3 else []) + strides
-            fn = tf.nn.max_pool if kind == "max" else tf.nn.avg_pool
-            y = fn(_to_2d(x, rank), ks, st, "SAME", data_format="NCHW")
+            y = pool(_to_2d(x, rank), ks, st, "SAME", data_format=fmt)
             return [_from_2d(y, rank)]
         pads = _auto_pads(ctx, node, x, kernel, strides, dilations)
         if ctx.attr(node, "ceil_mode", 0):
@@ -258,37 +311,15 @@ def _pool(kind: str):
             pads = [0, pads[0], 0, pads[1]]
         x2 = _to_2d(x, rank)
         ksize, stride = [1, 1] + kernel, [1, 1] + strides
-        if any(pads):
-            width = _const([0, 0] + list(pads[:2]) + [0, 0] + list(pads[2:]), tf.int64)
-            dt = x2.dtype.base_dtype
-            if kind == "max":
-                lowest = -np.inf if dt.is_floating else dt.min
-                fill = _const([lowest], dt)
-            else:
-                fill = _const([0], dt)
-            none = _const([], tf.int64)
-            padded = create("OnnxPad", [x2, width, fill, none], {"mode": "constant"}).outputs[0]
-            if kind == "max":
-                y = tf.nn.max_pool(padded, ksize, stride, "VALID", data_format="NCHW")
-            else:
-                total = tf.nn.avg_pool(padded, ksize, stride, "VALID", data_format="NCHW")
-                if count_pad:
-                    y = total
-                else:
-                    # Windows average only real input positions: divide by each window's
-                    # share of real positions, found by pooling a padded mask of ones.
-                    ones = tf.ones_like(x2[:1, :1])
-                    mask = create(
-                        "OnnxPad",
-                        [ones, width, _const([0], dt), none],
-                        {"mode": "constant"},
-                    ).outputs[0]
-                    share = tf.nn.avg_pool(mask, ksize, stride, "VALID", data_format="NCHW")
-                    y = tf.realdiv(total, share)
-        elif kind == "max":
-            y = tf.nn.max_pool(x2, ksize, stride, "VALID", data_format="NCHW")
-        else:
-            y = tf.nn.avg_pool(x2, ksize, stride, "VALID", data_format="NCHW")
+        dt = x2.dtype.base_dtype
+        lowest = (-np.inf if dt.is_floating else dt.min) if kind == "max" else 0
+        padded = _padded(x2, pads, _const([lowest], dt))
+        y = pool(padded, ksize, stride, "VALID", data_format=fmt)
+        if kind == "avg" and any(pads) and not count_pad:
+            # Windows average only real input positions: divide by each window's share of
+            # real positions, found by pooling a padded mask of ones.
+            mask = _padded(tf.ones_like(x2[:1, :1]), pads, _const([0], dt))
+            y = tf.realdiv(y, pool(mask, ksize, stride, "VALID", data_format=fmt))
         return [_from_2d(y, rank)]
 
     return convert

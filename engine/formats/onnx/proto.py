@@ -42,7 +42,18 @@ _SCHEMA: dict[str, dict[int, tuple[str, str, bool]]] = {
     },
     "OperatorSetIdProto": {1: ("domain", "string", False), 2: ("version", "varint", False)},
     "StringStringEntryProto": {1: ("key", "string", False), 2: ("value", "string", False)},
-    "FunctionProto": {1: ("name", "string", False), 10: ("domain", "string", False)},
+    "FunctionProto": {
+        1: ("name", "string", False),
+        4: ("input", "string", True),
+        5: ("output", "string", True),
+        6: ("attribute", "string", True),
+        11: ("attribute_proto", "msg:AttributeProto", True),
+        7: ("node", "msg:NodeProto", True),
+        8: ("doc_string", "string", False),
+        9: ("opset_import", "msg:OperatorSetIdProto", True),
+        10: ("domain", "string", False),
+        13: ("overload", "string", False),
+    },
     "GraphProto": {
         1: ("node", "msg:NodeProto", True),
         2: ("name", "string", False),
@@ -61,6 +72,7 @@ _SCHEMA: dict[str, dict[int, tuple[str, str, bool]]] = {
         7: ("domain", "string", False),
         5: ("attribute", "msg:AttributeProto", True),
         6: ("doc_string", "string", False),
+        8: ("overload", "string", False),
     },
     "AttributeProto": {
         1: ("name", "string", False),

@@ -18,6 +18,7 @@ __all__ = [
     "ONNX_TO_NUMPY",
     "NUMPY_TO_ONNX",
     "OnnxFormatError",
+    "UnsupportedModelError",
     "engine_dtype",
     "tensor_to_array",
     "array_to_tensor",
@@ -30,6 +31,11 @@ MAX_RANK = 64
 
 class OnnxFormatError(ValueError):
     """A model file that is damaged, hostile or uses a feature we do not read."""
+
+
+class UnsupportedModelError(OnnxFormatError):
+    """The model uses operators (or forms of them, or element types) the engine does not
+    import."""
 
 
 # TensorProto.DataType -> numpy
@@ -60,6 +66,9 @@ _ONNX_NAMES = {
     21: "UINT4",
     22: "INT4",
     23: "FLOAT4E2M1",
+    24: "FLOAT8E8M0",
+    25: "UINT2",
+    26: "INT2",
 }
 
 
@@ -67,8 +76,10 @@ def numpy_dtype(elem_type: int, what: str) -> np.dtype:
     try:
         return ONNX_TO_NUMPY[elem_type]
     except KeyError:
-        name = _ONNX_NAMES.get(elem_type, f"data type {elem_type}")
-        raise OnnxFormatError(f"{what}: element type {name} is not supported") from None
+        name = _ONNX_NAMES.get(elem_type)
+        if name is None:
+            raise OnnxFormatError(f"{what}: unknown element type {elem_type}") from None
+        raise UnsupportedModelError(f"{what}: element type {name} is not supported") from None
 
 
 def engine_dtype(elem_type: int, what: str) -> dtypes.DType:

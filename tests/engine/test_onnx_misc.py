@@ -1,0 +1,205 @@
+"""GroupNormalization, LpPool/GlobalLpPool, Unique, the windows and CenterCropPad against
+onnxruntime; the random generators by their contracts (shapes, dtypes, seeds, statistics)."""
+
+import numpy as np
+import pytest
+
+import engine as tf
+from engine.formats.onnx.mapping import UnsupportedModelError
+
+onnx = pytest.importorskip("onnx", reason="test models are built with onnx.helper")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the oracle")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+rng = np.random.default_rng(23)
+F = TensorProto.FLOAT
+
+
+def build(node, inputs, outputs, inits=(), opset=18):
+    graph = helper.make_graph([node], "g", inputs, outputs, list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 9 if opset < 21 else 10
+    return m.SerializeToString()
+
+
+def engine_run(data, feeds):
+    m = tf.onnx.import_model(data)
+    names = list(m.signature.outputs)
+    with tf.Session(graph=m.graph) as sess:
+        return sess.run(
+            [m.signature.outputs[n].name for n in names],
+            {m.signature.inputs[k].name: v for k, v in feeds.items()},
+        )
+
+
+def ort_run(data, feeds):
+    return ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def check(data, feeds, rtol=1e-5, atol=1e-6, exact=False):
+    got, want = engine_run(data, feeds), ort_run(data, feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if exact:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return got
+
+
+def vi(name, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((1, 4, 3, 3), 2), ((2, 4, 2, 2, 2), 4)])
+def test_group_normalization(opset, shape, groups):
+    x = rng.normal(2.0, 3.0, size=shape).astype(np.float32)
+    n = groups if opset == 18 else shape[1]
+    scale = numpy_helper.from_array(rng.normal(size=n).astype(np.float32), "scale")
+    bias = numpy_helper.from_array(rng.normal(size=n).astype(np.float32), "bias")
+    node = helper.make_node(
+        "GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=groups, epsilon=1e-3
+    )
+    data = build(node, [vi("x", shape)], [vi("y", shape)], [scale, bias], opset)
+    check(data, {"x": x}, rtol=1e-4, atol=1e-5)
+
+
+LP_CASES = [
+    dict(kernel_shape=[3], p=2),
+    dict(kernel_shape=[2], strides=[2], pads=[1, 1], p=3),
+    dict(kernel_shape=[2, 2], p=1),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 2], p=2),
+    dict(kernel_shape=[3, 2], auto_pad="SAME_UPPER", p=2),
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, p=2),
+]
+
+
+@pytest.mark.parametrize("attrs", LP_CASES, ids=lambda a: "-".join(f"{k}{v}" for k, v in a.items()))
+def test_lp_pool(attrs):
+    spatial = (7,) if len(attrs["kernel_shape"]) == 1 else (6, 7)
+    x = rng.normal(size=(2, 3) + spatial).astype(np.float32)
+    node = helper.make_node("LpPool", ["x"], ["y"], **attrs)
+    data = build(node, [vi("x", x.shape)], [vi("y", None)])
+    check(data, {"x": x})
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_global_lp_pool(p):
+    x = rng.normal(size=(2, 3, 4, 5)).astype(np.float32)
+    node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)
+    check(build(node, [vi("x", x.shape)], [vi("y", None)]), {"x": x})
+
+
+def test_lp_pool_refuses_dilations():
+    node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2], dilations=[2])
+    data = build(node, [vi("x", [1, 1, 5])], [vi("y", None)])
+    with pytest.raises(UnsupportedModelError, match="LpPool with dilations"):
+        tf.onnx.import_model(data)
+
+
+UNIQUE_X = {
+    "flat": np.array([2, 1, 1, 3, 4, 3, 2, 2], np.float32),
+    "matrix": np.array([[1, 3], [1, 3], [2, 1], [1, 3], [0, 0]], np.float32),
+}
+
+
+@pytest.mark.parametrize("sort", [0, 1])
+@pytest.mark.parametrize(
+    "name,axis", [("flat", None), ("matrix", None), ("matrix", 0), ("matrix", 1), ("matrix", -2)]
+)
+def test_unique(sort, name, axis):
+    x = UNIQUE_X[name]
+    kw = {} if axis is None else {"axis": axis}
+    outs = ["y", "indices", "inverse", "counts"]
+    node = helper.make_node("Unique", ["x"], outs, sorted=sort, **kw)
+    i64 = TensorProto.INT64
+    out_vi = [vi("y", None)] + [vi(n, None, i64) for n in outs[1:]]
+    check(build(node, [vi("x", x.shape)], out_vi, opset=11), {"x": x}, exact=True)
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+@pytest.mark.parametrize("out_type", [TensorProto.FLOAT, TensorProto.DOUBLE])
+def test_windows(op, periodic, out_type):
+    node = helper.make_node(op, ["size"], ["w"], periodic=periodic, output_datatype=out_type)
+    data = build(node, [vi("size", [], TensorProto.INT64)], [vi("w", None, out_type)], opset=17)
+    check(data, {"size": np.array(10, np.int64)}, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "shape,target,axes",
+    [
+        ((20, 10, 3), [10, 7, 3], None),
+        ((10, 7, 3), [20, 10, 3], None),
+        ((20, 8, 3), [10, 10, 3], None),
+        ((3, 20, 8), [10, 9], [1, 2]),
+        ((3, 20, 8), [10, 9], [-2, -1]),
+    ],
+)
+def test_center_crop_pad(shape, target, axes):
+    x = rng.normal(size=shape).astype(np.float32)
+    kw = {} if axes is None else {"axes": axes}
+    node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], **kw)
+    inputs = [vi("x", shape), vi("shape", [len(target)], TensorProto.INT64)]
+    data = build(node, inputs, [vi("y", None)])
+    check(data, {"x": x, "shape": np.array(target, np.int64)}, exact=True)
+
+
+def _run_twice(data, feeds=None):
+    m = tf.onnx.import_model(data)
+    names = [m.signature.outputs[n].name for n in m.signature.outputs]
+    feed = {m.signature.inputs[k].name: v for k, v in (feeds or {}).items()}
+    with tf.Session(graph=m.graph) as sess:
+        first = sess.run(names, feed)
+    m = tf.onnx.import_model(data)
+    with tf.Session(graph=m.graph) as sess:
+        second = sess.run(names, feed)
+    return first, second
+
+
+@pytest.mark.parametrize(
+    "op,attrs,mean,std",
+    [
+        ("RandomNormal", dict(mean=2.0, scale=0.5), 2.0, 0.5),
+        ("RandomUniform", dict(low=-1.0, high=3.0), 1.0, 4 / np.sqrt(12)),
+    ],
+)
+def test_random_generators_follow_their_parameters_and_seeds(op, attrs, mean, std):
+    node = helper.make_node(op, [], ["y"], shape=[200, 100], seed=7.0, **attrs)
+    data = build(node, [], [vi("y", [200, 100])], opset=11)
+    (a,), (b,) = _run_twice(data)
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.float32 and a.shape == (200, 100)
+    assert abs(a.mean() - mean) < 0.05 and abs(a.std() - std) < 0.05
+    if op == "RandomUniform":
+        assert a.min() >= -1.0 and a.max() < 3.0
+
+
+def test_random_like_takes_shape_and_dtype_from_its_input():
+    node = helper.make_node("RandomNormalLike", ["x"], ["y"], seed=1.0)
+    data = build(node, [vi("x", [3, 4], TensorProto.DOUBLE)], [vi("y", None, TensorProto.DOUBLE)])
+    (a,), _ = _run_twice(data, {"x": np.zeros((3, 4))})
+    assert a.dtype == np.float64 and a.shape == (3, 4)
+
+
+def test_bernoulli_draws_zero_and_one_at_the_extremes():
+    p = np.array([[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]], np.float32)
+    node = helper.make_node("Bernoulli", ["p"], ["y"], seed=3.0)
+    data = build(node, [vi("p", [None, None])], [vi("y", None)], opset=15)
+    (a,), _ = _run_twice(data, {"p": p})
+    np.testing.assert_array_equal(a, p)
+    half = np.full((100, 100), 0.5, np.float32)
+    (b,), (c,) = _run_twice(data, {"p": half})
+    np.testing.assert_array_equal(b, c)
+    assert 0.45 < b.mean() < 0.55
+
+
+def test_multinomial_samples_the_only_possible_class():
+    logits = np.log(np.array([[1e-30, 1.0, 1e-30], [1.0, 1e-30, 1e-30]], np.float32))
+    node = helper.make_node("Multinomial", ["x"], ["y"], sample_size=5, seed=2.0)
+    data = build(node, [vi("x", [2, 3])], [vi("y", None, TensorProto.INT32)], opset=7)
+    (a,), _ = _run_twice(data, {"x": logits})
+    assert a.dtype == np.int32
+    np.testing.assert_array_equal(a, [[1] * 5, [0] * 5])
