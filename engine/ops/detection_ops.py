@@ -132,6 +132,8 @@ def iou_fn(boxes: np.ndarray):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(ok, inter / (area[i] + area[js] - inter), zero)
 
+    iou.symmetric = True  # iou(i, [j]) == iou(j, [i]) bit for bit (every step commutes)
+    iou.x_range = (x1, x2)  # boxes apart in x overlap nothing (IoU 0)
     return iou
 
 
@@ -155,6 +157,8 @@ def greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=No
     every box a candidate. Values are numpy scalars of the scores' dtype, so the arithmetic
     rounds as TF's."""
     t = scores.dtype.type
+    if (sigma is None or not t(sigma) > 0) and getattr(similarity, "symmetric", False):
+        return _greedy_hard(similarity, scores, max_out, t(threshold), score_threshold)
     if score_threshold is None:  # ONNX without a threshold: every box is a candidate
         score_threshold = t(-np.inf)
         heap = [(-s, i, 0) for i, s in enumerate(scores)]
@@ -180,6 +184,63 @@ def greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=No
         elif score > score_threshold:
             heapq.heappush(heap, (-score, i, len(selected)))
     return np.asarray(selected, np.int32), np.asarray(kept, scores.dtype)
+
+
+def _greedy_hard(similarity, scores, max_out, threshold, score_threshold):
+    """Hard NMS (no soft weights) with a symmetric similarity, as ``greedy_nms`` selects:
+    candidates in (score descending, index ascending) order; each selected box suppresses at
+    once every later candidate above ``threshold``. One vectorised comparison per selected
+    box, where TF's lazy form compares each candidate with every selected box in turn (a
+    Python loop per pair): the same selection, as the similarity is symmetric."""
+    t = scores.dtype.type
+    index = np.arange(scores.shape[0])
+    if score_threshold is not None:
+        index = index[scores > t(score_threshold)]
+    order = index[np.lexsort((index, -scores[index]))]
+    alive = np.ones(order.shape[0], bool)
+    near = _x_neighbours(similarity, order)
+    selected: list[int] = []
+    for pos in range(order.shape[0]):
+        if len(selected) >= max_out:
+            break
+        if not alive[pos]:
+            continue
+        i = int(order[pos])
+        selected.append(i)
+        if near is None:
+            later = pos + 1 + np.flatnonzero(alive[pos + 1 :])
+        else:
+            window = near(pos)
+            later = window[(window > pos) & alive[window]]
+        if later.size:
+            sims = similarity(i, order[later]).astype(scores.dtype)
+            alive[later[sims > threshold]] = False
+    picked = np.asarray(selected, np.int32)
+    return picked, scores[picked].astype(scores.dtype)
+
+
+def _x_neighbours(similarity, order: np.ndarray):
+    """``near(pos)``: the positions in ``order`` whose boxes may overlap box ``order[pos]`` in
+    x (every box starting less than the widest box's width before it ends), found by
+    bisection in the boxes sorted by their left edge; None when the similarity has no
+    geometry or the boxes are few. A superset of the boxes with IoU above 0: a threshold
+    in [0, 1] suppresses only inside it, so the selection is unchanged."""
+    x_range = getattr(similarity, "x_range", None)
+    if x_range is None or order.shape[0] < 256:
+        return None
+    lo, hi = x_range[0][order], x_range[1][order]
+    widest = np.max(hi - lo)
+    if not np.isfinite(widest) or not np.all(np.isfinite(lo)):
+        return None
+    by_lo = np.argsort(lo, kind="stable")
+    lo_sorted = lo[by_lo]
+
+    def near(pos: int) -> np.ndarray:
+        start = np.searchsorted(lo_sorted, lo[pos] - widest, side="left")
+        stop = np.searchsorted(lo_sorted, hi[pos], side="right")
+        return by_lo[start:stop]
+
+    return near
 
 
 def non_max_suppression_indices(

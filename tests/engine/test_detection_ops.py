@@ -164,3 +164,28 @@ def round_trip_builder():
     """Every op of the detection modules, for test_graph_def's round-trip table."""
     fetch, _ = fx.build(tf)
     return list(fetch.values()), {}, []
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.7])
+def test_the_vectorised_hard_nms_selects_as_the_pairwise_loop(threshold):
+    # 3000 boxes in clusters, scores with many exact ties: enough boxes for the x-window
+    # pruning, compared with TF's lazy loop (a similarity without the symmetric mark).
+    from engine.ops.detection_ops import greedy_nms, iou_fn
+
+    rng = np.random.default_rng(3)
+    centers = rng.uniform(0, 200, size=(60, 2))
+    pick = centers[rng.integers(0, 60, size=3000)] + rng.normal(0, 4, size=(3000, 2))
+    size = rng.uniform(2, 20, size=(3000, 2))
+    boxes = np.concatenate([pick, pick + size], axis=1).astype(np.float32)
+    boxes[::7] = boxes[::7][:, [2, 3, 0, 1]]  # some in the other corner order
+    scores = np.round(rng.uniform(0, 1, 3000), 2).astype(np.float32)
+    fast = iou_fn(boxes)
+
+    def loop(i, js):
+        return fast(i, js)
+
+    for limit, floor in ((3000, None), (50, np.float32(0.4))):
+        want = greedy_nms(loop, scores, limit, threshold, floor)
+        got = greedy_nms(fast, scores, limit, threshold, floor)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

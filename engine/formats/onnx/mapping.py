@@ -480,6 +480,11 @@ def _unsqueeze(ctx, node):
     axes = _axes(ctx, node, 13)
     if axes is None:
         raise UnsupportedModelError("Unsqueeze without axes")
+    if x.shape.ndims is None and all(a >= 0 for a in axes):
+        # Non-negative axes need no rank: inserted in ascending order, each lands in place.
+        for a in sorted(axes):
+            x = tf.expand_dims(x, a)
+        return [x]
     out_rank = ctx.rank(x, node) + len(axes)
     for a in sorted(a % out_rank for a in axes):
         x = tf.expand_dims(x, a)
