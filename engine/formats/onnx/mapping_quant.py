@@ -28,6 +28,7 @@ from engine import dtypes
 from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.mapping import UnsupportedModelError, _const, register
 from engine.formats.onnx.mapping_vision import _conv
+from engine.formats.onnx.tensors import ONNX_TYPE_NAMES
 from engine.framework.graph import Tensor
 from engine.ops._common import create
 
@@ -35,24 +36,11 @@ __all__: list[str] = []
 
 # ONNX element type -> the engine's integer types that quantized tensors can have.
 _QUANT_TYPES = {2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16}
-_TYPE_NAMES = {
-    16: "BFLOAT16",
-    17: "FLOAT8E4M3FN",
-    18: "FLOAT8E4M3FNUZ",
-    19: "FLOAT8E5M2",
-    20: "FLOAT8E5M2FNUZ",
-    21: "UINT4",
-    22: "INT4",
-    23: "FLOAT4E2M1",
-    24: "FLOAT8E8M0",
-    25: "UINT2",
-    26: "INT2",
-}
 _EXACT_F32 = 2.0**24  # integers up to this are exact in float32
 
 
 def _type_name(code: int) -> str:
-    return _TYPE_NAMES.get(code, f"element type {code}")
+    return ONNX_TYPE_NAMES.get(code, f"element type {code}")
 
 
 def _range(dt: dtypes.DType) -> tuple[int, int]:

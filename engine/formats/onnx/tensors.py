@@ -17,6 +17,7 @@ from engine.formats.onnx.proto import ProtoError
 __all__ = [
     "ONNX_TO_NUMPY",
     "NUMPY_TO_ONNX",
+    "ONNX_TYPE_NAMES",
     "OnnxFormatError",
     "UnsupportedModelError",
     "engine_dtype",
@@ -55,7 +56,7 @@ ONNX_TO_NUMPY = {
     13: np.dtype(np.uint64),
 }
 NUMPY_TO_ONNX = {v: k for k, v in ONNX_TO_NUMPY.items()}
-_ONNX_NAMES = {
+ONNX_TYPE_NAMES = {
     14: "COMPLEX64",
     15: "COMPLEX128",
     16: "BFLOAT16",
@@ -76,7 +77,7 @@ def numpy_dtype(elem_type: int, what: str) -> np.dtype:
     try:
         return ONNX_TO_NUMPY[elem_type]
     except KeyError:
-        name = _ONNX_NAMES.get(elem_type)
+        name = ONNX_TYPE_NAMES.get(elem_type)
         if name is None:
             raise OnnxFormatError(f"{what}: unknown element type {elem_type}") from None
         raise UnsupportedModelError(f"{what}: element type {name} is not supported") from None
