@@ -488,8 +488,12 @@ def max_pool3d_kernel(xp, x, *, ksize, strides, padding, data_format="NDHWC"):
     g = _pool_window(xn.shape, ksize, strides, padding, data_format)
     if g.positions * g.c == 0:
         return _from_last(xp, xp.zeros(g.out_shape(g.c), dtype=x.dtype), data_format)
-    windows = _patch_view(xp, _pad(xp, xn, g, _lowest(x.dtype)), g)
-    return _from_last(xp, windows.max(axis=(4, 5, 6)), data_format)
+    xpad = _pad(xp, xn, g, _lowest(x.dtype))
+    taps = itertools.product(*(range(k) for k in g.k))
+    out = xpad[g.view(next(taps))].copy()
+    for tap in taps:  # tap by tap over strided views: no reduction over a 7-D view
+        xp.maximum(out, xpad[g.view(tap)], out=out)
+    return _from_last(xp, out, data_format)
 
 
 def _grad_through(op_type: str):
@@ -564,7 +568,11 @@ def avg_pool3d_kernel(xp, x, *, ksize, strides, padding, data_format="NDHWC"):
     if g.positions * g.c == 0:
         return _from_last(xp, xp.zeros(g.out_shape(g.c), dtype=x.dtype), data_format)
     acc = acc_dtype(x.dtype)
-    sums = _patch_view(xp, _pad(xp, xn, g), g).sum(axis=(4, 5, 6), dtype=acc)
+    xpad = _pad(xp, xn, g)
+    taps = itertools.product(*(range(k) for k in g.k))
+    sums = xpad[g.view(next(taps))].astype(acc, copy=True)
+    for tap in taps:  # summed tap by tap in row-major order
+        sums += xpad[g.view(tap)]
     means = (sums / _window_counts(xp, g).astype(acc)).astype(x.dtype, copy=False)
     return _from_last(xp, means, data_format)
 

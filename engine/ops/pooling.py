@@ -22,7 +22,6 @@ from engine.ops.conv import (
     _max_pool_grad_infer,
     _nhwc_shape,
     _pad,
-    _patch_view,
     _patches,
     _pool_infer,
     _scatter_taps,
@@ -74,9 +73,15 @@ def max_pool_kernel(xp, x, *, ksize, strides, padding, data_format="NHWC"):
     g = _pool_window(xn.shape, attrs)
     if g.n * g.oh * g.ow * g.c == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c), dtype=x.dtype), fmt)
-    # The maximum over the strided windows, without copying them out.
-    patches = _patch_view(xp, _pad(xp, xn, g, _lowest(x.dtype)), g)
-    return _from_nhwc(xp, patches.max(axis=(3, 4)), fmt)
+    # The maximum over the windows, tap by tap over strided views of the padded input (one
+    # pass a tap; a reduction over the 6-D window view walks memory in a poor order).
+    xpad = _pad(xp, xn, g, _lowest(x.dtype))
+    out = xpad[g.view(0, 0)].copy()
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if i or j:
+                xp.maximum(out, xpad[g.view(i, j)], out=out)
+    return _from_nhwc(xp, out, fmt)
 
 
 def _argmax_taps(xp, xn, g: _Window):
@@ -174,7 +179,13 @@ def avg_pool_kernel(xp, x, *, ksize, strides, padding, data_format="NHWC"):
     if g.n * g.oh * g.ow * g.c == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c), dtype=x.dtype), fmt)
     acc = _acc_dtype(x.dtype)
-    sums = _patches(xp, _pad(xp, xn, g), g).sum(axis=3, dtype=acc)
+    # Summed tap by tap in row-major order over strided views (no copy of the windows).
+    xpad = _pad(xp, xn, g)
+    sums = xpad[g.view(0, 0)].astype(acc, copy=True)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if i or j:
+                sums += xpad[g.view(i, j)]
     return _from_nhwc(xp, (sums / _window_counts(xp, g).astype(acc)).astype(x.dtype), fmt)
 
 
