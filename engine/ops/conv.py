@@ -543,10 +543,11 @@ def conv2d_kernel(
     if g.n * g.oh * g.ow == 0 or oc == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, oc), dtype=x.dtype), fmt)
     groups = xn.shape[3] // f.shape[2]
+    if groups == 1 and (g.kh, g.kw, g.sh, g.sw, g.pt, g.pb, g.pl, g.pr) == (1, 1, 1, 1, 0, 0, 0, 0):
+        return _pointwise(xp, x, f.reshape(g.c, oc), fmt)
     if groups > 1 and f.shape[2] == 1:
         # One input channel per group: a depthwise convolution with oc / c filters each.
-        out = _depthwise_taps(xp, _pad(xp, xn, g), f.reshape(g.kh, g.kw, groups, -1), g, x.dtype)
-        return _from_nhwc(xp, out, fmt)
+        return _depthwise_taps(xp, x, f.reshape(g.kh, g.kw, groups, -1), g, fmt)
     cols = _patches(xp, _pad(xp, xn, g), g).reshape(g.n * g.oh * g.ow, g.kh * g.kw, -1)
     out = conv_forward(xp, cols, f, groups, x.dtype)
     return _from_nhwc(xp, out.reshape(g.n, g.oh, g.ow, oc), fmt)
@@ -661,26 +662,50 @@ def depthwise_conv2d_kernel(
     m = f.shape[3]
     if g.n * g.oh * g.ow * g.c * m == 0:
         return _from_nhwc(xp, xp.zeros((g.n, g.oh, g.ow, g.c * m), dtype=x.dtype), fmt)
-    out = _depthwise_taps(xp, _pad(xp, xn, g), f, g, x.dtype)
-    return _from_nhwc(xp, out, fmt)
+    return _depthwise_taps(xp, x, f, g, fmt)
 
 
-def _depthwise_taps(xp, xpad, f, g: _Window, dtype):
-    """``[n, oh, ow, c * m]``: each channel's window product with its ``m`` filters, summed
-    tap by tap over strided views of the padded input. No window is copied: one pass per
-    tap instead of materialising ``kh * kw`` copies of the input and a batched matvec."""
+def _pointwise(xp, x, f2, fmt: str):
+    """A 1x1, stride-1, unpadded convolution: one product with the ``[c, oc]`` filter, in
+    the input's own layout (no window copy; NCHW stays NCHW, as [oc, c] @ [n, c, h*w])."""
+    if fmt == "NHWC":
+        n, h, w, c = x.shape
+        out = window_matmul(xp, x.reshape(n * h * w, c), f2, x.dtype)
+        return out.reshape(n, h, w, f2.shape[1])
+    n, c, h, w = x.shape
+    out = window_matmul(xp, f2.T, x.reshape(n, c, h * w), x.dtype)
+    return out.reshape(n, f2.shape[1], h, w)
+
+
+def _depthwise_taps(xp, x, f, g: _Window, fmt: str):
+    """Each channel's window product with its ``m`` filters (``f`` is ``[kh, kw, c, m]``),
+    summed tap by tap over strided views of the padded input, in the input's own layout
+    (NHWC or NCHW; output channel ``c * m + j``). No window is copied: one pass per tap
+    instead of materialising ``kh * kw`` copies of the input and a batched matvec."""
     m = f.shape[3]
-    acc = _acc_dtype(dtype)
+    acc = _acc_dtype(x.dtype)
     banks = f.astype(acc, copy=False)
-    out = xp.zeros((g.n, g.oh, g.ow, g.c, m) if m > 1 else (g.n, g.oh, g.ow, g.c), dtype=acc)
+    if fmt == "NCHW" and g.ow < 32:
+        # Short rows: NCHW's per-row strides cost more than reading channels-last, so run
+        # on the channels-last view (the padding copies it once) and return a view back.
+        out = _depthwise_taps(xp, x.transpose(0, 2, 3, 1), f, g, "NHWC")
+        return out.transpose(0, 3, 1, 2)
+    if fmt == "NHWC":
+        xpad = _pad(xp, x, g)
+        out = xp.zeros((g.n, g.oh, g.ow, g.c, m), dtype=acc)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                out += xpad[g.view(i, j)].astype(acc, copy=False)[..., None] * banks[i, j]
+        return out.reshape(g.n, g.oh, g.ow, g.c * m).astype(x.dtype, copy=False)
+    widths = ((0, 0), (0, 0), (g.pt, g.pb), (g.pl, g.pr))
+    xpad = xp.pad(x, widths) if any(widths[2] + widths[3]) else x
+    out = xp.zeros((g.n, g.c, m, g.oh, g.ow), dtype=acc)
     for i in range(g.kh):
         for j in range(g.kw):
-            window = xpad[g.view(i, j)].astype(acc, copy=False)
-            if m > 1:
-                out += window[..., None] * banks[i, j]
-            else:
-                out += window * banks[i, j, :, 0]
-    return out.reshape(g.n, g.oh, g.ow, g.c * m).astype(dtype, copy=False)
+            nhwc = g.view(i, j)
+            window = xpad[:, :, nhwc[1], nhwc[2]].astype(acc, copy=False)
+            out += window[:, :, None] * banks[i, j][None, :, :, None, None]
+    return out.reshape(g.n, g.c * m, g.oh, g.ow).astype(x.dtype, copy=False)
 
 
 @op(

@@ -65,9 +65,16 @@ def _int_pow(xp, x, y):
 
 
 def _sigmoid(xp, x):
-    # exp(-|x|) never overflows; the two branches agree at 0.
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+    # exp(-|x|) never overflows; 1 / (1 + e) where x >= 0, e / (1 + e) below (the two agree
+    # at 0), computed in place: seven array passes and three buffers.
+    e = xp.empty_like(x)  # an array even for 0-d x (ufuncs return scalars there)
+    xp.abs(x, out=e)
+    xp.negative(e, out=e)
+    xp.exp(e, out=e)
+    d = e + 1
+    xp.copyto(e, 1, where=x >= 0)
+    xp.divide(e, d, out=e)
+    return e.astype(x.dtype, copy=False)
 
 
 # -- gradients (TF's formulas; broadcasting is undone by grad_util.unbroadcast) -------------

@@ -471,3 +471,59 @@ def test_grouped_conv_depth_errors():
             sess.run(y, {x: np.zeros([1, 4, 4, 6], np.float32)})
         with pytest.raises(tf.errors.InvalidArgumentError, match="evenly divisible by filter"):
             sess.run(y, {x: np.zeros([1, 4, 4, 3], np.float32)})
+
+
+@pytest.mark.parametrize(
+    "stride,dilation,padding,multiplier",
+    [(1, 1, "SAME", 1), (2, 1, "SAME", 3), (1, 2, "VALID", 2), (2, 1, "VALID", 1)],
+)
+@pytest.mark.parametrize("width", [10, 70])  # short rows go channels-last, long ones not
+def test_depthwise_and_one_channel_groups_agree_across_layouts(
+    stride, dilation, padding, multiplier, width
+):
+    # The tap-by-tap depthwise path runs in the input's layout: NCHW must equal NHWC, and a
+    # Conv2D with one input channel per group must equal the depthwise op.
+    from engine.ops.conv import conv2d_kernel, depthwise_conv2d_kernel
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 9, width, 4)).astype(np.float32)
+    f = rng.normal(size=(3, 3, 4, multiplier)).astype(np.float32)
+    nhwc = dict(strides=[1, stride, stride, 1], dilations=[1, dilation, dilation, 1])
+    nchw = dict(strides=[1, 1, stride, stride], dilations=[1, 1, dilation, dilation])
+    want = depthwise_conv2d_kernel(np, x, f, padding=padding, **nhwc)
+    xc = x.transpose(0, 3, 1, 2)
+    got = depthwise_conv2d_kernel(np, xc, f, padding=padding, data_format="NCHW", **nchw)
+    np.testing.assert_array_equal(got.transpose(0, 2, 3, 1), want)
+    grouped = f.reshape(3, 3, 1, 4 * multiplier)
+    for fmt, data, kw in (("NHWC", x, nhwc), ("NCHW", xc, nchw)):
+        out = conv2d_kernel(np, data, grouped, padding=padding, data_format=fmt, **kw)
+        np.testing.assert_array_equal(out if fmt == "NHWC" else out.transpose(0, 2, 3, 1), want)
+    # The per-tap sum itself, against numpy for the VALID cases.
+    if padding == "VALID":
+        oh, ow = want.shape[1:3]
+        ref = sum(
+            np.einsum(
+                "nhwc,cm->nhwcm",
+                x[:, i * dilation :, j * dilation :][
+                    :, : (oh - 1) * stride + 1 : stride, : (ow - 1) * stride + 1 : stride
+                ],
+                f[i, j],
+            )
+            for i in range(3)
+            for j in range(3)
+        )
+        np.testing.assert_allclose(want, ref.reshape(want.shape), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_pointwise_convolution_in_both_layouts(fmt):
+    from engine.ops.conv import conv2d_kernel
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(2, 5, 6, 7)).astype(np.float32)
+    f = rng.normal(size=(1, 1, 7, 3)).astype(np.float32)
+    want = np.einsum("nhwc,co->nhwo", x, f[0, 0])
+    data = x if fmt == "NHWC" else x.transpose(0, 3, 1, 2)
+    out = conv2d_kernel(np, data, f, strides=[1, 1, 1, 1], padding="VALID", data_format=fmt)
+    got = out if fmt == "NHWC" else out.transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
