@@ -692,10 +692,14 @@ def _depthwise_taps(xp, x, f, g: _Window, fmt: str):
         return out.transpose(0, 3, 1, 2)
     if fmt == "NHWC":
         xpad = _pad(xp, x, g)
-        out = xp.zeros((g.n, g.oh, g.ow, g.c, m), dtype=acc)
+        out = xp.zeros((g.n, g.oh, g.ow, g.c, m) if m > 1 else (g.n, g.oh, g.ow, g.c), dtype=acc)
         for i in range(g.kh):
             for j in range(g.kw):
-                out += xpad[g.view(i, j)].astype(acc, copy=False)[..., None] * banks[i, j]
+                window = xpad[g.view(i, j)].astype(acc, copy=False)
+                if m > 1:
+                    out += window[..., None] * banks[i, j]
+                else:  # no trailing axis of 1: numpy broadcasts that slowly
+                    out += window * banks[i, j, :, 0]
         return out.reshape(g.n, g.oh, g.ow, g.c * m).astype(x.dtype, copy=False)
     widths = ((0, 0), (0, 0), (g.pt, g.pb), (g.pl, g.pr))
     xpad = xp.pad(x, widths) if any(widths[2] + widths[3]) else x

@@ -59,15 +59,24 @@ def _sin_pi(xp, x):
 
 def _erfc_fit(xp, x):
     # Numerical Recipes' Chebyshev fit of erfc (relative error below 1.2e-7 everywhere, the
-    # tails included), evaluated in float64: ten array passes, for float32 and float16.
-    x64 = _f64(xp, x)
-    z = xp.abs(x64)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = xp.zeros_like(t) + _ERFC_COEFFS[-1]
+    # tails included), evaluated in float64, for float32 and float16. In place: three
+    # buffers, however many passes the polynomial takes (fresh temporaries of this size
+    # cost as much again in page faults).
+    z = _f64(xp, x).reshape(-1)  # 1-D: ufuncs give arrays, not scalars, for 0-d x
+    xp.abs(z, out=z)
+    t = z * 0.5
+    t += 1.0
+    xp.reciprocal(t, out=t)
+    poly = xp.full_like(t, _ERFC_COEFFS[-1])
     for c in reversed(_ERFC_COEFFS[:-1]):
-        poly = c + t * poly
-    out = t * xp.exp(-z * z + poly)
-    return xp.where(x64 < 0, 2.0 - out, out).astype(x.dtype)
+        poly *= t
+        poly += c
+    xp.multiply(z, z, out=z)
+    xp.subtract(poly, z, out=poly)  # -z^2 + poly
+    xp.exp(poly, out=poly)
+    poly *= t
+    xp.subtract(2.0, poly, out=poly, where=(x < 0).reshape(-1))
+    return poly.reshape(x.shape).astype(x.dtype)
 
 
 def _erfc(xp, x):
