@@ -144,3 +144,50 @@ async def test_onnx_models_batch_on_their_symbolic_batch_dim(aiohttp_client, tmp
     metrics = await (await client.get("/metrics")).text()
     rows = re.search(r'flowserve_batch_size_rows_sum\{model="mlp",version="1"\} (\S+)', metrics)
     assert rows and float(rows.group(1)) == sum(len(x) for x in xs)
+
+
+async def test_scikit_learn_models_serve_string_labels_by_both_protocols(aiohttp_client, tmp_path):
+    # A skl2onnx export (ai.onnx.ml LinearClassifier, string class labels) and a ZipMap one,
+    # as users deploy them; the labels come back as strings (V2 BYTES) and ZipMap's output
+    # as its probability rows.
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "sklearn_onnx"
+    for name in ("logreg_strings", "logreg_binary_zipmap"):
+        (tmp_path / name / "1").mkdir(parents=True)
+        data = (fixtures / f"{name}.onnx").read_bytes()
+        (tmp_path / name / "1" / "model.onnx").write_bytes(data)
+    cfg = ServerConfig(model_repository=str(tmp_path), poll_interval=0.0, port=0).validate()
+    client = await aiohttp_client(create_app(cfg))
+    ref = np.load(fixtures / "logreg_strings.npz")
+    x = ref["in_X"]
+    body = {
+        "inputs": [
+            {"name": "X", "datatype": "FP32", "shape": list(x.shape), "data": x.ravel().tolist()}
+        ]
+    }
+    r = await client.post("/v2/models/logreg_strings/infer", json=body)
+    assert r.status == 200, await r.text()
+    outs = {o["name"]: o for o in (await r.json())["outputs"]}
+    assert outs["label"]["datatype"] == "BYTES"
+    assert outs["label"]["data"] == ref["out_label"].tolist()
+    np.testing.assert_allclose(
+        np.reshape(outs["probabilities"]["data"], x.shape[:1] + (3,)),
+        ref["out_probabilities"],
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    r = await client.post("/v1/models/logreg_strings:predict", json={"instances": x[:2].tolist()})
+    assert r.status == 200, await r.text()
+    preds = (await r.json())["predictions"]
+    assert [p["label"] for p in preds] == ref["out_label"][:2].tolist()
+    zref = np.load(fixtures / "logreg_binary_zipmap.npz")
+    r = await client.post(
+        "/v1/models/logreg_binary_zipmap:predict", json={"inputs": {"X": zref["in_X"].tolist()}}
+    )
+    assert r.status == 200, await r.text()
+    out = (await r.json())["outputs"]
+    assert out["output_label"] == zref["out_output_label"].tolist()
+    np.testing.assert_allclose(
+        out["output_probability"], zref["out_output_probability"], rtol=1e-5, atol=1e-6
+    )
