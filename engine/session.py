@@ -32,7 +32,7 @@ from engine.framework.graph import (
     get_default_session,
 )
 from engine.framework.sparse_tensor import SparseTensor, expand_feed, sparse_feed_callable
-from engine.runtime.compiled import compile_callable, compile_run
+from engine.runtime.compiled import compile_callable, compile_function, compile_run
 from engine.runtime.feeds import FetchStructure, collect
 from engine.runtime.interpreter import (
     CHECK_KERNELS,
@@ -180,7 +180,8 @@ class BaseSession:
                 default_device=device,
                 input_devices=input_devices,
             )
-        return function_callable(plan, len(fg.outputs))
+        slow = function_callable(plan, len(fg.outputs))
+        return compile_function(plan, len(fg.outputs), slow) or slow
 
     # -- running --------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):

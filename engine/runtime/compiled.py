@@ -38,6 +38,7 @@ from engine.runtime.interpreter import (
     _step_error,
     _verify_outputs,
     activated,
+    active_cancellation,
     coerce_output,
     copy_error,
 )
@@ -49,7 +50,7 @@ try:  # numpy's error-state context variable: setting it costs a tenth of np.err
 except ImportError:  # pragma: no cover - another numpy layout: np.errstate() it is
     _errstate_var = None
 
-__all__ = ["compile_callable", "compile_run"]
+__all__ = ["compile_callable", "compile_function", "compile_run"]
 
 _ndarray = np.ndarray
 # Past this many steps the interpreter runs the plan (compiling would take longer than the
@@ -124,6 +125,36 @@ def compile_run(session, plan):
     src = _Source(plan)
     src.add(1, "def run(args):")
     _body(src, (session, None, None, None, decisions, [], _failure_factory(plan)), False)
+    return _finish(src)
+
+
+def compile_function(plan, n_out: int, slow):
+    """A control-flow body's plan (a while_loop's cond or body, a cond branch) as straight-line
+    code: ``f(*inputs) -> [outputs]`` on raw runtime values, as ``function_callable`` runs it,
+    or None when the interpreter should. Each iteration of a loop calls it, so the per-step
+    cost of the interpreter's loop is paid once per step of the plan instead of per call.
+    A call while the thread has an active cancellation token (a deadline, a memory limit)
+    runs ``slow`` (the interpreter's callable), which checks between steps. The caller's
+    ``Session.run`` has set numpy's error state; values are not memory-planned (a loop hands
+    each call's outputs to the next call)."""
+    if len(plan.steps) > MAX_STEPS:
+        return None
+    src = _Source(plan)
+    src.add(1, "def run(*args):")
+    src.add(2, f"if {src.ref(active_cancellation)}() is not None:")
+    src.add(3, f"return {src.ref(slow)}(*args)")
+    if plan.feed_slots:
+        src.add(2, "".join(f"v{int(s)}, " for s in plan.feed_slots) + "= args")
+    src.add(2, "_k = -1")
+    src.add(2, "try:")
+    src.add(3, "pass")
+    for k, step in enumerate(plan.steps):
+        _step(src, k, step, None, False)
+    src.add(2, "except Exception as exc:")
+    fail = src.ref(_failure_factory(plan))
+    src.add(3, f"raise {fail}(_k, locals(), exc) from {src.ref(_cause)}(exc)")
+    outs = ", ".join(src.slot(s) for s in plan.fetch_slots[:n_out])
+    src.add(2, f"return [{outs}]")
     return _finish(src)
 
 

@@ -348,3 +348,52 @@ def test_a_flat_list_of_fetches_comes_back_as_a_new_list_every_call():
         assert [v.tolist() for v in d] == [[2.0], [2.0], [2.0]]
         r, none = with_op(np.array([3.0], np.float32))
         assert r.tolist() == [6.0] and none is None
+
+
+def test_loop_bodies_run_compiled_with_the_interpreters_values_and_errors():
+    # A while_loop's cond and body run as compiled functions; a run with a deadline takes
+    # the interpreter (which checks between steps): both give the same values and the
+    # same typed error naming the op inside the body.
+    from engine.runtime.compiled import compile_function
+
+    n = tf.placeholder(tf.int32, [], name="n")
+    x = tf.placeholder(tf.float32, [None, None], name="x")
+    w = tf.placeholder(tf.float32, [None, None], name="w")
+    wv = np.full((3, 3), 0.5, np.float32)
+
+    def body(i, h):
+        h = tf.tanh(tf.matmul(h, w, name="step_product") + 0.1)
+        return i + 1, h
+
+    _, out = tf.while_loop(lambda i, h: i < n, body, [tf.constant(0), x])
+    sess = tf.Session()
+    compiled = []
+    real = compile_function
+
+    def spy(plan, n_out, slow):
+        f = real(plan, n_out, slow)
+        compiled.append(f)
+        return f
+
+    import engine.session as session_module
+
+    session_module.compile_function, saved = spy, session_module.compile_function
+    try:
+        xv = np.arange(6, dtype=np.float32).reshape(2, 3) / 6
+        fast = sess.run(out, {n: 7, x: xv, w: wv})
+    finally:
+        session_module.compile_function = saved
+    assert compiled and all(f is not None and hasattr(f, "plan_source") for f in compiled)
+    options = tf.RunOptions(timeout_in_ms=60_000)
+    slow = sess.run(out, {n: 7, x: xv, w: wv}, options=options)
+    want = xv
+    for _ in range(7):
+        want = np.tanh(want @ wv + np.float32(0.1))
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_allclose(fast, want, rtol=1e-6)
+    errors = []
+    for opts in (None, options):  # a [2, 3] @ [4, 4] product inside the body
+        with pytest.raises(tf.errors.InvalidArgumentError) as err:
+            sess.run(out, {n: 3, x: xv, w: np.ones((4, 4), np.float32)}, options=opts)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] and "step_product" in errors[0]
