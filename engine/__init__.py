@@ -16,6 +16,7 @@ from engine import (
     data,
     dtypes,
     errors,
+    estimator,
     image,
     io,
     layers,
@@ -230,7 +231,6 @@ from engine.ops.math_more import (
     truncatediv,
     truncatemod,
 )
-from engine.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example
 from engine.ops.partition_ops import (
     batch_to_space,
     batch_to_space_nd,
@@ -276,9 +276,22 @@ from engine.ops.set_ops import (
     unique_with_counts,
 )
 from engine.ops.slicing import *  # noqa: F403
+from engine.ops.sparse_segment_ops import (
+    sparse_segment_mean,
+    sparse_segment_sqrt_n,
+    sparse_segment_sum,
+)
 from engine.ops.state import assign, assign_add, assign_sub
+from engine.ops.string_hash import string_to_hash_bucket_fast, string_to_hash_bucket_strong
 from engine.ops.string_ops import as_string, decode_base64, string_to_number, substr
 from engine.ops.tensor_array import TensorArray
+from engine.parsing import (
+    FixedLenFeature,
+    SparseFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
 from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
@@ -352,7 +365,6 @@ _OUT_OF_SCOPE = {
     "enable_eager_execution": "eager execution (the engine runs TF1 graphs in sessions)",
     "enable_v2_behavior": "TF2 behaviour (eager execution, tf.function; the engine runs TF1 "
     "graphs in sessions)",
-    "estimator": "tf.estimator (the engine runs TF1 graph-mode programs, not estimators)",
     "keras": "tf.keras (use tf.layers, which the engine has)",
 }
 

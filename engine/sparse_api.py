@@ -23,7 +23,7 @@ from engine.framework.sparse_tensor import (
 )
 from engine.framework.tensor_util import constant_value, constant_value_as_shape
 from engine.ops import array as array_ops
-from engine.ops import array_transform, reduction, slicing
+from engine.ops import array_transform, reduction, slicing, sparse_segment_ops
 from engine.ops import math as math_ops
 from engine.ops import sparse_ops as gen
 from engine.ops import sparse_struct as gen_struct
@@ -468,4 +468,7 @@ def build_namespace() -> Namespace:
         softmax=sparse_softmax,
         slice=sparse_slice,
         split=sparse_split,
+        segment_sum=sparse_segment_ops.sparse_segment_sum,
+        segment_mean=sparse_segment_ops.sparse_segment_mean,
+        segment_sqrt_n=sparse_segment_ops.sparse_segment_sqrt_n,
     )

@@ -1,8 +1,9 @@
 """``tf.nn.embedding_lookup_sparse`` and ``tf.nn.safe_embedding_lookup_sparse``: embedding rows
 of the ids in each row of a SparseTensor, combined by sum, mean or sqrtn.
 
-Composed from the engine's gather, unique and segment ops as TF composes them
-(``tensorflow/python/ops/embedding_ops.py``), so they differentiate with respect to the
+Composed as TF composes them (``tensorflow/python/ops/embedding_ops.py``): the unique ids'
+rows reduced per example by one ``SparseSegmentSum``/``Mean``/``SqrtN`` (weighted lookups
+scale the gathered rows and use segment sums), so they differentiate with respect to the
 embedding table through those ops. The engine has no ``IndexedSlices``: the table's gradient
 is a dense tensor of the table's shape (zero rows for ids not looked up), which optimizers
 apply as any dense gradient (the same update, more memory for huge tables).
@@ -19,14 +20,24 @@ from engine.ops import array_transform, reduction, slicing
 from engine.ops import math as math_ops
 from engine.ops.embedding import embedding_lookup
 from engine.ops.math_more import div_no_nan
-from engine.ops.segment_ops import segment_mean, segment_sum
+from engine.ops.segment_ops import segment_sum
 from engine.ops.set_ops import unique
+from engine.ops.sparse_segment_ops import (
+    sparse_segment_mean,
+    sparse_segment_sqrt_n,
+    sparse_segment_sum,
+)
 from engine.sparse_api import sparse_fill_empty_rows, sparse_reshape, sparse_retain
 from engine.tensor_shape import TensorShape, unknown_shape
 
 __all__ = ["embedding_lookup_sparse", "safe_embedding_lookup_sparse"]
 
 _COMBINERS = ("mean", "sqrtn", "sum")
+_SEGMENT_REDUCTIONS = {
+    "mean": sparse_segment_mean,
+    "sqrtn": sparse_segment_sqrt_n,
+    "sum": sparse_segment_sum,
+}
 
 
 def embedding_lookup_sparse(
@@ -45,7 +56,6 @@ def embedding_lookup_sparse(
 
     >>> emb = embedding_lookup_sparse(table, sp_ids, None, combiner="sum")
     """
-    del allow_fast_lookup  # one path serves both
     if combiner is None:
         combiner = "mean"
     if combiner not in _COMBINERS:
@@ -63,29 +73,20 @@ def embedding_lookup_sparse(
         sp_ids.dense_shape.shape.assert_is_compatible_with(sp_weights.dense_shape.shape)
     values = [p for p in params if hasattr(p, "graph")] + [sp_ids.indices]
     with name_scope(name, "embedding_lookup_sparse", values) as scope:
-        segment_ids = slicing.gather(sp_ids.indices, 0, axis=1)
+        segment_ids = math_ops.cast(slicing.gather(sp_ids.indices, 0, axis=1), dtypes.int32)
         ids = sp_ids.values
-        if sp_weights is None and len(params) == 1 and max_norm is None:
-            embeddings = slicing.gather(params[0], ids)
+        if allow_fast_lookup and sp_weights is None and len(params) == 1 and max_norm is None:
+            table, idx = params[0], ids
         else:
             ids, idx = unique(ids)
             table = embedding_lookup(
                 params, ids, partition_strategy=partition_strategy, max_norm=max_norm
             )
-            embeddings = slicing.gather(table, idx)
         if sp_weights is None:
-            return _combine_unweighted(embeddings, segment_ids, combiner, scope)
+            # TF's: one SparseSegment{Sum,Mean,SqrtN} over the looked-up rows.
+            return _SEGMENT_REDUCTIONS[combiner](table, idx, segment_ids, name=scope)
+        embeddings = slicing.gather(table, idx)
         return _combine_weighted(embeddings, sp_weights.values, segment_ids, combiner, scope)
-
-
-def _combine_unweighted(embeddings, segment_ids, combiner: str, scope: str):
-    if combiner == "sum":
-        return segment_sum(embeddings, segment_ids, name=scope)
-    if combiner == "mean":
-        return segment_mean(embeddings, segment_ids, name=scope)
-    counts = segment_sum(array_ops.ones_like(segment_ids, dtype=embeddings.dtype), segment_ids)
-    norms = array_ops.expand_dims(math_ops.sqrt(counts), 1)
-    return div_no_nan(segment_sum(embeddings, segment_ids), norms, name=scope)
 
 
 def _combine_weighted(embeddings, weights, segment_ids, combiner: str, scope: str):

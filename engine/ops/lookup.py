@@ -141,6 +141,19 @@ def _init_table(xp, table, keys, values):
     return ()
 
 
+@op(
+    "LookupTableImportV2",
+    infer=_init_infer,
+    differentiable=False,
+    inputs=("table_handle", "keys", "values"),
+    flags=_HOST_TABLE,
+)
+def _import_table(xp, table, keys, values):
+    # TF 2.x's KeyValueTensorInitializer imports its keys with this op; a static table takes
+    # them once, as InitializeTableV2.
+    return _init_table(xp, table, keys, values)
+
+
 def _column(line: bytes, n: int, index: int, delimiter: bytes, dtype, where: str):
     if index == -1:  # LINE_NUMBER
         value = n

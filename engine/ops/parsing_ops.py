@@ -1,10 +1,14 @@
-"""``ParseExample`` and ``ParseExampleV2``: serialized ``tf.Example`` protos to dense tensors.
+"""``ParseExample`` and ``ParseExampleV2``: serialized ``tf.Example`` protos to dense and
+sparse tensors.
 
-TF Serving's classify and regress signatures take a batch of serialized ``tf.Example``s and
-parse them in the graph; these ops make such graphs run. Dense features of ``float``,
-``int64`` and ``string`` (``bytes_list``) with fixed shapes and optional defaults are
-supported; sparse, ragged and variable-length dense features are refused when the op is
-created (so a model using them fails at load, naming the feature kind), never parsed wrongly.
+TF Serving's classify and regress signatures, and every Estimator export, take a batch of
+serialized ``tf.Example``s and parse them in the graph; these ops make such graphs run. Dense
+features of ``float``, ``int64`` and ``string`` (``bytes_list``) with fixed shapes and optional
+defaults, and sparse (``VarLenFeature``) features, come out as TF's outputs: per sparse key its
+indices ``[nnz, rank + 1]``, values and dense shape, then the dense values. Ragged and
+variable-length dense features are refused when the op is created (so a model using them fails
+at load, naming the feature kind), never parsed wrongly. Every output is sized by the values
+present in the input bytes, so no example can ask for more memory than it occupies.
 
 The protobuf wire format of ``Example`` (TensorFlow's ``example.proto`` and
 ``feature.proto``; ``engine/formats/tensorflow/proto`` has the message definitions) is decoded
@@ -22,18 +26,16 @@ from typing import NamedTuple
 import numpy as np
 
 from engine import dtypes, errors
-from engine.framework.constant_op import constant, convert_to_tensor
-from engine.framework.graph import name_scope
 from engine.framework.registry import Attr, OpFlags, op
-from engine.ops._common import create
 from engine.tensor_shape import TensorShape
 
-__all__ = ["FixedLenFeature", "VarLenFeature", "parse_example", "decode_example"]
+__all__ = ["decode_example"]
 
 _CPU = OpFlags(device_types=("CPU",))
 _FEATURE_TYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 _KIND = {1: dtypes.string, 2: dtypes.float32, 3: dtypes.int64}  # Feature's oneof field numbers
 _KIND_NAME = {dtypes.string: "bytes", dtypes.float32: "float", dtypes.int64: "int64"}
+_TYPE_NAME = {dtypes.string: "string", dtypes.float32: "float", dtypes.int64: "int64"}
 
 
 # -- the wire format ------------------------------------------------------------------------
@@ -182,36 +184,49 @@ def _check_dense(o, tdense, dense_shapes, n_dense: int, defaults) -> None:
             )
 
 
-def _refuse_sparse(o, count: int, kind: str) -> None:
-    if count:
-        raise errors.UnimplementedError(
-            None,
-            o,
-            f"{o.type}: {count} {kind} feature(s) requested; flowserve parses dense "
-            "(FixedLenFeature) features only",
-        )
+def _sparse_outputs(o, n_sparse: int, rank: int | None) -> list:
+    """The sparse outputs' (dtype, shape)s: all indices, then all values, then all shapes."""
+    types = list(o._attrs["sparse_types"])
+    if len(types) != n_sparse:
+        raise ValueError(f"{o.type} has {n_sparse} sparse keys but {len(types)} sparse_types")
+    for i, t in enumerate(types):
+        if t not in _FEATURE_TYPES:
+            raise TypeError(
+                f"{o.type} sparse feature {i} has type {t.name}: expected float, int64 or string"
+            )
+    width = None if rank is None else rank + 1
+    return (
+        [(dtypes.int64, TensorShape([None, width]))] * n_sparse
+        + [(t, TensorShape([None])) for t in types]
+        + [(dtypes.int64, TensorShape([width]))] * n_sparse
+    )
 
 
 def _parse_example_infer(o):
     n_sparse, n_dense = o._attrs["Nsparse"], o._attrs["Ndense"]
-    _refuse_sparse(o, n_sparse + len(o._attrs["sparse_types"]), "sparse")
     defaults = o._inputs[2 + n_sparse + n_dense :]
     _check_dense(o, o._attrs["Tdense"], o._attrs["dense_shapes"], n_dense, defaults)
     batch = TensorShape(o._inputs[0]._shape).with_rank_at_most(1)
     batch = batch if batch.rank is not None else TensorShape([None])
-    return [
+    return _sparse_outputs(o, n_sparse, 1) + [
         (t, batch.concatenate(TensorShape(s)))
         for t, s in zip(o._attrs["Tdense"], o._attrs["dense_shapes"])
     ]
 
 
 def _parse_example_v2_infer(o):
-    _refuse_sparse(o, o._attrs["num_sparse"] + len(o._attrs["sparse_types"]), "sparse")
-    _refuse_sparse(o, len(o._attrs["ragged_value_types"]), "ragged")
+    if o._attrs["ragged_value_types"]:
+        raise errors.UnimplementedError(
+            None,
+            o,
+            f"{o.type}: {len(o._attrs['ragged_value_types'])} ragged feature(s) requested; "
+            "flowserve parses dense (FixedLenFeature) and sparse (VarLenFeature) features",
+        )
     n_dense = len(o._attrs["Tdense"])
     _check_dense(o, o._attrs["Tdense"], o._attrs["dense_shapes"], n_dense, o._inputs[5:])
-    outer = TensorShape(o._inputs[0]._shape)
-    return [
+    outer = TensorShape(o._inputs[0]._shape).with_rank_at_most(1)
+    sparse = _sparse_outputs(o, o._attrs["num_sparse"], outer.rank)
+    return sparse + [
         (t, outer.concatenate(TensorShape(s)))
         for t, s in zip(o._attrs["Tdense"], o._attrs["dense_shapes"])
     ]
@@ -221,17 +236,44 @@ def _text(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode("utf-8")
 
 
-def _parse_dense(serialized, keys, defaults, tdense, dense_shapes) -> tuple:
-    """The dense outputs: ``serialized.shape + dense_shape`` per key."""
-    flat = np.asarray(serialized, dtype=object).reshape(-1)
+def _keys(keys, what: str) -> list[bytes]:
     keys = [_text(k) for k in keys]
     if len(set(keys)) != len(keys):
-        raise errors.InvalidArgumentError(None, None, f"Duplicate dense keys: {keys}")
-    shapes = [tuple(TensorShape(s).as_list()) for s in dense_shapes]
-    outs = [
+        raise errors.InvalidArgumentError(None, None, f"Duplicate {what} keys: {keys}")
+    return keys
+
+
+class _Spec(NamedTuple):
+    sparse_keys: list
+    sparse_types: list
+    dense_keys: list
+    dense_types: list
+    dense_shapes: list
+    defaults: tuple
+
+
+def _parse(serialized, spec: _Spec) -> tuple:
+    """Every output of the parse: sparse indices, values and shapes, then the dense values.
+
+    Sparse features become ``[nnz, rank + 1]`` indices (the example's position, then the
+    value's), values in example order, and a dense shape ``[*serialized.shape, max count]``.
+    Every list and array is sized by values actually present in the input bytes."""
+    if np.ndim(serialized) > 1:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Expected serialized to be a scalar or vector, got shape: "
+            f"{list(np.shape(serialized))}",
+        )
+    flat = np.asarray(serialized, dtype=object).reshape(-1)
+    sparse_keys = _keys(spec.sparse_keys, "sparse")
+    dense_keys = _keys(spec.dense_keys, "dense")
+    shapes = [tuple(TensorShape(s).as_list()) for s in spec.dense_shapes]
+    dense = [
         np.empty((flat.size, *shape), dtype=object if t is dtypes.string else t.np)
-        for t, shape in zip(tdense, shapes)
+        for t, shape in zip(spec.dense_types, shapes)
     ]
+    sparse = [([], [], 0) for _ in sparse_keys]  # (rows, values, max count) per key
     for row, blob in enumerate(flat):
         try:
             features = decode_example(_text(blob))
@@ -239,11 +281,56 @@ def _parse_dense(serialized, keys, defaults, tdense, dense_shapes) -> tuple:
             raise errors.InvalidArgumentError(
                 None, None, f"Could not parse example input, value: {_text(blob)[:64]!r} ({e})"
             ) from None
-        for i, key in enumerate(keys):
-            outs[i][row] = _dense_value(
-                features.get(key), key, row, tdense[i], shapes[i], defaults[i]
+        for i, key in enumerate(dense_keys):
+            dense[i][row] = _dense_value(
+                features.get(key), key, row, spec.dense_types[i], shapes[i], spec.defaults[i]
             )
-    return tuple(o.reshape(np.shape(serialized) + o.shape[1:]) for o in outs)
+        for i, key in enumerate(sparse_keys):
+            values = _sparse_value(features.get(key), key, row, spec.sparse_types[i])
+            rows, all_values, width = sparse[i]
+            rows.append(len(values))
+            all_values.extend(values)
+            sparse[i] = (rows, all_values, max(width, len(values)))
+    outer = np.shape(serialized)
+    built = [_sparse_tensor(outer, *parts, t) for parts, t in zip(sparse, spec.sparse_types)]
+    return (
+        *(b[0] for b in built),
+        *(b[1] for b in built),
+        *(b[2] for b in built),
+        *(d.reshape(outer + d.shape[1:]) for d in dense),
+    )
+
+
+def _sparse_value(found, key: bytes, row: int, dtype) -> list:
+    if found is None:
+        return []
+    kind, values = found
+    if kind is not dtype:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Name: <unknown>, Key: {key.decode('utf-8', 'replace')}, Index: {row}.  Data "
+            f"types don't match. Expected type: {_TYPE_NAME[dtype]}, Actual type: "
+            f"{_TYPE_NAME[kind]}",
+        )
+    return values
+
+
+def _sparse_tensor(outer: tuple, counts: list, values: list, width: int, dtype) -> tuple:
+    counts = np.asarray(counts, dtype=np.int64)
+    rows = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    positions = np.arange(rows.size, dtype=np.int64) - starts
+    if outer:
+        indices = np.stack([rows, positions], axis=1)
+    else:
+        indices = positions.reshape(-1, 1)
+    if dtype is dtypes.string:
+        vals = np.empty(len(values), dtype=object)
+        vals[:] = values
+    else:
+        vals = np.asarray(values, dtype=dtype.np).reshape(-1)
+    return indices, vals, np.array([*outer, width], dtype=np.int64)
 
 
 def _dense_value(found, key: bytes, row: int, dtype, shape: tuple, default):
@@ -305,8 +392,11 @@ def _parse_example(
             None,
             f"Expected serialized to be a vector, got shape: {list(np.shape(serialized))}",
         )
-    keys = [np.asarray(k).item() for k in rest[Nsparse : Nsparse + Ndense]]
-    return _parse_dense(serialized, keys, rest[Nsparse + Ndense :], Tdense, dense_shapes)
+    keys = [np.asarray(k).item() for k in rest[: Nsparse + Ndense]]
+    spec = _Spec(
+        keys[:Nsparse], sparse_types, keys[Nsparse:], Tdense, dense_shapes, rest[Nsparse + Ndense :]
+    )
+    return _parse(serialized, spec)
 
 
 @op(
@@ -342,69 +432,13 @@ def _parse_example_v2(
         raise errors.InvalidArgumentError(
             None, None, f"Expected len(dense_keys) == len(Tdense): {len(keys)} vs {len(Tdense)}"
         )
-    return _parse_dense(serialized, keys, dense_defaults, Tdense, dense_shapes)
+    skeys = list(np.asarray(sparse_keys, dtype=object).reshape(-1))
+    if len(skeys) != num_sparse:
+        raise errors.InvalidArgumentError(
+            None, None, f"Expected len(sparse_keys) == num_sparse: {len(skeys)} vs {num_sparse}"
+        )
+    spec = _Spec(skeys, sparse_types, keys, Tdense, dense_shapes, dense_defaults)
+    return _parse(serialized, spec)
 
 
 # -- the Python API -------------------------------------------------------------------------
-
-
-class FixedLenFeature(NamedTuple):
-    """A dense feature of a fixed ``shape`` (TF's ``tf.io.FixedLenFeature``); without a
-    ``default_value`` every example must have it."""
-
-    shape: list
-    dtype: dtypes.DType
-    default_value: object = None
-
-
-class VarLenFeature(NamedTuple):
-    """A sparse feature (TF's ``tf.io.VarLenFeature``): declared for compatibility;
-    ``parse_example`` refuses it (sparse tensors are not supported)."""
-
-    dtype: dtypes.DType
-
-
-def parse_example(serialized, features: dict, name=None, example_names=None) -> dict:  # noqa: ARG001 - TF API compatibility
-    """Parses a batch of serialized ``tf.Example``s into ``{key: dense tensor}`` of shape
-    ``serialized.shape + feature.shape`` (a ``ParseExampleV2`` op, as TF 2.x builds it)::
-
-        parsed = tf.parse_example(s, {"x": tf.FixedLenFeature([2], tf.float32)})
-    """
-    if not isinstance(features, dict) or not features:
-        raise ValueError("parse_example needs a non-empty dict of features")
-    keys = sorted(features)
-    for key in keys:
-        if not isinstance(features[key], FixedLenFeature):
-            raise errors.UnimplementedError(
-                None,
-                None,
-                f"parse_example: feature '{key}' is a {type(features[key]).__name__}; only "
-                "FixedLenFeature (dense) features are supported",
-            )
-    with name_scope(name, "ParseExample", [serialized]) as scope:
-        s = convert_to_tensor(serialized, dtype=dtypes.string)
-        none = constant(np.empty(0, dtype=object), dtype=dtypes.string)
-        defaults, tdense, shapes = [], [], []
-        for key in keys:
-            f = features[key]
-            dtype, shape = dtypes.as_dtype(f.dtype), TensorShape(f.shape)
-            if f.default_value is None:
-                empty = np.empty(0, dtype=object if dtype is dtypes.string else dtype.np)
-                defaults.append(constant(empty, dtype=dtype))
-            else:
-                defaults.append(constant(f.default_value, dtype=dtype, shape=shape.as_list()))
-            tdense.append(dtype)
-            shapes.append(shape)
-        dense_keys = constant(
-            np.array([k.encode() for k in keys], dtype=object), dtype=dtypes.string
-        )
-        attrs = {
-            "Tdense": tdense,
-            "dense_shapes": shapes,
-            "num_sparse": 0,
-            "sparse_types": [],
-            "ragged_value_types": [],
-            "ragged_split_types": [],
-        }
-        o = create("ParseExampleV2", [s, none, none, dense_keys, none, *defaults], attrs, scope)
-        return dict(zip(keys, o.outputs))

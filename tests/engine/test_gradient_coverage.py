@@ -21,6 +21,7 @@ from tests.engine import (
     test_segment_ops,
     test_set_ops,
     test_sparse_ops,
+    test_sparse_segment_ops,
 )
 
 # Gradients checked by dedicated tests rather than table cases (file: test).
@@ -75,6 +76,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_set_ops, "GRAD_CASES"),
         (test_sparse_ops, "GRAD_CASES"),
         (test_detection_ops, "GRAD_CASES"),
+        (test_sparse_segment_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

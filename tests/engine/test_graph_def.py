@@ -31,6 +31,7 @@ from tests.engine import (
     test_reduction_ops,
     test_segment_ops,
     test_sparse_ops,
+    test_sparse_segment_ops,
     test_summary,
     test_tensor_list,
 )
@@ -255,6 +256,7 @@ SPECIAL = {
     "parse_examples": test_parsing_ops.round_trip_builder,
     "segments": test_segment_ops.round_trip_builder,
     "sparse": test_sparse_ops.round_trip_builder,
+    "sparse_segments_and_feature_columns": test_sparse_segment_ops.round_trip_builder,
     "lrn_and_random_more": _lrn_and_random_more,
     "optimizers_more": test_optimizers_more.round_trip_builder,
 }
@@ -290,6 +292,7 @@ def _all_builders():
         (test_linalg_ops, "GRAD_CASES"),
         (test_decompositions, "GRAD_CASES"),
         (test_math_more, "GRAD_CASES"),
+        (test_sparse_segment_ops, "GRAD_CASES"),
     ):
         for case in getattr(mod, attr):
             if case.grad_inputs:

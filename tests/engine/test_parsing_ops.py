@@ -83,24 +83,53 @@ def test_bad_examples_are_invalid_argument(batch, message):
         parse(batch)
 
 
-def test_sparse_features_are_refused_clearly():
-    with tf.Graph().as_default(), pytest.raises(errors.UnimplementedError, match="VarLenFeature"):
-        tf.parse_example(tf.placeholder(tf.string, [None]), {"v": tf.VarLenFeature(tf.int64)})
-    with tf.Graph().as_default() as g, pytest.raises(errors.UnimplementedError, match="sparse"):
+def test_ragged_features_are_refused_clearly():
+    with tf.Graph().as_default() as g, pytest.raises(errors.UnimplementedError, match="ragged"):
         s = tf.placeholder(tf.string, [None])
-        key = tf.constant("v")
+        none = tf.constant(np.empty(0, object), tf.string)
         g._create_op(
-            "ParseExample",
-            [s, tf.constant(np.empty(0, object), tf.string), key],
+            "ParseExampleV2",
+            [s, none, none, none, tf.constant(["r"])],
             {
-                "Nsparse": 1,
-                "Ndense": 0,
-                "sparse_types": [tf.int64],
+                "num_sparse": 0,
+                "sparse_types": [],
                 "Tdense": [],
                 "dense_shapes": [],
+                "ragged_value_types": [tf.int64],
+                "ragged_split_types": [tf.int64],
             },
             "parse",
         )
+
+
+def test_tf1_parse_example_v1_op_with_sparse_keys_matches_v2():
+    """ParseExample (v1) with sparse keys as scalar inputs: the same sparse outputs as the
+    ParseExampleV2 that tf.parse_example builds (checked against TF in
+    test_sparse_segment_ops)."""
+    batch = np.array([example(v=[5, 6, 7], b=1), example(b=2), example(v=[-3], b=3)], object)
+    with tf.Graph().as_default() as g:
+        s = tf.placeholder(tf.string, [None])
+        names = tf.constant(np.empty(0, object), tf.string)
+        keys = [tf.constant("v"), tf.constant("b")]
+        default = tf.constant(np.empty(0, np.int64), tf.int64)
+        attrs = {
+            "Nsparse": 1,
+            "Ndense": 1,
+            "sparse_types": [tf.int64],
+            "Tdense": [tf.int64],
+            "dense_shapes": [tf.TensorShape([])],
+        }
+        v1 = g._create_op("ParseExample", [s, names, *keys, default], attrs, "parse").outputs
+        assert [t.shape.as_list() for t in v1] == [[None, 2], [None], [2], [None]]
+        v2 = tf.parse_example(
+            s, {"v": tf.VarLenFeature(tf.int64), "b": tf.FixedLenFeature([], tf.int64)}
+        )
+        with tf.Session() as sess:
+            got1, got2 = sess.run([v1, v2], {s: batch})
+    sp = got2["v"]
+    for a, b in zip(got1, [sp.indices, sp.values, sp.dense_shape, got2["b"]]):
+        np.testing.assert_array_equal(a, b)
+    assert sp.dense_shape.tolist() == [3, 3]
 
 
 def _v1_op(g, s):
