@@ -8,6 +8,7 @@ import pytest
 import engine as tf
 from engine.formats.onnx.ops import ONNX_OP_TYPES
 from engine.ops._common import create
+from tests.engine.onnx_text_cases import TEXT_CASES
 from tests.engine.optable import Case, check_case
 
 F = np.float32
@@ -367,6 +368,8 @@ CASES = [
         rtol=1e-5,
     ),
 ]
+
+CASES += TEXT_CASES  # the text ops' rows (engine/formats/onnx/ops_text.py)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
