@@ -186,3 +186,52 @@ def round_trip_builder():
     rois5 = tf.constant(np.array([[0, 0.5, 1, 4, 5]], np.float32))
     pool = create("OnnxMaxRoiPool", [x, rois5], pooled).outputs[0]
     return [nms, roi, pool], {}, []
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_roi_align_rois_that_are_not_finite_fail_the_run(bad):
+    # onnxruntime: "All 'rois' values must be finite."
+    feeds = {
+        "x": rng.standard_normal((1, 2, 8, 8)).astype(np.float32),
+        "rois": np.array([[0, 0, bad, 4]], np.float32),
+        "idx": np.zeros(1, np.int64),
+    }
+    data = _roi_model(16, output_height=2, output_width=2, sampling_ratio=2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="rois.*must be finite"):
+        run_engine(data, feeds)
+
+
+def test_roi_align_regions_needing_too_many_samples_fail_clearly():
+    # sampling_ratio 0 takes ceil(roi size / bins) samples per bin and axis: 10**14 here.
+    feeds = {
+        "x": rng.standard_normal((1, 2, 8, 8)).astype(np.float32),
+        "rois": np.array([[0, 0, 1e7, 1e7]], np.float32),
+        "idx": np.zeros(1, np.int64),
+    }
+    with pytest.raises(tf.errors.InvalidArgumentError, match="samples"):
+        run_engine(_roi_model(16, output_height=1, output_width=1), feeds)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_in_channel_chunks_matches_onnxruntime(monkeypatch, mode):
+    # Channels are taken a few at a time when a region has many samples.
+    from engine.formats.onnx import mapping_detection
+
+    monkeypatch.setattr(mapping_detection, "_ROI_CHUNK", 3 * 4032)  # 3 channels of 4032
+    x = rng.standard_normal((1, 40, 64, 64)).astype(np.float32)
+    rois = np.array([[0, 0, 63, 63], [3, 5, 40, 60]], np.float32)
+    feeds = {"x": x, "rois": rois, "idx": np.zeros(2, np.int64)}
+    assert_same_as_ort(_roi_model(16, output_height=2, output_width=3, mode=mode), feeds)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        lambda: _roi_model(16, output_height=1 << 16, output_width=1 << 16),
+        lambda: _max_roi_model(pooled_shape=[1 << 16, 1 << 16]),
+    ],
+    ids=["RoiAlign", "MaxRoiPool"],
+)
+def test_roi_output_sizes_are_bounded(data):
+    with pytest.raises(UnsupportedModelError, match="RoiAlign output size|MaxRoiPool pooled_shape"):
+        tf.onnx.import_model(data())

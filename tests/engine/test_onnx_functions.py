@@ -256,3 +256,52 @@ def test_unsupported_operators_inside_a_function_are_reported_by_name():
     with pytest.raises(UnsupportedModelError, match="ImageDecoder"):
         tf.onnx.import_model(data)
     assert tf.onnx.summarize(data).unsupported == {"ImageDecoder": 1}
+
+
+def test_an_output_the_call_leaves_empty_is_still_computed_for_the_body():
+    # "t" feeds "y" inside the body; the call names only "y" (its "t" is the empty name).
+    fn = function(
+        "TwoOut",
+        ["x"],
+        ["t", "y"],
+        [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])],
+    )
+    call = helper.make_node("TwoOut", ["x"], ["", "y"], domain=LOCAL)
+    data = make([call], [vi("x", [3])], [vi("y", [3])], [fn])
+    compare(data, {"x": np.array([-1.0, 2.0, -3.0], np.float32)})
+
+
+def test_body_names_never_collide_with_graph_names_that_look_scoped():
+    fn = function(
+        "H",
+        ["x"],
+        ["y"],
+        [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])],
+    )
+    nodes = [
+        helper.make_node("Abs", ["x"], ["H__call1/t"]),
+        helper.make_node("H", ["x"], ["h"], domain=LOCAL),
+        helper.make_node("Add", ["h", "H__call1/t"], ["y"]),
+    ]
+    data = make(nodes, [vi("x", [2])], [vi("y", [2])], [fn])
+    compare(data, {"x": np.array([-1.0, 2.0], np.float32)})
+
+
+def test_calls_that_fan_out_without_leaf_nodes_are_bounded():
+    # Each level calls the next 300 times; only call nodes, so no operator is ever counted.
+    fns = [
+        function(
+            f"Fan{i}",
+            ["x"],
+            ["y"],
+            [helper.make_node(f"Fan{i + 1}", ["x"], [f"t{k}"], domain=LOCAL) for k in range(300)]
+            + [helper.make_node("Identity", ["x"], ["y"])],
+        )
+        for i in range(3)
+    ]
+    fns.append(function("Fan3", ["x"], ["y"], [helper.make_node("Identity", ["x"], ["y"])]))
+    data = make(
+        [helper.make_node("Fan0", ["x"], ["y"], domain=LOCAL)], [vi("x", [2])], [vi("y", [2])], fns
+    )
+    with pytest.raises(UnsupportedModelError, match="more than .* nodes"):
+        tf.onnx.import_model(data)

@@ -633,3 +633,140 @@ def test_one_hot_encoder_without_zeros_fails_on_unknown_categories():
         run_ort(data, {"x": np.array([2, 5], np.int64)})
     with pytest.raises(tf.errors.InvalidArgumentError, match="not one of its 2 categories"):
         run_engine(data, {"x": np.array([2, 5], np.int64)})
+
+
+def _stump(**extra):
+    attrs = {
+        "nodes_treeids": [0, 0, 0, 0, 0],
+        "nodes_nodeids": [0, 1, 2, 3, 4],
+        "nodes_featureids": [0, 0, 0, 3, 0],  # node 3 reads feature 3 of a 2-feature input
+        "nodes_modes": ["BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF"],
+        "nodes_values": [0.5, 0.0, 0.0, 0.5, 0.0],
+        "nodes_truenodeids": [3, 0, 0, 1, 0],
+        "nodes_falsenodeids": [4, 0, 0, 2, 0],
+        "target_treeids": [0, 0, 0],
+        "target_nodeids": [1, 2, 4],
+        "target_ids": [0, 0, 0],
+        "target_weights": [1.0, 2.0, 3.0],
+        "n_targets": 1,
+    }
+    attrs.update(extra)
+    return attrs
+
+
+def test_tree_feature_ids_past_the_input_width_fail_the_run():
+    # Only the first row takes the bad path: without a check it would read the next row.
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, **_stump())
+    data = ml_model([node], [vi("x", F, [None, 2])], [vi("y", F, [None, 1])])
+    x = np.array([[0.0, 0.0], [1.0, 0.0]], np.float32)
+    with pytest.raises(ort.capi.onnxruntime_pybind11_state.Fail, match="requests feature 3"):
+        run_ort(data, {"x": x})
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"requests feature 3.*\[2\] \[features\]"
+    ):
+        run_engine(data, {"x": x})
+    wide = ml_model([node], [vi("x", F, [None, 4])], [vi("y", F, [None, 1])])
+    assert_same_as_ort(wide, {"x": np.ones((3, 4), np.float32)})
+
+
+@pytest.mark.parametrize(
+    "op,prefix,labels,base",
+    [
+        ("TreeEnsembleRegressor", "target", None, [1.0, 2.0]),
+        ("TreeEnsembleClassifier", "class", [0, 1], [0.1, 0.2, 0.3]),
+        ("TreeEnsembleClassifier", "class", [0, 1, 2], [1.0, 2.0]),
+    ],
+)
+def test_tree_base_values_of_the_wrong_length_are_refused(op, prefix, labels, base):
+    attrs = _stump(nodes_featureids=[0, 0, 0, 1, 0], base_values=base)
+    for k in ("treeids", "nodeids", "ids", "weights"):
+        attrs[f"{prefix}_{k}"] = attrs.pop(f"target_{k}")
+    outputs = [vi("y", F, None)]
+    if labels is not None:
+        del attrs["n_targets"]
+        attrs["classlabels_int64s"] = labels
+        outputs = [vi("label", I64, None), vi("y", F, None)]
+    node = helper.make_node(op, ["x"], [o.name for o in outputs], domain=ML, **attrs)
+    data = ml_model([node], [vi("x", F, [None, 2])], outputs)
+    with pytest.raises(ort.capi.onnxruntime_pybind11_state.Fail, match="base_values"):
+        run_ort(data, {"x": np.zeros((1, 2), np.float32)})
+    with pytest.raises(tf.onnx.OnnxFormatError, match="base_values"):
+        tf.onnx.import_model(data)
+
+
+def _svc_probability_model(classes):
+    attrs = _svc_attrs(classes, [1] * classes, 2, "RBF", seed=classes)
+    pairs = classes * (classes - 1) // 2
+    attrs["classlabels_ints"] = list(range(classes))
+    attrs["prob_a"] = (-rng.random(pairs) * 2).tolist()
+    attrs["prob_b"] = (rng.standard_normal(pairs) * 0.1).tolist()
+    node = helper.make_node("SVMClassifier", ["x"], ["label", "p"], domain=ML, **attrs)
+    outputs = [vi("label", I64, [None]), vi("p", F, None)]
+    return ml_model([node], [vi("x", F, [None, 2])], outputs)
+
+
+def test_svm_probability_tables_grow_with_the_square_of_the_classes():
+    # Pairwise probabilities are placed by index (classes**2 entries), not by dense
+    # [pairs, classes**2] matrices (classes**4 / 2 entries: gigabytes at a few hundred classes).
+    data = _svc_probability_model(40)
+    assert_same_as_ort(data, {"x": rng.standard_normal((5, 2)).astype(np.float32)}, atol=1e-4)
+    graph = tf.onnx.import_model(data).graph
+    sizes = [
+        int(np.prod(op.get_attr("value").shape))
+        for op in graph.get_operations()
+        if op.type == "Const"
+    ]
+    assert max(sizes) <= 40 * 780
+
+
+def test_svm_pair_tables_are_bounded(monkeypatch):
+    from engine.formats.onnx import mapping_ml_svm
+
+    monkeypatch.setattr(mapping_ml_svm, "MAX_PAIR_ENTRIES", 1000)
+    with pytest.raises(tf.onnx.UnsupportedModelError, match="class pairs"):
+        tf.onnx.import_model(_svc_probability_model(40))
+
+
+@pytest.mark.parametrize("ml_opset", [2, 3, 4])
+@pytest.mark.parametrize("keys", [[1.0, np.nan], [np.nan]])
+def test_label_encoder_nan_keys_match_nan_only_from_opset_4(ml_opset, keys):
+    node = helper.make_node(
+        "LabelEncoder",
+        ["x"],
+        ["y"],
+        domain=ML,
+        keys_floats=keys,
+        values_int64s=list(range(3, 3 + len(keys))),
+    )
+    data = ml_model([node], [vi("x", F, [None])], [vi("y", I64, [None])], ml_opset)
+    assert_same_as_ort(data, {"x": np.array([1.0, np.nan, 2.0], np.float32)})
+
+
+@pytest.mark.parametrize("aggregate", ["SUM", "MAX", "AVERAGE"])
+@pytest.mark.parametrize("targets", [1, 2])
+def test_tree_leaves_with_several_weights_for_one_target(aggregate, targets):
+    # onnxruntime combines them with more than one target, and keeps the first with one.
+    attrs = _stump(
+        nodes_featureids=[0, 0, 0, 1, 0],
+        n_targets=targets,
+        aggregate_function=aggregate,
+        target_treeids=[0, 0, 0, 0, 0],
+        target_nodeids=[1, 2, 1, 4, 1],
+        target_ids=[0, 0, targets - 1, 0, 0],
+        target_weights=[1.0, 2.0, 4.0, 3.0, 5.0],
+    )
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, **attrs)
+    data = ml_model([node], [vi("x", F, [None, 2])], [vi("y", F, [None, targets])])
+    x = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]], np.float32)
+    assert_same_as_ort(data, {"x": x})
+
+
+def test_array_feature_extractor_refuses_an_empty_index_list_as_onnxruntime():
+    node = helper.make_node("ArrayFeatureExtractor", ["x", "idx"], ["y"], domain=ML)
+    data = ml_model([node], [vi("x", F, [None, 4]), vi("idx", I64, [None])], [vi("y", F, None)])
+    feeds = {"x": np.ones((2, 4), np.float32), "idx": np.zeros(0, np.int64)}
+    with pytest.raises(ort.capi.onnxruntime_pybind11_state.InvalidArgument, match="num_indices"):
+        run_ort(data, feeds)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="num_indices = 0"):
+        run_engine(data, feeds)
+    assert_same_as_ort(data, {"x": feeds["x"], "idx": np.array([2], np.int64)})

@@ -257,3 +257,27 @@ def test_unknown_activation_of_a_fused_conv_is_named():
     data = build(node, {"x": f32(1, 2, 3, 3), "w": f32(2, 2, 1, 1)})
     with pytest.raises(UnsupportedModelError, match="activation 'Softsign'"):
         tf.onnx.import_model(data)
+
+
+@pytest.mark.parametrize(
+    "op,heads", [("Attention", 0), ("Attention", -2), ("MultiHeadAttention", 0)]
+)
+def test_attention_head_counts_that_are_not_positive_are_refused(op, heads):
+    # onnxruntime refuses these sessions ("num_heads > 0 was false").
+    x = f32(1, 3, 8)
+    if op == "Attention":
+        node, feeds = ms(op, ["x", "w"], num_heads=heads), {"x": x, "w": f32(8, 24)}
+    else:
+        node, feeds = ms(op, ["x", "x", "x"], num_heads=heads), {"x": x}
+    data = build(node, feeds)
+    with pytest.raises(Exception, match="num_heads"):
+        ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    with pytest.raises(UnsupportedModelError, match=f"num_heads {heads}"):
+        tf.onnx.import_model(data)
+
+
+def test_simplified_layer_normalization_of_a_scalar_is_refused():
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y"])
+    data = build(node, {"x": np.float32(2.0).reshape(()), "g": np.ones((), np.float32)})
+    with pytest.raises(UnsupportedModelError, match="rank 0"):
+        tf.onnx.import_model(data)

@@ -368,3 +368,30 @@ def test_torch_exported_two_layer_bidirectional_batch_first_lstm():
         }
         got = assert_same_as_ort(data, feeds)
         assert got["output"].shape == (batch, seq, 12)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("lens", [[7, 2, 4, 1], [-1, 2, 4, 1]])
+def test_sequence_lens_outside_the_sequence_fail_the_run(kind, lens):
+    data, feeds = rnn_model(kind, "bidirectional", lens=lens)
+    with pytest.raises(ort.capi.onnxruntime_pybind11_state.InvalidArgument, match="sequence_lens"):
+        run_ort(data, feeds)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"sequence_lens.*\[6\]"):
+        run_engine(data, feeds)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("bad", ["hidden", "batch"])
+def test_initial_states_of_the_wrong_shape_fail_the_run(kind, bad):
+    # [1, 1, 2*hidden] would reshape into [2, hidden]; [1, 1, hidden] would broadcast.
+    data, feeds = rnn_model(kind, batch=2 if bad == "hidden" else 3, state=True, hidden=2)
+    batch = feeds["X"].shape[1]
+    wrong = (1, 1, 4) if bad == "hidden" else (1, 1, 2)
+    for name in ("H0", "C0") if kind == "LSTM" else ("H0",):
+        feeds_bad = dict(feeds, **{name: np.ones(wrong, np.float32)})
+        with pytest.raises(ort.capi.onnxruntime_pybind11_state.Fail, match="must have shape"):
+            run_ort(data, feeds_bad)
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match=rf"must have shape.*\[1 {batch} 2\]"
+        ):
+            run_engine(data, feeds_bad)

@@ -64,6 +64,8 @@ class _Inliner:
         self.model_default = _opsets(model.get("opset_import", [])).get("")
         self.calls = 0
         self.nodes = 0
+        # First parts of the graph's own "a/b" names: a call's scope never takes one of them.
+        self.taken = {n.split("/", 1)[0] for n in _graph_names(model["graph"], set()) if "/" in n}
 
     @staticmethod
     def _label(key: tuple[str, str, str]) -> str:
@@ -85,8 +87,8 @@ class _Inliner:
                 self.graph(sub, stack, default_opset)
         key = _key(node.get("domain", ""), node.get("op_type", ""), node.get("overload", ""))
         fn = self.functions.get(key)
+        self._count(1)  # calls count too: bodies made only of calls must not fan out unbounded
         if fn is None:
-            self._count(1)
             return [node]
         if key in stack:
             raise UnsupportedModelError(f"function {self._label(key)} calls itself")
@@ -112,11 +114,18 @@ class _Inliner:
                 f"call of function {label} has {len(actual_in)} inputs and {len(actual_out)} "
                 f"outputs; the function declares {len(formal_in)} and {len(formal_out)}"
             )
-        self.calls += 1
-        scope = f"{call.get('name') or fn.get('name', 'function')}__call{self.calls}"
+        base = str(call.get("name") or fn.get("name", "function")).replace("/", "_")
+        scope = ""
+        while not scope or scope in self.taken:
+            self.calls += 1
+            scope = f"{base}__call{self.calls}"
         names = {f: (actual_in[i] if i < len(actual_in) else "") for i, f in enumerate(formal_in)}
+        # An output the call leaves out (or names "") is still a value inside the body.
         names.update(
-            {f: (actual_out[i] if i < len(actual_out) else "") for i, f in enumerate(formal_out)}
+            {
+                f: (actual_out[i] if i < len(actual_out) and actual_out[i] else f"{scope}/{f}")
+                for i, f in enumerate(formal_out)
+            }
         )
         attrs = self._attributes(call, fn, label)
         fn_opsets = _opsets(fn.get("opset_import", []))
@@ -178,6 +187,19 @@ class _Inliner:
             t["name"] = rename(t.get("name", ""))
         for node in g.get("node", []):
             self._rewrite(node, rename, scope, attrs, opset)
+
+
+def _graph_names(g: dict, out: set) -> set:
+    """Every value name ``g`` and its subgraphs define or use."""
+    for key in ("input", "output", "value_info", "initializer"):
+        out.update(v.get("name", "") for v in g.get(key, []))
+    for node in g.get("node", []):
+        out.update(node.get("input", []))
+        out.update(node.get("output", []))
+        for a in node.get("attribute", []):
+            for sub in ([a["g"]] if "g" in a else []) + list(a.get("graphs", [])):
+                _graph_names(sub, out)
+    return out
 
 
 def inline_functions(model: dict) -> None:

@@ -29,6 +29,11 @@ from engine.tensor_shape import TensorShape
 
 __all__: list[str] = []
 
+MAX_ROI_ALIGN_BINS = 1 << 16  # output_height * output_width (vectorised bins)
+MAX_ROI_POOL_BINS = 1 << 12  # MaxRoiPool's pooled_shape product (one numpy max per bin)
+MAX_ROI_SAMPLES = 1 << 22  # bilinear samples of one region ([bins, grid] per axis)
+_ROI_CHUNK = 1 << 24  # channels x samples gathered at once
+
 
 def _host(v) -> np.ndarray:
     return np.asarray(v.get() if hasattr(v, "get") else v)
@@ -156,23 +161,38 @@ def _roi_pool(x, roi, mode, out_hw, ratio, scale, half_pixel):
     grid[1] = ratio or int(np.ceil(roi_w / f(out_hw[1])))
     if min(grid) <= 0:  # an empty region: no samples, onnxruntime's zero
         return np.zeros((x.shape[0], *out_hw), x.dtype)
+    samples = out_hw[0] * grid[0] * out_hw[1] * grid[1]
+    if samples > MAX_ROI_SAMPLES:
+        raise _bad(
+            f"RoiAlign region {[float(v) for v in roi]} needs {samples} bilinear samples "
+            f"(grid {grid} per bin); the limit is {MAX_ROI_SAMPLES}"
+        )
     ys = _bin_samples(y1, roi_h, out_hw[0], grid[0])
     xs = _bin_samples(x1, roi_w, out_hw[1], grid[1])
     ylo, yhi, wy0, wy1, yok = _axis_weights(ys, h)
     xlo, xhi, wx0, wx1, xok = _axis_weights(xs, w)
     ok = yok[:, :, None, None] & xok[None, None]  # [oh, gh, ow, gw]
-    taps = []
-    for rows, wy in ((ylo, wy0), (yhi, wy1)):
-        for cols, wx in ((xlo, wx0), (xhi, wx1)):
-            weight = np.where(ok, wy[:, :, None, None] * wx[None, None], f(0))
-            pixels = x[:, rows[:, :, None, None], cols[None, None]]  # [C, oh, gh, ow, gw]
-            taps.append(weight.astype(x.dtype) * pixels)
-    if mode == "max":
-        best = np.maximum(np.maximum(np.maximum(taps[0], taps[1]), taps[2]), taps[3])
-        return best.max(axis=(2, 4))
-    total = ((taps[0] + taps[1]) + taps[2]) + taps[3]
-    count = max(grid[0] * grid[1], 1)
-    return (total.sum(axis=(2, 4)) / x.dtype.type(count)).astype(x.dtype)
+    weights = [
+        np.where(ok, wy[:, :, None, None] * wx[None, None], f(0)).astype(x.dtype)
+        for wy in (wy0, wy1)
+        for wx in (wx0, wx1)
+    ]
+    corners = [(rows, cols) for rows in (ylo, yhi) for cols in (xlo, xhi)]
+    count = x.dtype.type(max(grid[0] * grid[1], 1))
+    step = max(1, _ROI_CHUNK // samples)  # channels at a time: memory stays bounded
+    out = []
+    for c in range(0, x.shape[0], step):
+        taps = [
+            weight * x[c : c + step, rows[:, :, None, None], cols[None, None]]
+            for weight, (rows, cols) in zip(weights, corners)
+        ]  # each [C, oh, gh, ow, gw]
+        if mode == "max":
+            best = np.maximum(np.maximum(np.maximum(taps[0], taps[1]), taps[2]), taps[3])
+            out.append(best.max(axis=(2, 4)))
+        else:
+            total = ((taps[0] + taps[1]) + taps[2]) + taps[3]
+            out.append((total.sum(axis=(2, 4)) / count).astype(x.dtype))
+    return np.concatenate(out) if out else np.zeros((0, *out_hw), x.dtype)
 
 
 @_onnx_op(
@@ -210,6 +230,8 @@ def _roi_align(
             f"rois must be [num_rois, 4] and batch_indices [num_rois], got "
             f"{list(rois.shape)} and {list(idx.shape)}"
         )
+    if not np.isfinite(rois).all():
+        raise _bad("All 'rois' values must be finite.")
     if idx.size and (idx.min() < 0 or idx.max() >= image.shape[0]):
         raise _bad(f"batch_indices must be in [0, {image.shape[0]}), got {idx.tolist()}")
     out = np.zeros((len(rois), image.shape[1], output_height, output_width), image.dtype)
@@ -239,7 +261,7 @@ def _roi_align_converter(default_transform: str):
             )
         sizes = [int(ctx.attr(node, k, 1)) for k in ("output_height", "output_width")]
         ratio = int(ctx.attr(node, "sampling_ratio", 0))
-        if min(sizes) < 1 or ratio < 0 or max(sizes) > 1 << 16:
+        if min(sizes) < 1 or ratio < 0 or sizes[0] * sizes[1] > MAX_ROI_ALIGN_BINS:
             raise UnsupportedModelError(f"RoiAlign output size {sizes} / sampling_ratio {ratio}")
         attrs = {
             "mode": mode,
@@ -306,6 +328,8 @@ def _max_roi_pool(xp, x, rois, *, pooled_shape, spatial_scale):
     _, _, h, w = image.shape
     out = np.zeros((len(rois), image.shape[1], *pooled_shape), image.dtype)
     scale = np.float32(spatial_scale)
+    if not np.isfinite(rois).all():
+        raise _bad("All 'rois' values must be finite.")
     for n, roi in enumerate(rois.astype(np.float32)):
         b = int(roi[0])
         if not 0 <= b < image.shape[0]:
@@ -320,7 +344,7 @@ def _max_roi_pool(xp, x, rois, *, pooled_shape, spatial_scale):
 
 def _max_roi_pool_converter(ctx, node):
     pooled = [int(v) for v in ctx.attr(node, "pooled_shape", None) or ()]
-    if len(pooled) != 2 or min(pooled) < 1 or max(pooled) > 1 << 16:
+    if len(pooled) != 2 or min(pooled) < 1 or pooled[0] * pooled[1] > MAX_ROI_POOL_BINS:
         raise UnsupportedModelError(f"MaxRoiPool pooled_shape {pooled} (two positive sizes)")
     attrs = {
         "pooled_shape": pooled,

@@ -274,7 +274,8 @@ def _center_crop_pad(ctx, node):
             size.append(_const(-1, dtypes.int64))
             pads.append(_const([0, 0], dtypes.int64))
             continue
-        d, t = have[a], target[axes.index(a)]
+        # A negative target is an empty axis, as onnxruntime computes it.
+        d, t = have[a], math_ops.maximum(target[axes.index(a)], zero)
         crop = math_ops.maximum(math_ops.subtract(d, t), zero)
         begin.append(math_ops.floordiv(crop, two))
         size.append(math_ops.minimum(d, t))

@@ -327,6 +327,10 @@ def _imputer(ctx, node):
 def _array_feature_extractor(ctx, node):
     x, indices = ctx.input(node, 0), ctx.input(node, 1)
     indices = tf.reshape(tf.cast(indices, tf.int64), tf.constant(np.array([-1], np.int64)))
+    # onnxruntime fails the run on an empty index list.
+    check = Assert(tf.greater(tf.size(indices), 0), ["Invalid Y argument: num_indices = 0"])
+    with control_dependencies([check]):
+        indices = tf.identity(indices)
     if x.shape.ndims == 1:
         x = tf.expand_dims(x, 0)
     return [tf.gather(x, indices, axis=-1)]
@@ -417,7 +421,7 @@ def _label_default(ctx, node, values: np.ndarray):
     return np.int64(ctx.attr(node, "default_int64", -1))
 
 
-def _label_encoder(ctx, node):
+def _label_encoder(ctx, node, nan_keys_match: bool = True):
     x = ctx.input(node, 0)
     keys, values = _keys_values(ctx, node, "keys"), _keys_values(ctx, node, "values")
     if keys is None or values is None or len(keys) != len(values):
@@ -427,7 +431,17 @@ def _label_encoder(ctx, node):
         raise OnnxFormatError(f"{where(node)}: {x.dtype.name} input for {keys.dtype} keys")
     if keys.dtype != object:
         keys = keys.astype(x.dtype.base_dtype.as_numpy_dtype)
-    return [lookup(x, keys, values, _label_default(ctx, node, values))]
+    default = _label_default(ctx, node, values)
+    if not nan_keys_match and keys.dtype.kind == "f":
+        # Before ai.onnx.ml opset 4 a NaN key matches nothing (onnxruntime's hash map).
+        keys, values = keys[~np.isnan(keys)], values[~np.isnan(keys)]
+        if not len(keys):
+            return [tf.fill(tf.shape(x), tf.constant(np.asarray(default, values.dtype)))]
+    return [lookup(x, keys, values, default)]
+
+
+def _label_encoder_v2(ctx, node):
+    return _label_encoder(ctx, node, nan_keys_match=False)
 
 
 def _label_encoder_v1(ctx, node):
@@ -476,6 +490,8 @@ _register("Imputer", (1,), _imputer)
 _register("ArrayFeatureExtractor", (1,), _array_feature_extractor)
 _register("FeatureVectorizer", (1,), _feature_vectorizer)
 _register("OneHotEncoder", (1,), _one_hot_encoder)
-_register("LabelEncoder", (1, 2, 4), {1: _label_encoder_v1, 2: _label_encoder})
+_register(
+    "LabelEncoder", (1, 2, 4), {1: _label_encoder_v1, 2: _label_encoder_v2, 4: _label_encoder}
+)
 _register("CategoryMapper", (1,), _category_mapper)
 _register("ZipMap", (1,), _zip_map)

@@ -19,6 +19,7 @@ from engine import dtypes
 from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.mapping import ML_DOMAIN, UnsupportedModelError, register
 from engine.formats.onnx.mapping_ml import (
+    MAX_ML_ENTRIES,
     bounded,
     class_labels,
     first_argmax,
@@ -41,6 +42,8 @@ __all__: list[str] = []
 
 KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
 MAX_CLASSES = 1 << 10  # pairs grow with the square of the classes
+# The [vectors, pairs] and [pairs, classes] tables built at import are bounded too.
+MAX_PAIR_ENTRIES = MAX_ML_ENTRIES
 
 
 def _f32(value) -> Tensor:
@@ -201,12 +204,14 @@ def _probabilities(scores, pairs, classes, prob_a, prob_b) -> Tensor:
     a, b = _f32(prob_a[:n]), _f32(prob_b[:n])
     val = tf.subtract(_f32(1.0), logistic(tf.add(tf.multiply(scores, a), b)))
     val = tf.minimum(tf.maximum(val, _f32(1e-7)), _f32(1 - 1e-7))
-    upper = np.zeros((n, classes * classes), np.float32)
-    lower = np.zeros((n, classes * classes), np.float32)
+    # r[i, j] = val of pair (i, j), r[j, i] = 1 - val, the diagonal 0: placed by index.
+    columns = np.full(classes * classes, 2 * n, np.int64)
     for p, (i, j) in enumerate(pairs):
-        upper[p, i * classes + j] = 1.0
-        lower[p, j * classes + i] = 1.0
-    flat = tf.add(tf.matmul(val, _f32(upper)), tf.matmul(tf.subtract(_f32(1.0), val), _f32(lower)))
+        columns[i * classes + j] = p
+        columns[j * classes + i] = n + p
+    zero = tf.multiply(tf.ones_like(val[:, :1]), _f32(0.0))
+    table = tf.concat([val, tf.subtract(_f32(1.0), val), zero], 1)
+    flat = tf.gather(table, tf.constant(columns), axis=1)
     shape = tf.constant(np.array([-1, classes, classes], np.int64))
     return couple(tf.reshape(flat, shape), classes)
 
@@ -214,6 +219,8 @@ def _probabilities(scores, pairs, classes, prob_a, prob_b) -> Tensor:
 def _svc(ctx, node, x, labels, per_class, kernel_args, transform):
     classes = len(labels)
     pairs = _pairs(classes)
+    for size, what in ((int(per_class.sum()), "support vectors"), (classes, "classes")):
+        bounded(size * len(pairs), node, f"{what} x class pairs", MAX_PAIR_ENTRIES)
     vectors = _support_vectors(ctx, node, int(per_class.sum()))
     x = rows(ctx, node, x, vectors.shape[1])
     rho = floats(ctx, node, "rho", [])

@@ -36,7 +36,8 @@ from engine.formats.onnx.mapping_ml import (
     where,
 )
 from engine.formats.onnx.tensors import OnnxFormatError
-from engine.framework.graph import Tensor
+from engine.framework.graph import Tensor, control_dependencies
+from engine.ops.logging_ops import Assert
 from engine.ops.reduction import reduce_any
 
 __all__ = ["MAX_TREE_DEPTH", "MAX_TREE_NODES"]
@@ -149,6 +150,9 @@ def _leaf_tables(ctx, node, prefix, positions, count, targets, aggregate):
         if key not in positions:
             raise OnnxFormatError(f"{where(node)}: weight for missing tree {key[0]} node {key[1]}")
         at[i] = positions[key]
+    if targets == 1:  # onnxruntime's one-target leaves keep their first weight only
+        keep = np.sort(np.unique(at, return_index=True)[1])
+        at, ids, values = at[keep], ids[keep], values[keep]
     leaves, rows_of = np.unique(at, return_inverse=True)
     bounded((len(leaves) + 1) * targets, node, "leaves x targets")
     slot = np.zeros(count, np.int64)
@@ -219,7 +223,13 @@ def walk(forest: Forest, x: Tensor) -> Tensor:
     """The leaf each row reaches in each tree: int64 [rows, trees]."""
     count = tf.shape(x, out_type=tf.int64)
     width = count[1]
-    flat = tf.reshape(x, tf.constant(np.array([-1], np.int64)))
+    # As onnxruntime: a feature id past the input's width fails the run (else a row would
+    # silently read the next row's values).
+    top = int(forest.feature.max())
+    message = f"a tree path requests feature {top} but the input tensor has"
+    check = Assert(tf.less(tf.constant(np.int64(top)), width), [message, width, "features"])
+    with control_dependencies([check]):
+        flat = tf.reshape(x, tf.constant(np.array([-1], np.int64)))
     row_start = tf.expand_dims(tf.multiply(tf.range(count[0]), width), 1)
     at = tf.add(tf.multiply(row_start, tf.constant(np.int64(0))), tf.constant(forest.roots))
     branch_modes = np.unique(forest.mode[forest.mode != LEAF])
@@ -259,6 +269,13 @@ def _input(ctx, node):
     return (x if double else rows(ctx, node, x)), double
 
 
+def _check_base(node, base: np.ndarray, allowed: tuple[int, ...]) -> None:
+    if len(base) not in allowed:  # onnxruntime refuses these sessions too
+        raise OnnxFormatError(
+            f"{where(node)}: {len(base)} base_values, expected {' or '.join(map(str, allowed))}"
+        )
+
+
 def _regressor(ctx, node):
     targets = bounded(int(ctx.attr(node, "n_targets", 1)), node, "n_targets", MAX_TARGETS)
     aggregate = ctx.attr(node, "aggregate_function", "SUM")
@@ -269,6 +286,7 @@ def _regressor(ctx, node):
     forest, _, _ = read_forest(ctx, node, "target", targets, aggregate, double)
     scores, _ = aggregate_leaves(forest, walk(forest, x), aggregate)
     base = floats(ctx, node, "base_values", [])
+    _check_base(node, base, (0, targets))
     if aggregate == "AVERAGE":
         scores = tf.realdiv(scores, tf.constant(np.float32(len(forest.roots))))
     if targets == 1:
@@ -324,6 +342,7 @@ def _classifier(ctx, node):
     forest, ids, values = read_forest(ctx, node, "class", classes, "SUM", double)
     scores, has = aggregate_leaves(forest, walk(forest, x), "SUM")
     base = floats(ctx, node, "base_values", [])
+    _check_base(node, base, (0, 1, 2) if classes == 2 else (0, classes))
     if classes == 2:
         binary_case = len(np.unique(ids)) == 1
         positive = bool((values >= 0).all())

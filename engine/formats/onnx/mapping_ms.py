@@ -235,6 +235,8 @@ def _simplified_layer_norm(ctx, node):
     x = ctx.input(node, 0)
     axis = int(ctx.attr(node, "axis", -1))
     rank = ctx.rank(x, node)
+    if rank < 1:
+        raise UnsupportedModelError(f"{_where(node)}: an input of rank 0 has no axis to normalize")
     if axis % rank != rank - 1:
         raise UnsupportedModelError(f"{_where(node)}: axis {axis} (only the last axis runs)")
     eps = float(ctx.attr(node, "epsilon", 1e-5))
@@ -337,6 +339,13 @@ def _attend(ctx, node, q, k, v, n: int, mask, bias) -> Tensor:
     return _merge_heads(tf.matmul(tf.nn.softmax(scores, axis=-1), vh))
 
 
+def _num_heads(ctx, node) -> int:
+    n = int(ctx.attr(node, "num_heads"))
+    if n < 1:  # onnxruntime refuses the session too
+        raise UnsupportedModelError(f"{_where(node)}: num_heads {n}, expected a positive count")
+    return n
+
+
 def _attention(ctx, node):
     for i, what in ((4, "past"), (6, "past_sequence_length")):
         if ctx.optional(node, i) is not None:
@@ -346,7 +355,7 @@ def _attention(ctx, node):
         raise UnsupportedModelError(f"{_where(node)}: the present output is not supported")
     if ctx.attr(node, "do_rotary", 0):
         raise UnsupportedModelError(f"{_where(node)}: do_rotary is not supported")
-    n = int(ctx.attr(node, "num_heads"))
+    n = _num_heads(ctx, node)
     x, w = ctx.input(node, 0), ctx.input(node, 1)
     qkv = _matmul(x, w)
     bias = ctx.optional(node, 2)
@@ -383,7 +392,7 @@ def _multi_head_attention(ctx, node):
             raise UnsupportedModelError(f"{_where(node)}: a bias needs static hidden sizes")
         bq, bk, bv = tf.split(bias, [dq, dq, dv], axis=0)
         q, k, v = tf.add(q, bq), tf.add(k, bk), tf.add(v, bv)
-    n = int(ctx.attr(node, "num_heads"))
+    n = _num_heads(ctx, node)
     return [_attend(ctx, node, q, k, v, n, ctx.optional(node, 4), ctx.optional(node, 5))]
 
 

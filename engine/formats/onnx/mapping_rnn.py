@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from engine.formats.onnx import _tf as tf
 from engine.formats.onnx.mapping import UnsupportedModelError, _const, register
 from engine.formats.onnx.tensors import OnnxFormatError
-from engine.framework.graph import Tensor
+from engine.framework.graph import Tensor, control_dependencies
+from engine.ops.logging_ops import Assert
+from engine.ops.reduction import reduce_all
 
 __all__: list[str] = []
 
@@ -341,6 +343,27 @@ def _initial(state: Tensor | None, k: int, zeros: Tensor, hidden: int) -> Tensor
     return zeros if state is None else tf.reshape(tf.gather(state, k), [-1, hidden])
 
 
+def _checked_lens(lens: Tensor, length: Tensor) -> Tensor:
+    """``lens``, failing the run (as onnxruntime does) unless each is in [0, length]."""
+    ok = tf.logical_and(
+        reduce_all(tf.greater_equal(lens, _const(0, tf.int32))),
+        reduce_all(tf.less_equal(lens, length)),
+    )
+    message = "Invalid value/s in sequence_lens. All values must be >= 0 and <= seq_length"
+    with control_dependencies([Assert(ok, [message, lens, "seq_length", length])]):
+        return tf.identity(lens)
+
+
+def _checked_state(state: Tensor, dims: tuple, what: str) -> Tensor:
+    """``state``, failing the run (as onnxruntime does) unless it is [directions, batch,
+    hidden]: the loop would otherwise reshape or broadcast it into the wrong states."""
+    want = tf.stack([_const(dims[0], tf.int32), dims[1], _const(dims[2], tf.int32)])
+    have = tf.shape(state, out_type=tf.int32)
+    ok = reduce_all(tf.equal(have, want))
+    with control_dependencies([Assert(ok, [f"Input {what} must have shape", want, "got", have])]):
+        return tf.identity(state)
+
+
 def _recurrent(kind: str):
     def convert(ctx, node):
         spec = _read_spec(ctx, node, kind)
@@ -353,9 +376,12 @@ def _recurrent(kind: str):
             x = tf.transpose(x, [1, 0, 2])
             h0 = None if h0 is None else tf.transpose(h0, [1, 0, 2])
             c0 = None if c0 is None else tf.transpose(c0, [1, 0, 2])
-        if lens is not None:
-            lens = tf.cast(lens, tf.int32)
         shape = tf.shape(x, out_type=tf.int32)
+        if lens is not None:
+            lens = _checked_lens(tf.cast(lens, tf.int32), shape[0])
+        dims = (len(spec.reverse), shape[1], spec.hidden)
+        h0 = None if h0 is None else _checked_state(h0, dims, "initial_h")
+        c0 = None if c0 is None else _checked_state(c0, dims, "initial_c")
         x2d = tf.reshape(x, tf.concat([_const([-1], tf.int32), shape[2:]], 0))
         zeros = tf.fill(tf.stack([shape[1], _const(spec.hidden, tf.int32)]), _sc(x, 0))
         outs = node.get("output", [])
