@@ -94,7 +94,8 @@ class _Contrib(Namespace):
         if name in _OUT_OF_SCOPE:
             raise AttributeError(
                 f"tf.contrib.{name} is not available in flowserve's engine and is out of its "
-                "scope (it runs TF1 graph-mode programs, not estimators)"
+                "scope: contrib's canned estimators and models are not provided (tf.estimator "
+                "with your own model_fn is)"
             )
         return super().__getattr__(name)
 
