@@ -178,11 +178,20 @@ def order_ops(fetches, fed) -> list[Operation]:
     return order
 
 
+_PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2"})
+
+
 def _deps(op: Operation, fed):
     for t in op._inputs:
         if t not in fed:
             yield t._op
-    yield from op._control_inputs
+    for c in op._control_inputs:
+        # A fed placeholder's control edges move onto its feed (TF's FeedInputs does this for
+        # Placeholder/PlaceholderV2 only): the dependency is met, the placeholder never runs.
+        # Other fed ops keep theirs and run, as in TF.
+        if c._type in _PLACEHOLDERS and fed and any(t in fed for t in c._outputs):
+            continue
+        yield c
 
 
 def _unfed_placeholder(op: Operation) -> errors.InvalidArgumentError:

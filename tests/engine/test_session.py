@@ -382,3 +382,23 @@ def test_feed_key_may_be_a_structure_of_tensors():
         assert sess.run(total, {(state.c, state.h): (fed.c, 2 * fed.h)}) == 42
         with pytest.raises(ValueError, match="same structure"):
             sess.run(total, {state: np.ones([1, 2], np.float32)})
+
+
+def test_a_control_dependency_on_a_fed_placeholder_is_met_by_the_feed():
+    # TF moves a fed placeholder's control edges onto the feed, so the placeholder never
+    # runs; another fed op keeps its control edges and still runs (its inputs too), as in
+    # TF 2.21's tf.compat.v1 (checked there: counter 1.0 after the first run, 2.0 after the
+    # second).
+    x = tf.placeholder(tf.float32, [], name="x")
+    counter = tf.Variable(0.0)
+    bump = tf.assign_add(counter, 1.0)
+    computed = tf.identity(bump, name="computed")
+    with tf.control_dependencies([x, computed]):
+        y = tf.identity(x) * 2
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        assert sess.run(y, {x: 1.5, computed: 7.0}) == 3.0
+        assert sess.run(counter) == 1.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value.*'x'"):
+            sess.run(y, {computed: 7.0})
+        assert sess.run(y, {x: 2.0}) == 4.0 and sess.run(counter) == 2.0
