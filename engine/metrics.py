@@ -3,6 +3,8 @@
 The running totals are local variables (collections ``LOCAL_VARIABLES`` and
 ``METRIC_VARIABLES``, initialized by ``tf.local_variables_initializer()``) named as TF1 names
 them (``accuracy/total``, ``precision/true_positives/count``, ``auc/true_positives``...).
+The other metrics live in ``metrics_more`` (errors, confusion counts, at thresholds, per-class)
+and ``metrics_at_k`` (top-k over label sets); this module is the ``tf.metrics`` namespace.
 Running ``update_op`` folds a batch into the totals and returns the updated metric;
 ``value`` reads the metric without changing it.
 
@@ -15,26 +17,81 @@ Running ``update_op`` folds a batch into the totals and returns the updated metr
 from __future__ import annotations
 
 from engine import dtypes
-from engine.framework.constant_op import constant, convert_to_tensor
-from engine.framework.graph import GraphKeys, Tensor, add_to_collections
-from engine.init_ops import zeros_initializer
+from engine.metrics_at_k import (
+    average_precision_at_k,
+    precision_at_k,
+    precision_at_top_k,
+    recall_at_k,
+    recall_at_top_k,
+    sparse_average_precision_at_k,
+    sparse_precision_at_k,
+)
+from engine.metrics_common import collect as _collect
+from engine.metrics_common import remove_squeezable_dimensions, weighted_mean
+from engine.metrics_more import (
+    confusion_at_thresholds,
+    false_negatives,
+    false_negatives_at_thresholds,
+    false_positives,
+    false_positives_at_thresholds,
+    mean_absolute_error,
+    mean_cosine_distance,
+    mean_iou,
+    mean_per_class_accuracy,
+    mean_relative_error,
+    mean_squared_error,
+    mean_tensor,
+    percentage_below,
+    precision_at_thresholds,
+    recall_at_thresholds,
+    root_mean_squared_error,
+    sensitivity_at_specificity,
+    specificity_at_sensitivity,
+    true_negatives,
+    true_negatives_at_thresholds,
+    true_positives,
+    true_positives_at_thresholds,
+)
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
-from engine.ops import reduction, state
-from engine.variable_scope import get_variable, variable_scope
+from engine.ops import reduction
+from engine.variable_scope import variable_scope
 
-__all__ = ["mean", "accuracy", "precision", "recall", "auc"]
-
-
-def _metric_variable(shape, dtype, name):
-    return get_variable(
-        name,
-        shape=shape,
-        dtype=dtype,
-        initializer=zeros_initializer(),
-        trainable=False,
-        collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES],
-    )
+__all__ = [
+    "mean",
+    "accuracy",
+    "precision",
+    "recall",
+    "auc",
+    "mean_absolute_error",
+    "mean_squared_error",
+    "root_mean_squared_error",
+    "mean_relative_error",
+    "mean_cosine_distance",
+    "mean_tensor",
+    "percentage_below",
+    "true_positives",
+    "false_positives",
+    "true_negatives",
+    "false_negatives",
+    "true_positives_at_thresholds",
+    "false_positives_at_thresholds",
+    "true_negatives_at_thresholds",
+    "false_negatives_at_thresholds",
+    "precision_at_thresholds",
+    "recall_at_thresholds",
+    "sensitivity_at_specificity",
+    "specificity_at_sensitivity",
+    "mean_per_class_accuracy",
+    "mean_iou",
+    "precision_at_k",
+    "recall_at_k",
+    "average_precision_at_k",
+    "precision_at_top_k",
+    "recall_at_top_k",
+    "sparse_precision_at_k",
+    "sparse_average_precision_at_k",
+]
 
 
 def _safe_div(num, den, name):
@@ -43,33 +100,9 @@ def _safe_div(num, den, name):
     )
 
 
-def _collect(value, update, metrics_collections, updates_collections):
-    if metrics_collections:
-        add_to_collections(metrics_collections, value)
-    if updates_collections:
-        add_to_collections(updates_collections, update)
-    return value, update
-
-
-def _weights(values: Tensor, weights):
-    """``weights`` broadcast to ``values`` as float32 (ones when None)."""
-    if weights is None:
-        return array_ops.ones_like(values)
-    w = math_ops.cast(convert_to_tensor(weights), values.dtype.base_dtype)
-    return math_ops.multiply(w, array_ops.ones_like(values))
-
-
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """The (weighted) mean of every value seen: ``total / count``."""
-    with variable_scope(name, "mean", [values, weights]):
-        v = math_ops.cast(convert_to_tensor(values), dtypes.float32)
-        return _mean_in_scope(v, weights, metrics_collections, updates_collections)
-
-
-def _check_same_shape(labels: Tensor, predictions: Tensor):
-    a, b = labels.shape, predictions.shape
-    if a.rank is not None and b.rank is not None and not a.is_compatible_with(b):
-        raise ValueError(f"Shapes {a} and {b} are incompatible")
+    return weighted_mean(values, weights, metrics_collections, updates_collections, name)
 
 
 def accuracy(
@@ -81,42 +114,20 @@ def accuracy(
     name=None,
 ):
     """How often ``predictions`` equals ``labels``."""
-    with variable_scope(name, "accuracy", [labels, predictions, weights]):
-        labels = convert_to_tensor(labels)
-        predictions = convert_to_tensor(predictions)
-        if predictions.dtype.base_dtype is not labels.dtype.base_dtype:
-            predictions = math_ops.cast(predictions, labels.dtype.base_dtype)
-        _check_same_shape(labels, predictions)
-        correct = math_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
-        return _mean_in_scope(correct, weights, metrics_collections, updates_collections)
+    predictions, labels, weights = remove_squeezable_dimensions(predictions, labels, weights)
+    if predictions.dtype.base_dtype is not labels.dtype.base_dtype:
+        predictions = math_ops.cast(predictions, labels.dtype.base_dtype)
+    correct = math_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
+    return weighted_mean(
+        correct, weights, metrics_collections, updates_collections, name or "accuracy"
+    )
 
 
-def _mean_in_scope(values, weights, metrics_collections, updates_collections):
-    """``mean``'s variables directly in the current scope (``accuracy/total``)."""
-    w = _weights(values, weights)
-    total = _metric_variable([], dtypes.float32, "total")
-    count = _metric_variable([], dtypes.float32, "count")
-    update_total = state.assign_add(total, reduction.reduce_sum(values * w))
-    update_count = state.assign_add(count, reduction.reduce_sum(w))
-    value = _safe_div(total, count, "value")
-    update = _safe_div(update_total, update_count, "update_op")
-    return _collect(value, update, metrics_collections, updates_collections)
-
-
-def _bools(labels, predictions):
-    labels = math_ops.cast(convert_to_tensor(labels), dtypes.bool)
-    predictions = math_ops.cast(convert_to_tensor(predictions), dtypes.bool)
-    _check_same_shape(labels, predictions)
-    return labels, predictions
-
-
-def _count(name, condition, weights):
-    """A ``<name>/count`` total of the (weighted) True entries of ``condition``."""
-    with variable_scope(name):
-        c = math_ops.cast(condition, dtypes.float32)
-        w = _weights(c, weights)
-        var = _metric_variable([], dtypes.float32, "count")
-        return var, state.assign_add(var, reduction.reduce_sum(c * w))
+def _bools(labels, predictions, weights):
+    """``(predictions, labels, weights)``: booleans of one rank, weights shaped to them."""
+    return remove_squeezable_dimensions(
+        math_ops.cast(predictions, dtypes.bool), math_ops.cast(labels, dtypes.bool), weights
+    )
 
 
 def precision(
@@ -129,13 +140,9 @@ def precision(
 ):
     """``true_positives / (true_positives + false_positives)`` of boolean predictions."""
     with variable_scope(name, "precision", [predictions, labels, weights]):
-        labels, predictions = _bools(labels, predictions)
-        tp, tp_up = _count("true_positives", math_ops.logical_and(labels, predictions), weights)
-        fp, fp_up = _count(
-            "false_positives",
-            math_ops.logical_and(math_ops.logical_not(labels), predictions),
-            weights,
-        )
+        predictions, labels, weights = _bools(labels, predictions, weights)
+        tp, tp_up = true_positives(labels, predictions, weights)
+        fp, fp_up = false_positives(labels, predictions, weights)
         value = _safe_div(tp, tp + fp, "value")
         update = _safe_div(tp_up, tp_up + fp_up, "update_op")
         return _collect(value, update, metrics_collections, updates_collections)
@@ -151,13 +158,9 @@ def recall(
 ):
     """``true_positives / (true_positives + false_negatives)`` of boolean predictions."""
     with variable_scope(name, "recall", [predictions, labels, weights]):
-        labels, predictions = _bools(labels, predictions)
-        tp, tp_up = _count("true_positives", math_ops.logical_and(labels, predictions), weights)
-        fn, fn_up = _count(
-            "false_negatives",
-            math_ops.logical_and(labels, math_ops.logical_not(predictions)),
-            weights,
-        )
+        predictions, labels, weights = _bools(labels, predictions, weights)
+        tp, tp_up = true_positives(labels, predictions, weights)
+        fn, fn_up = false_negatives(labels, predictions, weights)
         value = _safe_div(tp, tp + fn, "value")
         update = _safe_div(tp_up, tp_up + fn_up, "update_op")
         return _collect(value, update, metrics_collections, updates_collections)
@@ -194,25 +197,9 @@ def auc(
         thresholds = [0.0 - _EPSILON] + [float(t) for t in thresholds] + [1.0 + _EPSILON]
     n = len(thresholds)
     with variable_scope(name, "auc", [labels, predictions, weights]):
-        labels = math_ops.cast(convert_to_tensor(labels), dtypes.bool)
-        preds = math_ops.cast(convert_to_tensor(predictions), dtypes.float32)
-        _check_same_shape(labels, preds)
-        flat_p = array_ops.reshape(preds, [1, -1])
-        flat_l = array_ops.reshape(labels, [1, -1])
-        w = array_ops.reshape(_weights(preds, weights), [1, -1])
-        above = math_ops.greater(flat_p, constant([[t] for t in thresholds], dtypes.float32))
-        not_label = math_ops.logical_not(flat_l)
-        not_above = math_ops.logical_not(above)
-
-        def tally(var_name, cond):
-            var = _metric_variable([n], dtypes.float32, var_name)
-            c = math_ops.cast(cond, dtypes.float32) * w
-            return var, state.assign_add(var, reduction.reduce_sum(c, axis=1))
-
-        tp, tp_up = tally("true_positives", math_ops.logical_and(flat_l, above))
-        fn, fn_up = tally("false_negatives", math_ops.logical_and(flat_l, not_above))
-        tn, tn_up = tally("true_negatives", math_ops.logical_and(not_label, not_above))
-        fp, fp_up = tally("false_positives", math_ops.logical_and(not_label, above))
+        v, u = confusion_at_thresholds(labels, predictions, thresholds, weights)
+        tp, fn, tn, fp = v["tp"], v["fn"], v["tn"], v["fp"]
+        tp_up, fn_up, tn_up, fp_up = u["tp"], u["fn"], u["tn"], u["fp"]
 
         def area(tp, fn, tn, fp, out_name):
             rec = (tp + _EPSILON) / (tp + fn + _EPSILON)
