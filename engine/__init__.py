@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import sys as _sys
+
 from engine import (
     data,
     dtypes,
@@ -368,6 +370,13 @@ _OUT_OF_SCOPE = {
     "keras": "tf.keras (use tf.layers, which the engine has)",
 }
 
+
+# tf.compat (TF 1.15's helpers) with tf.compat.v1: the engine itself, also importable as
+# ``import engine.compat.v1 as tf`` (programs written for tensorflow.compat.v1).
+from engine import compat  # noqa: E402
+
+compat.v1 = _sys.modules[__name__]
+_sys.modules["engine.compat.v1"] = compat.v1
 
 # tf.math, tf.random and tf.linalg (TF 1.13+'s names), over the functions bound above.
 math, random, linalg = _tf_namespaces.build(globals(), nn)
