@@ -204,3 +204,32 @@ def test_multinomial_samples_the_only_possible_class():
     (a,), _ = _run_twice(data, {"x": logits})
     assert a.dtype == np.int32
     np.testing.assert_array_equal(a, [[1] * 5, [0] * 5])
+
+
+def test_split_sizes_and_squeeze_axes_computed_at_run_time():
+    # Sizes and axes that arrive as graph inputs (onnxruntime accepts them): split into one
+    # part per output, and axes normalized and checked when the run sees them.
+    x = rng.normal(size=(2, 6, 1)).astype(np.float32)
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1),
+        helper.make_node("Squeeze", ["a", "sq"], ["a2"]),
+        helper.make_node("Unsqueeze", ["b", "unsq"], ["b2"]),
+    ]
+    inputs = [vi("x", [2, 6, 1]), vi("sizes", [2], i64), vi("sq", [1], i64), vi("unsq", [2], i64)]
+    graph = helper.make_graph(nodes, "g", inputs, [vi("a2", None), vi("b2", None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 9
+    data = m.SerializeToString()
+    feeds = {
+        "x": x,
+        "sizes": np.array([2, 4], np.int64),
+        "sq": np.array([-1], np.int64),
+        "unsq": np.array([0, -1], np.int64),
+    }
+    got = check(data, feeds, exact=True)
+    assert got[0].shape == (2, 2) and got[1].shape == (1, 2, 4, 1, 1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Squeeze: dimension 1"):
+        engine_run(data, dict(feeds, sq=np.array([1], np.int64)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="repeated axes"):
+        engine_run(data, dict(feeds, unsq=np.array([0, 0], np.int64)))

@@ -214,6 +214,18 @@ CASES = [
         rtol=1e-6,
     ),
     Case(
+        "unsqueeze_computed_axes",
+        _op("OnnxUnsqueeze"),
+        [a, np.array([-1, 0], I64)],
+        lambda x, _: x[None, :, :, None],
+    ),
+    Case(
+        "squeeze_computed_axes",
+        _op("OnnxSqueeze"),
+        [a[None, :, None, :], np.array([2], I64)],
+        lambda x, _: x[:, :, 0, :],
+    ),
+    Case(
         "unique_first_occurrence",
         _op("OnnxUnique", {"axis": -1, "sorted": 0}, n=2),
         [np.array([[2, 1], [1, 3]], F)],

@@ -470,13 +470,26 @@ def _axes(ctx, node, attr_until: int, index: int = 1):
     return ctx.ints(node, index, "axes")
 
 
+def _computed_axes(ctx, node) -> Tensor | None:
+    """The axes input (opset 13+) when it is computed at run time, else None."""
+    if ctx.opset_of(node) < 13 or len(node["input"]) < 2 or not node["input"][1]:
+        return None
+    return None if ctx.const(node, 1) is not None else tf.cast(ctx.input(node, 1), tf.int64)
+
+
 def _squeeze(ctx, node):
+    computed = _computed_axes(ctx, node)
+    if computed is not None:
+        return [create("OnnxSqueeze", [ctx.input(node, 0), computed]).outputs[0]]
     axes = _axes(ctx, node, 13)
     return [tf.squeeze(ctx.input(node, 0), axis=axes or None)]
 
 
 def _unsqueeze(ctx, node):
     x = ctx.input(node, 0)
+    computed = _computed_axes(ctx, node)
+    if computed is not None:
+        return [create("OnnxUnsqueeze", [x, computed]).outputs[0]]
     axes = _axes(ctx, node, 13)
     if axes is None:
         raise UnsupportedModelError("Unsqueeze without axes")
@@ -508,8 +521,13 @@ def _split(ctx, node):
     if ctx.opset_of(node) < 13:
         sizes = ctx.attr(node, "split", None)
         sizes = None if sizes is None else [int(s) for s in sizes]
+    elif len(node["input"]) > 1 and node["input"][1]:
+        if ctx.const(node, 1) is None:  # sizes computed at run time: one part per output
+            sizes_t = tf.cast(ctx.input(node, 1), tf.int64)
+            return list(tf.split(x, sizes_t, axis=axis, num=n))
+        sizes = ctx.ints(node, 1, "split")
     else:
-        sizes = ctx.ints(node, 1, "split") if len(node["input"]) > 1 and node["input"][1] else None
+        sizes = None
     if sizes is None:
         num = ctx.attr(node, "num_outputs", None) if ctx.opset_of(node) >= 18 else None
         dim = x.shape.as_tuple()[axis] if x.shape.ndims is not None else None

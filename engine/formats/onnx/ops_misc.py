@@ -1,12 +1,13 @@
 """ONNX-only engine ops for ``mapping_misc.py``: Unique (sorted or in order of first
-occurrence, flat or along an axis). Declared like those of ``ops.py``."""
+occurrence, flat or along an axis), and Squeeze/Unsqueeze whose axes are computed at run
+time. Declared like those of ``ops.py``."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from engine import dtypes
-from engine.formats.onnx.ops import _onnx_op
+from engine.formats.onnx.ops import _bad, _host_ints, _onnx_op
 from engine.ops._common import ALL, check_dtype
 from engine.tensor_shape import TensorShape, unknown_shape
 
@@ -55,3 +56,56 @@ def _unique(xp, x, *, axis, sorted):  # noqa: A002 - ONNX's attribute name
         inverse = rank[inverse]
     i64 = np.int64
     return y.astype(x.dtype), first.astype(i64), inverse.astype(i64), counts.astype(i64)
+
+
+# -----------------------------------------------------------------------------------------
+# Squeeze / Unsqueeze with axes computed at run time
+# -----------------------------------------------------------------------------------------
+
+
+def _axes_count(op) -> int | None:
+    dims = op._inputs[1]._shape.as_tuple()
+    return None if dims is None or len(dims) != 1 else dims[0]
+
+
+def _unsqueeze_infer(op):
+    x, k = op._inputs[0]._shape, _axes_count(op)
+    check_dtype(op, 1, (dtypes.int64,))
+    rank = None if x.ndims is None or k is None else x.ndims + k
+    return [(check_dtype(op, 0, ALL), unknown_shape(rank))]
+
+
+def _squeeze_infer(op):
+    check_dtype(op, 1, (dtypes.int64,))
+    return [(check_dtype(op, 0, ALL), unknown_shape())]
+
+
+def _normalized_axes(axes, rank: int, what: str) -> list[int]:
+    out = []
+    for a in np.asarray(axes).reshape(-1).tolist():
+        if not -rank <= a < rank:
+            raise _bad(f"{what}: axis {a} is out of range for rank {rank}")
+        out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise _bad(f"{what}: repeated axes {np.asarray(axes).tolist()}")
+    return out
+
+
+@_onnx_op(
+    "OnnxUnsqueeze", infer=_unsqueeze_infer, inputs=("x", "axes"), host_inputs=(1,), aliases=True
+)
+def _unsqueeze(xp, x, axes):
+    axes_h = _host_ints(xp, axes)
+    out_rank = x.ndim + len(axes_h)
+    for a in sorted(_normalized_axes(axes_h, out_rank, "Unsqueeze")):
+        x = xp.expand_dims(x, a)
+    return x
+
+
+@_onnx_op("OnnxSqueeze", infer=_squeeze_infer, inputs=("x", "axes"), host_inputs=(1,), aliases=True)
+def _squeeze(xp, x, axes):
+    found = _normalized_axes(_host_ints(xp, axes), x.ndim, "Squeeze")
+    for a in found:
+        if x.shape[a] != 1:
+            raise _bad(f"Squeeze: dimension {a} of shape {list(x.shape)} is not 1")
+    return xp.squeeze(x, axis=tuple(found)) if found else xp.squeeze(x)
