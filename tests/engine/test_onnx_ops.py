@@ -214,6 +214,22 @@ CASES = [
         rtol=1e-6,
     ),
     Case(
+        # 2x2 windows with dilation 2 over a 1x1x4x4 ramp: taps (i, j), (i, j+2), (i+2, j)...
+        "window_pool_dilated_max",
+        _op(
+            "OnnxWindowPool",
+            {"mode": "max", "kernel": [2, 2], "strides": [1, 1], "dilations": [2, 2]},
+        ),
+        [np.arange(16, dtype=F).reshape(1, 1, 4, 4)],
+        lambda x: np.array([[[[10, 11], [14, 15]]]], F),
+    ),
+    Case(
+        "window_pool_dilated_sum",
+        _op("OnnxWindowPool", {"mode": "sum", "kernel": [2], "strides": [2], "dilations": [3]}),
+        [np.arange(8, dtype=F).reshape(1, 1, 8)],
+        lambda x: np.array([[[3, 7, 11]]], F),
+    ),
+    Case(
         "unsqueeze_computed_axes",
         _op("OnnxUnsqueeze"),
         [a, np.array([-1, 0], I64)],

@@ -105,12 +105,10 @@ def _lp_pool(ctx, node):
         raise UnsupportedModelError("LpPool takes floating-point input")
     p = _p(ctx, node)
     kernel = [int(k) for k in ctx.attr(node, "kernel_shape")]
-    if any(int(d) != 1 for d in ctx.attr(node, "dilations", [1] * len(kernel))):
-        raise UnsupportedModelError("LpPool with dilations")
     # The window sum is an average pool that counts the (zero) padding, times the window.
     name = f"{node.get('output', ['lp'])[0]}__lp_powered"
     ctx.values[name] = _powered(x, p)
-    attrs = [a for a in node.get("attribute", []) if a.get("name") not in ("p", "dilations")]
+    attrs = [a for a in node.get("attribute", []) if a.get("name") != "p"]
     attrs.append({"name": "count_include_pad", "type": 2, "i": 1})
     avg = {"op_type": "AveragePool", "input": [name], "output": node["output"], "attribute": attrs}
     opset = max(ctx.opset_of(node), 11)

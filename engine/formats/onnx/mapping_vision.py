@@ -284,11 +284,10 @@ def _pool(kind: str):
         n = len(kernel)
         strides = _node_ints(ctx, node, "strides", n, 1)
         dilations = _node_ints(ctx, node, "dilations", n, 1)
-        if any(d != 1 for d in dilations):
-            raise UnsupportedModelError(f"{node['op_type']} with dilations")
+        dilated = any(d != 1 for d in dilations)
         count_pad = kind == "avg" and bool(ctx.attr(node, "count_include_pad", 0))
         same_upper = ctx.attr(node, "auto_pad", "NOTSET") == "SAME_UPPER"
-        if same_upper and not count_pad and not ctx.attr(node, "ceil_mode", 0):
+        if same_upper and not count_pad and not ctx.attr(node, "ceil_mode", 0) and not dilated:
             # TF's SAME is ONNX's SAME_UPPER, and its windows ignore the padding.
             ks, st = [1, 1] + ([1] if rank == 3 else []) + kernel, [1, 1]
             st += ([1] if rank == 3 else []) + strides
@@ -300,12 +299,15 @@ def _pool(kind: str):
             if sizes is None or None in sizes:
                 raise UnsupportedModelError("pooling with ceil_mode needs static spatial dims")
             for i in range(n):
-                span = sizes[i] + pads[i] + pads[i + n] - kernel[i]
+                eff = (kernel[i] - 1) * dilations[i] + 1
+                span = sizes[i] + pads[i] + pads[i + n] - eff
                 out = -(-span // strides[i]) + 1
                 # The last window must start inside the input or the begin padding.
                 if (out - 1) * strides[i] >= sizes[i] + pads[i]:
                     out -= 1
-                pads[i + n] += max((out - 1) * strides[i] + kernel[i] - (span + kernel[i]), 0)
+                pads[i + n] += max((out - 1) * strides[i] - span, 0)
+        if dilated:
+            return [_dilated_pool(kind, x, pads, kernel, strides, dilations, count_pad)]
         if rank == 3:
             kernel, strides = [1] + kernel, [1] + strides
             pads = [0, pads[0], 0, pads[1]]
@@ -323,6 +325,23 @@ def _pool(kind: str):
         return [_from_2d(y, rank)]
 
     return convert
+
+
+def _dilated_pool(kind, x, pads, kernel, strides, dilations, count_pad) -> Tensor:
+    """A pool with dilated windows (any rank) on the padded input: the max, or the sum
+    divided by the window (``count_include_pad``) or by its share of real positions."""
+    dt = x.dtype.base_dtype
+    attrs = {"kernel": kernel, "strides": strides, "dilations": dilations}
+    lowest = (-np.inf if dt.is_floating else dt.min) if kind == "max" else 0
+    padded = _padded(x, pads, _const([lowest], dt))
+    if kind == "max":
+        return create("OnnxWindowPool", [padded], dict(attrs, mode="max")).outputs[0]
+    total = create("OnnxWindowPool", [padded], dict(attrs, mode="sum")).outputs[0]
+    if count_pad or not any(pads):
+        return tf.realdiv(total, _const(float(np.prod(kernel)), dt))
+    mask = _padded(tf.ones_like(x[:1, :1]), pads, _const([0], dt))
+    share = create("OnnxWindowPool", [mask], dict(attrs, mode="sum")).outputs[0]
+    return tf.realdiv(total, share)
 
 
 register("Conv", (1, 11, 22), _conv)

@@ -109,3 +109,61 @@ def _squeeze(xp, x, axes):
         if x.shape[a] != 1:
             raise _bad(f"Squeeze: dimension {a} of shape {list(x.shape)} is not 1")
     return xp.squeeze(x, axis=tuple(found)) if found else xp.squeeze(x)
+
+
+# -----------------------------------------------------------------------------------------
+# Dilated pooling windows (MaxPool/AveragePool/LpPool with dilations), on padded N, C, ... data
+# -----------------------------------------------------------------------------------------
+
+
+def _window_pool_infer(op):
+    x = op._inputs[0]._shape
+    k, s, d = (op.get_attr(a) for a in ("kernel", "strides", "dilations"))
+    if x.ndims is None:
+        return [(check_dtype(op, 0, ALL), unknown_shape())]
+    dims = x.as_list()
+    out = dims[:2]
+    for size, ki, si, di in zip(dims[2:], k, s, d):
+        out.append(None if size is None else max((size - ((ki - 1) * di + 1)) // si + 1, 0))
+    return [(check_dtype(op, 0, ALL), TensorShape(out))]
+
+
+@_onnx_op(
+    "OnnxWindowPool",
+    infer=_window_pool_infer,
+    inputs=("x",),
+    attrs=[
+        ("mode", "string"),
+        ("kernel", "list(int)"),
+        ("strides", "list(int)"),
+        ("dilations", "list(int)"),
+    ],
+)
+def _window_pool(xp, x, *, mode, kernel, strides, dilations):
+    """The max or the sum over each (dilated) window of the already padded ``x``, tap by tap
+    over strided views (no window copied)."""
+    n = len(kernel)
+    if x.ndim != n + 2 or len(strides) != n or len(dilations) != n:
+        raise _bad(f"window pool: {n} window dims for input of rank {x.ndim}")
+    if mode not in ("max", "sum"):
+        raise _bad(f"window pool: unknown mode {mode!r}")
+    out_sizes = [
+        (size - ((k - 1) * d + 1)) // s + 1
+        for size, k, s, d in zip(x.shape[2:], kernel, strides, dilations)
+    ]
+    if min(out_sizes, default=1) <= 0:
+        return xp.zeros(x.shape[:2] + tuple(max(o, 0) for o in out_sizes), x.dtype)
+    out = None
+    for tap in np.ndindex(*kernel):
+        index = (slice(None), slice(None)) + tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s)
+            for t, d, o, s in zip(tap, dilations, out_sizes, strides)
+        )
+        window = x[index]
+        if out is None:
+            out = window.copy()
+        elif mode == "max":
+            xp.maximum(out, window, out=out)
+        else:
+            out += window
+    return out
