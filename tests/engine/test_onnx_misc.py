@@ -249,3 +249,30 @@ def test_split_sizes_and_squeeze_axes_computed_at_run_time():
         engine_run(data, dict(feeds, sq=np.array([1], np.int64)))
     with pytest.raises(tf.errors.InvalidArgumentError, match="repeated axes"):
         engine_run(data, dict(feeds, unsq=np.array([0, 0], np.int64)))
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("layout,rotary_dim", [("3d", 0), ("4d", 0), ("4d", 4)])
+@pytest.mark.parametrize("with_positions", [True, False])
+def test_rotary_embedding(interleaved, layout, rotary_dim, with_positions):
+    # Against onnxruntime (opset 23's RotaryEmbedding).
+    b, s, heads, head = 2, 5, 2, 8
+    half = (rotary_dim or head) // 2
+    shape = (b, s, heads * head) if layout == "3d" else (b, heads, s, head)
+    feeds = {"x": rng.normal(size=shape).astype(np.float32)}
+    angles = rng.uniform(0, 3, size=(10, half))
+    if with_positions:
+        feeds["cos"] = np.cos(angles).astype(np.float32)
+        feeds["sin"] = np.sin(angles).astype(np.float32)
+        feeds["pos"] = rng.integers(0, 10, size=(b, s)).astype(np.int64)
+    else:
+        feeds["cos"] = np.cos(angles[:s])[None].repeat(b, 0).astype(np.float32)
+        feeds["sin"] = np.sin(angles[:s])[None].repeat(b, 0).astype(np.float32)
+    attrs = {"interleaved": interleaved, "rotary_embedding_dim": rotary_dim}
+    if layout == "3d":
+        attrs["num_heads"] = heads
+    names = ["x", "cos", "sin"] + (["pos"] if with_positions else [])
+    node = helper.make_node("RotaryEmbedding", names, ["y"], **attrs)
+    elems = {"pos": TensorProto.INT64}
+    inputs = [vi(k, list(v.shape), elems.get(k, F)) for k, v in feeds.items()]
+    check(build(node, inputs, [vi("y", None)], opset=23), feeds, rtol=1e-6, atol=1e-6)

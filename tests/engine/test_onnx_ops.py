@@ -230,6 +230,21 @@ CASES = [
         lambda x: np.array([[[3, 7, 11]]], F),
     ),
     Case(
+        # One head of 2 features, rotated by 90 degrees at position 1, not at position 0.
+        "rotary_embedding_positions",
+        _op(
+            "OnnxRotaryEmbedding",
+            {"interleaved": 0, "rotary_embedding_dim": 0, "num_heads": 1, "has_positions": 1},
+        ),
+        [
+            np.array([[[1.0, 2.0], [1.0, 2.0]]], F),
+            np.array([[1.0], [0.0]], F),
+            np.array([[0.0], [1.0]], F),
+            np.array([[0, 1]], I64),
+        ],
+        lambda *_: np.array([[[1.0, 2.0], [-2.0, 1.0]]], F),
+    ),
+    Case(
         "unsqueeze_computed_axes",
         _op("OnnxUnsqueeze"),
         [a, np.array([-1, 0], I64)],

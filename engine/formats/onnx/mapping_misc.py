@@ -1,8 +1,8 @@
 """Op-table rows for the remaining standard operators real exports use now and then:
 GroupNormalization, LpPool and GlobalLpPool, Unique, the random generators (RandomNormal,
 RandomUniform, their ``*Like`` forms, Bernoulli, Multinomial), the signal windows
-(HannWindow, HammingWindow, BlackmanWindow) and CenterCropPad. See ``mapping.py`` for the
-table.
+(HannWindow, HammingWindow, BlackmanWindow), CenterCropPad and RotaryEmbedding. See
+``mapping.py`` for the table.
 
 Random operators draw from the engine's seeded generators: a ``seed`` attribute makes a run
 repeatable, but the numbers are not onnxruntime's (no two runtimes share a generator)."""
@@ -285,3 +285,30 @@ def _center_crop_pad(ctx, node):
 
 
 register("CenterCropPad", (18,), _center_crop_pad)
+
+
+# -----------------------------------------------------------------------------------------
+# RotaryEmbedding (opset 23)
+# -----------------------------------------------------------------------------------------
+
+
+def _rotary_embedding(ctx, node):
+    positions = ctx.optional(node, 3)
+    attrs = {
+        "interleaved": int(ctx.attr(node, "interleaved", 0)),
+        "rotary_embedding_dim": int(ctx.attr(node, "rotary_embedding_dim", 0)),
+        "num_heads": int(ctx.attr(node, "num_heads", 0)),
+        "has_positions": int(positions is not None),
+    }
+    if attrs["rotary_embedding_dim"] < 0 or attrs["num_heads"] < 0:
+        raise UnsupportedModelError(
+            f"RotaryEmbedding with rotary_embedding_dim {attrs['rotary_embedding_dim']} and "
+            f"num_heads {attrs['num_heads']}: expected non-negative values"
+        )
+    if positions is None:
+        positions = _const(np.zeros(0, np.int64), dtypes.int64)
+    ins = [ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), positions]
+    return list(create("OnnxRotaryEmbedding", ins, attrs).outputs)
+
+
+register("RotaryEmbedding", (23,), _rotary_embedding)

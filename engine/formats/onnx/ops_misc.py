@@ -8,7 +8,7 @@ import numpy as np
 
 from engine import dtypes
 from engine.formats.onnx.ops import _bad, _host_ints, _onnx_op
-from engine.ops._common import ALL, check_dtype
+from engine.ops._common import ALL, FLOATS, check_dtype
 from engine.tensor_shape import TensorShape, unknown_shape
 
 __all__: list[str] = []
@@ -167,3 +167,73 @@ def _window_pool(xp, x, *, mode, kernel, strides, dilations):
         else:
             out += window
     return out
+
+
+# -----------------------------------------------------------------------------------------
+# RotaryEmbedding (opset 23)
+# -----------------------------------------------------------------------------------------
+
+
+def _rotary_infer(op):
+    dt = check_dtype(op, 0, FLOATS)
+    return [(dt, op._inputs[0]._shape)]
+
+
+@_onnx_op(
+    "OnnxRotaryEmbedding",
+    infer=_rotary_infer,
+    inputs=("x", "cos_cache", "sin_cache", "position_ids"),
+    attrs=[
+        ("interleaved", "int"),
+        ("rotary_embedding_dim", "int"),
+        ("num_heads", "int"),
+        ("has_positions", "int"),
+    ],
+)
+def _rotary_embedding(
+    xp, x, cos, sin, positions, *, interleaved, rotary_embedding_dim, num_heads, has_positions
+):
+    """The ONNX definition: x [batch, seq, hidden] (with num_heads) or [batch, heads, seq,
+    head]; the first ``rotary_embedding_dim`` features of each head rotated by the caches'
+    angles (at ``position_ids``, else the caches are [batch, seq, dim/2] already)."""
+    shape = x.shape
+    if x.ndim == 4:
+        x = x.transpose(0, 2, 1, 3)
+    elif x.ndim == 3:
+        if num_heads <= 0 or shape[2] % num_heads:
+            raise _bad(f"RotaryEmbedding: hidden size {shape[2]} and num_heads {num_heads}")
+        x = x.reshape(shape[0], shape[1], num_heads, shape[2] // num_heads)
+    else:
+        raise _bad(f"RotaryEmbedding: input of rank {x.ndim} (3 or 4)")
+    head = x.shape[3]
+    dim = rotary_embedding_dim or head
+    if dim % 2 or dim > head:
+        raise _bad(f"RotaryEmbedding: rotary_embedding_dim {dim} for head size {head}")
+    if has_positions:
+        pos = positions.astype(np.int64)
+        if pos.size and (pos.min() < 0 or pos.max() >= cos.shape[0] or pos.max() >= sin.shape[0]):
+            raise _bad(f"RotaryEmbedding: position_ids outside [0, {cos.shape[0]})")
+        cos, sin = cos[pos], sin[pos]
+    if cos.shape[-1] != dim // 2 or sin.shape[-1] != dim // 2:
+        raise _bad(
+            f"RotaryEmbedding: caches' last dimension {cos.shape[-1]} is not "
+            f"rotary_embedding_dim / 2 = {dim // 2}"
+        )
+    if cos.shape[:2] != x.shape[:2] or sin.shape[:2] != x.shape[:2]:
+        raise _bad(f"RotaryEmbedding: caches {list(cos.shape)} for input {list(shape)}")
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    rotate, keep = x[..., :dim], x[..., dim:]
+    if interleaved:
+        x1, x2 = rotate[..., 0::2], rotate[..., 1::2]
+    else:
+        x1, x2 = rotate[..., : dim // 2], rotate[..., dim // 2 :]
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if interleaved:
+        rotated = xp.stack([real, imag], axis=-1).reshape(rotate.shape)
+    else:
+        rotated = xp.concatenate([real, imag], axis=-1)
+    out = xp.concatenate([rotated, keep], axis=-1).astype(x.dtype, copy=False)
+    if len(shape) == 3:
+        return out.reshape(shape)
+    return xp.ascontiguousarray(out.transpose(0, 2, 1, 3))
