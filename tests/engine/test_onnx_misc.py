@@ -276,3 +276,54 @@ def test_rotary_embedding(interleaved, layout, rotary_dim, with_positions):
     elems = {"pos": TensorProto.INT64}
     inputs = [vi(k, list(v.shape), elems.get(k, F)) for k, v in feeds.items()]
     check(build(node, inputs, [vi("y", None)], opset=23), feeds, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample(mode, padding, align):
+    # Grid points inside and well outside [-1, 1], against onnxruntime (opset 16, 4-D).
+    x = rng.normal(size=(2, 3, 5, 6)).astype(np.float32)
+    grid = rng.uniform(-1.6, 1.6, size=(2, 4, 7, 2)).astype(np.float32)
+    node = helper.make_node(
+        "GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding, align_corners=align
+    )
+    data = build(
+        node, [vi("x", list(x.shape)), vi("grid", list(grid.shape))], [vi("y", None)], opset=16
+    )
+    if (mode, padding) != ("bicubic", "border"):
+        check(data, {"x": x, "grid": grid}, rtol=1e-5, atol=1e-5)
+        return
+    # onnxruntime 1.32 departs from the spec here (0.03-0.13 off the ONNX reference
+    # implementation); the engine follows the reference.
+    from onnx.reference import ReferenceEvaluator
+
+    (want,) = ReferenceEvaluator(_cubic_opset20(data)).run(None, {"x": x, "grid": grid})
+    (got,) = engine_run(data, {"x": x, "grid": grid})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _cubic_opset20(data):
+    """The same GridSample at opset 20, whose mode names the reference evaluator reads."""
+    m = onnx.load_from_string(data)
+    for a in m.graph.node[0].attribute:
+        if a.name == "mode":
+            a.s = b"cubic"
+    m.opset_import[0].version = 20
+    m.ir_version = 9
+    return m
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_grid_sample_volumes(mode):
+    x = rng.normal(size=(1, 2, 3, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.2, 1.2, size=(1, 2, 3, 4, 3)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode="border")
+    data = build(
+        node, [vi("x", list(x.shape)), vi("grid", list(grid.shape))], [vi("y", None)], opset=20
+    )
+    from onnx.reference import ReferenceEvaluator
+
+    (want,) = ReferenceEvaluator(onnx.load_from_string(data)).run(None, {"x": x, "grid": grid})
+    (got,) = engine_run(data, {"x": x, "grid": grid})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -245,6 +245,16 @@ CASES = [
         lambda *_: np.array([[[1.0, 2.0], [-2.0, 1.0]]], F),
     ),
     Case(
+        # Corners of a 2x2 image with align_corners: the corner pixels themselves.
+        "grid_sample_corners",
+        _op("OnnxGridSample", {"mode": "linear", "padding_mode": "zeros", "align_corners": 1}),
+        [
+            np.array([[[[1.0, 2.0], [3.0, 4.0]]]], F),
+            np.array([[[[-1.0, -1.0], [1.0, 1.0], [1.0, -1.0]]]], F),
+        ],
+        lambda *_: np.array([[[[1.0, 4.0, 2.0]]]], F),
+    ),
+    Case(
         "unsqueeze_computed_axes",
         _op("OnnxUnsqueeze"),
         [a, np.array([-1, 0], I64)],

@@ -312,3 +312,44 @@ def _rotary_embedding(ctx, node):
 
 
 register("RotaryEmbedding", (23,), _rotary_embedding)
+
+
+# -----------------------------------------------------------------------------------------
+# GridSample
+# -----------------------------------------------------------------------------------------
+
+_GRID_MODES = {
+    "bilinear": "linear",
+    "bicubic": "cubic",
+    "linear": "linear",
+    "cubic": "cubic",
+    "nearest": "nearest",
+}
+
+
+def _grid_sample(ctx, node):
+    x, grid = ctx.input(node, 0), ctx.input(node, 1)
+    mode = _text(ctx.attr(node, "mode", "linear" if ctx.opset_of(node) >= 20 else "bilinear"))
+    padding = _text(ctx.attr(node, "padding_mode", "zeros"))
+    if mode not in _GRID_MODES:
+        raise UnsupportedModelError(f"GridSample mode {mode!r} (linear, nearest or cubic)")
+    if padding not in ("zeros", "border", "reflection"):
+        raise UnsupportedModelError(f"GridSample padding_mode {padding!r}")
+    rank = ctx.rank(x, node)
+    if ctx.opset_of(node) < 20 and rank != 4:
+        raise UnsupportedModelError(f"GridSample-16 takes 4-D input, got rank {rank}")
+    if not 3 <= rank <= 5:
+        raise UnsupportedModelError(f"GridSample on rank {rank} input (3 to 5 run)")
+    attrs = {
+        "mode": _GRID_MODES[mode],
+        "padding_mode": padding,
+        "align_corners": int(ctx.attr(node, "align_corners", 0)),
+    }
+    return [create("OnnxGridSample", [x, grid], attrs).outputs[0]]
+
+
+def _text(v) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+register("GridSample", (16, 20, 22), _grid_sample)

@@ -237,3 +237,118 @@ def _rotary_embedding(
     if len(shape) == 3:
         return out.reshape(shape)
     return xp.ascontiguousarray(out.transpose(0, 2, 1, 3))
+
+
+# -----------------------------------------------------------------------------------------
+# GridSample (opset 16: 4-D; opset 20+: any spatial rank)
+# -----------------------------------------------------------------------------------------
+
+_CUBIC_A = -0.75
+
+
+def _grid_infer(op):
+    x, g = op._inputs[0]._shape, op._inputs[1]._shape
+    dt = check_dtype(op, 0, FLOATS)
+    if x.ndims is None or g.ndims is None:
+        return [(dt, unknown_shape())]
+    xd, gd = x.as_list(), g.as_list()
+    return [(dt, TensorShape(xd[:2] + gd[1:-1]))]
+
+
+def _reflect(xp, v, lo: float, hi: float):
+    """Coordinates reflected by the nearer border until inside [lo, hi] (ONNX's rule)."""
+    span = hi - lo
+    if span <= 0:
+        return xp.full_like(v, lo)
+    below, above = v < lo, v > hi
+    dx = xp.where(below, lo - v, v - hi)
+    n = xp.trunc(dx / span)
+    r = dx - n * span
+    even = (n % 2) == 0
+    return xp.where(
+        below, xp.where(even, lo + r, hi - r), xp.where(above, xp.where(even, hi - r, lo + r), v)
+    )
+
+
+def _cubic_weights(xp, t):
+    a = _CUBIC_A
+    t1, t2, t3 = t + 1, 1 - t, 2 - t
+    return [
+        ((a * t1 - 5 * a) * t1 + 8 * a) * t1 - 4 * a,
+        ((a + 2) * t - (a + 3)) * t * t + 1,
+        ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1,
+        ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a,
+    ]
+
+
+def _axis_taps(xp, v, mode: str):
+    """Per spatial axis: [(index, weight)] taps for coordinate array ``v``."""
+    if mode == "nearest":
+        return [(v, None)]
+    base = xp.floor(v)
+    t = v - base
+    if mode == "linear":
+        return [(base, 1 - t), (base + 1, t)]
+    return [(base + k - 1, w) for k, w in enumerate(_cubic_weights(xp, t))]
+
+
+@_onnx_op(
+    "OnnxGridSample",
+    infer=_grid_infer,
+    inputs=("x", "grid"),
+    attrs=[("mode", "string"), ("padding_mode", "string"), ("align_corners", "int")],
+    cpu_only=True,
+)
+def _grid_sample(xp, x, grid, *, mode, padding_mode, align_corners):
+    n_sp = x.ndim - 2
+    if n_sp < 1 or grid.ndim != x.ndim or grid.shape[-1] != n_sp or grid.shape[0] != x.shape[0]:
+        raise _bad(
+            f"GridSample: grid {list(grid.shape)} does not match input {list(x.shape)} "
+            f"(expected [N, *out, {max(n_sp, 0)}])"
+        )
+    dims = x.shape[2:]
+    out_sp = grid.shape[1:-1]
+    n, c = x.shape[:2]
+    points = int(np.prod(out_sp, dtype=np.int64))
+    if n * c * points == 0:
+        return xp.zeros((n, c, *out_sp), x.dtype)
+    ft = x.dtype.type
+    g = grid.astype(x.dtype, copy=False).reshape(n, points, n_sp)
+    coords = []
+    for i, size in enumerate(dims):
+        v = g[..., n_sp - 1 - i]  # grid's last axis is (x, y, z): the last spatial dim first
+        v = (v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
+        v = v.astype(x.dtype, copy=False)
+        if mode == "nearest":
+            v = xp.rint(v)
+        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        if padding_mode == "border":
+            v = xp.where((v < lo) | (v > hi), xp.clip(v, 0, size - 1), v)
+        elif padding_mode == "reflection":
+            v = _reflect(xp, v, lo, hi).astype(x.dtype, copy=False)
+        coords.append((v, size, lo, hi))
+    flat = x.reshape(n, c, -1)
+    batch = xp.arange(n)[:, None, None]
+    chan = xp.arange(c)[None, :, None]
+    out = xp.zeros((n, c, points), dtype=x.dtype)
+    per_axis = [_axis_taps(xp, v, mode) for v, _, _, _ in coords]
+    for combo in np.ndindex(*[len(t) for t in per_axis]):
+        index = xp.zeros((n, points), dtype=np.int64)
+        valid = xp.ones((n, points), dtype=bool)
+        weight = None
+        for axis, k in enumerate(combo):
+            pos, w = per_axis[axis][k]
+            size, lo, hi = coords[axis][1:]
+            if padding_mode == "reflection" and mode != "nearest":
+                pos = _reflect(xp, pos, lo, hi)
+            i = pos.astype(np.int64)
+            if padding_mode == "zeros":
+                valid &= (i >= 0) & (i < size)
+            i = xp.clip(i, 0, size - 1)
+            index = index * size + i
+            if w is not None:
+                weight = w if weight is None else weight * w
+        values = flat[batch, chan, index[:, None, :]]
+        values = xp.where(valid[:, None, :], values, ft(0))
+        out += values if weight is None else values * weight[:, None, :].astype(x.dtype)
+    return out.reshape(n, c, *out_sp)
