@@ -327,3 +327,76 @@ def test_grid_sample_volumes(mode):
     (want,) = ReferenceEvaluator(onnx.load_from_string(data)).run(None, {"x": x, "grid": grid})
     (got,) = engine_run(data, {"x": x, "grid": grid})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "opset,attrs,signal",
+    [
+        (17, {}, (2, 8, 1)),
+        (17, {"onesided": 1}, (2, 8, 1)),
+        (17, {"inverse": 1}, (2, 8, 2)),
+        (17, {"axis": 2}, (2, 3, 6, 2)),
+        (20, {}, (2, 8, 2)),
+        (20, {"onesided": 1}, (3, 6, 1)),
+        (20, {"inverse": 1}, (2, 5, 2)),
+    ],
+)
+def test_dft(opset, attrs, signal):
+    x = rng.normal(size=signal).astype(np.float32)
+    node = helper.make_node("DFT", ["x"], ["y"], **attrs)
+    check(build(node, [vi("x", list(x.shape))], [vi("y", None)], opset=opset), {"x": x}, 1e-4, 1e-4)
+
+
+def test_dft_with_a_length_and_an_axis_input():
+    x = rng.normal(size=(2, 4, 6, 1)).astype(np.float32)
+    node = helper.make_node("DFT", ["x", "n", "axis"], ["y"])
+    inputs = [
+        vi("x", list(x.shape)),
+        vi("n", [], TensorProto.INT64),
+        vi("axis", [], TensorProto.INT64),
+    ]
+    data = build(node, inputs, [vi("y", None)], opset=20)
+    feeds = {"x": x, "n": np.array(8, np.int64), "axis": np.array(-3, np.int64)}
+    check(data, feeds, rtol=1e-4, atol=1e-4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not a signal axis"):
+        engine_run(data, dict(feeds, axis=np.array(-1, np.int64)))
+
+
+@pytest.mark.parametrize("onesided,window", [(1, True), (0, True), (1, False)])
+def test_stft(onesided, window):
+    x = rng.normal(size=(2, 40, 1)).astype(np.float32)
+    feeds = {"x": x, "step": np.array(6, np.int64)}
+    names = ["x", "step"]
+    inputs = [vi("x", list(x.shape)), vi("step", [], TensorProto.INT64)]
+    if window:
+        feeds["w"] = np.hanning(16).astype(np.float32)
+        names.append("w")
+        inputs.append(vi("w", [16]))
+    else:
+        feeds["len"] = np.array(16, np.int64)
+        names += ["", "len"]
+        inputs.append(vi("len", [], TensorProto.INT64))
+    node = helper.make_node("STFT", names, ["y"], onesided=onesided)
+    check(build(node, inputs, [vi("y", None)], opset=17), feeds, rtol=1e-4, atol=1e-4)
+
+
+def test_mel_weight_matrix():
+    i64 = TensorProto.INT64
+    names = ["bins", "n", "rate", "lo", "hi"]
+    inputs = [
+        vi("bins", [], i64),
+        vi("n", [], i64),
+        vi("rate", [], i64),
+        vi("lo", []),
+        vi("hi", []),
+    ]
+    node = helper.make_node("MelWeightMatrix", names, ["y"])
+    feeds = {
+        "bins": np.array(10, np.int64),
+        "n": np.array(64, np.int64),
+        "rate": np.array(16000, np.int64),
+        "lo": np.array(50.0, np.float32),
+        "hi": np.array(7000.0, np.float32),
+    }
+    got = check(build(node, inputs, [vi("y", None)], opset=17), feeds)
+    assert got[0].shape == (33, 10)

@@ -7,6 +7,7 @@ import pytest
 
 import engine as tf
 from engine.formats.onnx.ops import ONNX_OP_TYPES
+from engine.ops import array as array_ops
 from engine.ops._common import create
 from tests.engine.onnx_text_cases import TEXT_CASES
 from tests.engine.optable import Case, check_case
@@ -253,6 +254,34 @@ CASES = [
             np.array([[[[-1.0, -1.0], [1.0, 1.0], [1.0, -1.0]]]], F),
         ],
         lambda *_: np.array([[[[1.0, 4.0, 2.0]]]], F),
+    ),
+    Case(
+        # The DFT of [1, 0, 0, 0] is flat; onesided keeps n // 2 + 1 bins.
+        "dft_impulse_onesided",
+        _op("OnnxDFT", {"inverse": 0, "onesided": 1, "has_length": 0}),
+        [np.array([[[1.0], [0.0], [0.0], [0.0]]], F), np.array(0, I64), np.array(1, I64)],
+        lambda *_: np.array([[[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]], F),
+    ),
+    Case(
+        # Frames [1, 1] and [1, 1] (step 2): DC 2, the other bin 0.
+        "stft_constant",
+        _op("OnnxSTFT", {"onesided": 1, "has_window": 0, "has_length": 1}),
+        [np.ones((1, 4, 1), F), np.array(2, I64), np.zeros(0, F), np.array(2, I64)],
+        lambda *_: np.array([[[[2.0, 0.0], [0.0, 0.0]], [[2.0, 0.0], [0.0, 0.0]]]], F),
+    ),
+    Case(
+        "mel_weight_matrix_shape",
+        lambda *xs: array_ops.shape(
+            create("OnnxMelWeightMatrix", list(xs), {"output_type": tf.float32}).outputs[0]
+        ),
+        [
+            np.array(4, I64),
+            np.array(16, I64),
+            np.array(8000, I64),
+            np.array(0.0, F),
+            np.array(3000.0, F),
+        ],
+        lambda *_: np.array([9, 4], np.int32),
     ),
     Case(
         "unsqueeze_computed_axes",

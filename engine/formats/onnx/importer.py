@@ -27,6 +27,7 @@ from engine.formats.onnx import mapping_ms as _ms  # noqa: F401 - registers com.
 from engine.formats.onnx import mapping_ms_quant as _ms_quant  # noqa: F401 - and its quantized ones
 from engine.formats.onnx import mapping_quant as _quant  # noqa: F401 - registers table rows
 from engine.formats.onnx import mapping_rnn as _rnn  # noqa: F401 - registers table rows
+from engine.formats.onnx import mapping_signal as _signal  # noqa: F401 - registers table rows
 from engine.formats.onnx import mapping_text as _text  # noqa: F401 - and the text ops
 from engine.formats.onnx import mapping_vision as _vision  # noqa: F401 - registers table rows
 from engine.formats.onnx import ops as _onnx_ops  # noqa: F401 - registers the ONNX op family
