@@ -400,3 +400,60 @@ def test_mel_weight_matrix():
     }
     got = check(build(node, inputs, [vi("y", None)], opset=17), feeds)
     assert got[0].shape == (33, 10)
+
+
+def _untyped(name):
+    return helper.make_empty_tensor_value_info(name)
+
+
+def test_loop_and_scan_outputs_without_types_are_typed_from_the_body():
+    # Exporters often leave a body's outputs untyped; onnxruntime infers them. The body reads
+    # an outer value (`scale`) and an outer constant-folded shape.
+    i64 = TensorProto.INT64
+    loop_body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Add", ["acc_in", "scale"], ["acc_out"]),
+            helper.make_node("Cast", ["i"], ["i_f"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["acc_out", "i_f"], ["step_out"]),
+        ],
+        "loop_body",
+        [vi("i", [], i64), vi("cond_in", [], TensorProto.BOOL), _untyped("acc_in")],
+        [_untyped("cond_out"), _untyped("acc_out"), _untyped("step_out")],
+    )
+    scan_body = helper.make_graph(
+        [
+            helper.make_node("Add", ["state_in", "row"], ["state_out"]),
+            helper.make_node("Cast", ["row"], ["row_i"], to=i64),
+        ],
+        "scan_body",
+        [_untyped("state_in"), _untyped("row")],
+        [_untyped("state_out"), _untyped("row_i")],
+    )
+    nodes = [
+        helper.make_node("Loop", ["trips", "", "acc0"], ["acc", "steps"], body=loop_body),
+        helper.make_node(
+            "Scan", ["s0", "rows"], ["total", "ints"], body=scan_body, num_scan_inputs=1
+        ),
+    ]
+    inputs = [
+        vi("trips", [], i64),
+        vi("acc0", [2]),
+        vi("scale", [2]),
+        vi("s0", [3]),
+        vi("rows", [4, 3]),
+    ]
+    outs = [vi(n, None) for n in ("acc", "steps", "total")] + [vi("ints", None, i64)]
+    graph = helper.make_graph(nodes, "g", inputs, outs)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    m.ir_version = 8
+    feeds = {
+        "trips": np.array(3, np.int64),
+        "acc0": np.array([1.0, 2.0], np.float32),
+        "scale": np.array([0.5, -1.0], np.float32),
+        "s0": np.zeros(3, np.float32),
+        "rows": (rng.normal(size=(4, 3)) * 4).astype(np.float32),
+    }
+    got = check(m.SerializeToString(), feeds)
+    assert got[1].dtype == np.float32 and got[1].shape == (3, 2)
+    assert got[3].dtype == np.int64 and got[3].shape == (4, 3)

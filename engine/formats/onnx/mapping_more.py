@@ -16,6 +16,7 @@ from engine.formats.onnx.mapping import (
     _unary,
     register,
 )
+from engine.formats.onnx.probe import output_types
 from engine.formats.onnx.tensors import OnnxFormatError, engine_dtype
 from engine.ops._common import create
 
@@ -288,11 +289,17 @@ def _scan(ctx, node):
     types, ranks = [], []
     for vi in body["output"][n:]:
         ttype = vi.get("type", {}).get("tensor_type", {})
-        if "elem_type" not in ttype:
-            raise UnsupportedModelError("Scan output without a tensor type")
-        types.append(engine_dtype(ttype["elem_type"], "Scan output"))
+        if "elem_type" not in ttype:  # untyped in the file: the body, built once aside, tells
+            types.append(None)
+        else:
+            types.append(engine_dtype(ttype["elem_type"], "Scan output"))
         dims = ttype.get("shape", {}).get("dim")
         ranks.append(None if dims is None else len(dims) + 1)
+    if None in types:
+        specs = [(t.dtype.base_dtype, t.shape) for t in ins[:n]]
+        specs += [(s.dtype.base_dtype, s.shape[1:]) for s in seqs]
+        probed = output_types(ctx, body, specs, n)
+        types = [t if t is not None else p for t, p in zip(types, probed)]
     arrays = [tf.TensorArray(dt, size=length, infer_shape=False) for dt in types]
 
     def keep_going(i, *rest):
@@ -389,8 +396,12 @@ def _loop(ctx, node):
     scan_types = []
     for vi in body["output"][1 + len(carried) :]:
         elem = vi.get("type", {}).get("tensor_type", {}).get("elem_type")
-        if elem is None:
-            raise UnsupportedModelError("Loop scan output without a tensor type")
+        if elem is None:  # untyped in the file: the body, built once aside, tells
+            specs = [(tf.int64, []), (tf.bool, [])] + [
+                (v.dtype.base_dtype, v.shape) for v in carried
+            ]
+            scan_types = output_types(ctx, body, specs, 1 + len(carried))
+            break
         scan_types.append(engine_dtype(elem, "Loop scan output"))
     arrays = [tf.TensorArray(dt, size=0, dynamic_size=True, infer_shape=False) for dt in scan_types]
     i0 = _const(0, tf.int64)
