@@ -69,7 +69,14 @@ def _python_to_numpy(value, float_dtype=np.float32) -> np.ndarray:
     if kind == "f":
         return arr.astype(float_dtype)
     if kind in "US":
-        return _string_array(arr)
+        # numpy's fixed-width strings drop trailing NUL bytes (b"a\x00" reads back as b"a"):
+        # the Python objects themselves, with the shape numpy found.
+        exact = np.empty(arr.shape, dtype=object)
+        if arr.ndim == 0:
+            exact[()] = value
+        else:
+            exact[...] = np.array(value, dtype=object).reshape(arr.shape)
+        return _string_array(exact)
     if kind == "O":
         flat = arr.reshape(-1)
         if any(v is None for v in flat):

@@ -19,10 +19,13 @@ import os
 
 import msgpack
 import numpy as np
+from google.protobuf import text_format
 
 from engine import dtypes
 from engine.formats.tensorflow import graph_def as tf_graph_def
+from engine.formats.tensorflow import writer as tf_writer
 from engine.formats.tensorflow.proto import graph_pb2 as tf_graph_pb2
+from engine.formats.tensorflow.tensors import TFFormatError
 from engine.framework import graph as ops
 from engine.framework import registry
 from engine.framework.constant_op import convert_to_tensor
@@ -333,9 +336,25 @@ class GraphDef:
         return out
 
     def to_bytes(self) -> bytes:
+        """This format's bytes (msgpack), which ``from_bytes`` reads back."""
         return msgpack.packb(self._doc, use_bin_type=True)
 
-    SerializeToString = to_bytes
+    def to_tensorflow(self):
+        """The graph as TensorFlow's ``GraphDef`` message (``TFFormatError`` when an op
+        cannot be expressed there, e.g. one running Python code)."""
+        g = Graph()
+        with g.as_default():
+            import_graph_def(self, name="")
+        return tf_writer.graph_to_tf(g)
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 - protobuf's name
+        """TensorFlow's binary GraphDef, as TF1 programs write ``frozen.pb`` for TF and TF
+        Serving to read; a graph TF cannot express (engine-only ops) comes back in this
+        format's bytes instead. ``ParseFromString``/``FromString`` read both."""
+        try:
+            return self.to_tensorflow().SerializeToString()
+        except (TFFormatError, ValueError, TypeError, KeyError):
+            return self.to_bytes()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> GraphDef:
@@ -692,21 +711,29 @@ def import_graph_def(
 
 
 def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True) -> str:
-    """Writes a graph to ``logdir/name``: msgpack bytes, or a readable listing with as_text."""
-
+    """Writes a graph to ``logdir/name`` as TF's ``tf.train.write_graph`` does: TensorFlow's
+    text format (``.pbtxt``, what TensorBoard and ``GraphDef.from_text`` read) or, with
+    ``as_text=False``, its binary GraphDef. A graph TF cannot express is written in this
+    format instead (a readable listing, or msgpack bytes)."""
     gd = (
         graph_or_graph_def
         if isinstance(graph_or_graph_def, GraphDef)
         else graph_to_def(graph_or_graph_def)
     )
+    try:
+        message = gd.to_tensorflow()
+    except (TFFormatError, ValueError, TypeError, KeyError):
+        message = None
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     tmp = path + ".tmp"
     if as_text:
+        text = gd.to_text() if message is None else text_format.MessageToString(message)
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(gd.to_text())
+            f.write(text)
     else:
+        data = gd.to_bytes() if message is None else message.SerializeToString()
         with open(tmp, "wb") as f:
-            f.write(gd.to_bytes())
+            f.write(data)
     os.replace(tmp, path)
     return path

@@ -402,3 +402,11 @@ def test_a_control_dependency_on_a_fed_placeholder_is_met_by_the_feed():
         with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value.*'x'"):
             sess.run(y, {computed: 7.0})
         assert sess.run(y, {x: 2.0}) == 4.0 and sess.run(counter) == 2.0
+
+
+def test_string_constants_keep_trailing_nul_bytes():
+    # numpy's fixed-width bytes drop trailing NULs; a constant keeps the bytes given.
+    with tf.Session() as sess:
+        assert sess.run(tf.constant(b"a\x00")) == b"a\x00"
+        got = sess.run(tf.constant([[b"x\x00\x00", b"y"], [b"", "z\x00"]]))
+    assert got.tolist() == [[b"x\x00\x00", b"y"], [b"", b"z\x00"]]
