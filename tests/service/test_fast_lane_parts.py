@@ -4,6 +4,7 @@ different framing), and ``start_eagerly`` runs a coroutine as its task would."""
 
 import asyncio
 import contextvars
+import gzip
 
 import pytest
 from aiohttp.http_exceptions import HttpProcessingError
@@ -248,6 +249,15 @@ def test_what_the_lane_takes_aiohttp_reads_the_same(
     same method, path, headers, framing (body length, where the next request starts), and
     no close, chunking or upgrade. (What it refuses goes to aiohttp's parser itself.)"""
     body = b'{"a":1}' if with_length else b""
+    if with_length and any(
+        line.partition(":")[0].strip().lower() == "content-encoding"
+        and line.partition(":")[2].strip().lower() == "gzip"
+        for line in lines
+    ):
+        # A body its header says is gzip must be gzip: aiohttp's parser inflates it while
+        # framing (and drops the connection on bytes that are not), the lane leaves that to
+        # the handler; only well-formed bodies compare framing.
+        body = gzip.compress(body, mtime=0)
     head = [f"{method} {target} {version}"] + (["Host: h"] if with_host else []) + lines
     if with_length:
         head.append(f"Content-Length: {len(body)}")
