@@ -15,17 +15,23 @@ from __future__ import annotations
 import sys as _sys
 
 from engine import (
+    app,
     data,
     dtypes,
     errors,
     estimator,
+    flags,
+    graph_util,
     image,
+    initializers,
     io,
     layers,
     lookup,
     losses,
     metrics,
     nn,
+    python_io,
+    resource_loader,
     saved_model,
     strings,
     summary,
@@ -33,6 +39,8 @@ from engine import (
     test,
     train,
 )
+from engine import data_files as _data_files
+from engine import losses_more as _losses_more
 from engine import tf_logging as logging
 from engine import tf_namespaces as _tf_namespaces
 from engine.config import (
@@ -44,6 +52,13 @@ from engine.config import (
     RunOptions,
 )
 from engine.contrib import contrib
+from engine.decode_ops import (
+    decode_csv,
+    decode_raw,
+    encode_base64,
+    parse_tensor,
+    serialize_tensor,
+)
 from engine.dtypes import (
     DType,
     as_dtype,
@@ -65,6 +80,7 @@ from engine.dtypes import (
     uint64,
     variant,
 )
+from engine.file_io import camel_case_namespace as _gfile_namespace
 from engine.framework.constant_op import (
     constant,
     convert_to_tensor,
@@ -92,6 +108,7 @@ from engine.framework.graph import (
 from engine.framework.registry import not_differentiable as NotDifferentiable  # noqa: N812
 from engine.framework.tensor_util import constant_value
 from engine.gradients import AggregationMethod, RegisterGradient, gradients, hessians
+from engine.image_geometry import random_crop
 from engine.init_ops import (
     constant_initializer,
     glorot_normal_initializer,
@@ -103,6 +120,7 @@ from engine.init_ops import (
     variance_scaling_initializer,
     zeros_initializer,
 )
+from engine.init_ops_more import orthogonal_initializer, uniform_unit_scaling_initializer
 from engine.ops.activations import erf
 from engine.ops.array import *  # noqa: F403
 from engine.ops.array_impl import (
@@ -115,6 +133,7 @@ from engine.ops.array_impl import (
     sort,
 )
 from engine.ops.array_transform import *  # noqa: F403
+from engine.ops.bitcast import bitcast
 from engine.ops.case_op import case
 from engine.ops.clip_ops import (
     clip_by_average_norm,
@@ -133,6 +152,7 @@ from engine.ops.control_flow import (  # noqa: A004
 )
 from engine.ops.decompositions import qr, self_adjoint_eig, self_adjoint_eigvals, svd
 from engine.ops.functional_ops import foldl, foldr, map_fn, scan
+from engine.ops.image_patches import extract_image_patches
 from engine.ops.linalg import *  # noqa: F403
 from engine.ops.linalg_ops import (
     cholesky,
@@ -318,6 +338,10 @@ from engine.sparse_api import (
     sparse_to_dense,
 )
 from engine.sparse_api import build_namespace as _sparse_namespace
+from engine.strings_more import join as string_join
+from engine.strings_more import reduce_join, regex_replace, string_split
+from engine.strings_more import strip as string_strip
+from engine.strings_more import to_hash_bucket as string_to_hash_bucket
 from engine.summary.proto import SessionLog, Summary
 from engine.tensor_shape import Dimension, TensorShape
 from engine.variable_scope import (
@@ -371,6 +395,15 @@ _OUT_OF_SCOPE = {
 }
 
 
+# The rest of TF1's tf.losses, built on engine/losses.py's weighting (engine/losses_more.py).
+for _name in _losses_more.__all__:
+    setattr(losses, _name, getattr(_losses_more, _name))
+
+# tf.data's file datasets subclass Dataset, so they live beside it (engine/data_files.py).
+data.TFRecordDataset = _data_files.TFRecordDataset
+data.TextLineDataset = _data_files.TextLineDataset
+data.FixedLengthRecordDataset = _data_files.FixedLengthRecordDataset
+
 # tf.compat (TF 1.15's helpers) with tf.compat.v1: the engine itself, also importable as
 # ``import engine.compat.v1 as tf`` (programs written for tensorflow.compat.v1).
 from engine import compat  # noqa: E402
@@ -381,6 +414,7 @@ _sys.modules["engine.compat.v1"] = compat.v1
 # tf.math, tf.random and tf.linalg (TF 1.13+'s names), over the functions bound above.
 math, random, linalg = _tf_namespaces.build(globals(), nn)
 sparse = _sparse_namespace()  # tf.sparse (TF 1.15's names)
+gfile = _gfile_namespace()  # tf.gfile (TF1's CamelCase file API; tf.io.gfile is snake_case)
 
 
 def disable_eager_execution() -> None:

@@ -25,7 +25,12 @@ from engine.ops.random import get_seed
 from engine.tensor_shape import TensorShape, unknown_shape
 from engine.util import nest
 
-__all__ = ["Dataset", "Iterator", "make_one_shot_iterator", "make_initializable_iterator"]
+__all__ = [
+    "Dataset",
+    "Iterator",
+    "make_one_shot_iterator",
+    "make_initializable_iterator",
+]
 
 
 def _normalize(value):

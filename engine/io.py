@@ -1,12 +1,27 @@
 """The ``engine.io`` namespace (TF's ``tf.io``), for what is implemented: parsing
 serialized ``tf.Example``s into dense and sparse tensors."""
 
+from engine.decode_ops import (
+    decode_csv,
+    decode_raw,
+    encode_base64,
+    parse_tensor,
+    serialize_tensor,
+)
+from engine.file_io import snake_case_namespace as _gfile_namespace
+from engine.ops.string_ops import decode_base64
 from engine.parsing import (
     FixedLenFeature,
     SparseFeature,
     VarLenFeature,
     parse_example,
     parse_single_example,
+)
+from engine.python_io import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
 )
 
 __all__ = [
@@ -15,4 +30,17 @@ __all__ = [
     "VarLenFeature",
     "parse_example",
     "parse_single_example",
+    "gfile",
+    "TFRecordCompressionType",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "tf_record_iterator",
+    "decode_base64",
+    "decode_csv",
+    "decode_raw",
+    "encode_base64",
+    "parse_tensor",
+    "serialize_tensor",
 ]
+
+gfile = _gfile_namespace()  # tf.io.gfile: TF 1.14+'s snake_case file API

@@ -1,5 +1,15 @@
 """The ``engine.train`` namespace (TF1's ``tf.train``): optimizers, global step, checkpoints."""
 
+from engine.formats.tensorflow.proto.example_pb2 import Example, SequenceExample  # noqa: F401
+from engine.formats.tensorflow.proto.feature_pb2 import (  # noqa: F401
+    BytesList,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+)
 from engine.formats.tensorflow.saved_model import import_meta_graph  # noqa: F401
 from engine.saving.graph_def import write_graph  # noqa: F401
 from engine.saving.meta_graph import export_meta_graph  # noqa: F401

@@ -9,12 +9,15 @@ from engine.saving.graph_def import GraphDef, GraphDefError
 from tests.engine import (
     test_array_grads,
     test_array_ops,
+    test_bitcast,
     test_conv3d,
     test_conv_ops,
     test_data,
+    test_decode_ops,
     test_decompositions,
     test_detection_ops,
     test_embedding,
+    test_image_more,
     test_image_ops,
     test_linalg_ops,
     test_losses,
@@ -32,8 +35,10 @@ from tests.engine import (
     test_segment_ops,
     test_sparse_ops,
     test_sparse_segment_ops,
+    test_strings_more,
     test_summary,
     test_tensor_list,
+    test_tfrecord_io,
 )
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
@@ -258,7 +263,12 @@ SPECIAL = {
     "sparse": test_sparse_ops.round_trip_builder,
     "sparse_segments_and_feature_columns": test_sparse_segment_ops.round_trip_builder,
     "lrn_and_random_more": _lrn_and_random_more,
+    "image_colour": test_image_more.round_trip_builder,
+    "strings_more": test_strings_more.round_trip_builder,
     "optimizers_more": test_optimizers_more.round_trip_builder,
+    "decode_ops": test_decode_ops.round_trip_builder,
+    "file_datasets": test_tfrecord_io.round_trip_builder,
+    "bitcast": test_bitcast.round_trip_builder,
 }
 
 

@@ -20,6 +20,7 @@ from engine.formats.onnx.tensors import engine_dtype
 from engine.framework.graph import Tensor
 from engine.ops import array as array_ops
 from engine.ops import array_transform, random_more, reduction, slicing
+from engine.ops import bitcast as bitcast_ops
 from engine.ops import math as math_ops
 from engine.ops import random as random_ops
 from engine.ops._common import create
@@ -353,3 +354,31 @@ def _text(v) -> str:
 
 
 register("GridSample", (16, 20, 22), _grid_sample)
+
+
+# -----------------------------------------------------------------------------------------
+# BitCast (opset 26): the bytes as another type of the same width
+# -----------------------------------------------------------------------------------------
+
+
+def _bitcast(ctx, node):
+    x = ctx.input(node, 0)
+    to = _dtype(ctx, node, "to", _FLOAT)
+    src = x.dtype.base_dtype
+    if src == dtypes.string or to == dtypes.string:
+        raise UnsupportedModelError(f"BitCast from {src.name} to {to.name}")
+    if src.size != to.size:
+        raise UnsupportedModelError(
+            f"BitCast from {src.name} ({src.size * 8} bits) to {to.name} ({to.size * 8} bits): "
+            "the widths must be equal"
+        )
+    # bool is one byte holding 0 or 1: through uint8 (any nonzero byte reads as true).
+    if src == dtypes.bool:
+        x, src = math_ops.cast(x, dtypes.uint8), dtypes.uint8
+    if to == dtypes.bool:
+        raw = bitcast_ops.bitcast(x, dtypes.uint8) if src != dtypes.uint8 else x
+        return [math_ops.not_equal(raw, _const(0, dtypes.uint8))]
+    return [x if src == to else bitcast_ops.bitcast(x, to)]
+
+
+register("BitCast", (26,), _bitcast)

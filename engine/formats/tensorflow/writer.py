@@ -76,6 +76,13 @@ TYPE_ATTRS: dict[str, dict[str, object]] = {
     "Conv3DBackpropInputV2": {"T": 1, "Tshape": 0},
     "AvgPool3DGrad": {"T": 1},
     "MaxPool3DGrad": {"T": 2, "TInput": 0},
+    "DecodeRaw": {},
+    "DecodeCSV": {},
+    "EncodeBase64": {},
+    "ParseTensor": {},
+    "TFRecordDataset": {},
+    "TextLineDataset": {},
+    "FixedLengthRecordDatasetV2": {},
 }
 
 
