@@ -135,6 +135,7 @@ from engine.ops.array_impl import (
 from engine.ops.array_transform import *  # noqa: F403
 from engine.ops.bitcast import bitcast
 from engine.ops.case_op import case
+from engine.ops.check_ops_more import check_numerics, verify_tensor_all_finite
 from engine.ops.clip_ops import (
     clip_by_average_norm,
     clip_by_global_norm,
@@ -413,6 +414,8 @@ _sys.modules["engine.compat.v1"] = compat.v1
 
 # tf.math, tf.random and tf.linalg (TF 1.13+'s names), over the functions bound above.
 math, random, linalg = _tf_namespaces.build(globals(), nn)
+# tf.debugging, tf.bitwise and tf.manip (TF 1.15's names).
+debugging, bitwise, manip = _tf_namespaces.build_more(globals())
 sparse = _sparse_namespace()  # tf.sparse (TF 1.15's names)
 gfile = _gfile_namespace()  # tf.gfile (TF1's CamelCase file API; tf.io.gfile is snake_case)
 

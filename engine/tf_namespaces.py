@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.ops import decompositions, linalg_ops, math_impl, math_more, random_more
+from engine.framework.constant_op import convert_to_tensor
+from engine.framework.graph import name_scope
+from engine.ops import array as array_ops
+from engine.ops import (
+    check_ops_more,
+    decompositions,
+    linalg_ops,
+    math_impl,
+    math_more,
+    random_more,
+    reduction,
+)
+from engine.ops import math as math_ops
 from engine.util.namespaces import Namespace, namespace
 
 __all__ = ["build"]
@@ -88,3 +100,77 @@ def build(top: Mapping, nn) -> tuple[Namespace, Namespace, Namespace]:
         eigvalsh=decompositions.self_adjoint_eigvals,
     )
     return math, random, linalg
+
+
+DEBUGGING = (
+    "Assert",
+    "assert_equal",
+    "assert_greater",
+    "assert_greater_equal",
+    "assert_less",
+    "assert_less_equal",
+    "assert_negative",
+    "assert_non_negative",
+    "assert_non_positive",
+    "assert_none_equal",
+    "assert_positive",
+    "assert_rank",
+    "assert_rank_at_least",
+    "assert_scalar",
+    "assert_type",
+    "is_finite",
+    "is_inf",
+    "is_nan",
+)
+MANIP = (
+    "batch_to_space_nd",
+    "gather_nd",
+    "reshape",
+    "reverse",
+    "roll",
+    "scatter_nd",
+    "space_to_batch_nd",
+    "tile",
+)
+
+
+def _is_monotonic(x, strict: bool, name: str):
+    with name_scope(None, name, [x]):
+        flat = array_ops.reshape(convert_to_tensor(x, name="x"), [-1])
+        diff = math_ops.subtract(flat[1:], flat[:-1])
+        zero = array_ops.zeros_like(diff)
+        ok = math_ops.greater(diff, zero) if strict else math_ops.greater_equal(diff, zero)
+        return reduction.reduce_all(ok)
+
+
+def is_non_decreasing(x, name=None):
+    """True when ``x``'s elements, in row-major order, never decrease (TF's definition)."""
+    return _is_monotonic(x, False, name or "is_non_decreasing")
+
+
+def is_strictly_increasing(x, name=None):
+    """True when ``x``'s elements, in row-major order, always increase."""
+    return _is_monotonic(x, True, name or "is_strictly_increasing")
+
+
+def build_more(top: Mapping) -> tuple[Namespace, Namespace, Namespace]:
+    """``(tf.debugging, tf.bitwise, tf.manip)`` from the engine's top-level names."""
+    debugging = namespace(
+        "tf.debugging",
+        **{n: top[n] for n in DEBUGGING},
+        check_numerics=check_ops_more.check_numerics,
+        assert_all_finite=check_ops_more.verify_tensor_all_finite,
+        is_non_decreasing=is_non_decreasing,
+        is_strictly_increasing=is_strictly_increasing,
+    )
+    bitwise = namespace(
+        "tf.bitwise",
+        bitwise_and=top["bitwise_and"],
+        bitwise_or=top["bitwise_or"],
+        bitwise_xor=top["bitwise_xor"],
+        invert=top["invert"],
+        left_shift=check_ops_more.left_shift,
+        right_shift=check_ops_more.right_shift,
+    )
+    manip = namespace("tf.manip", **{n: top[n] for n in MANIP})
+    return debugging, bitwise, manip

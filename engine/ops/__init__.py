@@ -6,6 +6,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     array_transform,
     batch_norm,
     bitcast,
+    check_ops_more,
     clip_ops,
     control_flow,
     conv,

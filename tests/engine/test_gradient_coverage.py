@@ -6,6 +6,7 @@ import engine as tf
 from engine.framework import registry
 from tests.engine import (
     test_array_grads,
+    test_check_ops_more,
     test_conv3d,
     test_conv_ops,
     test_decompositions,
@@ -68,6 +69,7 @@ def test_every_gradient_has_a_finite_difference_check():
         (test_losses, "GRAD_CASES"),
         (test_lrn_and_random, "GRAD_CASES"),
         (test_image_more, "GRAD_CASES"),
+        (test_check_ops_more, "GRAD_CASES"),
         (test_conv_ops, "GRAD_CASES"),
         (test_conv3d, "GRAD_CASES"),
         (test_segment_ops, "GRAD_CASES"),

@@ -10,6 +10,7 @@ from tests.engine import (
     test_array_grads,
     test_array_ops,
     test_bitcast,
+    test_check_ops_more,
     test_conv3d,
     test_conv_ops,
     test_data,
@@ -269,6 +270,7 @@ SPECIAL = {
     "decode_ops": test_decode_ops.round_trip_builder,
     "file_datasets": test_tfrecord_io.round_trip_builder,
     "bitcast": test_bitcast.round_trip_builder,
+    "check_ops_more": test_check_ops_more.round_trip_builder,
 }
 
 
