@@ -29,6 +29,7 @@ from engine.training.basic_session_run_hooks import (  # noqa: F401
 )
 from engine.training.checkpoint_utils import (  # noqa: F401
     CheckpointReader,
+    NewCheckpointReader,
     list_variables,
     load_checkpoint,
     load_variable,

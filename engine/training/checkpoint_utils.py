@@ -14,7 +14,13 @@ from engine import dtypes, errors
 from engine.saving import bundle
 from engine.training.saver import latest_checkpoint
 
-__all__ = ["CheckpointReader", "list_variables", "load_checkpoint", "load_variable"]
+__all__ = [
+    "CheckpointReader",
+    "NewCheckpointReader",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+]
 
 
 def _prefix(ckpt_dir_or_file: str) -> str:
@@ -63,6 +69,12 @@ class CheckpointReader:
 def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader:
     """A reader for the checkpoint at a prefix, or the latest one in a directory."""
     return CheckpointReader(_prefix(ckpt_dir_or_file))
+
+
+def NewCheckpointReader(filepattern: str) -> CheckpointReader:  # noqa: N802 - TF1's name
+    """TF1's ``tf.train.NewCheckpointReader``: a reader for the checkpoint at a prefix
+    (``model.ckpt-100``; a directory reads its latest checkpoint)."""
+    return load_checkpoint(filepattern)
 
 
 def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:

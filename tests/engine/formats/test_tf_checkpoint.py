@@ -43,6 +43,10 @@ def test_list_variables_and_load_checkpoint_read_tf_values():
     with pytest.raises(errors.NotFoundError):
         reader.get_tensor("nope")
     assert tf.train.load_variable(str(FIXTURE), "counter") == 42
+    # TF1's spelling of the same reader, on the prefix TF wrote.
+    old_style = tf.train.NewCheckpointReader(PREFIX)
+    assert old_style.get_variable_to_shape_map() == reader.get_variable_to_shape_map()
+    assert old_style.get_tensor("counter") == 42
 
 
 def test_import_meta_graph_and_saver_restore():
