@@ -88,6 +88,7 @@ from engine.training.session_run_hook import (  # noqa: F401
     SessionRunHook,
     SessionRunValues,
 )
+from engine.training.supervisor import Supervisor  # noqa: F401
 from engine.training.training_util import (  # noqa: F401
     assert_global_step,
     create_global_step,
