@@ -315,6 +315,13 @@ from engine.parsing import (
     parse_example,
     parse_single_example,
 )
+from engine.queues import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize
@@ -345,6 +352,7 @@ from engine.strings_more import strip as string_strip
 from engine.strings_more import to_hash_bucket as string_to_hash_bucket
 from engine.summary.proto import SessionLog, Summary
 from engine.tensor_shape import Dimension, TensorShape
+from engine.util.namespaces import namespace as _namespace
 from engine.variable_scope import (
     AUTO_REUSE,
     VariableScope,
@@ -417,6 +425,14 @@ math, random, linalg = _tf_namespaces.build(globals(), nn)
 # tf.debugging, tf.bitwise and tf.manip (TF 1.15's names).
 debugging, bitwise, manip = _tf_namespaces.build_more(globals())
 sparse = _sparse_namespace()  # tf.sparse (TF 1.15's names)
+queue = _namespace(  # tf.queue (TF 1.13+'s names for the queues)
+    "tf.queue",
+    FIFOQueue=FIFOQueue,
+    PaddingFIFOQueue=PaddingFIFOQueue,
+    PriorityQueue=PriorityQueue,
+    QueueBase=QueueBase,
+    RandomShuffleQueue=RandomShuffleQueue,
+)
 gfile = _gfile_namespace()  # tf.gfile (TF1's CamelCase file API; tf.io.gfile is snake_case)
 
 

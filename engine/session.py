@@ -80,6 +80,7 @@ class BaseSession:
         self._plans: dict = {}
         self._slots: dict[str, VariableSlot] = {}
         self._rngs: dict[Operation, object] = {}
+        self._close_hooks: list = []  # session state woken on close (blocked queue ops)
         self._devices = local_devices(self._config)
         self._host = self._devices[0]
         # Several devices: plans place ops and copy values between devices. One device
@@ -115,6 +116,17 @@ class BaseSession:
             self._plans.clear()
             self._slots.clear()
             self._rngs.clear()
+            hooks, self._close_hooks = self._close_hooks, []
+        for hook in hooks:
+            hook()
+
+    def _add_close_hook(self, hook) -> None:
+        """Calls ``hook()`` when the session closes (at once if it already has)."""
+        with self._lock:
+            if not self._closed:
+                self._close_hooks.append(hook)
+                return
+        hook()
 
     def as_default(self):
         """Context manager making this the default session (for ``eval()``/``run()``)."""

@@ -74,6 +74,7 @@ from engine.training.optimizers_more import (  # noqa: F401
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,
 )
+from engine.training.queue_runner import QueueRunner, add_queue_runner  # noqa: F401
 from engine.training.saver import (  # noqa: F401
     CheckpointState,
     Saver,

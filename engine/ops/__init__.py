@@ -38,6 +38,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     parsing_ops,
     partition_ops,
     pooling,
+    queue_ops,
     random,
     random_more,
     reduction,

@@ -83,6 +83,18 @@ TYPE_ATTRS: dict[str, dict[str, object]] = {
     "TFRecordDataset": {},
     "TextLineDataset": {},
     "FixedLengthRecordDatasetV2": {},
+    "FIFOQueueV2": {},
+    "RandomShuffleQueueV2": {},
+    "PaddingFIFOQueueV2": {},
+    "PriorityQueueV2": {},
+    "QueueEnqueueV2": {},
+    "QueueEnqueueManyV2": {},
+    "QueueDequeueV2": {},
+    "QueueDequeueManyV2": {},
+    "QueueDequeueUpToV2": {},
+    "QueueCloseV2": {},
+    "QueueSizeV2": {},
+    "QueueIsClosedV2": {},
 }
 
 
