@@ -30,14 +30,22 @@ def _as_type_list(dtypes) -> list:
     return [_dtypes.as_dtype(dtypes)]
 
 
-def _as_shape_list(shapes, dtypes, unknown_dim_allowed=False, unknown_rank_allowed=False):
+def _as_shape_list(shapes, dtypes, unknown_dim_allowed=False, unknown_rank_allowed=False):  # noqa: ARG001 - TF's signature
     """TF's rules: None means unknown shapes; one shape for one dtype may be given bare."""
+    if unknown_dim_allowed and (
+        not isinstance(shapes, (list, tuple))
+        or not shapes
+        or any(s is None or isinstance(s, int) for s in shapes)
+    ):
+        raise ValueError("When providing partial shapes, a list of shapes must be provided.")
     if shapes is None:
         return None
     if isinstance(shapes, TensorShape):
         shapes = [shapes]
     if not isinstance(shapes, (tuple, list)):
-        raise TypeError("shapes must be a TensorShape or a list or tuple of TensorShapes.")
+        raise TypeError(
+            f"Shapes must be a TensorShape or a list or tuple of TensorShapes, got {type(shapes)}"
+        )
     if all(s is None or isinstance(s, int) for s in shapes):
         shapes = [shapes]  # one shape given as a list of ints
     shapes = [TensorShape(s) for s in shapes]
@@ -45,8 +53,6 @@ def _as_shape_list(shapes, dtypes, unknown_dim_allowed=False, unknown_rank_allow
         raise ValueError(f"All shapes must be fully defined: {shapes}")
     if not unknown_rank_allowed and any(s.rank is None for s in shapes):
         raise ValueError(f"All shapes must have a defined rank: {shapes}")
-    if len(shapes) != len(dtypes):
-        raise ValueError("shapes must have the same length as dtypes")
     return shapes
 
 
@@ -71,13 +77,19 @@ class QueueBase:
         self._dtypes = list(dtypes)
         if shapes is not None:
             if len(shapes) != len(self._dtypes):
-                raise ValueError("Queue shapes must have the same length as dtypes")
+                raise ValueError(
+                    "Queue shapes must have the same length as dtypes, received "
+                    f"len(shapes)={len(shapes)}, len(dtypes)={len(self._dtypes)}"
+                )
             self._shapes = [TensorShape(s) for s in shapes]
         else:
             self._shapes = [unknown_shape() for _ in self._dtypes]
         if names is not None:
             if len(names) != len(self._dtypes):
-                raise ValueError("Queue names must have the same length as dtypes")
+                raise ValueError(
+                    "Queue names must have the same length as dtypes, received "
+                    f"len(names)={len(names)}, len(dtypes)={len(self._dtypes)}"
+                )
             self._names = list(names)
         else:
             self._names = None
@@ -105,7 +117,7 @@ class QueueBase:
             if sorted(self._names, key=str) != sorted(vals.keys(), key=str):
                 raise ValueError(
                     f"Keys in dictionary to enqueue do not match names of Queue.  Dictionary: "
-                    f"{sorted(vals.keys())}, Queue: {sorted(self._names)}"
+                    f"{sorted(vals.keys())},Queue: {sorted(self._names)}"
                 )
             vals = [vals.get(k) for k in self._names]
         else:
@@ -113,10 +125,6 @@ class QueueBase:
                 raise ValueError("You must enqueue a dictionary in a Queue with names")
             if not isinstance(vals, (list, tuple)):
                 vals = [vals]
-        if len(vals) != len(self._dtypes):
-            raise ValueError(
-                f"Queue expects {len(self._dtypes)} components, but {len(vals)} were given"
-            )
         return [
             convert_to_tensor(v, dtype=d, name=f"component_{i}")
             for i, (v, d) in enumerate(zip(vals, self._dtypes))
@@ -199,7 +207,7 @@ class QueueBase:
             return create("QueueCloseV2", [self._queue_ref], attrs, scope)
 
     def is_closed(self, name=None):
-        with name_scope(name, f"{self._name}_IsClosed", [self._queue_ref]) as scope:
+        with name_scope(name, f"{self._name}_Is_Closed", [self._queue_ref]) as scope:
             return create("QueueIsClosedV2", [self._queue_ref], {}, scope).outputs[0]
 
     def size(self, name=None):
@@ -209,6 +217,13 @@ class QueueBase:
 
 
 def _make(op_type, name, attrs):
+    """The queue op; the lengths are checked first, with QueueBase's words."""
+    dtypes, shapes = attrs["component_types"], attrs["shapes"]
+    if shapes and len(shapes) != len(dtypes):
+        raise ValueError(
+            "Queue shapes must have the same length as dtypes, received "
+            f"len(shapes)={len(shapes)}, len(dtypes)={len(dtypes)}"
+        )
     return create(op_type, [], attrs, name).outputs[0]
 
 
@@ -235,10 +250,10 @@ class PaddingFIFOQueue(QueueBase):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes, dtypes, unknown_dim_allowed=True)
         names = _as_name_list(names, dtypes)
-        if shapes is None or len(dtypes) != len(shapes):
+        if len(dtypes) != len(shapes):
             raise ValueError(
                 "Shapes must be provided for all components, but received "
-                f"{len(dtypes)} dtypes and {0 if shapes is None else len(shapes)} shapes."
+                f"{len(dtypes)} dtypes and {len(shapes)} shapes."
             )
         ref = _make("PaddingFIFOQueueV2", name, _attrs(dtypes, shapes, capacity, shared_name))
         super().__init__(dtypes, shapes, names, ref)

@@ -45,6 +45,20 @@ def _host(a) -> np.ndarray:
     return np.asarray(a.get() if hasattr(a, "get") else a)
 
 
+def _dims(shape: TensorShape) -> str:
+    """A shape as TF's messages write it: ``[?,2]``."""
+    return "[" + ",".join("?" if d is None else str(d) for d in shape.as_list()) + "]"
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def _c_name(dtype) -> str:
+    """A dtype as TF's kernel messages name it (``float``, ``double``, ``int32``)."""
+    name = dtypes.as_dtype(dtype).name
+    return _C_NAMES.get(name, name)
+
+
 class QueueState:
     """One queue in one session. ``enqueue``/``dequeue`` are also what readers use: a
     reader takes its next work item (a file name) with ``dequeue()``."""
@@ -89,9 +103,11 @@ class QueueState:
     def _wait(self, done) -> None:
         """Waits on the condition (held) until ``done()``; honours the run's token."""
         token = active_cancellation()
-        while not done():
+        while True:
             if self._session_closed:
                 raise errors.CancelledError(None, None, "Session has been closed.")
+            if done():
+                return
             if token is not None:
                 token.check()
                 self._cond.wait(_POLL_SECONDS)
@@ -101,7 +117,8 @@ class QueueState:
     def _closed_error(self) -> errors.CancelledError:
         return errors.CancelledError(None, None, f"{self.kind} '{self.name}' is closed.")
 
-    def _check_component(self, i, value: np.ndarray, shape) -> np.ndarray:
+    def _check_component(self, i, value: np.ndarray, expected) -> np.ndarray:
+        """``value`` as component ``i`` (``expected``: the shape it must have, or None)."""
         dtype = self.component_types[i]
         if dtype is dtypes.string:
             value = value.astype(object) if value.dtype.kind in "SU" else value
@@ -112,45 +129,49 @@ class QueueState:
                 f"Type mismatch in tuple component {i}. Expected {dtype.name}, got "
                 f"{dtypes.as_dtype(value.dtype).name}",
             )
-        if self.shapes is not None and not self.shapes[i].is_compatible_with(shape):
+        if expected is not None and not expected.is_compatible_with(value.shape):
             raise errors.InvalidArgumentError(
                 None,
                 None,
-                f"Shape mismatch in tuple component {i}. Expected "
-                f"{self._shape_text(self.shapes[i])}, got {list(shape)}",
+                f"Shape mismatch in tuple component {i}. Expected {_dims(expected)}, got "
+                f"{_dims(TensorShape(value.shape))}",
             )
         return value
-
-    @staticmethod
-    def _shape_text(shape: TensorShape) -> str:
-        return str([-1 if d is None else d for d in shape.as_list()])
 
     # -- enqueue -------------------------------------------------------------------------
     def _elements(self, components, many: bool) -> list[tuple]:
         if len(components) != len(self.component_types):
+            have = ", ".join(["resource", *(_c_name(_host(c).dtype) for c in components)])
+            want = ", ".join(["resource", *(_c_name(t) for t in self.component_types)])
             raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"{self.kind} '{self.name}' takes {len(self.component_types)} components, "
-                f"got {len(components)}",
+                None, None, f"Signature mismatch, have: {have}-> expected: {want}->"
             )
         values = [_host(c) for c in components]
+        shapes = self.shapes or [None] * len(values)
         if not many:
-            return [tuple(self._check_component(i, v, v.shape) for i, v in enumerate(values))]
-        sizes = {v.shape[0] if v.ndim else None for v in values}
-        if None in sizes:
-            raise errors.InvalidArgumentError(
-                None, None, "EnqueueMany requires each component to have rank >= 1"
-            )
-        if len(sizes) > 1:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                "EnqueueMany requires all components to have the same size in dimension 0, "
-                f"got {sorted(sizes)}",
-            )
-        values = [self._check_component(i, v, v.shape[1:]) for i, v in enumerate(values)]
-        n = sizes.pop() if sizes else 0
+            return [tuple(self._check_component(i, v, shapes[i]) for i, v in enumerate(values))]
+        for i, v in enumerate(values):
+            if v.ndim == 0:
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    f"Shape mismatch in tuple component {i}. Expected a batch of at least rank "
+                    "1, got []",
+                )
+        n = values[0].shape[0]
+        if self.shapes is None:
+            for i, v in enumerate(values[1:], 1):
+                if v.shape[0] != n:
+                    raise errors.InvalidArgumentError(
+                        None,
+                        None,
+                        "All input tensors must have the same size in the 0th dimension. "
+                        f"Component {i} has {v.shape[0]}, and should have {n}",
+                    )
+        values = [
+            self._check_component(i, v, None if s is None else TensorShape([n]).concatenate(s))
+            for i, (v, s) in enumerate(zip(values, shapes))
+        ]
         return [tuple(np.array(v[j], dtype=v.dtype) for v in values) for j in range(n)]
 
     def _put(self, element: tuple) -> None:
@@ -240,7 +261,7 @@ class QueueState:
                 raise errors.InvalidArgumentError(
                     None, None, f"Requested {n} elements; the count must be >= 0"
                 )
-            self._check_batchable(up_to)
+            self._check_batchable()
         want = 1 if n is None else n
         taken: list[tuple] = []
         with self._cond:
@@ -278,16 +299,15 @@ class QueueState:
             return list(taken[0])
         return [self._stack(i, [t[i] for t in taken]) for i in range(len(self.component_types))]
 
-    def _check_batchable(self, up_to: bool) -> None:
+    def _check_batchable(self) -> None:
         if self.kind == "PaddingFIFOQueue":
             return
         if self.shapes is None or not all(s.is_fully_defined() for s in self.shapes):
-            what = "DequeueUpTo" if up_to else "DequeueMany"
             raise errors.InvalidArgumentError(
                 None,
                 None,
                 f"{self.kind}'s DequeueMany and DequeueUpTo require the components to have "
-                f"specified shapes ({what} on '{self.name}').",
+                "specified shapes.",
             )
 
     def _stack(self, i: int, values: list) -> np.ndarray:

@@ -28,7 +28,7 @@ from engine.framework import graph as ops
 from engine.saving.graph_def import write_graph
 from engine.summary.proto import SessionLog, Summary
 from engine.summary.writer import FileWriter
-from engine.training.coordinator import Coordinator, start_queue_runners
+from engine.training.coordinator import Coordinator
 from engine.training.monitored_session import Scaffold, prepare_session
 from engine.training.training_util import get_global_step
 
@@ -119,6 +119,7 @@ class Supervisor:
         self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
         self._coord = Coordinator()
         self._threads: list[threading.Thread] = []
+        self._graph_written = False
         with self._graph.as_default():
             self._build(
                 ready_op, ready_for_local_init_op, init_op, init_feed_dict, local_init_op,
@@ -203,22 +204,36 @@ class Supervisor:
             scaffold._local_init_op = None
         if self._ready_op is None:
             scaffold._ready_op = None
+        # A session prepared again after stop(): its threads may run again.
+        self._coord.clear_stop()
+        if self._summary_writer is not None:
+            self._summary_writer.reopen()
         with self._graph.as_default():
             sess = prepare_session(scaffold, config=config, checkpoint_dir=self._logdir)
+        self._write_graph()
         if start_standard_services:
             self.start_standard_services(sess)
+            self.start_queue_runners(sess)
         return sess
 
+    def _write_graph(self) -> None:
+        """``graph.pbtxt`` in ``logdir`` and the graph in the events file, once."""
+        if self._graph_written:
+            return
+        if self._logdir:
+            write_graph(self._graph, self._logdir, "graph.pbtxt")
+        if self._summary_writer is not None:
+            self._summary_writer.add_graph(self._graph)
+        self._graph_written = True
+
     def start_standard_services(self, sess) -> list[threading.Thread]:
-        """Writes the graph (``graph.pbtxt`` and the events file) and starts the threads
-        that save checkpoints, summaries and the global step's rate (the chief's)."""
+        """Starts the threads that save checkpoints, summaries and the global step's rate
+        (the chief's), marking the restart in the events file."""
         if not self._logdir:
             logging.warning("Standard services need a 'logdir' passed to the Supervisor")
             return []
-        write_graph(self._graph, self._logdir, "graph.pbtxt")
         writer, step_tensor = self._summary_writer, self._global_step
         if writer is not None:
-            writer.add_graph(self._graph)
             if step_tensor is not None:  # TensorBoard purges stale events from this step
                 step = int(sess.run(step_tensor))
                 writer.add_session_log(SessionLog(status=SessionLog.START), step)
@@ -257,13 +272,15 @@ class Supervisor:
         self._threads.append(thread)
         return thread
 
-    def start_queue_runners(self, sess, queue_runners=None):
-        """Starts the collection's queue runners (the engine has no queues: their threads)."""
-        if queue_runners is not None:
-            return [
-                t for qr in queue_runners for t in qr.create_threads(sess, self._coord, start=True)
-            ]
-        return start_queue_runners(sess, coord=self._coord, start=True)
+    def start_queue_runners(self, sess, queue_runners=None) -> list[threading.Thread]:
+        """Starts the threads of ``queue_runners`` (default: the graph's ``QUEUE_RUNNERS``)
+        under the supervisor's coordinator; ``stop`` joins them."""
+        if queue_runners is None:
+            queue_runners = self._graph.get_collection(ops.GraphKeys.QUEUE_RUNNERS)
+        threads = []
+        for qr in queue_runners:
+            threads.extend(qr.create_threads(sess, coord=self._coord, daemon=True, start=True))
+        return threads
 
     # -- stopping ------------------------------------------------------------------------
     def should_stop(self) -> bool:

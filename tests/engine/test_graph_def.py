@@ -31,6 +31,7 @@ from tests.engine import (
     test_optimizers_more,
     test_parsing_ops,
     test_partition_ops,
+    test_queues,
     test_reduction_grads,
     test_reduction_ops,
     test_segment_ops,
@@ -271,6 +272,7 @@ SPECIAL = {
     "file_datasets": test_tfrecord_io.round_trip_builder,
     "bitcast": test_bitcast.round_trip_builder,
     "check_ops_more": test_check_ops_more.round_trip_builder,
+    "queues": test_queues.round_trip_builder,
 }
 
 
