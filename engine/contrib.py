@@ -9,7 +9,7 @@ import importlib.util
 import sys
 import types
 
-from engine import conv_layers, core_layers, init_ops, rnn, rnn_dropout
+from engine import contrib_seq2seq, conv_layers, core_layers, init_ops, rnn, rnn_dropout
 from engine.ops import math as math_ops
 from engine.ops import nn as nn_ops
 from engine.ops import nn_losses, reduction
@@ -101,7 +101,12 @@ class _Contrib(Namespace):
 
 
 contrib = _Contrib("tf.contrib")
-contrib.__dict__.update(rnn=rnn_namespace, layers=layers_namespace)
+contrib.__dict__.update(
+    rnn=rnn_namespace,
+    layers=layers_namespace,
+    legacy_seq2seq=contrib_seq2seq.legacy_seq2seq,
+    seq2seq=contrib_seq2seq.seq2seq,
+)
 
 
 # `from tensorflow.contrib import rnn` and `import tensorflow.contrib.eager as tfe`, written

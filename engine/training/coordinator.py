@@ -148,9 +148,9 @@ class Coordinator:
 def start_queue_runners(
     sess=None, coord=None, daemon=True, start=True, collection=GraphKeys.QUEUE_RUNNERS
 ) -> list:
-    """Starts the queue runners of ``sess``'s graph (its ``collection``): their threads. The
-    engine defines no queue runners, so this is ``[]`` (with a warning that the call can go)
-    unless the program added objects with TF's ``create_threads`` to the collection."""
+    """Starts the queue runners of ``sess``'s graph (its ``collection``, which
+    ``tf.train.add_queue_runner`` and the input pipeline functions fill) under ``coord``:
+    their threads. With none defined this is ``[]``, with TF's warning that the call can go."""
     if sess is None:
         sess = get_default_session()
         if sess is None:
