@@ -304,7 +304,7 @@ from engine.ops.sparse_segment_ops import (
     sparse_segment_sqrt_n,
     sparse_segment_sum,
 )
-from engine.ops.state import assign, assign_add, assign_sub
+from engine.ops.state import assign, assign_add, assign_sub, count_up_to
 from engine.ops.string_hash import string_to_hash_bucket_fast, string_to_hash_bucket_strong
 from engine.ops.string_ops import as_string, decode_base64, string_to_number, substr
 from engine.ops.tensor_array import TensorArray

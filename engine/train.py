@@ -35,6 +35,21 @@ from engine.training.checkpoint_utils import (  # noqa: F401
     load_variable,
 )
 from engine.training.coordinator import Coordinator, start_queue_runners  # noqa: F401
+from engine.training.input import (  # noqa: F401
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from engine.training.learning_rate_decay import (  # noqa: F401
     cosine_decay,
     cosine_decay_restarts,
@@ -96,4 +111,13 @@ from engine.training.training_util import (  # noqa: F401
     get_global_step,
     get_or_create_global_step,
     global_step,
+)
+from engine.util.namespaces import namespace as _namespace
+
+# tf.train.queue_runner: TF 1.15's module of the queue runner names.
+queue_runner = _namespace(
+    "tf.train.queue_runner",
+    QueueRunner=QueueRunner,
+    add_queue_runner=add_queue_runner,
+    start_queue_runners=start_queue_runners,
 )

@@ -262,7 +262,9 @@ class Variable:
         return self._variable.eval(session=session)
 
     def count_up_to(self, limit):
-        raise NotImplementedError("count_up_to is not supported")
+        """An op incrementing this int32/int64 scalar variable until it reaches ``limit``;
+        evaluates to the value before the increment (``OutOfRangeError`` at the limit)."""
+        return state_ops.count_up_to(self._variable, limit)
 
     # -- python protocol --------------------------------------------------------------------
     def __repr__(self) -> str:

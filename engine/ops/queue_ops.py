@@ -24,8 +24,8 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.registry import Attr, OpFlags, op
-from engine.runtime.interpreter import active_cancellation
 from engine.tensor_shape import TensorShape, unknown_shape
+from engine.util.run_state import active_cancellation
 
 __all__ = ["QueueState"]
 
@@ -407,7 +407,25 @@ _COMMON = (
 )
 
 
-def _queue_kernel(xp, *, queue, **attrs):
+def _queue_kernel(
+    xp, *, component_types=(), shapes=(), capacity=-1, container="", shared_name="", queue
+):
+    return queue
+
+
+def _shuffle_queue_kernel(
+    xp,
+    *,
+    component_types=(),
+    shapes=(),
+    capacity=-1,
+    container="",
+    shared_name="",
+    min_after_dequeue=0,
+    seed=0,
+    seed2=0,
+    queue,
+):
     return queue
 
 
@@ -432,7 +450,7 @@ op(
     ),
     bind=_queue_bind,
     flags=_HOST,
-)(_queue_kernel)
+)(_shuffle_queue_kernel)
 
 
 def _check_handle(o):
@@ -497,7 +515,7 @@ op(
     inputs=("handle",),
     attrs=_DEQUEUE_ATTRS,
     flags=_HOST,
-)(lambda xp, queue, *, component_types, timeout_ms=-1: _out(queue.dequeue()))
+)(lambda xp, queue, *, component_types=(), timeout_ms=-1: _out(queue.dequeue()))
 op(
     "QueueDequeueManyV2",
     infer=_dequeue_infer,
@@ -505,7 +523,7 @@ op(
     inputs=("handle", "n"),
     attrs=_DEQUEUE_ATTRS,
     flags=_HOST,
-)(lambda xp, queue, n, *, component_types, timeout_ms=-1: _out(queue.dequeue(int(n))))
+)(lambda xp, queue, n, *, component_types=(), timeout_ms=-1: _out(queue.dequeue(int(n))))
 op(
     "QueueDequeueUpToV2",
     infer=_dequeue_infer,
@@ -513,7 +531,11 @@ op(
     inputs=("handle", "n"),
     attrs=_DEQUEUE_ATTRS,
     flags=_HOST,
-)(lambda xp, queue, n, *, component_types, timeout_ms=-1: _out(queue.dequeue(int(n), up_to=True)))
+)(
+    lambda xp, queue, n, *, component_types=(), timeout_ms=-1: _out(
+        queue.dequeue(int(n), up_to=True)
+    )
+)
 
 
 @op(

@@ -630,7 +630,8 @@ def _gather_kernel(xp, params, indices, axis, *, batch_dims):
         where = f"[{','.join(map(str, pos))}]" if pos else ""
         raise _invalid(f"indices{where} = {int(indices[tuple(pos)])} is not in [0, {n})")
     if bd == 0:
-        return xp.take(params, indices, axis=a)
+        out = xp.take(params, indices, axis=a)  # a scalar index into strings: the element
+        return out if isinstance(out, xp.ndarray) else xp.asarray(out, dtype=params.dtype)
     if params.shape[:bd] != indices.shape[:bd]:
         raise _invalid(
             f"params.shape[:{bd}] = {_short(params.shape[:bd])} must equal "

@@ -7,13 +7,15 @@ other consumer reads the current value. Stored arrays are never mutated in place
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, get_default_graph, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
-from engine.ops._common import create
+from engine.ops._common import INDEX, check_dtype, create
 from engine.tensor_shape import TensorShape, as_shape, unknown_shape
 
 
@@ -170,6 +172,57 @@ op(
     attrs=(Attr("use_locking", "bool"),),
     flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
 )(_update_kernel(lambda a, b: a - b))
+
+
+def _count_up_to_infer(o):
+    ref = o._inputs[0]
+    if not ref._dtype._is_ref:
+        raise TypeError(
+            "'CountUpTo' Op requires that input 'ref' be a mutable tensor (e.g. a Variable); "
+            f"{ref.name} has dtype {ref._dtype.name}"
+        )
+    dtype = check_dtype(o, 0, INDEX)
+    if ref._shape.rank not in (None, 0):
+        raise ShapeError(f"Shape must be rank 0 but is rank {ref._shape.rank}")
+    return [(dtype, TensorShape([]))]
+
+
+# One lock for every counter: a read-compare-increment must not interleave with another
+# run's (queue runner threads share the ``epochs`` counter of ``limit_epochs``).
+_COUNT_UP_TO_LOCK = threading.Lock()
+
+
+@op(
+    "CountUpTo",
+    infer=_count_up_to_infer,
+    differentiable=False,
+    inputs=("ref",),
+    attrs=(Attr("limit", "int"),),
+    flags=OpFlags(stateful=True, writes_variables=True, ref_inputs=(0,)),
+)
+def _count_up_to_kernel(xp, ref, *, limit):
+    with _COUNT_UP_TO_LOCK:
+        current = ref.read()
+        if current.shape != ():
+            raise errors.InvalidArgumentError(
+                None, None, f"input is not a scalar: {list(current.shape)}"
+            )
+        if int(current) >= limit:
+            raise errors.OutOfRangeError(None, None, f"Reached limit of {limit}")
+        ref.value = xp.asarray(current + 1, dtype=current.dtype)
+    return xp.array(current, copy=True)
+
+
+def count_up_to(ref, limit, name=None):
+    """Increments the int32/int64 scalar variable ``ref`` (TF1's ``tf.count_up_to``); evaluates
+    to its value before the increment, or raises ``OutOfRangeError`` once it has reached
+    ``limit``. Concurrent runs each see a different value.
+
+    >>> step = Variable(0, name="step")
+    >>> next_step = count_up_to(step, 3)   # 0, 1, 2, then OutOfRangeError
+    """
+    r = _ref_of(ref)
+    return create("CountUpTo", [r], {"limit": int(limit)}, name).outputs[0]
 
 
 def _ref_of(ref):

@@ -26,13 +26,13 @@ run.
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np
 
 from engine import errors
 from engine.runtime.values import Copy, VariableSlot, deref, deref_to
+from engine.util.run_state import ACTIVE, active_budget, active_cancellation
 
 __all__ = [
     "CHECK_KERNELS",
@@ -80,17 +80,7 @@ class Cancellation:
             raise errors.DeadlineExceededError(None, None, "Timed out waiting for the run")
 
 
-_active = threading.local()
-
-
-def active_cancellation() -> Cancellation | None:
-    """The token of the run executing on this thread (function bodies check it)."""
-    return getattr(_active, "token", None)
-
-
-def active_budget() -> MemoryBudget | None:
-    """The memory budget of the run executing on this thread, if it has one."""
-    return getattr(_active, "budget", None)
+_active = ACTIVE
 
 
 class activated:  # noqa: N801 - used as a context manager, like a function

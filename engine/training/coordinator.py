@@ -13,10 +13,9 @@ TF1 input pipelines run Python threads beside the training loop and stop them to
         coord.request_stop()
     coord.join(threads)
 
-The engine has no queues (its input pipelines are ``tf.data``), so ``start_queue_runners``
-starts the queue runners a graph's ``QUEUE_RUNNERS`` collection holds, which is none unless
-a program adds its own, and says that the call can go; the ``Coordinator`` is TF's, whole,
-for the program's own threads.
+``start_queue_runners`` starts the ``tf.train.QueueRunner``s a graph's ``QUEUE_RUNNERS``
+collection holds (the input pipeline functions add theirs; with none it says the call can
+go); the ``Coordinator`` is TF's, whole, also for the program's own threads.
 """
 
 from __future__ import annotations

@@ -601,3 +601,13 @@ def test_run_time_error(build, msg):
         _run(t, feeds)
     assert msg in str(info.value)
     assert t.op.name in str(info.value)
+
+
+def test_gather_of_one_string_is_a_scalar_string():
+    """A scalar index into a string vector: the element as a 0-d string (it was bytes, which
+    the runtime refused), as for numbers."""
+    with tf.Session() as sess:
+        word, number = sess.run(
+            [tf.gather(tf.constant(["p", "q"]), 1), tf.gather(tf.constant([1.0, 2.0]), 1)]
+        )
+    assert word == b"q" and number == 2.0

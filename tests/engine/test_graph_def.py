@@ -20,6 +20,7 @@ from tests.engine import (
     test_embedding,
     test_image_more,
     test_image_ops,
+    test_input_pipeline,
     test_linalg_ops,
     test_losses,
     test_math_elementwise,
@@ -273,6 +274,7 @@ SPECIAL = {
     "bitcast": test_bitcast.round_trip_builder,
     "check_ops_more": test_check_ops_more.round_trip_builder,
     "queues": test_queues.round_trip_builder,
+    "input_pipeline": test_input_pipeline.round_trip_builder,
 }
 
 
