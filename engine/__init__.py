@@ -322,6 +322,14 @@ from engine.queues import (
     QueueBase,
     RandomShuffleQueue,
 )
+from engine.readers import (
+    FixedLengthRecordReader,
+    IdentityReader,
+    ReaderBase,
+    TextLineReader,
+    TFRecordReader,
+    WholeFileReader,
+)
 from engine.rnn import reverse_sequence, sequence_mask
 from engine.saving.graph_def import GraphDef, import_graph_def
 from engine.saving.optimize import OptimizeReport, optimize

@@ -282,7 +282,7 @@ def _parse(serialized, spec: _Spec) -> tuple:
                 None, None, f"Could not parse example input, value: {_text(blob)[:64]!r} ({e})"
             ) from None
         for i, key in enumerate(dense_keys):
-            dense[i][row] = _dense_value(
+            dense[i][row, ...] = _dense_value(  # [row, ...]: a scalar string is copied in
                 features.get(key), key, row, spec.dense_types[i], shapes[i], spec.defaults[i]
             )
         for i, key in enumerate(sparse_keys):
@@ -299,6 +299,11 @@ def _parse(serialized, spec: _Spec) -> tuple:
         *(b[2] for b in built),
         *(d.reshape(outer + d.shape[1:]) for d in dense),
     )
+
+
+def _outputs(parsed: tuple):
+    """A kernel's outputs: one array alone (a parse of a single dense feature), else all."""
+    return parsed[0] if len(parsed) == 1 else parsed
 
 
 def _sparse_value(found, key: bytes, row: int, dtype) -> list:
@@ -396,7 +401,7 @@ def _parse_example(
     spec = _Spec(
         keys[:Nsparse], sparse_types, keys[Nsparse:], Tdense, dense_shapes, rest[Nsparse + Ndense :]
     )
-    return _parse(serialized, spec)
+    return _outputs(_parse(serialized, spec))
 
 
 @op(
@@ -438,7 +443,7 @@ def _parse_example_v2(
             None, None, f"Expected len(sparse_keys) == num_sparse: {len(skeys)} vs {num_sparse}"
         )
     spec = _Spec(skeys, sparse_types, keys, Tdense, dense_shapes, dense_defaults)
-    return _parse(serialized, spec)
+    return _outputs(_parse(serialized, spec))
 
 
 # -- the Python API -------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from tests.engine import (
     test_parsing_ops,
     test_partition_ops,
     test_queues,
+    test_readers,
     test_reduction_grads,
     test_reduction_ops,
     test_segment_ops,
@@ -275,6 +276,7 @@ SPECIAL = {
     "check_ops_more": test_check_ops_more.round_trip_builder,
     "queues": test_queues.round_trip_builder,
     "input_pipeline": test_input_pipeline.round_trip_builder,
+    "readers": test_readers.round_trip_builder,
 }
 
 

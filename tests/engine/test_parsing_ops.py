@@ -200,3 +200,21 @@ def test_wire_format_merge_rules():
     for bad in (b"\x0a\x05\x0a", b"\x0b", b"\x0a\x80"):
         with pytest.raises(ValueError):
             decode_example(bad)
+
+
+def test_one_scalar_string_feature_parses_to_its_bytes():
+    """The fully_connected_reader recipe: one FixedLenFeature([], tf.string) feature (a
+    single-output parse) whose bytes decode_raw reads."""
+    raw = np.arange(3, dtype=np.float32).tobytes()
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={"raw": tf.train.Feature(bytes_list=tf.train.BytesList(value=[raw]))}
+        )
+    )
+    s = tf.constant(example.SerializeToString())
+    one = tf.parse_single_example(s, {"raw": tf.FixedLenFeature([], tf.string)})["raw"]
+    many = tf.parse_example(tf.stack([s, s]), {"raw": tf.FixedLenFeature([], tf.string)})["raw"]
+    with tf.Session() as sess:
+        got_one, got_many, decoded = sess.run([one, many, tf.decode_raw(one, tf.float32)])
+    assert got_one == raw and got_many.tolist() == [raw, raw]
+    np.testing.assert_array_equal(decoded, [0.0, 1.0, 2.0])

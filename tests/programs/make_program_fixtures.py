@@ -14,6 +14,29 @@ import types
 from tests.programs import harness
 
 
+def _sequence_loss_by_example(tf):
+    """TF 1.15's ``contrib.legacy_seq2seq.sequence_loss_by_example``, line for line in TF's
+    own ops (TF 2 dropped contrib; the engine's is tested against numpy on its own)."""
+
+    def sequence_loss_by_example(logits, targets, weights, average_across_timesteps=True):
+        with tf.name_scope(None, "sequence_loss_by_example", logits + targets + weights):
+            log_perp_list = []
+            for logit, target, weight in zip(logits, targets, weights):
+                target = tf.reshape(target, [-1])
+                crossent = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=target, logits=logit
+                )
+                log_perp_list.append(crossent * weight)
+            log_perps = tf.add_n(log_perp_list)
+            if average_across_timesteps:
+                total_size = tf.add_n(weights)
+                total_size += 1e-12
+                log_perps /= total_size
+        return log_perps
+
+    return sequence_loss_by_example
+
+
 def main() -> None:
     import tensorflow  # noqa: PLC0415 - the oracle, only here
 
@@ -23,9 +46,14 @@ def main() -> None:
     # own TF1 cells.
     contrib = types.ModuleType("tensorflow.contrib")
     contrib.rnn = types.SimpleNamespace(
-        BasicLSTMCell=tf.nn.rnn_cell.BasicLSTMCell, static_rnn=tf.nn.static_rnn
+        BasicLSTMCell=tf.nn.rnn_cell.BasicLSTMCell,
+        MultiRNNCell=tf.nn.rnn_cell.MultiRNNCell,
+        static_rnn=tf.nn.static_rnn,
     )
     contrib.layers = types.SimpleNamespace(flatten=tf.layers.flatten)
+    contrib.legacy_seq2seq = types.SimpleNamespace(
+        sequence_loss_by_example=_sequence_loss_by_example(tf)
+    )
     tf.contrib = contrib
     out = {"tf_version": tensorflow.__version__, "programs": {}}
     for name in harness.PROGRAMS:

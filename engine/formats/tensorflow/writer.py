@@ -95,6 +95,18 @@ TYPE_ATTRS: dict[str, dict[str, object]] = {
     "QueueCloseV2": {},
     "QueueSizeV2": {},
     "QueueIsClosedV2": {},
+    "TFRecordReaderV2": {},
+    "TextLineReaderV2": {},
+    "FixedLengthRecordReaderV2": {},
+    "WholeFileReaderV2": {},
+    "IdentityReaderV2": {},
+    "ReaderReadV2": {},
+    "ReaderReadUpToV2": {},
+    "ReaderNumRecordsProducedV2": {},
+    "ReaderNumWorkUnitsCompletedV2": {},
+    "ReaderSerializeStateV2": {},
+    "ReaderRestoreStateV2": {},
+    "ReaderResetV2": {},
 }
 
 
