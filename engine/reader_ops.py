@@ -19,9 +19,6 @@ Host (CPU) kernels only. The module lives outside ``engine/ops`` because it read
 through ``engine.file_io`` and ``engine.formats`` (as ``engine/file_dataset_ops.py``).
 """
 
-# The registry calls kernels with fixed arguments (xp, every attr by keyword), used or not.
-# ruff: noqa: ARG001, ARG005
-
 from __future__ import annotations
 
 import struct
