@@ -108,6 +108,7 @@ from engine.framework.graph import (
 from engine.framework.registry import not_differentiable as NotDifferentiable  # noqa: N812
 from engine.framework.tensor_util import constant_value
 from engine.gradients import AggregationMethod, RegisterGradient, gradients, hessians
+from engine.image_codec_ops import read_file, write_file
 from engine.image_geometry import random_crop
 from engine.init_ops import (
     constant_initializer,

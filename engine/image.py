@@ -1,5 +1,6 @@
 """The ``engine.image`` namespace (TF1's ``tf.image``): the resizes, non-max suppression and
-``crop_and_resize``, flips, crops and pads, dtype conversion and colour adjustments."""
+``crop_and_resize``, flips, crops and pads, dtype conversion, colour adjustments and the
+JPEG/PNG/GIF/BMP codecs."""
 
 from engine.image_adjust import (  # noqa: F401
     adjust_brightness,
@@ -18,6 +19,18 @@ from engine.image_adjust import (  # noqa: F401
     random_saturation,
     rgb_to_grayscale,
     total_variation,
+)
+from engine.image_codec_ops import (  # noqa: F401
+    decode_and_crop_jpeg,
+    decode_bmp,
+    decode_gif,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    encode_jpeg,
+    encode_png,
+    extract_jpeg_shape,
+    is_jpeg,
 )
 from engine.image_extra import (  # noqa: F401
     resize_image_with_pad,

@@ -147,7 +147,7 @@ def _from_tensor(xp, tensor, element_shape, *, element_dtype):
     if tensor.ndim == 0:
         raise _bad("TensorListFromTensor needs a tensor of rank at least 1")
     shape = _merge(_shape_value(element_shape), tuple(tensor.shape[1:]), "TensorListFromTensor")
-    items = tuple(tensor[i].copy() for i in range(tensor.shape[0]))
+    items = tuple(tensor[i, ...].copy() for i in range(tensor.shape[0]))  # 0-d for strings too
     return TensorListValue(items, dtypes.as_dtype(tensor.dtype), shape)
 
 

@@ -105,3 +105,15 @@ def test_item_dtype_must_match_at_build_time():
                 [lst, tf.constant(0), tf.constant([1, 2])],
                 {"element_dtype": tf.float32},
             )
+
+
+def test_a_list_of_strings_from_a_tensor():
+    """map_fn over a batch of image bytes (TF 2's export) starts with TensorListFromTensor of
+    a string vector: each element a scalar string."""
+    words = tf.constant(np.array([b"a", b"bc", b""], dtype=object))
+    lst = create(
+        "TensorListFromTensor", [words, tf.constant([], tf.int32)], {"element_dtype": tf.string}
+    ).outputs[0]
+    with tf.Session() as sess:
+        one, every = sess.run([_get(lst, 1, (), tf.string), _stack(lst, (), tf.string)])
+    assert one == b"bc" and every.tolist() == [b"a", b"bc", b""]
