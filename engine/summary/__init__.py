@@ -78,7 +78,7 @@ def scalar(name, tensor, collections=None, family=None) -> Tensor:
         x = convert_to_tensor(tensor)
         if x.shape.rank not in (None, 0):
             raise ValueError(f"Shape {x.shape} must have rank 0")
-        tag = constant(_tag(scope, family), dtype=dtypes.string)
+        tag = constant(_tag(scope, family), dtype=dtypes.string, name="tags")
         out = create("ScalarSummary", [tag, x], {}, scope).outputs[0]
     return _collect(out, collections)
 
@@ -87,7 +87,7 @@ def histogram(name, values, collections=None, family=None) -> Tensor:
     """A histogram of every value of ``values`` (TF's exponential buckets)."""
     with _summary_scope(_check_name(name), family, [values]) as scope:
         x = convert_to_tensor(values)
-        tag = constant(_tag(scope, family), dtype=dtypes.string)
+        tag = constant(_tag(scope, family), dtype=dtypes.string, name="tag")
         out = create("HistogramSummary", [tag, x], {}, scope).outputs[0]
     return _collect(out, collections)
 
@@ -101,7 +101,7 @@ def image(name, tensor, max_outputs=3, collections=None, family=None) -> Tensor:
         raise ValueError(f"max_outputs must be positive, got {max_outputs}")
     with _summary_scope(_check_name(name), family, [tensor]) as scope:
         x = convert_to_tensor(tensor)
-        tag = constant(_tag(scope, family), dtype=dtypes.string)
+        tag = constant(_tag(scope, family), dtype=dtypes.string, name="tag")
         attrs = {"max_images": int(max_outputs)}
         out = create("ImageSummary", [tag, x], attrs, scope).outputs[0]
     return _collect(out, collections)

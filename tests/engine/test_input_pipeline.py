@@ -70,15 +70,12 @@ def test_built_pipeline_matches_tensorflow(case):
 
 def _normalized_op(entry: str) -> str | None:
     """An op ("name type") without the differences that are not the input pipeline's (both
-    sides are normalized, so either may come to match TF): TF names a summary's tag constant
-    ``tags`` (the engine's summary module ``Const``), folds ``Size``/``Shape`` of a fully
-    defined tensor into a constant, and its ``Assert`` converts its data once more outside
-    the op (an unused ``Assert/Const``)."""
+    sides are normalized, so either may come to match TF): TF folds ``Size``/``Shape`` of a
+    fully defined tensor into a constant, and its ``Assert`` converts its data once more
+    outside the op (an unused ``Assert/Const``)."""
     name, op_type = entry.rsplit(" ", 1)
     if name.endswith("/Assert/Const"):
         return None
-    if name.endswith("/tags"):
-        name = name[: -len("tags")] + "Const"
     if op_type == "Const" and name.rsplit("/", 1)[-1] in ("Size", "Shape"):
         op_type = name.rsplit("/", 1)[-1]
     return f"{name} {op_type}"
