@@ -431,29 +431,7 @@ def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None) -> Tensor:
         return mask if dtype is dtypes.bool else math_ops.cast(mask, dtype)
 
 
-def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,  # noqa: A002
-                     seq_dim=None, batch_dim=None) -> Tensor:  # fmt: skip
-    """Reverses the first ``seq_lengths[b]`` entries along ``seq_axis`` of each batch row."""
-    seq_axis = seq_axis if seq_axis is not None else seq_dim
-    batch_axis = batch_axis if batch_axis is not None else (batch_dim or 0)
-    if seq_axis is None:
-        raise ValueError("reverse_sequence needs seq_axis")
-    with name_scope(name, "ReverseSequence", [input, seq_lengths]):
-        x = convert_to_tensor(input)
-        rank = x.shape.rank
-        perm = [batch_axis, seq_axis] + [i for i in range(rank) if i not in (batch_axis, seq_axis)]
-        xt = array_ops.transpose(x, perm) if perm != list(range(rank)) else x
-        lengths = math_ops.cast(convert_to_tensor(seq_lengths), dtypes.int32)
-        steps = array_ops.shape(xt)[1]
-        t = array_ops.expand_dims(array_ops.range(steps), 0)
-        n = array_ops.expand_dims(lengths, 1)
-        idx = math_ops.where_v2(math_ops.less(t, n), n - 1 - t, t + 0 * n)
-        out = slicing.gather(xt, idx, axis=1, batch_dims=1)
-        if perm != list(range(rank)):
-            inverse = [perm.index(i) for i in range(rank)]
-            out = array_ops.transpose(out, inverse)
-        out.set_shape(x.shape)
-        return out
+reverse_sequence = array_transform.reverse_sequence
 
 
 # -----------------------------------------------------------------------------------------

@@ -237,7 +237,10 @@ class Signature:
         out = dict(zip(self.output_order, values))
         for a, v in out.items():
             if v.__class__ is not np.ndarray:  # a 0-d fetch comes as a numpy scalar
-                out[a] = np.asarray(v)
+                # (a string scalar as Python bytes: kept as the object arrays strings are)
+                v = out[a] = np.asarray(v, dtype=object if isinstance(v, (bytes, str)) else None)
+            if v.dtype.kind in "SU":
+                out[a] = v.astype(object)
         return out
 
 

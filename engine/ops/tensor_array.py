@@ -36,10 +36,24 @@ __all__ = ["TensorArray"]
 class TensorArrayValue:
     """The run-time state of one TensorArray."""
 
-    __slots__ = ("items", "dtype", "dynamic_size", "element_shape", "name", "grads", "forward")
+    __slots__ = (
+        "items",
+        "dtype",
+        "dynamic_size",
+        "element_shape",
+        "name",
+        "grads",
+        "forward",
+        "identical",
+    )
 
-    def __init__(self, size, dtype, dynamic_size, element_shape, name, forward=None):
+    def __init__(
+        self, size, dtype, dynamic_size, element_shape, name, forward=None, identical=False
+    ):
         self.items = [None] * size
+        # every element has one shape: the first write fixes a partly known element_shape,
+        # so that unwritten elements read as zeros of it (as TF's identical_element_shapes)
+        self.identical = identical
         self.dtype = dtype
         self.dynamic_size = dynamic_size
         self.element_shape = element_shape
@@ -100,6 +114,12 @@ def _write(ta: TensorArrayValue, i: int, value) -> None:
             f"Could not write to TensorArray index {i} because it has already been written to.",
         )
     ta.items[i] = value
+
+
+def _fix_element_shape(ta: TensorArrayValue, shape) -> None:
+    """With identical element shapes, the first write or scatter fixes the shape."""
+    if ta.identical and (ta.element_shape is None or not ta.element_shape.is_fully_defined()):
+        ta.element_shape = TensorShape(shape)
 
 
 def _read(ta: TensorArrayValue, i: int, xp):
@@ -248,15 +268,27 @@ def _ta_grad(xp, ta, *, source):
         Attr("element_shape", "shape?"),
         Attr("dynamic_size", "bool"),
         Attr("tensor_array_name", "string"),
+        Attr("identical_element_shapes", "bool", default=False),
     ),
     flags=OpFlags(stateful=True),
 )
-def _ta_create(xp, size, *, dtype, element_shape, dynamic_size, tensor_array_name):
+def _ta_create(
+    xp,
+    size,
+    *,
+    dtype,
+    element_shape,
+    dynamic_size,
+    tensor_array_name,
+    identical_element_shapes=False,
+):
     n = int(size)
     if n < 0:
         raise errors.InvalidArgumentError(None, None, f"TensorArray size must be >= 0, got {n}")
     shape = element_shape if element_shape is not None and element_shape.rank is not None else None
-    return TensorArrayValue(n, dtype, dynamic_size, shape, tensor_array_name)
+    return TensorArrayValue(
+        n, dtype, dynamic_size, shape, tensor_array_name, identical=identical_element_shapes
+    )
 
 
 @op(
@@ -268,6 +300,7 @@ def _ta_create(xp, size, *, dtype, element_shape, dynamic_size, tensor_array_nam
 )
 def _ta_write(xp, ta, index, value):
     _write(ta, _index(index, ta, "write to"), value)
+    _fix_element_shape(ta, value.shape)
     return ta
 
 
@@ -378,6 +411,7 @@ def _ta_scatter(xp, ta, indices, value):
         )
     for k, i in enumerate(idx):
         _write(ta, _index(i, ta, "scatter to"), value[k])
+    _fix_element_shape(ta, value.shape[1:])
     return ta
 
 
@@ -494,6 +528,7 @@ class TensorArray:
                     "element_shape": self._element_shape[0],
                     "dynamic_size": self._dynamic_size,
                     "tensor_array_name": tensor_array_name or scope.rstrip("/"),
+                    "identical_element_shapes": bool(self._infer_shape),
                 },
                 scope,
             ).outputs[0]

@@ -65,6 +65,11 @@ def _ta_while(x):
 
 CASES = [
     G("identity", tf.identity, [x23]),
+    G(
+        "reverse_sequence",
+        lambda x: tf.reverse_sequence(x, [3, 1], seq_axis=1) * np.arange(24.0).reshape(2, 3, 4),
+        [x234],
+    ),
     G("identity_n", lambda x: _weighted(tf.identity_n([x, x * 2.0])), [x23]),
     G("print", lambda x: tf.Print(x, [tf.shape(x)], message="grad test ", first_n=1), [x23]),
     # reshaping

@@ -88,3 +88,37 @@ async def test_tf2_model_with_control_flow_is_served(aiohttp_client, tmp_path):
         out = (await r.json())["outputs"]
         np.testing.assert_allclose(out["y"], io[f"y_{case}"], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(out["acc"], io[f"acc_{case}"], rtol=1e-5, atol=1e-5)
+
+
+async def test_tf1_model_with_dataflow_control_flow_is_served(aiohttp_client, tmp_path):
+    """A TF1 SavedModel built with control flow v1 (Switch/Merge, Enter/Exit loops,
+    dynamic_rnn's TensorArrays) answers as TensorFlow did, over REST and V2."""
+    shutil.copytree(FIXTURES / "tf1_control_flow" / "saved_model", tmp_path / "rnn" / "1")
+    client = await _client(aiohttp_client, tmp_path)
+    io = np.load(FIXTURES / "tf1_control_flow" / "io.npz")
+    for case in ("pos", "neg"):
+        inputs = {
+            "x": io[f"x_{case}"].tolist(),
+            "n": int(io[f"n_{case}"]),
+            "training": bool(io[f"training_{case}"]),
+        }
+        r = await client.post("/v1/models/rnn:predict", data=json.dumps({"inputs": inputs}))
+        assert r.status == 200, await r.text()
+        out = (await r.json())["outputs"]
+        for k in ("nested", "bn", "tri", "mapped", "rnn_out", "rnn_h", "bi_bw", "grown_ta"):
+            np.testing.assert_allclose(out[k], io[f"{k}_{case}"], rtol=1e-5, atol=1e-5)
+        assert out["word"] == io[f"word_{case}"].item().decode()  # a string scalar
+    body = {
+        "inputs": [
+            {"name": "x", "shape": [1, 4], "datatype": "FP32", "data": io["x_one"].tolist()},
+            {"name": "n", "shape": [], "datatype": "INT32", "data": [int(io["n_one"])]},
+            {"name": "training", "shape": [], "datatype": "BOOL", "data": [False]},
+        ],
+        "outputs": [{"name": "rnn_out"}, {"name": "word"}],
+    }
+    r = await client.post("/v2/models/rnn/infer", data=json.dumps(body))
+    assert r.status == 200, await r.text()
+    out, word = (await r.json())["outputs"]
+    assert out["shape"] == list(io["rnn_out_one"].shape)
+    np.testing.assert_allclose(out["data"], io["rnn_out_one"].ravel(), rtol=1e-5, atol=1e-6)
+    assert word == {"name": "word", "datatype": "BYTES", "shape": [], "data": ["small"]}

@@ -11,7 +11,9 @@ not trusted from the file. The steps, each a function:
    included; the call node becomes an ``IdentityN`` of the function's results, so
    ``call:0`` and ``^call`` keep working.
 3. ``prune``: optionally keep only what some nodes need (a SavedModel's signatures).
-4. ``to_document``: op types and attrs translated by ``op_table``; every op type the engine
+4. ``functionalize``: TF1's dataflow control flow (``Switch``/``Merge``, ``Enter``/``Exit``/
+   ``NextIteration``) becomes functional If/While (see ``functionalize.py``).
+5. ``to_document``: op types and attrs translated by ``op_table``; every op type the engine
    lacks is reported at once (``UnsupportedOpsError``), never discovered on the first request.
 """
 
@@ -27,6 +29,7 @@ from google.protobuf import text_format
 
 from engine import dtypes
 from engine.formats.tensorflow import op_table
+from engine.formats.tensorflow.functionalize import V1_CONTROL_OPS, WHY_ATTR, functionalize
 from engine.formats.tensorflow.proto import attr_value_pb2, graph_pb2
 from engine.formats.tensorflow.tensors import (
     TFFormatError,
@@ -49,6 +52,7 @@ __all__ = [
     "op_defaults_from",
     "source_node",
     "encode_array",
+    "functionalize",
 ]
 
 DOC_FORMAT = "flowserve.graph"
@@ -608,6 +612,11 @@ def to_document(nodes: list[Node], where: str = "graph", op_defaults=None) -> di
         engine_op = op_table.RENAMES.get(n.op, n.op)
         if registry.lookup(engine_op) is None:
             missing.setdefault(n.op, []).append(n.name)
+            why = n.attrs.get(WHY_ATTR) if n.op in V1_CONTROL_OPS else None
+            if why is not None:
+                note = f"TF1 control flow at {n.name!r} not converted: {why.s.decode()}"
+                if note not in bad_attrs:
+                    bad_attrs.append(note)
             continue
         accepted, required = _engine_attrs(engine_op)
         attrs = {}
@@ -667,4 +676,4 @@ def graph_def_to_document(
     nodes = inline_functions(gd, where)
     if keep is not None:
         nodes = prune(nodes, keep)
-    return to_document(nodes, where, op_defaults)
+    return to_document(functionalize(nodes, where), where, op_defaults)

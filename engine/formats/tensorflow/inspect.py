@@ -41,7 +41,8 @@ def describe(export_dir: str) -> list[dict]:
         try:
             nodes = tfg.inline_functions(mg.graph_def, where)
             dropped = tfm.saver_nodes(nodes)
-            missing = tfg.missing_ops([n for n in nodes if n.name not in dropped])
+            kept = tfg.functionalize([n for n in nodes if n.name not in dropped], where)
+            missing = tfg.missing_ops(kept)
             error = None
         except TFFormatError as e:
             missing, error = {}, str(e)

@@ -300,6 +300,7 @@ def convert_meta_graph(
             k: [v for v in vs if tfg.source_node(v) in names] for k, vs in out.collections.items()
         }
     op_defaults = tfg.op_defaults_from(mg.meta_info_def.stripped_op_list, where)
+    nodes = tfg.functionalize(nodes, where)
     out.document = tfg.to_document(nodes, where, op_defaults)
     _add_variable_records(out, nodes, where)
     return out

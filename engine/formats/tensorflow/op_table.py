@@ -78,6 +78,7 @@ DERIVED_ATTRS = frozenset(
         "Tcrops",
         "Treal",
         "TInput",
+        "U",  # FusedBatchNormV2/V3: the dtype of scale, offset, mean and variance
     ]
 )
 
@@ -96,6 +97,7 @@ DEFAULT_ATTRS: dict[str, object] = {
     "shared_name": "",
     "debug_name": "",
     "Tout": None,  # BatchMatMulV3's output type: checked by dtype inference instead
+    "incompatible_shape_error": True,  # Equal/NotEqual: incompatible shapes are an error
 }
 
 # Per-op attrs tolerated at these values (or, for None, whatever their value).
@@ -109,6 +111,8 @@ OP_DEFAULT_ATTRS: dict[str, dict[str, object]] = {
     "AssignSub": {"dtype": None},
     "GatherV2": {"dtype": None},
     "PlaceholderWithDefault": {"dtype": None},  # the default value's dtype
+    # TF1 TensorArrays: the engine's reads never clear an element
+    "TensorArrayV3": {"clear_after_read": None},
 }
 
 OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
