@@ -19,6 +19,7 @@ from engine.formats.tensorflow.tensors import TFFormatError
 
 FIXTURE = pathlib.Path(__file__).parents[2] / "fixtures" / "tensorflow" / "tf1_control_flow"
 OUTPUTS = [
+    "checked",
     "c1",
     "a",
     "b",
@@ -231,3 +232,29 @@ node { name: "lens" op: "Identity" input: "cat:1" attr { key: "T" value { type: 
 """
     with pytest.raises(TFFormatError, match="lengths output of TensorArrayConcatV3 'cat'"):
         tf.GraphDef.from_tensorflow(_graph(text))
+
+
+def test_guarded_assert_inside_a_cond_still_fires(frozen):
+    io = np.load(FIXTURE / "io.npz")
+    feeds = _feeds(io, "pos")
+    feeds["x:0"] = feeds["x:0"].copy()
+    feeds["x:0"][0, 0] = np.nan
+    with tf.Session(graph=frozen) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="assertion failed"):
+            sess.run("checked:0", feeds)
+
+
+def test_import_meta_graph_then_restore_runs_the_loops(tmp_path):
+    from engine.formats.tensorflow.proto import saved_model_pb2
+
+    sm = saved_model_pb2.SavedModel.FromString(
+        (FIXTURE / "saved_model" / "saved_model.pb").read_bytes()
+    )
+    meta = tmp_path / "model.meta"
+    meta.write_bytes(sm.meta_graphs[0].SerializeToString())
+    io = np.load(FIXTURE / "io.npz")
+    with tf.Graph().as_default(), tf.Session() as sess:
+        saver = tf.train.import_meta_graph(str(meta))
+        saver.restore(sess, str(FIXTURE / "saved_model" / "variables" / "variables"))
+        got = sess.run({k: f"{k}:0" for k in OUTPUTS}, _feeds(io, "neg"))
+    _check(got, io, "neg")
