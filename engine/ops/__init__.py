@@ -39,6 +39,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     partition_ops,
     pooling,
     queue_ops,
+    ragged,
     random,
     random_more,
     reduction,

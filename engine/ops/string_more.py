@@ -1,7 +1,8 @@
 """Text preprocessing string ops, as TF's CPU kernels: ``StringJoin``, ``ReduceJoin``,
 ``StringLength``, ``StringLower``/``StringUpper``, ``StringStrip``, the regex ops
 (``StaticRegexReplace``/``RegexReplace``, ``StaticRegexFullMatch``/``RegexFullMatch``) and
-TF1's ``StringSplit`` (a SparseTensor's three parts).
+TF1's ``StringSplit`` and TF2's ``StringSplitV2`` (a SparseTensor's three parts; Keras'
+``TextVectorization`` splits with the latter).
 
 Strings are object arrays of bytes on the host. Regexes run on Python's ``re`` over bytes
 (TF uses RE2: the common syntax agrees; RE2's ``\\0`` whole-match rewrite is translated;
@@ -244,6 +245,18 @@ def _split_infer(o):
     ]
 
 
+def _sparse_rows(rows: list) -> tuple:
+    """Token lists as a SparseTensor's (indices, values, dense_shape)."""
+    indices = [(i, j) for i, row in enumerate(rows) for j in range(len(row))]
+    values = [t for row in rows for t in row]
+    width = max((len(row) for row in rows), default=0)
+    return (
+        np.array(indices, np.int64).reshape(-1, 2),
+        _object_array(values, (len(values),)),
+        np.array([len(rows), width], np.int64),
+    )
+
+
 def _split_one(v: bytes, delimiter: bytes, skip_empty: bool) -> list:
     if not v:  # an empty string has no tokens, even kept-empty ones (TF's kernel)
         return []
@@ -263,14 +276,51 @@ def _split_one(v: bytes, delimiter: bytes, skip_empty: bool) -> list:
 )
 def _string_split(xp, s, delimiter, *, skip_empty=True):
     rows = [_split_one(v, _scalar(delimiter), skip_empty) for v in _strings(np.asarray(s))]
-    indices = [(i, j) for i, row in enumerate(rows) for j in range(len(row))]
-    values = [t for row in rows for t in row]
-    width = max((len(row) for row in rows), default=0)
-    return (
-        np.array(indices, np.int64).reshape(-1, 2),
-        _object_array(values, (len(values),)),
-        np.array([len(rows), width], np.int64),
-    )
+    return _sparse_rows(rows)
+
+
+def _split_v2_one(v: bytes, sep: bytes, maxsplit: int) -> list:
+    """TF's ``SplitV2``: an empty separator splits on runs of ASCII whitespace (leading
+    whitespace dropped). After ``maxsplit`` splits the rest is one more token, even when
+    empty; ``maxsplit`` 0 leaves the string whole, even an empty one."""
+    if maxsplit == 0:
+        return [v]
+    out = []
+    if sep:
+        text = v
+        while True:
+            at = text.find(sep)
+            if at < 0:
+                out.append(text)
+                return out
+            out.append(text[:at])
+            text = text[at + len(sep) :]
+            if len(out) == maxsplit:
+                out.append(text)
+                return out
+    text = v.lstrip(_WHITESPACE)
+    while text:
+        end = next((i for i, c in enumerate(text) if c in _WHITESPACE), len(text))
+        out.append(text[:end])
+        text = text[end:].lstrip(_WHITESPACE)
+        if len(out) == maxsplit:
+            out.append(text)
+            return out
+    return out
+
+
+@op(
+    "StringSplitV2",
+    infer=_split_infer,
+    differentiable=False,
+    inputs=("input", "sep"),
+    attrs=(Attr("maxsplit", "int", default=-1),),
+    flags=_CPU_HOST1,
+)
+def _string_split_v2(xp, s, sep, *, maxsplit=-1):
+    separator = _scalar(sep)
+    rows = [_split_v2_one(v, separator, maxsplit) for v in _strings(np.asarray(s))]
+    return _sparse_rows(rows)
 
 
 def _reduce_join_infer(o):

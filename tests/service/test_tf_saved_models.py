@@ -122,3 +122,15 @@ async def test_tf1_model_with_dataflow_control_flow_is_served(aiohttp_client, tm
     assert out["shape"] == list(io["rnn_out_one"].shape)
     np.testing.assert_allclose(out["data"], io["rnn_out_one"].ravel(), rtol=1e-5, atol=1e-6)
     assert word == {"name": "word", "datatype": "BYTES", "shape": [], "data": ["small"]}
+
+
+async def test_keras_text_vectorization_model_takes_raw_text(aiohttp_client, tmp_path):
+    """Keras' TextVectorization (StringSplitV2, RaggedTensorToTensor) served on raw strings."""
+    d = FIXTURES / "keras_text_vectorization"
+    shutil.copytree(d, tmp_path / "text" / "1")
+    client = await _client(aiohttp_client, tmp_path)
+    texts = json.loads((d / "texts.json").read_text())
+    r = await client.post("/v1/models/text:predict", data=json.dumps({"instances": texts}))
+    assert r.status == 200, await r.text()
+    got = (await r.json())["predictions"]
+    np.testing.assert_allclose(got, np.load(d / "io.npz")["y"], rtol=1e-5, atol=1e-6)

@@ -126,13 +126,25 @@ def parse_graph_def(data, where: str = "graph") -> graph_pb2.GraphDef:
 Node = collections.namedtuple("Node", "name op inputs attrs")
 
 
-def _output_offset(op_type: str, arg: str, where: str) -> int:
+def _output_offset(op_type: str, arg: str, where: str, attrs=None) -> int:
+    """The flat output number where output arg ``arg`` starts. A list-valued arg (an
+    ``(arg, attr)`` entry of ``OUTPUT_ARGS``) is as long as its number or type-list attr."""
     args = op_table.OUTPUT_ARGS.get(op_type)
     if args is None:
         return 0
-    if arg not in args:
-        raise TFFormatError(f"{where}: op {op_type} has no output arg {arg!r}")
-    return args.index(arg)
+    offset = 0
+    for entry in args:
+        name, count_attr = entry if isinstance(entry, tuple) else (entry, None)
+        if name == arg:
+            return offset
+        if count_attr is None:
+            offset += 1
+            continue
+        av = (attrs or {}).get(count_attr)
+        if av is None:
+            raise TFFormatError(f"{where}: op {op_type} lacks attr {count_attr!r}")
+        offset += len(av.list.type) if av.WhichOneof("value") == "list" else int(av.i)
+    raise TFFormatError(f"{where}: op {op_type} has no output arg {arg!r}")
 
 
 def _inline_call(node: Node, functions, depth: int, where: str, out: list, budget=None) -> None:
@@ -158,6 +170,7 @@ def _inline_call(node: Node, functions, depth: int, where: str, out: list, budge
         )
     args = {a.name: data_inputs[i] for i, a in enumerate(sig.input_arg)}
     body_ops = {n.name: n.op for n in fdef.node_def}
+    body_attrs = {n.name: n.attr for n in fdef.node_def}
     prefix = node.name + "/"
 
     def resolve(ref: str) -> str:
@@ -183,7 +196,8 @@ def _inline_call(node: Node, functions, depth: int, where: str, out: list, budge
         op_type = body_ops[parts[0]]
         if op_type in functions and op_type not in op_table.CALL_OPS:
             op_type = "IdentityN"
-        return f"{prefix}{parts[0]}:{_output_offset(op_type, parts[1], where) + idx}"
+        offset = _output_offset(op_type, parts[1], where, body_attrs[parts[0]])
+        return f"{prefix}{parts[0]}:{offset + idx}"
 
     for n in fdef.node_def:
         inputs = [resolve(i) for i in n.input]

@@ -10,7 +10,9 @@ holds the exceptions:
 - ``DEFAULT_ATTRS``: attrs the engine does not take, tolerated while they hold TF's default
   value (a graph relying on a non-default value is refused, never silently run differently).
 - ``OUTPUT_ARGS``: the output args of ops with more than one, to resolve a function body's
-  ``node:arg:index`` references to flat output numbers.
+  ``node:arg:index`` references to flat output numbers; a list-valued arg is
+  ``(arg, attr)``, the attr holding its length (a number or a type list). A test checks
+  this table against the op definitions TensorFlow 2.21 registers.
 - ``SAVER_OPS``: ops of a graph's saver; loaders read checkpoints themselves, so the saver
   subgraph is not imported.
 """
@@ -78,6 +80,8 @@ DERIVED_ATTRS = frozenset(
         "Tcrops",
         "Treal",
         "TInput",
+        "Tindex",  # RaggedTensorToTensor's partition and shape index types
+        "num_row_partition_tensors",
         "U",  # FusedBatchNormV2/V3: the dtype of scale, offset, mean and variance
     ]
 )
@@ -115,12 +119,64 @@ OP_DEFAULT_ATTRS: dict[str, dict[str, object]] = {
     "TensorArrayV3": {"clear_after_read": None},
 }
 
-OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
+OUTPUT_ARGS: dict[str, tuple] = {
     "TopKV2": ("values", "indices"),
     "Unique": ("y", "idx"),
     "UniqueWithCounts": ("y", "idx", "count"),
     "ListDiff": ("out", "idx"),
     "Switch": ("output_false", "output_true"),
+    "StringSplit": ("indices", "values", "shape"),
+    "FusedBatchNormGrad": (
+        "x_backprop",
+        "scale_backprop",
+        "offset_backprop",
+        "reserve_space_3",
+        "reserve_space_4",
+    ),
+    "FusedBatchNormGradV3": (
+        "x_backprop",
+        "scale_backprop",
+        "offset_backprop",
+        "reserve_space_4",
+        "reserve_space_5",
+    ),
+    "LogMatrixDeterminant": ("sign", "log_abs_determinant"),
+    "LogUniformCandidateSampler": (
+        "sampled_candidates",
+        "true_expected_count",
+        "sampled_expected_count",
+    ),
+    "UniformCandidateSampler": (
+        "sampled_candidates",
+        "true_expected_count",
+        "sampled_expected_count",
+    ),
+    "ReaderReadV2": ("key", "value"),
+    "ReaderReadUpToV2": ("keys", "values"),
+    "SampleDistortedBoundingBoxV2": ("begin", "size", "bboxes"),
+    "SparseCross": ("output_indices", "output_values", "output_shape"),
+    "TensorArrayConcatV3": ("value", "lengths"),
+    # list-valued outputs: (arg, the attr giving its length)
+    "ParseExample": (
+        ("sparse_indices", "Nsparse"),
+        ("sparse_values", "sparse_types"),
+        ("sparse_shapes", "Nsparse"),
+        ("dense_values", "Tdense"),
+    ),
+    "ParseExampleV2": (
+        ("sparse_indices", "num_sparse"),
+        ("sparse_values", "sparse_types"),
+        ("sparse_shapes", "num_sparse"),
+        ("dense_values", "Tdense"),
+        ("ragged_values", "ragged_value_types"),
+        ("ragged_row_splits", "ragged_split_types"),
+    ),
+    "SparseSplit": (
+        ("output_indices", "num_split"),
+        ("output_values", "num_split"),
+        ("output_shape", "num_split"),
+    ),
+    "StringSplitV2": ("indices", "values", "shape"),
     "Merge": ("output", "value_index"),
     "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
     "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),

@@ -11,7 +11,7 @@ import pytest
 import engine as tf
 from engine.formats.tensorflow import graph_def as tfg
 from engine.formats.tensorflow.proto import function_pb2, graph_pb2, types_pb2
-from engine.formats.tensorflow.tensors import array_to_proto
+from engine.formats.tensorflow.tensors import TFFormatError, array_to_proto
 from engine.formats.tensorflow.writer import graph_to_tf
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "tensorflow"
@@ -326,3 +326,46 @@ def test_functional_control_flow_nests_and_its_size_is_bounded(monkeypatch):
     monkeypatch.setattr(tfg.GraphLimits, "max_nodes", 200)
     with pytest.raises(ValueError, match="more than 200 nodes"):
         tfg.inline_functions(_doubling_if_chain(8))
+
+
+def test_output_args_table_matches_the_op_definitions_tensorflow_registers():
+    """``node:arg:index`` references in function bodies resolve through OUTPUT_ARGS: every
+    engine op TF defines with several (or list-valued) outputs must be listed as TF lists
+    them (tests/fixtures/tensorflow/tf_output_args.json, written by make_fixtures.py)."""
+    import json
+
+    from engine.formats.tensorflow import op_table
+    from engine.framework import registry
+
+    recorded = json.loads((FIXTURES / "tf_output_args.json").read_text())
+    wrong = {}
+    for op_type in registry.registered_types():
+        if op_type not in recorded or len(recorded[op_type]) == 1:
+            continue  # one output arg, list-valued or not, starts at output 0
+        want = tuple(name if attr is None else (name, attr) for name, attr in recorded[op_type])
+        if op_table.OUTPUT_ARGS.get(op_type) != want:
+            wrong[op_type] = want
+    assert not wrong, f"OUTPUT_ARGS entries missing or unlike TF's: {wrong}"
+
+
+def test_list_valued_output_args_resolve_by_their_length_attrs():
+    from engine.formats.tensorflow.proto import attr_value_pb2
+
+    attrs = {
+        "Nsparse": attr_value_pb2.AttrValue(i=2),
+        "sparse_types": attr_value_pb2.AttrValue(
+            list=attr_value_pb2.AttrValue.ListValue(type=[types_pb2.DT_INT64] * 2)
+        ),
+        "Tdense": attr_value_pb2.AttrValue(
+            list=attr_value_pb2.AttrValue.ListValue(type=[types_pb2.DT_FLOAT])
+        ),
+    }
+    offsets = [
+        tfg._output_offset("ParseExample", arg, "test", attrs)
+        for arg in ("sparse_indices", "sparse_values", "sparse_shapes", "dense_values")
+    ]
+    assert offsets == [0, 2, 4, 6]
+    with pytest.raises(TFFormatError, match="lacks attr 'Nsparse'"):
+        tfg._output_offset("ParseExample", "dense_values", "test", {})
+    with pytest.raises(TFFormatError, match="has no output arg 'nope'"):
+        tfg._output_offset("ParseExample", "nope", "test", attrs)
