@@ -20,7 +20,7 @@ from engine.framework.constant_op import constant, convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.init_ops import constant_initializer, zeros_initializer
 from engine.ops import array as array_ops
-from engine.ops import array_transform, clip_ops, control_flow, nn, reduction, slicing
+from engine.ops import array_transform, clip_ops, control_flow, nn, reduction, sequences, slicing
 from engine.ops import math as math_ops
 from engine.util import nest
 from engine.variable_scope import get_variable, variable_scope
@@ -431,7 +431,7 @@ def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None) -> Tensor:
         return mask if dtype is dtypes.bool else math_ops.cast(mask, dtype)
 
 
-reverse_sequence = array_transform.reverse_sequence
+reverse_sequence = sequences.reverse_sequence
 
 
 # -----------------------------------------------------------------------------------------

@@ -570,7 +570,6 @@ def test_every_public_name_is_exported():
         "where_indices",
         "boolean_mask",
         "reverse",
-        "reverse_sequence",
         "broadcast_to",
         "newaxis",
     ]:

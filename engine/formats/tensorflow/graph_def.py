@@ -19,9 +19,6 @@ not trusted from the file. The steps, each a function:
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-
 import msgpack
 import numpy as np
 from google.protobuf import message as pb_message
@@ -30,6 +27,7 @@ from google.protobuf import text_format
 from engine import dtypes
 from engine.formats.tensorflow import op_table
 from engine.formats.tensorflow.functionalize import V1_CONTROL_OPS, WHY_ATTR, functionalize
+from engine.formats.tensorflow.nodes import ARG, FunctionBody, Node
 from engine.formats.tensorflow.proto import attr_value_pb2, graph_pb2
 from engine.formats.tensorflow.tensors import (
     TFFormatError,
@@ -121,9 +119,6 @@ def parse_graph_def(data, where: str = "graph") -> graph_pb2.GraphDef:
 # -----------------------------------------------------------------------------------------
 # 2. Function inlining
 # -----------------------------------------------------------------------------------------
-
-# A node while converting: name, op, inputs, attrs (name -> AttrValue).
-Node = collections.namedtuple("Node", "name op inputs attrs")
 
 
 def _output_offset(op_type: str, arg: str, where: str, attrs=None) -> int:
@@ -223,20 +218,8 @@ CONTROL_FLOW = {
     "While": ("While", ("cond", "body")),
     "StatelessWhile": ("While", ("cond", "body")),
 }
-_ARG = "_FunctionArg"  # a function input while converting (becomes the engine's Arg)
+_ARG = ARG
 _RESOURCE = 20  # DT_RESOURCE
-
-
-@dataclasses.dataclass
-class FunctionBody:
-    """A ``FunctionDef`` a control-flow op runs, converted to nodes: one ``_ARG`` node per
-    input (``args``), the body (calls inlined under ``body/``) and its results."""
-
-    name: str
-    args: list[Node]
-    nodes: list[Node]
-    outputs: list[str]
-    control_outputs: list[str]
 
 
 def _function_body(fname: str, functions, depth: int, where: str, budget) -> FunctionBody:

@@ -1,6 +1,8 @@
-"""Ragged tensors as TF's graphs carry them: ``RaggedTensorToTensor``, which pads a ragged
-tensor (flat values plus one row partition per ragged dimension) into a dense one. Keras'
-``TextVectorization`` ends with it, and TF2 text models call it through ``.to_tensor()``.
+"""Ops on variable-length sequences: ``ReverseSequence`` (``tf.reverse_sequence``, what
+``bidirectional_dynamic_rnn`` runs its backward cell over) and ``RaggedTensorToTensor``,
+which pads a ragged tensor (flat values plus one row partition per ragged dimension) into a
+dense one: Keras' ``TextVectorization`` ends with it, TF2 text models call it through
+``.to_tensor()``.
 
 A row partition is ``ROW_SPLITS`` (``[0, 2, 2, 5]``: row ``i`` holds values ``splits[i] ..
 splits[i+1]``), or ``FIRST_DIM_SIZE`` (the outer row count) followed by ``VALUE_ROWIDS``
@@ -11,13 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.framework.constant_op import convert_to_tensor
+from engine.framework.graph import name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.framework.tensor_util import constant_value
-from engine.ops._common import INDEX, base, check_dtype
-from engine.ops.array import _invalid
+from engine.ops._common import INDEX, base, check_dtype, create
+from engine.ops.array import _dims, _int_tensor, _invalid, _with_rank
 from engine.tensor_shape import TensorShape
 
-__all__ = []
+__all__ = ["reverse_sequence"]
 
 _TYPES = ("ROW_SPLITS", "FIRST_DIM_SIZE", "VALUE_ROWIDS")
 
@@ -161,3 +165,85 @@ def _ragged_to_tensor(xp, shape, values, default, *parts, row_partition_types):
     target = tuple(i[keep] for i in index) + inner
     out[target] = values[(keep,) + inner]
     return out
+
+
+def _reverse_sequence_infer(o):
+    x, lengths = o._inputs
+    check_dtype(o, 1, INDEX, "Tlen")
+    _with_rank(lengths, 1)
+    seq, batch = o._attrs["seq_dim"], o._attrs["batch_dim"]
+    dims = _dims(x)
+    if dims is not None:
+        _check_sequence_dims(seq, batch, len(dims), ShapeError)
+        n = lengths._shape.as_tuple()[0] if lengths._shape.rank == 1 else None
+        b = dims[batch % len(dims)]
+        if n is not None and b is not None and n != b:
+            raise ShapeError(
+                f"Dimensions must be equal, but are {n} and {b} for seq_lengths and "
+                f"input.dims({batch})"
+            )
+    return [(base(x), x._shape)]
+
+
+def _check_sequence_dims(seq: int, batch: int, rank: int, err) -> None:
+    if not -rank <= batch < rank:
+        raise err(f"Invalid batch_dim {batch} for an input of rank {rank}")
+    if not 0 <= seq < rank:
+        raise err(f"Invalid seq_dim {seq} for an input of rank {rank}")
+    if seq == batch % rank:
+        raise err(f"seq_dim == batch_dim == {seq}")
+
+
+@op(
+    "ReverseSequence",
+    infer=_reverse_sequence_infer,
+    grad=lambda o, g: [
+        reverse_sequence(g, o.inputs[1], o._attrs["seq_dim"], o._attrs["batch_dim"]),
+        None,
+    ],
+    inputs=("input", "seq_lengths"),
+    attrs=(Attr("seq_dim", "int"), Attr("batch_dim", "int", default=0)),
+    flags=OpFlags(host_inputs=(1,)),
+)
+def _reverse_sequence_kernel(xp, x, lengths, *, seq_dim, batch_dim=0):
+    _check_sequence_dims(seq_dim, batch_dim, x.ndim, _invalid)
+    batch = batch_dim % x.ndim
+    lens = np.asarray(lengths).astype(np.int64).reshape(-1)
+    if lens.shape[0] != x.shape[batch]:
+        raise _invalid(
+            f"Length of seq_lengths != input.dims({batch_dim}), ({lens.shape[0]} vs. "
+            f"{x.shape[batch]})"
+        )
+    steps = x.shape[seq_dim]
+    for b, n in enumerate(lens.tolist()):
+        if n < 0 or n > steps:
+            raise _invalid(f"seq_lens({b}) must be in [0, input.dims({seq_dim})={steps}]: got {n}")
+    t = np.arange(steps)[None, :]
+    n = lens[:, None]
+    idx = np.where(t < n, n - 1 - t, t)  # [batch, steps]
+    moved = xp.moveaxis(x, (batch, seq_dim), (0, 1))
+    idx = xp.asarray(idx.reshape(idx.shape + (1,) * (x.ndim - 2)))
+    out = xp.take_along_axis(moved, xp.broadcast_to(idx, moved.shape), axis=1)
+    return xp.moveaxis(out, (0, 1), (batch, seq_dim))
+
+
+def reverse_sequence(
+    input,  # noqa: A002 - TF's name
+    seq_lengths,
+    seq_axis=None,
+    batch_axis=None,
+    name=None,
+    seq_dim=None,
+    batch_dim=None,
+):
+    """Reverses the first ``seq_lengths[b]`` entries along ``seq_axis`` of each batch row
+    ``b`` (the rest stay in place)."""
+    seq_axis = seq_axis if seq_axis is not None else seq_dim
+    batch_axis = batch_axis if batch_axis is not None else (batch_dim or 0)
+    if seq_axis is None:
+        raise ValueError("reverse_sequence needs seq_axis")
+    with name_scope(name, "ReverseSequence", [input, seq_lengths]) as scope:
+        x = convert_to_tensor(input, name="input")
+        lengths = _int_tensor(seq_lengths, "seq_lengths")
+        attrs = {"seq_dim": int(seq_axis), "batch_dim": int(batch_axis)}
+        return create("ReverseSequence", [x, lengths], attrs, scope).outputs[0]
