@@ -66,6 +66,8 @@ from engine.ops.image_boxes import draw_bounding_boxes, sample_distorted_boundin
 from engine.ops.image_color import hsv_to_rgb, rgb_to_hsv  # noqa: F401
 from engine.ops.image_ops import (  # noqa: F401
     ResizeMethod,
+    resize_area,
+    resize_bicubic,
     resize_bilinear,
     resize_images,
     resize_nearest_neighbor,

@@ -38,6 +38,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     parsing_ops,
     partition_ops,
     pooling,
+    quantize_ops,
     queue_ops,
     random,
     random_more,
@@ -57,5 +58,6 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     summary_ops,
     tensor_array,
     tensor_list,
+    tf_raw_ops,
     training_ops,
 )

@@ -32,6 +32,7 @@ attached, and the import reports it with the op types the engine lacks.
 
 from __future__ import annotations
 
+from engine.formats.tensorflow.legacy import rewrite_legacy_ops
 from engine.formats.tensorflow.nodes import Node, control_inputs, output_index, source
 from engine.formats.tensorflow.proto import attr_value_pb2
 from engine.formats.tensorflow.tensors import TFFormatError
@@ -103,8 +104,9 @@ def tensor_arrays(nodes: list) -> list:
 
 def functionalize(nodes: list, where: str = "graph") -> list:
     """``nodes`` with TF1 control flow as If/While nodes whose branch and loop functions are
-    ``nodes.FunctionBody`` values (as TF2's If/While are after inlining)."""
-    nodes = tensor_arrays(nodes)
+    ``nodes.FunctionBody`` values (as TF2's If/While are after inlining), TF1 TensorArrays
+    as the engine's, and older op types rewritten onto the engine's (``legacy.py``)."""
+    nodes = rewrite_legacy_ops(tensor_arrays(nodes))
     if not any(n.op in V1_CONTROL_OPS for n in nodes):
         return nodes
     return functionalize_conds(functionalize_loops(nodes, where))

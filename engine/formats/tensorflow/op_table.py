@@ -43,6 +43,7 @@ RENAMES: dict[str, str] = {
     "AssignSubVariableOp": "AssignSub",
     "VarIsInitializedOp": "IsVariableInitialized",
     "ResourceGather": "GatherV2",
+    "Mod": "TruncateMod",  # TF's Mod truncates (C's %, fmod), as TruncateMod
 }
 
 # Type attrs the engine re-infers from input dtypes (and input counts, for N).
@@ -102,6 +103,7 @@ DEFAULT_ATTRS: dict[str, object] = {
     "debug_name": "",
     "Tout": None,  # BatchMatMulV3's output type: checked by dtype inference instead
     "incompatible_shape_error": True,  # Equal/NotEqual: incompatible shapes are an error
+    "bad_indices_policy": "",  # scatter/gather ops: out-of-range indices are an error
 }
 
 # Per-op attrs tolerated at these values (or, for None, whatever their value).
