@@ -34,6 +34,7 @@ from tests.engine import (
     test_parsing_ops,
     test_partition_ops,
     test_queues,
+    test_ragged_text,
     test_readers,
     test_reduction_grads,
     test_reduction_ops,
@@ -45,6 +46,7 @@ from tests.engine import (
     test_tensor_list,
     test_tfrecord_io,
 )
+from tests.engine.formats import test_tf_legacy_ops
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
 # Arg only exists inside function bodies (it is covered through If/While); the Test* ops are
@@ -279,6 +281,8 @@ SPECIAL = {
     "queues": test_queues.round_trip_builder,
     "input_pipeline": test_input_pipeline.round_trip_builder,
     "readers": test_readers.round_trip_builder,
+    "ragged_text": test_ragged_text.round_trip_builder,
+    "tf_legacy_raw_ops": test_tf_legacy_ops.round_trip_builder,
 }
 
 

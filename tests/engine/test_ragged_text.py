@@ -107,3 +107,9 @@ def test_keras_text_vectorization_model_matches_tensorflow():
         (out,) = sig.outputs.values()
         got = sess.run(out.name, {inp.name: texts})
     np.testing.assert_allclose(got, io["y"], rtol=1e-5, atol=1e-6)
+
+
+def round_trip_builder():
+    """(fetches, feed, setup) for tests/engine/test_graph_def.py's round trip."""
+    split = create("StringSplitV2", [tf.constant([b"a b", b"c"]), tf.constant(b"")], {}, None)
+    return list(split.outputs) + [_ragged(RECORDED["ragged_to_tensor"][4]).outputs[0]], {}, []

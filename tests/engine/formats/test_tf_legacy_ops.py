@@ -121,3 +121,52 @@ def test_resize_images_takes_bicubic_and_area_like_tf1():
         got = sess.run([bicubic, area])
     np.testing.assert_allclose(got[0], IO["resize_bicubic"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[1], IO["resize_area"], rtol=1e-5, atol=1e-6)
+
+
+def round_trip_builder():
+    """(fetches, feed, setup) for tests/engine/test_graph_def.py's round trip: the raw-op
+    kernels (tf_raw_ops.py, quantize_ops.py) and the bicubic and area resizes."""
+    from engine.ops._common import create
+
+    x = tf.constant(IO["x"])
+    img = tf.constant(IO["img"])
+    f32 = np.float32
+    raw = [
+        (
+            "BatchNormWithGlobalNormalization",
+            [img] + [tf.constant(np.ones(3, "f"))] * 4,
+            {"variance_epsilon": 0.001, "scale_after_normalization": True},
+        ),
+        ("LinSpace", [tf.constant(f32(0)), tf.constant(f32(1)), tf.constant(5)], {}),
+        ("BroadcastArgs", [tf.constant([2, 1]), tf.constant([3])], {}),
+        (
+            "MatrixDiagV3",
+            [x[0], tf.constant(0), tf.constant(-1), tf.constant(-1), tf.constant(f32(0))],
+            {"align": "LEFT_RIGHT"},
+        ),
+        ("MatrixDiagPartV3", [x, tf.constant([-1, 1]), tf.constant(f32(9))], {}),
+        ("MatrixSetDiagV3", [x, x[:, :, 0], tf.constant(0)], {}),
+        ("FakeQuantWithMinMaxArgs", [x], {"min": -1.0, "max": 1.0}),
+        ("FakeQuantWithMinMaxVars", [x, tf.constant(f32(-1)), tf.constant(f32(1))], {}),
+        (
+            "FakeQuantWithMinMaxVarsPerChannel",
+            [x, tf.constant(-np.ones(4, "f")), tf.constant(np.ones(4, "f"))],
+            {},
+        ),
+        ("QuantizeAndDequantizeV2", [x, tf.constant(f32(-1)), tf.constant(f32(1))], {}),
+        (
+            "QuantizeAndDequantizeV3",
+            [x, tf.constant(f32(-1)), tf.constant(f32(1)), tf.constant(4)],
+            {},
+        ),
+        ("QuantizeAndDequantizeV4", [x, tf.constant(f32(-1)), tf.constant(f32(1))], {}),
+    ]
+    fetches = [create(t, ins, attrs, None).outputs[0] for t, ins, attrs in raw]
+    idx, upd = tf.constant([[0, 1]]), tf.constant(np.ones((1, 4), "f"))
+    for t in ("Update", "Add", "Sub", "Max", "Min"):
+        fetches.append(create(f"TensorScatter{t}", [x, idx, upd], {}, None).outputs[0])
+    fetches += [
+        tf.image.resize_bicubic(img, [5, 7], half_pixel_centers=True),
+        tf.image.resize_area(img, [3, 5], align_corners=True),
+    ]
+    return fetches, {}, []
