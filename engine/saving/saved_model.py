@@ -13,6 +13,7 @@ repository watcher never sees a half-written version. ``load`` validates everyth
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -38,6 +39,8 @@ from engine.saving.meta_graph import (
     build_tensor_info,
 )
 from engine.saving.optimize import optimize
+
+_log = logging.getLogger("tensorflow")
 
 __all__ = [
     "Builder",
@@ -424,7 +427,8 @@ def load(
     with sess.graph.as_default():
         variables = meta_graph.import_into_default_graph(meta, path, import_scope)
         prefix = f"{import_scope}/" if import_scope else ""
-        _check_signatures(sess.graph, meta, prefix, path)
+        tensorflow_wrote_it = path.endswith(tf_saved_model.SAVED_MODEL_PB)
+        _check_signatures(sess.graph, meta, prefix, path, trust_graph=tensorflow_wrote_it)
         keys = getattr(meta, "restore_keys", None)
         if keys is not None:
             # TensorFlow's format: restore what the graph's saver restores, by its keys.
@@ -453,9 +457,12 @@ def load(
     return meta
 
 
-def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None:
+def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str, trust_graph: bool) -> None:
     """Every signature tensor exists in the imported graph with the dtype and a shape
-    compatible with what the signature declares (so serving can trust the signature)."""
+    compatible with what the signature declares, so serving can trust the signature. In
+    TensorFlow's files (``trust_graph``) a contradicted dtype or shape is replaced by the
+    tensor's, as TF runs the graph's tensor whatever the signature says; in ours it means
+    the file was altered, and the load fails."""
     for key, sig in meta.signature_def.items():
         for alias, info in list(sig.inputs.items()) + list(sig.outputs.items()):
             try:
@@ -471,13 +478,32 @@ def _check_signatures(graph, meta: MetaGraphDef, prefix: str, path: str) -> None
             if t.dtype.base_dtype is not info.engine_dtype or not t.shape.is_compatible_with(
                 info.shape
             ):
-                raise errors.DataLossError(
-                    None,
-                    None,
-                    f"{path}: signature {key!r} declares {info.name!r} ({alias!r}) "
-                    f"as {info.engine_dtype.name} {info.shape}, but the graph has "
-                    f"{t.dtype.base_dtype.name} {t.shape}",
+                if not trust_graph:
+                    raise errors.DataLossError(
+                        None,
+                        None,
+                        f"{path}: signature {key!r} declares {info.name!r} ({alias!r}) "
+                        f"as {info.engine_dtype.name} {info.shape}, but the graph has "
+                        f"{t.dtype.base_dtype.name} {t.shape}",
+                    )
+                # TF Serving's own saved_model_half_plus_three declares a string tensor as
+                # float32: serve the graph's, and say so
+                _log.warning(
+                    "%s: signature %r declares %r (%r) as %s %s, but the graph has %s %s; "
+                    "serving the graph's",
+                    path,
+                    key,
+                    info.name,
+                    alias,
+                    info.engine_dtype.name,
+                    info.shape,
+                    t.dtype.base_dtype.name,
+                    t.shape,
                 )
+                fixed = TensorInfo(info.name, t.dtype.base_dtype, t.shape)
+                (sig.inputs if alias in sig.inputs and sig.inputs[alias] is info else sig.outputs)[
+                    alias
+                ] = fixed
 
 
 def _saver_targets(graph, variables, keys: dict, prefix: str, path: str) -> list:

@@ -2,7 +2,8 @@
 
 A checkpoint at prefix ``P`` is ``P.index``, a LevelDB-format sorted table mapping each
 tensor name to a ``BundleEntryProto`` (dtype, shape, shard, offset, size, masked CRC32C) with
-a ``BundleHeaderProto`` under the empty key, and ``P.data-SSSSS-of-NNNNN`` shards holding the
+a ``BundleHeaderProto`` under the empty key (its blocks stored raw or Snappy-compressed, as
+older TF versions wrote them), and ``P.data-SSSSS-of-NNNNN`` shards holding the
 tensors' little-endian bytes. String tensors are stored as varint64 lengths, a masked CRC32C
 of the lengths, then the bytes.
 
@@ -36,6 +37,7 @@ __all__ = [
     "is_tf_bundle",
     "write_bundle",
     "masked_crc32c",
+    "snappy_decompress",
     "OBJECT_GRAPH_KEY",
 ]
 
@@ -108,9 +110,61 @@ def _block(data: bytes, handle: tuple[int, int], where: str) -> bytes:
     (stored,) = struct.unpack_from("<I", data, offset + size + 1)
     if masked_crc32c(contents + bytes([kind])) != stored:
         raise TFFormatError(f"{where}: block checksum mismatch (the file is corrupted)")
+    if kind == 1:
+        return snappy_decompress(contents, where, BundleLimits.max_index_bytes)
     if kind != 0:
-        raise TFFormatError(f"{where}: compressed table blocks (type {kind}) are not supported")
+        raise TFFormatError(f"{where}: table blocks of compression type {kind} are not supported")
     return contents
+
+
+def snappy_decompress(data: bytes, where: str, limit: int) -> bytes:
+    """Raw Snappy (the block format LevelDB tables use): a varint length, then literals and
+    back-references. Index blocks are small, so this stays in Python rather than adding a
+    compiled dependency; every length and offset is checked before it is used."""
+    n, pos = _varint(data, 0, len(data), where)
+    if n > limit:
+        raise TFFormatError(f"{where}: compressed block expands to {n} bytes, over the limit")
+    out = bytearray()
+    end = len(data)
+    while pos < end:
+        tag = data[pos]
+        pos += 1
+        kind = tag & 3
+        if kind == 0:  # literal
+            length = tag >> 2
+            if length >= 60:
+                extra = length - 59
+                if pos + extra > end:
+                    raise TFFormatError(f"{where}: truncated Snappy literal")
+                length = int.from_bytes(data[pos : pos + extra], "little")
+                pos += extra
+            length += 1
+            if pos + length > end or len(out) + length > n:
+                raise TFFormatError(f"{where}: Snappy literal runs past the block")
+            out += data[pos : pos + length]
+            pos += length
+            continue
+        width = (1, 2, 4)[kind - 1]
+        if pos + width > end:
+            raise TFFormatError(f"{where}: truncated Snappy copy")
+        if kind == 1:
+            length = 4 + ((tag >> 2) & 7)
+            offset = ((tag >> 5) << 8) | data[pos]
+        else:
+            length = (tag >> 2) + 1
+            offset = int.from_bytes(data[pos : pos + width], "little")
+        pos += width
+        if offset == 0 or offset > len(out) or len(out) + length > n:
+            raise TFFormatError(f"{where}: Snappy copy outside the output")
+        start = len(out) - offset
+        while length > 0:  # a copy may overlap what it writes
+            chunk = out[start : start + min(length, offset)]
+            out += chunk
+            start += len(chunk)
+            length -= len(chunk)
+    if len(out) != n:
+        raise TFFormatError(f"{where}: Snappy block holds {len(out)} bytes, declares {n}")
+    return bytes(out)
 
 
 def _block_entries(block: bytes, where: str):

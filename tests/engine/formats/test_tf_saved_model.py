@@ -261,3 +261,23 @@ def test_control_flow_calling_an_unknown_function_is_a_typed_error(tmp_path):
     with tf.Graph().as_default(), tf.Session() as sess:
         with pytest.raises(errors.OpError, match="unknown function 'no_such_function'"):
             tf.saved_model.load(sess, ["serve"], str(d))
+
+
+def test_a_signature_dtype_the_graph_contradicts_serves_the_graphs(tmp_path, caplog):
+    """TF runs the graph's tensor whatever a SignatureDef says (TF Serving's own
+    saved_model_half_plus_three declares a string input as float32), so a TF SavedModel
+    loads with the tensor's dtype and a warning; flowserve's own format stays strict."""
+    from engine.formats.tensorflow.proto import saved_model_pb2, types_pb2
+
+    d = _copy(tmp_path, "saved_model_ref")
+    sm = saved_model_pb2.SavedModel.FromString((d / "saved_model.pb").read_bytes())
+    sm.meta_graphs[0].signature_def["serving_default"].inputs["ids"].dtype = types_pb2.DT_FLOAT
+    (d / "saved_model.pb").write_bytes(sm.SerializeToString())
+    io = np.load(FIXTURES / "saved_model_ref" / "io.npz")
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.load(sess, ["serve"], str(d))
+        sig = meta.signature_def["serving_default"]
+        assert sig.inputs["ids"].dtype == types_pb2.DT_INT32
+        got = sess.run(sig.outputs["looked"].name, {sig.inputs["ids"].name: io["ids"]})
+    np.testing.assert_array_equal(got, io["looked"])
+    assert "declares 'ids:0' ('ids') as float32" in caplog.text
