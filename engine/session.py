@@ -10,6 +10,7 @@ plan back as a function, skipping all per-call analysis. The machinery lives in
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -300,14 +301,18 @@ class BaseSession:
         self._execute_plan(plan, vals, trace, run_metadata, token, budget)
         return collect(plan, vals)
 
-    def _execute_plan(self, plan, vals, trace=False, run_metadata=None, token=None, budget=None):
+    def _execute_plan(
+        self, plan, vals, trace=False, run_metadata=None, token=None, budget=None, verify=True
+    ):
+        """Runs ``plan`` over ``vals``; ``verify=False`` skips ``CHECK_KERNELS``' comparison
+        of outputs with static shapes (feeds whose shapes were not checked)."""
         steps = plan.steps
         if budget is not None:
             # A memory limit: its own loop (with a token, which it always comes with).
             events = [] if trace else None
             start, base = time.time_ns(), time.perf_counter_ns()
             with np.errstate(all="ignore"), activated(token, budget):
-                execute_bounded(steps, vals, token, budget, events)
+                execute_bounded(steps, vals, token, budget, events, verify)
             if trace:
                 self._fill_metadata(run_metadata, events, start, base, plan.placement)
             return
@@ -316,7 +321,7 @@ class BaseSession:
             events = [] if trace else None
             start, base = time.time_ns(), time.perf_counter_ns()
             with np.errstate(all="ignore"), activated(token):
-                execute_checked(steps, vals, events, token)
+                execute_checked(steps, vals, events, token, verify)
             if trace:
                 self._fill_metadata(run_metadata, events, start, base, plan.placement)
             return
@@ -325,9 +330,9 @@ class BaseSession:
                 events = []
                 start = time.time_ns()
                 base = time.perf_counter_ns()
-                execute_checked(steps, vals, events)
+                execute_checked(steps, vals, events, None, verify)
                 self._fill_metadata(run_metadata, events, start, base, plan.placement)
-            elif CHECK_KERNELS:
+            elif CHECK_KERNELS and verify:
                 execute_checked(steps, vals)
             else:
                 execute(steps, vals)
@@ -362,10 +367,13 @@ class BaseSession:
         )
 
     # -- callables ----------------------------------------------------------------------
-    def make_callable(self, fetches, feed_list=None, accept_options=False):
+    def make_callable(self, fetches, feed_list=None, accept_options=False, check_feed_shapes=True):
         """Returns ``f(*feed_values)`` running ``fetches`` with no per-call analysis.
 
-        ``feed_list`` names the tensors whose values are passed positionally.
+        ``feed_list`` names the tensors whose values are passed positionally. With
+        ``check_feed_shapes=False`` (a flowserve extension) a fed value of another shape than
+        its tensor's static one runs as TF's C++ session runs it, the graph's ops deciding
+        (on the interpreter, which plans nothing from static shapes).
         """
         self._check_open()
         if feed_list and any(isinstance(k, SparseTensor) for k in feed_list):
@@ -385,9 +393,13 @@ class BaseSession:
         plan = self._plan_for(feeds, tuple(structure.elements))
         n_feeds = len(feeds)
         specs = plan.feed_specs
+        if not check_feed_shapes:
+            specs = tuple(spec.without_shape_check() for spec in specs)
         feed_slots = plan.feed_slots
         template = plan.template
         execute_plan = self._execute_plan
+        if not check_feed_shapes:
+            execute_plan = functools.partial(self._execute_plan, verify=False)
         build = structure.build
         session = self
         default_limit = self._max_intermediate_bytes
@@ -410,7 +422,9 @@ class BaseSession:
             execute_plan(plan, vals, trace, run_metadata, token, budget)
             return build(collect(plan, vals))
 
-        if not default_limit:  # a memory limit counts every call's bytes: the interpreter
+        # A memory limit counts every call's bytes, and unchecked feed shapes must not meet
+        # plans made from static shapes: both take the interpreter.
+        if not default_limit and check_feed_shapes:
             compiled = compile_callable(
                 self, plan, n_feeds, build, run_callable, accept_options, _arity_error(feeds)
             )

@@ -1,17 +1,18 @@
 """The model repository on disk: ``<repo>/<model>/<version>/`` plus ``<model>/config.json``.
 
 A directory is a model when its name is valid and it holds at least one version directory
-(a positive integer) or a ``config.json`` (or Triton's ``config.pbtxt``, read where there is no
-``config.json``: ``service.triton_config``); anything else (scripts, data, hidden entries) is
-ignored. Every version directory is a version: one holding a model the server reads (the
-engine's ``saved_model.msgpack``, TensorFlow's ``saved_model.pb``, ``model.onnx``) is loaded
-as it is, and one holding none shows as a failed version with the reason, never silently
-skipped. A version copied in file by file may be read before it is complete, so each version
-has a *stamp* (the names, sizes
-and modification times of every file under it): a version that failed to load is retried
-when its stamp changes. Symlinks that lead out of the repository are refused (the version
-fails with the reason) unless ``follow_symlinks`` is set. A model whose directory or
-``config.json`` cannot be read fails alone, with the reason; the others are unaffected.
+(a positive integer; leading zeros allowed, two spellings of one version refused) or a
+``config.json`` (or Triton's ``config.pbtxt``, read where there is no ``config.json``:
+``service.triton_config``); anything else (scripts, data, hidden entries) is ignored.
+Every version directory is a version: one holding a model the server reads (the engine's
+``saved_model.msgpack``, TensorFlow's ``saved_model.pb``, ``model.onnx``) is loaded as it
+is, and one holding none shows as a failed version with the reason, never silently skipped.
+A version copied in file by file may be read before it is complete, so each version has a
+*stamp* (the names, sizes and modification times of every file under it): a version that
+failed to load is retried when its stamp changes. Symlinks that lead out of the repository
+are refused (the version fails with the reason) unless ``follow_symlinks`` is set. A model
+whose directory or ``config.json`` cannot be read fails alone, with the reason; the others
+are unaffected.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ def valid_model_name(name: str) -> bool:
 
 
 def parse_version(text: str) -> int | None:
-    """A version path segment as a positive integer, or None if it is not one."""
-    if not text.isdigit() or len(text) > 18 or text.startswith("0"):
+    """A version path segment as a positive integer, or None if it is not one. Leading
+    zeros are allowed, as TF Serving allows them (its own test models live in
+    ``00000123``)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 18 or int(text) == 0:
         return None
     return int(text)
 
@@ -88,10 +91,16 @@ def scan_repository(root: str | Path, follow_symlinks: bool = False) -> dict[str
 
 def _scan_model(entry: Path, real_root: Path, follow_symlinks: bool) -> ModelSource | None:
     versions = {}
-    children = list(entry.iterdir())
+    clashes = {}
+    children = sorted(entry.iterdir())
     for child in children:
         v = parse_version(child.name)
         if v is not None and child.is_dir():
+            if v in versions:  # e.g. 123 and 00000123
+                clashes[v] = (
+                    f"directories {versions[v].name} and {child.name} both hold version {v}"
+                )
+                continue
             versions[v] = child
     has_config = (entry / "config.json").is_file()
     triton = not has_config and (entry / TRITON_CONFIG).is_file()
@@ -117,8 +126,8 @@ def _scan_model(entry: Path, real_root: Path, follow_symlinks: bool) -> ModelSou
     for v, path in versions.items():
         stamp, reason = version_stamp(path, real_root, follow_symlinks)
         source.stamps[v] = stamp
-        if reason or outside:
-            source.refused[v] = reason or outside
+        if reason or outside or v in clashes:
+            source.refused[v] = reason or outside or clashes[v]
     return source
 
 

@@ -110,6 +110,9 @@ class Signature:
         self.input_order = sorted(inputs)
         self.output_order = sorted(outputs)
         self.fns = [fn]
+        # TF SavedModels: per instance, a callable taking inputs of any shape (see Servable)
+        self.lenient_fns: list | None = None
+        self.ordered_inputs = [inputs[a] for a in self.input_order]
         self.pool = pool
         # Seconds a run of ``cost_elements`` input elements takes, learned at warmup and kept
         # current from every run (None: never measured). Schedulers run requests estimated
@@ -209,15 +212,20 @@ class Signature:
     ) -> dict[str, np.ndarray]:
         """Runs the signature (blocking; call off the event loop) on ``instance``, or on the
         least busy instance. ``cancellation`` (an engine ``Cancellation``) stops it early."""
+        fns = self.fns
+        if self.lenient_fns is not None and not all(
+            spec.shape_matches(a) for spec, a in zip(self.ordered_inputs, arrays)
+        ):
+            fns = self.lenient_fns
         try:
             if instance is not None:
-                values = self.fns[instance](*arrays, cancellation=cancellation)
+                values = fns[instance](*arrays, cancellation=cancellation)
             elif self.pool is None:
-                values = self.fns[0](*arrays, cancellation=cancellation)
+                values = fns[0](*arrays, cancellation=cancellation)
             else:
                 i = self.pool.acquire()
                 try:
-                    values = self.fns[i](*arrays, cancellation=cancellation)
+                    values = fns[i](*arrays, cancellation=cancellation)
                 finally:
                     self.pool.release(i)
         except (engine_errors.InvalidArgumentError, engine_errors.OutOfRangeError) as e:
@@ -402,6 +410,14 @@ class Servable:
                 sig.pool = self.pool
         self._warmup()
 
+    @property
+    def _tensorflow_format(self) -> bool:
+        """Whether the version is TensorFlow's own SavedModel (served with TF's rules)."""
+        return (
+            not (self.path / "saved_model.msgpack").is_file()
+            and (self.path / "saved_model.pb").is_file()
+        )
+
     def _load_meta(self, session: tf.Session) -> MetaGraphDef:
         """Loads the version into ``session``: a SavedModel, else an ONNX ``model.onnx``."""
         if (
@@ -447,10 +463,23 @@ class Servable:
                     "; export a signature that only reads the model"
                 )
             fn = session.make_callable(out_tensors, feed_list=in_tensors, accept_options=True)
+            lenient = None
+            if self._tensorflow_format:
+                # TF Serving feeds a request of another shape than the signature's and lets
+                # the graph decide ([1.0, 2.0, 5.0] to half_plus_two's [?, 1] input gives
+                # [2.5, 3.0, 4.5]); such requests take this callable, the rest ``fn``
+                for spec in inputs.values():
+                    spec.trust_graph = True
+                lenient = session.make_callable(
+                    out_tensors, feed_list=in_tensors, accept_options=True, check_feed_shapes=False
+                )
             if i == 0:
                 self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
+                self.signatures[key].lenient_fns = [] if lenient is not None else None
             else:
                 self.signatures[key].fns.append(fn)
+            if lenient is not None:
+                self.signatures[key].lenient_fns.append(lenient)
         if i == 0:
             self.default_signature = (
                 tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY

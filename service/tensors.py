@@ -38,13 +38,16 @@ _MAX_DEPTH = 32  # nested lists
 class TensorSpec:
     """A signature input or output: public alias, graph tensor name, dtype and shape."""
 
-    __slots__ = ("alias", "tensor_name", "dtype", "_shape", "_dims", "_exact")
+    __slots__ = ("alias", "tensor_name", "dtype", "_shape", "_dims", "_exact", "trust_graph")
 
     def __init__(self, alias: str, tensor_name: str, dtype: dtypes.DType, shape: TensorShape):
         self.alias = alias
         self.tensor_name = tensor_name
         self.dtype = dtype
         self.shape = shape  # engine TensorShape
+        # A TF SavedModel's input: a value of another shape is fed as it is, the graph
+        # deciding, as TF Serving does (the dtype is still converted and checked)
+        self.trust_graph = False
 
     @property
     def shape(self) -> TensorShape:
@@ -55,6 +58,14 @@ class TensorSpec:
         self._shape = shape
         self._dims = shape.as_tuple()  # read for every request: made once
         self._exact = _exact_check(self.dtype, self._dims)
+
+    def shape_matches(self, arr: np.ndarray) -> bool:
+        """Whether ``arr``'s shape is one the signature declares."""
+        dims = self._dims
+        if dims is None:
+            return True
+        shape = arr.shape
+        return len(shape) == len(dims) and all(d is None or d == s for d, s in zip(dims, shape))
 
     def accepts(self, arr: np.ndarray) -> bool:
         """Whether ``arr`` is already what ``coerce`` makes of it (an array of this
@@ -379,7 +390,7 @@ def coerce(spec: TensorSpec, arr: np.ndarray, what: str | None = None) -> np.nda
 
 def _check_dims(spec: TensorSpec, out: np.ndarray, what: str | None) -> np.ndarray:
     dims = spec.dims
-    if dims is not None:
+    if dims is not None and not spec.trust_graph:
         what = what or f"input '{spec.alias}'"
         if out.ndim != len(dims):
             raise InvalidInput(

@@ -29,6 +29,13 @@ class FeedSpec:
         self.dims = tensor.shape.as_tuple()
         self.name = tensor.name
 
+    def without_shape_check(self) -> FeedSpec:
+        """This spec, converting the dtype but taking any shape (as TF's C++ session does:
+        only the Python client checks fed shapes)."""
+        spec = FeedSpec(self.tensor)
+        spec.dims = None
+        return spec
+
     def convert(self, value):
         """The fed value as an array of the tensor's dtype, checked against its static shape."""
         if isinstance(value, Tensor):

@@ -270,6 +270,22 @@ def test_make_callable():
             f([[1.0]])
 
 
+def test_make_callable_can_feed_shapes_as_tfs_cpp_session_does():
+    """``check_feed_shapes=False``: a value of another shape than the placeholder's runs,
+    the ops deciding (TF's C++ session, which TF Serving calls, checks no fed shape)."""
+    x = tf.placeholder(tf.float32, [None, 1], name="x")
+    y = x * 0.5 + 2.0
+    with tf.Session() as sess:
+        strict = sess.make_callable(y, feed_list=[x])
+        lenient = sess.make_callable(y, feed_list=[x], check_feed_shapes=False)
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            strict(np.array([1.0, 2.0, 5.0], np.float32))
+        np.testing.assert_array_equal(lenient(np.array([1.0, 2.0, 5.0], np.float32)), [2.5, 3, 4.5])
+        np.testing.assert_array_equal(lenient(np.array([[1.0]], np.float32)), [[2.5]])
+        with pytest.raises(ValueError, match="could not convert string"):
+            lenient(np.array(["a"]))  # dtypes are still converted and checked
+
+
 def test_fetched_values_do_not_alias_state():
     c = tf.constant([1.0, 2.0])
     v = tf.Variable([1.0, 2.0])

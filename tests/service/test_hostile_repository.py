@@ -190,3 +190,19 @@ async def test_a_load_past_load_timeout_fails_and_its_warmup_is_stopped(tmp_path
         await asyncio.sleep(0.05)
     assert manager.stuck_loads == 0
     assert manager.status("slow")[0].error == status.error
+
+
+def test_versions_may_have_leading_zeros_but_not_two_spellings(tmp_path):
+    """TF Serving reads 00000123 as version 123 (its own test models live there); 123 and
+    0123 together are one version twice, refused with the reason."""
+    from service.repository import parse_version, scan_repository
+
+    assert parse_version("00000123") == 123
+    assert parse_version("0") is None and parse_version("000") is None
+    assert parse_version("١٢") is None  # digits outside ASCII are not versions
+    for name in ("a/00000123", "b/7", "b/0007"):
+        (tmp_path / name).mkdir(parents=True)
+    models = scan_repository(tmp_path)
+    assert list(models["a"].versions) == [123]
+    assert models["b"].versions[7].name == "0007"
+    assert models["b"].refused[7] == "directories 0007 and 7 both hold version 7"

@@ -117,9 +117,12 @@ async def test_invalid_names_never_reach_the_filesystem(tmp_path, manager_for):
     for name in ["../hpt", "hpt/1", "..", ".hidden", "a" * 200]:
         with pytest.raises(NotFound):
             await m.infer(name, {"x": np.array([1.0])})
-    for version in ["../1", "0", "-1", "01", "1.0"]:
+    for version in ["../1", "0", "-1", "00", "1.0", "+1", " 1"]:
         with pytest.raises(NotFound):
             await m.infer("hpt", {"x": np.array([1.0])}, version=version)
+    # leading zeros name the same version, as TF Serving's version paths do
+    r = await m.infer("hpt", {"x": np.array([1.0])}, version="01")
+    assert r.version == 1
 
 
 async def test_inputs_are_validated_with_safe_casts(repository, manager_for):

@@ -134,3 +134,44 @@ async def test_keras_text_vectorization_model_takes_raw_text(aiohttp_client, tmp
     assert r.status == 200, await r.text()
     got = (await r.json())["predictions"]
     np.testing.assert_allclose(got, np.load(d / "io.npz")["y"], rtol=1e-5, atol=1e-6)
+
+
+async def test_a_model_in_tf_servings_own_form_answers_its_tutorial_requests(
+    aiohttp_client, tmp_path
+):
+    """TF Serving's half_plus_two form (version directory 00000123, a Snappy-compressed
+    checkpoint index, x of shape [?, 1], predict/classify/regress signatures): the requests
+    of TF Serving's REST tutorial get TF Serving's answers, including [1.0, 2.0, 5.0] fed to
+    the [?, 1] input as TF's C++ session feeds it (recorded by TF: flat_y)."""
+    d = FIXTURES / "half_plus_two_tf1"
+    shutil.copytree(d, tmp_path / "half_plus_two")
+    (tmp_path / "half_plus_two" / "io.npz").unlink()
+    client = await _client(aiohttp_client, tmp_path)
+    io = np.load(d / "io.npz")
+    r = await client.get("/v1/models/half_plus_two")
+    assert (await r.json())["model_version_status"][0]["version"] == "123"
+    r = await client.post(
+        "/v1/models/half_plus_two:predict", data=json.dumps({"instances": [1.0, 2.0, 5.0]})
+    )
+    assert r.status == 200, await r.text()
+    assert (await r.json())["predictions"] == io["flat_y"].tolist()
+    rows = {"instances": io["x"].tolist()}
+    r = await client.post("/v1/models/half_plus_two:predict", data=json.dumps(rows))
+    assert (await r.json())["predictions"] == io["y"].tolist()
+    examples = {"examples": [{"x": 1.0}, {"x": 2.0}]}
+    r = await client.post(
+        "/v1/models/half_plus_two:regress",
+        data=json.dumps({"signature_name": "regress_x_to_y", **examples}),
+    )
+    assert (await r.json())["result"] == [2.5, 3.0]
+    r = await client.post(
+        "/v1/models/half_plus_two:classify",
+        data=json.dumps({"signature_name": "classify_x_to_y", **examples}),
+    )
+    assert (await r.json())["result"] == [[["", 2.5]], [["", 3.0]]]
+    # a shape the graph cannot take is still a 400 naming the problem, never a 500
+    r = await client.post(
+        "/v1/models/half_plus_two:predict", data=json.dumps({"instances": ["a", "b"]})
+    )
+    assert r.status == 400
+    assert "error" in await r.json()
