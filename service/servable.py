@@ -110,6 +110,10 @@ class Signature:
         self.input_order = sorted(inputs)
         self.output_order = sorted(outputs)
         self.fns = [fn]
+        # Changes variables (TF Serving's counter model): see ``make_stateful``
+        self.stateful = False
+        self.pinned = False  # another signature of the model changes variables
+        self._state_lock = threading.Lock()
         # TF SavedModels: per instance, a callable taking inputs of any shape (see Servable)
         self.lenient_fns: list | None = None
         self.ordered_inputs = [inputs[a] for a in self.input_order]
@@ -130,6 +134,13 @@ class Signature:
             s.dims is not None and len(s.dims) >= 1 and s.dims[0] is None
             for s in list(inputs.values()) + list(outputs.values())
         )
+
+    def make_stateful(self) -> None:
+        """Marks a signature that changes variables (an ``AssignAdd`` counter): it runs on
+        instance 0 only, one request at a time, is never batched (a merged batch would run
+        its update once for many requests) and never runs on the event loop."""
+        self.stateful = True
+        self.batchable = False
 
     def check_outputs(self, outputs: list[str] | None) -> list[str]:
         """The output aliases a request asks for (all, for None), each once, in order."""
@@ -165,7 +176,7 @@ class Signature:
     def estimated_seconds(self, arrays: list[np.ndarray]) -> float | None:
         """The expected compute time of a run on ``arrays`` (scaled by input elements from
         the measured runs), or None before any run was measured."""
-        if self.cost_seconds is None:
+        if self.cost_seconds is None or self.stateful:
             return None
         elements = arrays[0].size if len(arrays) == 1 else sum(a.size for a in arrays)
         return self.cost_seconds * max(1.0, elements / self.cost_elements)
@@ -212,6 +223,14 @@ class Signature:
     ) -> dict[str, np.ndarray]:
         """Runs the signature (blocking; call off the event loop) on ``instance``, or on the
         least busy instance. ``cancellation`` (an engine ``Cancellation``) stops it early."""
+        if self.stateful:
+            with self._state_lock:  # one run at a time, on the instance holding the state
+                return self._run_on(0, arrays, cancellation)
+        if self.pinned:  # the model's state lives on instance 0: reads see it there
+            return self._run_on(0, arrays, cancellation)
+        return self._run_on(instance, arrays, cancellation)
+
+    def _run_on(self, instance, arrays, cancellation) -> dict[str, np.ndarray]:
         fns = self.fns
         if self.lenient_fns is not None and not all(
             spec.shape_matches(a) for spec, a in zip(self.ordered_inputs, arrays)
@@ -402,8 +421,10 @@ class Servable:
             graph.finalize()
             self.instances.append(label)
         on_cpu = all(label.partition(":")[0] == "cpu" for label in self.instances)
+        stateful = any(sig.stateful for sig in self.signatures.values())
         for sig in self.signatures.values():
             sig.cpu_bound = on_cpu
+            sig.pinned = stateful
         if len(configs) > 1:
             self.pool = InstancePool(self.instances)
             for sig in self.signatures.values():
@@ -452,15 +473,21 @@ class Servable:
             out_tensors = [
                 graph.get_tensor_by_name(outputs[a].tensor_name) for a in sorted(outputs)
             ]
-            bad = [
-                f"{op.name} ({op.type})"
-                for op in graph_inspection.variable_writes(out_tensors, feeds=in_tensors)
-            ]
-            if bad:
-                raise LoadError(
-                    f"signature {key!r} would change variables when served "
-                    f"(its computation includes {', '.join(sorted(set(bad))[:5])})"
-                    "; export a signature that only reads the model"
+            writes = sorted(
+                {
+                    f"{op.name} ({op.type})"
+                    for op in graph_inspection.variable_writes(out_tensors, feeds=in_tensors)
+                }
+            )
+            if writes and i == 0:
+                log.info(
+                    "model %s version %d: signature %r changes variables (%s): served as TF "
+                    "Serving serves it, one request at a time on one instance, never batched "
+                    "or warmed up with made-up inputs",
+                    self.model,
+                    self.version,
+                    key,
+                    ", ".join(writes[:5]),
                 )
             fn = session.make_callable(out_tensors, feed_list=in_tensors, accept_options=True)
             lenient = None
@@ -476,6 +503,8 @@ class Servable:
             if i == 0:
                 self.signatures[key] = Signature(key, sig.method_name, inputs, outputs, fn)
                 self.signatures[key].lenient_fns = [] if lenient is not None else None
+                if writes:
+                    self.signatures[key].make_stateful()
             else:
                 self.signatures[key].fns.append(fn)
             if lenient is not None:
@@ -507,7 +536,7 @@ class Servable:
                             for a, v in req["inputs"].items()
                         }
                     )
-                    for k in range(len(sig.fns)):
+                    for k in range(1 if sig.stateful else len(sig.fns)):
                         sig.run(arrays, instance=k, cancellation=self.load_cancellation)
                     self._learn_cost(sig, arrays)
                 except Exception as e:  # noqa: BLE001
@@ -516,6 +545,8 @@ class Servable:
         if tf_serving_file is not None:
             return  # the model's own warmup requests replace the synthetic ones
         for sig in self.signatures.values():
+            if sig.stateful:
+                continue  # made-up inputs would change the model's state
             arrays = [_synthetic(spec) for spec in (sig.inputs[a] for a in sig.input_order)]
             try:
                 for k in range(len(sig.fns)):
@@ -555,7 +586,7 @@ class Servable:
                 else:
                     inputs = req.inputs
                 arrays = sig.validate(inputs)
-                for k in range(len(sig.fns)):
+                for k in range(1 if sig.stateful else len(sig.fns)):
                     sig.run(arrays, instance=k, cancellation=self.load_cancellation)
                 if key not in costed:  # once per signature: a file may hold 1000 records
                     costed.add(key)
@@ -572,6 +603,8 @@ class Servable:
 
     def _learn_cost(self, sig: Signature, arrays: list[np.ndarray]) -> None:
         """Measures a warmed-up signature's compute time: the fastest of a few runs."""
+        if sig.stateful:
+            return  # each run would change the state; such signatures never run inline
         best = best_cpu = None
         for _ in range(3):
             t0, c0 = time.perf_counter(), time.thread_time()

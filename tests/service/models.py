@@ -87,7 +87,7 @@ def slow(path: Path, iterations: int = 3_000_000) -> None:
 
 
 def stateful(path: Path) -> None:
-    """A signature whose output is an assign: servers must refuse it at load."""
+    """A signature whose output is an assign (a counter): served one request at a time."""
 
     def build():
         x = tf.placeholder(tf.float32, [None], name="x")

@@ -77,14 +77,25 @@ async def test_failed_version_is_reported_and_does_not_disturb_serving(tmp_path,
     assert states(m, "hpt") == {2: "AVAILABLE"}
 
 
-async def test_state_changing_signature_is_refused(tmp_path, manager_for):
+@pytest.mark.parametrize("batching", [False, True])
+async def test_state_changing_signature_is_served_one_request_at_a_time(
+    tmp_path, manager_for, batching
+):
+    """A signature that changes variables (TF Serving's counter model) is served as TF
+    Serving serves it: every request updates the one state, none is lost to a merged batch
+    or to a second instance, and concurrent requests never race."""
     models.stateful(tmp_path / "counter" / "1")
-    m = await manager_for(tmp_path)
+    models.write_config(tmp_path / "counter", {"instances": 2})
+    m = await manager_for(tmp_path, enable_batching=batching, inline_compute_micros=1_000_000)
     (status,) = m.status("counter")
-    assert status.state == "END"
-    assert "would change variables" in status.error and "AssignAdd" in status.error
-    with pytest.raises(Unavailable):
-        await m.infer("counter", {"x": np.array([1.0])})
+    assert status.state == "AVAILABLE"
+    r = await m.infer("counter", {"x": np.array([1.0, 2.0])})
+    assert r.outputs["y"].tolist() == 3.0
+    rs = await asyncio.gather(*(m.infer("counter", {"x": np.array([1.0])}) for _ in range(40)))
+    # each request ran alone: each saw its own increment (a merged batch would share one)
+    assert sorted(float(r.outputs["y"]) for r in rs) == [float(v) for v in range(4, 44)]
+    r = await m.infer("counter", {"x": np.array([0.0])})
+    assert r.outputs["y"].tolist() == 43.0
 
 
 async def test_bad_config_is_reported_and_keeps_the_loaded_versions(tmp_path, manager_for):

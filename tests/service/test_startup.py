@@ -101,7 +101,8 @@ async def test_listener_answers_before_models_load_and_fast_models_serve_first(
 
 async def test_strict_readiness_stays_503_when_a_model_failed(tmp_path, aiohttp_client):
     repo_with(tmp_path, "good")
-    models.stateful(tmp_path / "broken" / "1")
+    (tmp_path / "broken" / "1").mkdir(parents=True)
+    (tmp_path / "broken" / "1" / "saved_model.msgpack").write_bytes(b"\x93not a model")
     strict = await aiohttp_client(create_app(manager_config(tmp_path)))
     resp = await strict.get("/v2/health/ready")
     assert resp.status == 503
@@ -109,11 +110,11 @@ async def test_strict_readiness_stays_503_when_a_model_failed(tmp_path, aiohttp_
     resp = await strict.get("/v2/models/broken/ready")
     doc = await resp.json()
     assert resp.status == 503 and doc["state"] == "FAILED"
-    assert "would change variables" in doc["error"]
+    assert "saved_model.msgpack" in doc["error"]
     status = await (await strict.get("/v1/models/broken")).json()
     entry = status["model_version_status"][0]
     assert entry["state"] == "END" and entry["status"]["error_code"] == "UNKNOWN"
-    assert "would change variables" in entry["status"]["error_message"]
+    assert "saved_model.msgpack" in entry["status"]["error_message"]
     assert (await strict.get("/v2/models/good/ready")).status == 200
 
     lenient = await aiohttp_client(create_app(manager_config(tmp_path, strict_readiness=False)))
