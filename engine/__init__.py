@@ -122,6 +122,7 @@ from engine.init_ops import (
     zeros_initializer,
 )
 from engine.init_ops_more import orthogonal_initializer, uniform_unit_scaling_initializer
+from engine.ops import audio_ops as _audio_ops  # noqa: E402
 from engine.ops.activations import erf
 from engine.ops.array import *  # noqa: F403
 from engine.ops.array_impl import (
@@ -443,6 +444,13 @@ queue = _namespace(  # tf.queue (TF 1.13+'s names for the queues)
     RandomShuffleQueue=RandomShuffleQueue,
 )
 gfile = _gfile_namespace()  # tf.gfile (TF1's CamelCase file API; tf.io.gfile is snake_case)
+audio = _namespace(  # tf.audio (TF 1.14+); the spectrogram and MFCC ops TF keeps in raw ops
+    "tf.audio",
+    decode_wav=_audio_ops.decode_wav,
+    encode_wav=_audio_ops.encode_wav,
+    audio_spectrogram=_audio_ops.audio_spectrogram,
+    mfcc=_audio_ops.mfcc,
+)
 
 
 def disable_eager_execution() -> None:

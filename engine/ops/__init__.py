@@ -4,6 +4,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     activations,
     array,
     array_transform,
+    audio_ops,
     batch_norm,
     bitcast,
     check_ops_more,

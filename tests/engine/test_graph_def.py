@@ -46,7 +46,7 @@ from tests.engine import (
     test_tensor_list,
     test_tfrecord_io,
 )
-from tests.engine.formats import test_tf_legacy_ops
+from tests.engine.formats import test_tf_audio_ops, test_tf_legacy_ops
 
 # Ops that never appear in a saved graph: py_func refuses to serialize (tested below) and
 # Arg only exists inside function bodies (it is covered through If/While); the Test* ops are
@@ -283,6 +283,7 @@ SPECIAL = {
     "readers": test_readers.round_trip_builder,
     "ragged_text": test_ragged_text.round_trip_builder,
     "tf_legacy_raw_ops": test_tf_legacy_ops.round_trip_builder,
+    "audio": test_tf_audio_ops.round_trip_builder,
 }
 
 
