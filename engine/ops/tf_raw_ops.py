@@ -1,6 +1,7 @@
 """TF op types that imported graphs hold and the engine's Python API builds from other ops:
 ``BatchNormWithGlobalNormalization`` (2016-era graphs such as Inception v3's), ``LinSpace``,
-``BroadcastArgs``, ``TensorScatterUpdate``/``Add``/``Sub``/``Max``/``Min`` and TF2's banded
+``BroadcastArgs``, ``TensorScatterUpdate``/``Add``/``Sub``/``Max``/``Min``, ``Bincount``,
+``DenseBincount`` and ``RaggedBincount`` (Keras' count and multi-hot encodings) and TF2's banded
 diagonal ops ``MatrixDiagV3``/``MatrixDiagPartV3``/``MatrixSetDiagV3`` (with ``align``).
 Kernels follow TF's CPU kernels; each is checked against TF 2.21's outputs
 (tests/engine/formats/test_tf_legacy_ops.py)."""
@@ -141,6 +142,99 @@ for _name, _kind in (
         inputs=("tensor", "indices", "updates"),
         flags=OpFlags(device_types=("CPU",), host_inputs=(1,)),
     )(_scatter(_kind))
+
+
+def _bincount_infer(o):
+    check_dtype(o, 0, INDEX, "Tidx")
+    size = constant_value(o._inputs[1])
+    n = None if size is None else int(size)
+    rows = o._inputs[0]._shape
+    lead = [] if rows.rank in (None, 1) else [rows.as_tuple()[0]]
+    if rows.rank is None:
+        return [(base(o._inputs[2]), unknown_shape())]
+    return [(base(o._inputs[2]), TensorShape(lead + [n]))]
+
+
+def _count(values: np.ndarray, size: int, weights: np.ndarray, binary: bool, dtype):
+    """Counts (or summed weights) of ``values`` in [0, size) along the last axis."""
+    if values.size and values.min() < 0:
+        raise _invalid("Input arr must be non-negative!")
+    if size < 0:
+        raise _invalid(f"size ({size}) must be non-negative")
+    if weights.size and weights.shape != values.shape:
+        raise _invalid(
+            f"weights must be empty or have the shape of the input, got "
+            f"{list(weights.shape)} and {list(values.shape)}"
+        )
+    rows = values.reshape(1, -1) if values.ndim <= 1 else values.reshape(-1, values.shape[-1])
+    w = weights.reshape(rows.shape) if weights.size else None
+    out = np.zeros((rows.shape[0], size), dtype)
+    keep = rows < size
+    r, c = np.nonzero(keep)
+    if binary:
+        out[r, rows[keep]] = 1
+    else:
+        np.add.at(out, (r, rows[keep]), 1 if w is None else w[r, c])
+    return out.reshape(values.shape[:-1] + (size,)) if values.ndim > 1 else out[0]
+
+
+@op(
+    "DenseBincount",
+    infer=_bincount_infer,
+    differentiable=False,
+    inputs=("input", "size", "weights"),
+    attrs=(Attr("binary_output", "bool", default=False),),
+    flags=OpFlags(device_types=("CPU",), host_inputs=(1,)),
+)
+def _dense_bincount(xp, values, size, weights, *, binary_output=False):
+    values, weights = np.asarray(values), np.asarray(weights)
+    if values.ndim > 2:
+        raise _invalid(f"input must be at most rank 2, got rank {values.ndim}")
+    return _count(values, int(size), weights, binary_output, weights.dtype)
+
+
+@op(
+    "Bincount",
+    infer=_bincount_infer,
+    differentiable=False,
+    inputs=("arr", "size", "weights"),
+    flags=OpFlags(device_types=("CPU",), host_inputs=(1,)),
+)
+def _bincount(xp, values, size, weights):
+    values, weights = np.asarray(values), np.asarray(weights)
+    return _count(values.reshape(-1), int(size), weights.reshape(-1), False, weights.dtype)
+
+
+def _ragged_bincount_infer(o):
+    check_dtype(o, 1, INDEX, "Tidx")
+    size = constant_value(o._inputs[2])
+    splits = o._inputs[0]._shape
+    rows = splits.as_tuple()[0] - 1 if splits.rank == 1 and splits.as_tuple()[0] else None
+    return [(base(o._inputs[3]), TensorShape([rows, None if size is None else int(size)]))]
+
+
+@op(
+    "RaggedBincount",
+    infer=_ragged_bincount_infer,
+    differentiable=False,
+    inputs=("splits", "values", "size", "weights"),
+    attrs=(Attr("binary_output", "bool", default=False),),
+    flags=OpFlags(device_types=("CPU",), host_inputs=(2,)),
+)
+def _ragged_bincount(xp, splits, values, size, weights, *, binary_output=False):
+    splits, values, weights = np.asarray(splits), np.asarray(values), np.asarray(weights)
+    n = int(size)
+    if splits.ndim != 1 or splits.size < 1 or splits[0] != 0 or np.any(np.diff(splits) < 0):
+        raise _invalid("splits must start at 0 and not decrease")
+    if splits[-1] != values.size:
+        raise _invalid(f"splits end at {splits[-1]}, but there are {values.size} values")
+    if weights.size and weights.shape != values.shape:
+        raise _invalid("weights must be empty or have the shape of values")
+    out = np.zeros((splits.size - 1, n), weights.dtype)
+    for row, (a, b) in enumerate(zip(splits[:-1], splits[1:])):
+        w = weights[a:b] if weights.size else np.zeros(0, weights.dtype)
+        out[row] = _count(values[a:b], n, w, binary_output, weights.dtype)
+    return out
 
 
 # -- banded diagonals (TF2's V3 forms) ------------------------------------------------------

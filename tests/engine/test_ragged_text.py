@@ -96,8 +96,10 @@ def test_ragged_tensor_to_tensor_errors_name_the_problem():
         _ragged(base, shape=[2, 2, 2])
 
 
-def test_keras_text_vectorization_model_matches_tensorflow():
-    d = FIXTURES / "keras_text_vectorization"
+@pytest.mark.parametrize("kind", ["keras_text_vectorization", "keras_text_multi_hot"])
+def test_keras_text_vectorization_model_matches_tensorflow(kind):
+    """Token ids padded by RaggedTensorToTensor; multi-hot and TF-IDF by RaggedBincount."""
+    d = FIXTURES / kind
     io = np.load(d / "io.npz")
     texts = np.array([t.encode() for t in json.loads((d / "texts.json").read_text())], object)
     with tf.Graph().as_default(), tf.Session() as sess:

@@ -83,6 +83,12 @@ def _run_op(op_type, inputs, attrs=None):
         ("LinSpace", [np.float32(0), np.float32(1), np.int32(0)], {}, "Requires num > 0"),
         ("BroadcastArgs", [np.array([2, 3]), np.array([4])], {}, "Incompatible shapes"),
         (
+            "DenseBincount",
+            [np.array([1, -1]), np.int32(3), np.zeros(0, "f")],
+            {},
+            "Input arr must be non-negative",
+        ),
+        (
             "FakeQuantWithMinMaxVars",
             [np.zeros(3, "f"), np.float32(1), np.float32(-1)],
             {},
@@ -162,6 +168,12 @@ def round_trip_builder():
         ("QuantizeAndDequantizeV4", [x, tf.constant(f32(-1)), tf.constant(f32(1))], {}),
     ]
     fetches = [create(t, ins, attrs, None).outputs[0] for t, ins, attrs in raw]
+    ids, none = tf.constant([[1, 2], [0, 7]]), tf.constant(np.zeros(0, "f"))
+    fetches.append(create("DenseBincount", [ids, tf.constant(5), none], {}, None).outputs[0])
+    fetches.append(create("Bincount", [ids[0], tf.constant(5), none], {}, None).outputs[0])
+    splits = tf.constant(np.array([0, 1, 1, 2], np.int64))
+    ragged = create("RaggedBincount", [splits, ids[0], tf.constant(5), none], {}, None)
+    fetches.append(ragged.outputs[0])
     idx, upd = tf.constant([[0, 1]]), tf.constant(np.ones((1, 4), "f"))
     for t in ("Update", "Add", "Sub", "Max", "Min"):
         fetches.append(create(f"TensorScatter{t}", [x, idx, upd], {}, None).outputs[0])
