@@ -60,7 +60,7 @@ def instantiate(expr: str) -> str:
 def make_repository(root):
     models.half_plus_two(root / "hpt" / "1")
     models.write_config(root / "hpt", {"batching": True})
-    models.stateful(root / "broken" / "1")  # refused at load
+    models.broken(root / "broken" / "1")  # fails to load
     models.slow(root / "slow" / "1", iterations=20_000)
     models.write_config(
         root / "slow",

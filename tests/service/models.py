@@ -98,6 +98,12 @@ def stateful(path: Path) -> None:
     export(path, build)
 
 
+def broken(path: Path) -> None:
+    """A version that fails to load: its saved_model.msgpack is not a model."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "saved_model.msgpack").write_bytes(b"\x93not a model")
+
+
 def write_config(model_dir: Path, config: dict) -> None:
     model_dir.mkdir(parents=True, exist_ok=True)
     (model_dir / "config.json").write_text(json.dumps(config))

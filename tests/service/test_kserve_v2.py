@@ -197,14 +197,14 @@ async def test_model_ready(client):
 async def test_model_ready_503_for_a_model_that_failed_to_load(
     aiohttp_client, make_config, tmp_path
 ):
-    models.stateful(tmp_path / "bad" / "1")
+    models.broken(tmp_path / "bad" / "1")
     client = await aiohttp_client(create_app(make_config(model_repository=str(tmp_path))))
     resp = await client.get("/v2/models/bad/ready")
     assert resp.status == 503
     doc = await resp.json()
     assert doc["name"] == "bad" and doc["ready"] is False and "no available" in doc["error"]
     resp = await client.get("/v2/models/bad/versions/1/ready")
-    assert resp.status == 503 and "change variables" in (await resp.json())["error"]
+    assert resp.status == 503 and "saved_model.msgpack" in (await resp.json())["error"]
     await expect_error(await client.get("/v2/models/bad"), 503, "no available version")
 
 
@@ -673,12 +673,12 @@ async def test_repository_load_picks_up_a_new_model(private_client, repo_copy):
 
 
 async def test_repository_load_failure_is_400_with_the_reason(private_client, repo_copy):
-    models.stateful(repo_copy / "bad" / "1")
+    models.broken(repo_copy / "bad" / "1")
     resp = await private_client.post("/v2/repository/models/bad/load")
-    await expect_error(resp, 400, "failed to load 'bad'", "change variables")
+    await expect_error(resp, 400, "failed to load 'bad'", "saved_model.msgpack")
     index = await (await private_client.post("/v2/repository/index")).json()
     row = next(r for r in index if r["name"] == "bad")
-    assert row["state"] == "UNAVAILABLE" and "change variables" in row["reason"]
+    assert row["state"] == "UNAVAILABLE" and "saved_model.msgpack" in row["reason"]
 
 
 async def test_repository_errors(client):
@@ -857,7 +857,7 @@ async def test_not_found_and_unavailable(client):
 
 
 async def test_infer_on_a_model_that_failed_to_load_is_503(aiohttp_client, make_config, tmp_path):
-    models.stateful(tmp_path / "bad" / "1")
+    models.broken(tmp_path / "bad" / "1")
     client = await aiohttp_client(create_app(make_config(model_repository=str(tmp_path))))
     resp = await client.post("/v2/models/bad/infer", json={"inputs": [_X]})
     await expect_error(resp, 503, "'bad'", "no available version")

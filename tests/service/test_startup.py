@@ -101,8 +101,7 @@ async def test_listener_answers_before_models_load_and_fast_models_serve_first(
 
 async def test_strict_readiness_stays_503_when_a_model_failed(tmp_path, aiohttp_client):
     repo_with(tmp_path, "good")
-    (tmp_path / "broken" / "1").mkdir(parents=True)
-    (tmp_path / "broken" / "1" / "saved_model.msgpack").write_bytes(b"\x93not a model")
+    models.broken(tmp_path / "broken" / "1")
     strict = await aiohttp_client(create_app(manager_config(tmp_path)))
     resp = await strict.get("/v2/health/ready")
     assert resp.status == 503
