@@ -13,6 +13,7 @@ from engine.ops import (  # noqa: F401 - imported for their registrations
     conv,
     conv3d,
     crop_and_resize,
+    ctc_ops,
     dataset_ops,
     decompositions,
     detection_ops,

@@ -83,6 +83,12 @@ def _run_op(op_type, inputs, attrs=None):
         ("LinSpace", [np.float32(0), np.float32(1), np.int32(0)], {}, "Requires num > 0"),
         ("BroadcastArgs", [np.array([2, 3]), np.array([4])], {}, "Incompatible shapes"),
         (
+            "CTCGreedyDecoder",
+            [np.zeros((3, 2, 4), "f"), np.array([3, 5], np.int32)],
+            {},
+            r"sequence_length must be in \[0, max_time=3\]",
+        ),
+        (
             "DenseBincount",
             [np.array([1, -1]), np.int32(3), np.zeros(0, "f")],
             {},
@@ -177,6 +183,8 @@ def round_trip_builder():
     idx, upd = tf.constant([[0, 1]]), tf.constant(np.ones((1, 4), "f"))
     for t in ("Update", "Add", "Sub", "Max", "Min"):
         fetches.append(create(f"TensorScatter{t}", [x, idx, upd], {}, None).outputs[0])
+    (decoded,), log_prob = tf.nn.ctc_greedy_decoder(tf.transpose(x, [2, 0, 1]), [4, 2])
+    fetches += [decoded.indices, decoded.values, decoded.dense_shape, log_prob]
     fetches += [
         tf.image.resize_bicubic(img, [5, 7], half_pixel_centers=True),
         tf.image.resize_area(img, [3, 5], align_corners=True),
