@@ -553,8 +553,12 @@ class Servable:
                     sig.run(arrays, instance=k, cancellation=self.load_cancellation)
                 self._learn_cost(sig, arrays)
             except Exception as e:  # noqa: BLE001 - synthetic inputs may not suit every model
-                log.warning(
-                    "synthetic warmup of %s:%d signature %r failed (serving anyway): %s",
+                # Empty strings are rarely valid images, WAVs or tf.Examples: expected, so
+                # not a warning (a numeric signature failing on zeros is worth one)
+                strings = any(s.dtype.base_dtype is tf.string for s in sig.inputs.values())
+                (log.info if strings else log.warning)(
+                    "synthetic warmup of %s:%d signature %r failed (serving anyway; a "
+                    "warmup file or config warmup requests give real inputs): %s",
                     self.model,
                     self.version,
                     sig.key,

@@ -128,6 +128,7 @@ OUTPUT_ARGS: dict[str, tuple] = {
     "ListDiff": ("out", "idx"),
     "Switch": ("output_false", "output_true"),
     "StringSplit": ("indices", "values", "shape"),
+    "DecodeWav": ("audio", "sample_rate"),
     "CTCGreedyDecoder": ("decoded_indices", "decoded_values", "decoded_shape", "log_probability"),
     "FusedBatchNormGrad": (
         "x_backprop",
