@@ -197,7 +197,13 @@ class _Loop:
         # frame nodes nothing reads (side effects each iteration): the body's control outputs
         used = {n.name for n in cond_nodes + body_nodes}
         read = {source(r) for n in self.members.values() for r in n.inputs}
-        sinks = [k for k in self.members if k not in self.structure | used | read]
+        # (a Switch nothing reads, such as a TensorArray handle's once its ops take the flow
+        # instead, does nothing)
+        sinks = [
+            k
+            for k, n in self.members.items()
+            if k not in self.structure | used | read and n.op not in ("Switch", "Merge")
+        ]
         known = {n.name for n in body_nodes}
         extra = self._collect(sinks, args.rewriter(True))
         body_nodes += [n for n in extra if n.name not in known]
@@ -210,13 +216,10 @@ class _Loop:
             [cond_out],
             [],
         )
-        body_fn = FunctionBody(
-            tag + "/body",
-            arg_nodes,
-            without_args(functionalize_conds(arg_nodes + body_nodes)),
-            body_outs + passed,
-            sinks,
-        )
+        body_nodes = without_args(functionalize_conds(arg_nodes + body_nodes))
+        remaining = {n.name for n in body_nodes}  # conds replace their branches' nodes
+        sinks = [k for k in sinks if k in remaining]
+        body_fn = FunctionBody(tag + "/body", arg_nodes, body_nodes, body_outs + passed, sinks)
         pi = self.loop_vars[0][1].attrs.get("parallel_iterations") if self.loop_vars else None
         attrs = {
             "cond": cond_fn,
