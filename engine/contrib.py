@@ -9,9 +9,16 @@ import importlib.util
 import sys
 import types
 
-from engine import contrib_seq2seq, conv_layers, core_layers, init_ops, rnn, rnn_dropout
+from engine import (
+    contrib_layers,
+    contrib_seq2seq,
+    conv_layers,
+    core_layers,
+    init_ops,
+    rnn,
+    rnn_dropout,
+)
 from engine.ops import math as math_ops
-from engine.ops import nn as nn_ops
 from engine.ops import nn_losses, reduction
 from engine.util.namespaces import Namespace, namespace
 
@@ -43,24 +50,6 @@ def _xavier_initializer(uniform=True, seed=None, dtype=None):
     return init_ops.GlorotUniform(seed=seed) if uniform else init_ops.GlorotNormal(seed=seed)
 
 
-def _fully_connected(inputs, num_outputs, activation_fn=nn_ops.relu, scope=None, **kwargs):
-    """``contrib.layers.fully_connected``: a dense layer with ReLU by default."""
-    allowed = {"weights_initializer": "kernel_initializer", "biases_initializer": None,
-               "weights_regularizer": "kernel_regularizer", "reuse": "reuse",
-               "trainable": "trainable"}  # fmt: skip
-    args = {}
-    for k, v in kwargs.items():
-        if k not in allowed:
-            raise TypeError(f"fully_connected() got an unsupported argument '{k}'")
-        if allowed[k] is not None:
-            args[allowed[k]] = v
-        elif v is None:
-            args["use_bias"] = False
-    return core_layers.dense(
-        inputs, num_outputs, activation=activation_fn, name=scope or "fully_connected", **args
-    )
-
-
 rnn_namespace = namespace(
     "tf.contrib.rnn",
     BasicRNNCell=rnn.BasicRNNCell,
@@ -78,7 +67,14 @@ rnn_namespace = namespace(
 layers_namespace = namespace(
     "tf.contrib.layers",
     flatten=core_layers.flatten,
-    fully_connected=_fully_connected,
+    fully_connected=contrib_layers.fully_connected,
+    conv2d=contrib_layers.conv2d,
+    convolution2d=contrib_layers.conv2d,
+    batch_norm=contrib_layers.batch_norm,
+    max_pool2d=contrib_layers.max_pool2d,
+    avg_pool2d=contrib_layers.avg_pool2d,
+    dropout=contrib_layers.dropout,
+    embed_sequence=contrib_layers.embed_sequence,
     xavier_initializer=_xavier_initializer,
     xavier_initializer_conv2d=_xavier_initializer,
     l2_regularizer=_l2_regularizer,
