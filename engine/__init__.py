@@ -17,6 +17,7 @@ import sys as _sys
 from engine import (
     app,
     data,
+    distributions,  # noqa: E402 - tf.distributions (TF 1.x)
     dtypes,
     errors,
     estimator,

@@ -14,6 +14,7 @@ from engine import (
     contrib_seq2seq,
     conv_layers,
     core_layers,
+    distributions,
     init_ops,
     rnn,
     rnn_dropout,
@@ -101,6 +102,7 @@ contrib.__dict__.update(
     rnn=rnn_namespace,
     layers=layers_namespace,
     legacy_seq2seq=contrib_seq2seq.legacy_seq2seq,
+    distributions=distributions,
     seq2seq=contrib_seq2seq.seq2seq,
 )
 
