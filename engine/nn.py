@@ -3,7 +3,7 @@
 from engine import rnn_cell  # noqa: F401
 from engine.ops.activations import gelu, selu  # noqa: F401
 from engine.ops.array import stop_gradient  # noqa: F401
-from engine.ops.ctc_ops import ctc_greedy_decoder  # noqa: F401
+from engine.ops.ctc_ops import ctc_greedy_decoder, ctc_loss  # noqa: F401
 from engine.ops.embedding import (  # noqa: F401
     embedding_lookup,
     log_uniform_candidate_sampler,

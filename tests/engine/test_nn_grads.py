@@ -84,7 +84,13 @@ def _sigmoid(labels, logits):
     return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
 
+def _ctc(x):
+    labels = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [1, 1, 0], [2, 2])
+    return tf.nn.ctc_loss(labels, x, [4, 3]) * [1.0, 0.5]
+
+
 GRAD_CASES = [
+    Case("ctc_loss", _ctc, [rng.standard_normal((4, 2, 3))], None),
     Case("erf", tf.erf, [wide / 3], None),
     Case("selu", tf.nn.selu, [kinked - 3], None),
     Case("relu", tf.nn.relu, [kinked], None),

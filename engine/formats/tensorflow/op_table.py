@@ -129,6 +129,7 @@ OUTPUT_ARGS: dict[str, tuple] = {
     "Switch": ("output_false", "output_true"),
     "StringSplit": ("indices", "values", "shape"),
     "DecodeWav": ("audio", "sample_rate"),
+    "CTCLoss": ("loss", "gradient"),
     "CTCGreedyDecoder": ("decoded_indices", "decoded_values", "decoded_shape", "log_probability"),
     "FusedBatchNormGrad": (
         "x_backprop",

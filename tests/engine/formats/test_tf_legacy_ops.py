@@ -184,6 +184,8 @@ def round_trip_builder():
     for t in ("Update", "Add", "Sub", "Max", "Min"):
         fetches.append(create(f"TensorScatter{t}", [x, idx, upd], {}, None).outputs[0])
     (decoded,), log_prob = tf.nn.ctc_greedy_decoder(tf.transpose(x, [2, 0, 1]), [4, 2])
+    labels = tf.SparseTensor([[0, 0], [1, 0]], [1, 0], [2, 1])
+    fetches.append(tf.nn.ctc_loss(labels, tf.transpose(x, [2, 0, 1]), [4, 2]))
     fetches += [decoded.indices, decoded.values, decoded.dense_shape, log_prob]
     fetches += [
         tf.image.resize_bicubic(img, [5, 7], half_pixel_centers=True),
