@@ -175,3 +175,13 @@ async def test_a_model_in_tf_servings_own_form_answers_its_tutorial_requests(
     )
     assert r.status == 400
     assert "error" in await r.json()
+
+
+async def test_a_tf_model_fed_a_shape_its_graph_cannot_take_answers_400(aiohttp_client, tmp_path):
+    """The graph decides request shapes for TF SavedModels; when it cannot take one, the
+    answer is a 400 naming the op, never a 500."""
+    client = await _client(aiohttp_client, _repo(tmp_path))
+    body = {"inputs": {"x": [[1.0, 2.0, 3.0, 4.0, 5.0]], "ids": [0]}}
+    r = await client.post("/v1/models/tf1/versions/1:predict", data=json.dumps(body))
+    assert r.status == 400
+    assert "MatMul" in (await r.json())["error"]
