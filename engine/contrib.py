@@ -10,6 +10,7 @@ import sys
 import types
 
 from engine import (
+    contrib_crf,
     contrib_layers,
     contrib_seq2seq,
     conv_layers,
@@ -103,6 +104,10 @@ contrib.__dict__.update(
     layers=layers_namespace,
     legacy_seq2seq=contrib_seq2seq.legacy_seq2seq,
     distributions=distributions,
+    crf=namespace(
+        "tf.contrib.crf",
+        **{n: getattr(contrib_crf, n) for n in contrib_crf.__all__},
+    ),
     seq2seq=contrib_seq2seq.seq2seq,
 )
 
