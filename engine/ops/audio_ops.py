@@ -12,21 +12,18 @@ import struct
 
 import numpy as np
 
-from engine import dtypes, errors
+from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import Tensor, name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
 from engine.ops._common import base, create
+from engine.ops.array import _invalid
 from engine.tensor_shape import TensorShape
 
 __all__ = ["decode_wav", "encode_wav", "audio_spectrogram", "mfcc"]
 
 _CPU = OpFlags(device_types=("CPU",))
 _SKIPPED_BEFORE_FMT = {b"JUNK", b"bext", b"iXML", b"qlty", b"mext", b"levl", b"link", b"axml"}
-
-
-def _invalid(msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, None, msg)
 
 
 class _Reader:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import dtypes, errors
+from engine import dtypes
 from engine.framework.constant_op import convert_to_tensor
 from engine.framework.graph import name_scope
 from engine.framework.registry import Attr, OpFlags, ShapeError, op
@@ -16,15 +16,12 @@ from engine.framework.sparse_tensor import SparseTensor
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
 from engine.ops._common import base, check_dtype, create
+from engine.ops.array import _invalid
 from engine.tensor_shape import TensorShape
 
 __all__ = ["ctc_greedy_decoder", "ctc_loss"]
 
 _FLOATS = frozenset([dtypes.float32, dtypes.float64])
-
-
-def _invalid(msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, None, msg)
 
 
 def _greedy_infer(o):

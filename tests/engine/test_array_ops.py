@@ -28,17 +28,6 @@ def _split_at(x, cuts, axis):
     return np.split(x, cuts, axis)
 
 
-def _np_reverse_sequence(x, lengths, seq, batch):
-    out = x.copy()
-    for b, n in enumerate(lengths):
-        src = [slice(None)] * x.ndim
-        src[batch] = b
-        src[seq] = slice(0, int(n))
-        dst = list(src)
-        out[tuple(dst)] = np.flip(x[tuple(src)], axis=seq - (batch < seq))
-    return out
-
-
 CASES = [
     Case("identity_n", lambda a, b: tf.identity_n([a, b]), [a23, a121], lambda a, b: [a, b]),
     Case("identity_n_one", lambda a: tf.identity_n([a]), [a23], lambda a: [a]),
@@ -498,20 +487,6 @@ CASES = [
     Case("reverse_none", lambda x: tf.reverse(x, np.zeros(0, I32)), [i23], lambda x: x, [2, 3]),
     Case("reverse_fed_axis", tf.reverse, [a234, np.array([1], I64)], lambda x, a: x[:, ::-1]),
     Case(
-        "reverse_sequence_batch0",
-        lambda x, n: tf.reverse_sequence(x, n, seq_axis=1),
-        [a234, np.array([2, 3], I64)],
-        lambda x, n: _np_reverse_sequence(x, n, 1, 0),
-        [2, 3, 4],
-    ),
-    Case(
-        "reverse_sequence_batch_last",
-        lambda x, n: tf.reverse_sequence(x, n, seq_axis=1, batch_axis=2),
-        [a234, np.array([0, 1, 3, 2], I32)],
-        lambda x, n: _np_reverse_sequence(x, n, 1, 2),
-        [2, 3, 4],
-    ),
-    Case(
         "broadcast_to",
         lambda x: tf.broadcast_to(x, [2, 3]),
         [a23[0]],
@@ -919,18 +894,3 @@ def test_fills_of_another_dtype_with_a_shape_known_only_at_run_time():
     assert got[1].tolist() == [[False], [False]]
     assert got[2].tolist() == [True] * 3 and got[3].tolist() == [1, 1, 1]
     assert got[3].dtype == np.int64 and got[4].tolist() == [b""] * 3
-
-
-def test_reverse_sequence_errors_name_the_bad_length_and_dims():
-    x = tf.constant(np.zeros((2, 3), np.float32))
-    with pytest.raises(ValueError, match="seq_dim == batch_dim == 0"):
-        tf.reverse_sequence(x, [1, 1], seq_axis=0, batch_axis=0)
-    with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 2"):
-        tf.reverse_sequence(x, [1, 1, 1], seq_axis=1)
-    fed = tf.placeholder(tf.int32, [None])
-    y = tf.reverse_sequence(x, fed, seq_axis=1)
-    with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"seq_lens\(1\) must be in"):
-            sess.run(y, {fed: [1, 4]})
-        with pytest.raises(tf.errors.InvalidArgumentError, match="Length of seq_lengths"):
-            sess.run(y, {fed: [1]})
