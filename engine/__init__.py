@@ -404,6 +404,7 @@ arg_max = argmax  # noqa: F405 - from engine.ops.reduction
 arg_min = argmin  # noqa: F405
 
 from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above
+from engine import keras  # noqa: E402 - tf.keras (TF1 graph mode) builds on the names above
 
 # TF1 names whose subsystems the engine deliberately does not have (issue 12's scope): a
 # program using them gets an error naming why, not a bare missing attribute.
@@ -411,7 +412,6 @@ _OUT_OF_SCOPE = {
     "enable_eager_execution": "eager execution (the engine runs TF1 graphs in sessions)",
     "enable_v2_behavior": "TF2 behaviour (eager execution, tf.function; the engine runs TF1 "
     "graphs in sessions)",
-    "keras": "tf.keras (use tf.layers, which the engine has)",
 }
 
 
