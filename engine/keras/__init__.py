@@ -4,7 +4,62 @@ create their variables on first call, ``Sequential`` and functional models that 
 callbacks around them.
 """
 
-from engine.keras import activations, backend, initializers, layers, regularizers
-from engine.keras.input_layer import Input
+from types import SimpleNamespace
 
-__all__ = ["Input", "activations", "backend", "initializers", "layers", "regularizers"]
+from engine.keras import (
+    activations,
+    backend,
+    backend_ops,
+    callbacks,
+    datasets,
+    initializers,
+    layers,
+    losses,
+    metrics,
+    optimizers,
+    regularizers,
+    saving,
+    utils,
+)
+from engine.keras.input_layer import Input
+from engine.keras.network import Model, Sequential
+
+__all__ = [
+    "Input",
+    "Model",
+    "Sequential",
+    "activations",
+    "backend",
+    "callbacks",
+    "constraints",
+    "datasets",
+    "experimental",
+    "initializers",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "optimizers",
+    "preprocessing",
+    "regularizers",
+    "utils",
+]
+
+for _name in backend_ops.__all__:
+    setattr(backend, _name, getattr(backend_ops, _name))
+
+Model.save = saving.save_model
+models = SimpleNamespace(Model=Model, Sequential=Sequential, save_model=saving.save_model)
+constraints = SimpleNamespace(
+    MaxNorm=regularizers.MaxNorm,
+    NonNeg=regularizers.NonNeg,
+    UnitNorm=regularizers.UnitNorm,
+    MinMaxNorm=regularizers.MinMaxNorm,
+    max_norm=regularizers.MaxNorm,
+    non_neg=regularizers.NonNeg,
+    unit_norm=regularizers.UnitNorm,
+    min_max_norm=regularizers.MinMaxNorm,
+    get=regularizers.get_constraint,
+)
+experimental = SimpleNamespace(export_saved_model=saving.export_saved_model)
+preprocessing = SimpleNamespace(sequence=SimpleNamespace(pad_sequences=utils.pad_sequences))

@@ -19,6 +19,7 @@ from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend, initializers, regularizers
+from engine.ops import array as array_ops
 from engine.tensor_shape import TensorShape
 from engine.variables import Variable
 
@@ -345,6 +346,9 @@ class Layer:
         with ops.name_scope(self._name):
             self._maybe_build(inputs)
             outputs = self.call(inputs, *args, **kwargs)
+            # An output that is an input gets its own tensor (its history is this layer's).
+            ids = {id(t) for t in flatten(inputs)}
+            outputs = map_structure(lambda t: array_ops.identity(t) if id(t) in ids else t, outputs)
             if self.activity_regularizer is not None:
                 with ops.name_scope("ActivityRegularizer"):
                     for out in flatten(outputs):

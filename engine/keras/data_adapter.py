@@ -1,0 +1,183 @@
+"""The arrays ``fit``/``evaluate``/``predict`` take, checked against the model: one array per
+input (a list, or a dict by input name), one per output, 1-D arrays as a column, dtypes as
+the placeholders', and sample weights (given, or from ``class_weight``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.keras import backend, losses
+
+__all__ = [
+    "batches",
+    "check_array_lengths",
+    "class_weights_to_samples",
+    "slice_arrays",
+    "standardize_inputs",
+    "standardize_targets",
+]
+
+
+def _as_arrays(data, names: list, what: str) -> list:
+    if isinstance(data, dict):
+        missing = [n for n in names if n not in data]
+        if missing:
+            raise ValueError(
+                f'No data provided for "{missing[0]}". Need data for each key in: {names}'
+            )
+        return [data[n] for n in names]
+    if isinstance(data, (list, tuple)):
+        if names and len(data) != len(names):
+            raise ValueError(
+                f"Error when checking model {what}: the list of Numpy arrays that you are "
+                f"passing to your model is not the size the model expected. Expected to see "
+                f"{len(names)} array(s), but instead got the following list of {len(data)} "
+                "arrays"
+            )
+        return list(data)
+    if names and len(names) > 1:
+        raise ValueError(
+            f"Error when checking model {what}: the model expects {len(names)} "
+            f"arrays ({names}), but got one array"
+        )
+    return [data]
+
+
+def _column(a):
+    if hasattr(a, "initializer") or hasattr(a, "make_one_shot_iterator"):
+        raise TypeError(
+            "fit/evaluate/predict take numpy arrays here (a tf.data Dataset or iterator is "
+            "not supported: use numpy arrays, or fit_generator with a Python generator)"
+        )
+    a = np.asarray(a)
+    if a.dtype == object:
+        raise TypeError("Keras inputs must be numeric (or string) arrays, not Python objects")
+    return a[:, None] if a.ndim == 1 else a
+
+
+def _check_shape(a, tensor, name: str, what: str, check_dims=True):
+    shape = backend.int_shape(tensor)
+    if shape is None:
+        return
+    if a.ndim != len(shape):
+        raise ValueError(
+            f"Error when checking {what}: expected {name} to have {len(shape)} "
+            f"dimensions, but got array with shape {a.shape}"
+        )
+    if check_dims:
+        for got, want in zip(a.shape[1:], shape[1:]):
+            if want is not None and got != want:
+                raise ValueError(
+                    f"Error when checking {what}: expected {name} to have shape "
+                    f"{shape[1:]} but got array with shape {a.shape[1:]}"
+                )
+
+
+def standardize_inputs(model, x) -> list:
+    if x is None:
+        raise ValueError("No input data given: pass `x`")
+    names = model.input_names if model.inputs else []
+    arrays = [_column(a) for a in _as_arrays(x, names, "input")]
+    if not model.inputs:
+        return arrays
+    out = []
+    for a, t, name in zip(arrays, model.inputs, names):
+        _check_shape(a, t, name, "input")
+        out.append(
+            a.astype(t.dtype.base_dtype.as_numpy_dtype, copy=False)
+            if a.dtype.kind not in "SUO"
+            else a
+        )
+    return out
+
+
+def _is_sparse_loss(model, i: int) -> bool:
+    loss = model._compiled["loss"] if model._compiled else None
+    if isinstance(loss, dict):
+        loss = loss.get(model.output_names[i])
+    elif isinstance(loss, (list, tuple)):
+        loss = loss[i]
+    fn = losses.get(loss) if isinstance(loss, str) else loss
+    return getattr(fn, "fn", fn) is losses.sparse_categorical_crossentropy
+
+
+def standardize_targets(model, y) -> list:
+    names = model.output_names
+    arrays = [_column(a) for a in _as_arrays(y, names, "target")]
+    out = []
+    for i, (a, t, name) in enumerate(zip(arrays, model.outputs, names)):
+        sparse = _is_sparse_loss(model, i)
+        _check_shape(a, t, name, "target", check_dims=not sparse)
+        out.append(a.astype(t.dtype.base_dtype.as_numpy_dtype, copy=False))
+    return out
+
+
+def class_weights_to_samples(model, ys, sample_weight, class_weight) -> list:
+    names = model.output_names
+    if sample_weight is not None:
+        given = _as_arrays(sample_weight, names, "sample_weight")
+        out = []
+        for w, y in zip(given, ys):
+            w = np.asarray(w, backend.floatx())
+            if w.ndim != 1 or len(w) != len(y):
+                raise ValueError(
+                    f"Found a sample_weight array with shape {w.shape} for an "
+                    f"input with shape {y.shape}. sample_weight cannot be "
+                    "broadcast."
+                )
+            out.append(w)
+        return out
+    if class_weight:
+        per = (
+            class_weight
+            if isinstance(class_weight, dict)
+            and all(k in names for k in class_weight)
+            and len(names) > 1
+            else None
+        )
+        out = []
+        for name, y in zip(names, ys):
+            cw = per.get(name) if per is not None else class_weight
+            out.append(_from_class_weight(y, cw) if cw else np.ones(len(y), backend.floatx()))
+        return out
+    return [np.ones(len(y), backend.floatx()) for y in ys]
+
+
+def _from_class_weight(y, class_weight) -> np.ndarray:
+    classes = (
+        np.argmax(y, axis=1)
+        if y.ndim == 2 and y.shape[1] > 1
+        else y.reshape(len(y), -1)[:, 0].astype(np.int64)
+    )
+    missing = sorted(set(classes.tolist()) - set(class_weight))
+    if missing:
+        raise ValueError(
+            f"`class_weight` must contain all classes in the data. The classes "
+            f"{missing} exist in the data but not in `class_weight`."
+        )
+    return np.asarray([class_weight[c] for c in classes.tolist()], backend.floatx())
+
+
+def check_array_lengths(xs, ys, ws) -> None:
+    lengths = {len(a) for a in xs}
+    if len(lengths) > 1:
+        raise ValueError(
+            f"All input arrays (x) should have the same number of samples. Got "
+            f"array shapes: {[a.shape for a in xs]}"
+        )
+    targets = {len(a) for a in ys} | {len(a) for a in ws}
+    if len(targets) > 1 or (lengths and targets and lengths != targets):
+        raise ValueError(
+            f"Input arrays should have the same number of samples as target arrays. Found "
+            f"{lengths.pop() if lengths else 0} input samples and "
+            f"{sorted(targets)[0]} target samples."
+        )
+
+
+def batches(index, batch_size: int):
+    for start in range(0, len(index), batch_size):
+        yield index[start : start + batch_size]
+
+
+def slice_arrays(arrays, idx) -> list:
+    return [a[idx] for a in arrays]

@@ -1,0 +1,67 @@
+"""A Keras model as a SavedModel its servers load: ``tf.keras.experimental.export_saved_model``
+and ``model.save(dir)``. The ``serving_default`` signature takes each input under its input
+layer's name and returns each output under its output layer's name, as TF's Keras exports."""
+
+from __future__ import annotations
+
+import os
+
+from engine.keras import backend
+from engine.saving.saved_model import simple_save
+
+__all__ = ["export_saved_model", "save_model"]
+
+
+def export_saved_model(
+    model,
+    saved_model_path,
+    custom_objects=None,
+    as_text=None,
+    input_signature=None,
+    serving_only=True,
+    format="tensorflow",
+):  # noqa: A002
+    """Writes ``model`` (its graph with the current weights) as a SavedModel directory;
+    ``format="flowserve"`` writes flowserve's own layout instead of TensorFlow's."""
+    del custom_objects, as_text  # Keras' arguments with nothing to do here
+    if input_signature is not None:
+        raise ValueError(
+            "export_saved_model(input_signature=...) is not supported: the "
+            "model's own inputs are exported"
+        )
+    if not serving_only:
+        raise ValueError("export_saved_model exports the serving graph only (serving_only=True)")
+    if not model.inputs or not model.outputs:
+        raise ValueError(
+            f"The model {model.name} is not built: call it on data or give its "
+            "first layer an input_shape before exporting it"
+        )
+    path = os.fspath(saved_model_path)
+    if os.path.exists(path) and os.listdir(path):
+        raise FileExistsError(f"Export directory already exists and is not empty: {path}")
+    inputs = dict(zip(model.input_names, model.inputs))
+    outputs = dict(zip(model.output_names, model.outputs))
+    return simple_save(backend.get_session(), path, inputs=inputs, outputs=outputs, format=format)
+
+
+def save_model(
+    model,
+    filepath,
+    overwrite=True,
+    include_optimizer=True,
+    save_format=None,
+    **kwargs,
+):
+    """``model.save``: a SavedModel directory (HDF5 files are not written)."""
+    del include_optimizer, kwargs  # the serving graph holds no optimizer
+    filepath = os.fspath(filepath)
+    if save_format == "h5" or filepath.endswith((".h5", ".hdf5", ".keras")):
+        raise ValueError(
+            f"Saving to HDF5/.keras is not supported: {filepath}; save to a "
+            "directory (a SavedModel) instead"
+        )
+    if os.path.exists(filepath) and os.listdir(filepath):
+        if not overwrite:
+            raise FileExistsError(f"{filepath} exists and overwrite=False")
+        raise FileExistsError(f"Export directory already exists and is not empty: {filepath}")
+    return export_saved_model(model, filepath)

@@ -1,0 +1,320 @@
+"""``compile`` and the training graph of a Keras model in TF1 graph mode: target and
+sample-weight placeholders, the total loss (each output's weighted loss, times its loss weight,
+plus the layers' regularization losses), the metrics' per-batch sums, and the optimizer's
+update ops. The loops (``fit``, ``evaluate``, ``predict``) are in
+:mod:`engine.keras.training_loops`."""
+
+from __future__ import annotations
+
+from engine.framework import graph as ops
+from engine.framework.graph import Tensor
+from engine.keras import backend, losses, metrics, optimizers
+from engine.keras import training_loops as loops
+from engine.ops import array as array_ops
+from engine.ops import math as math_ops
+
+__all__ = ["Training"]
+
+
+def _per_output(value, names: list, what: str) -> list:
+    """``value`` given once, as a list (one per output) or as a dict by output name."""
+    if isinstance(value, dict):
+        unknown = set(value) - set(names)
+        if unknown:
+            raise ValueError(
+                f"Unknown entries in {what} dictionary: {sorted(unknown)}. Only "
+                f"expected following keys: {names}"
+            )
+        return [value.get(n) for n in names]
+    if isinstance(value, (list, tuple)) and what != "metrics":
+        if len(value) != len(names):
+            raise ValueError(
+                f"When passing a list as {what}, it should have one entry per "
+                f"model output. The model has {len(names)} outputs, but you "
+                f"passed {what}={value}"
+            )
+        return list(value)
+    return [value] * len(names)
+
+
+class _Graph:
+    """What compile builds: placeholders and fetches for the train/test/predict steps."""
+
+    def __init__(self):
+        self.targets: list = []
+        self.sample_weights: list = []
+        self.total_loss = None
+        self.output_losses: list = []
+        self.metric_objs: list = []  # (name, Metric)
+        self.metric_stats: list = []  # per metric, its batch sums
+        self.train_updates: list = []
+        self.names: list = []
+
+
+class Training:
+    """The training half of ``Model``: compile, fit, evaluate, predict and friends."""
+
+    def __init__(self):
+        self._compiled = None  # compile's arguments
+        self._train_graph = None
+        self.optimizer = None
+        self.history = None
+
+    # -- compile ---------------------------------------------------------------------------
+
+    def compile(
+        self,
+        optimizer="rmsprop",
+        loss=None,
+        metrics=None,
+        loss_weights=None,
+        sample_weight_mode=None,
+        weighted_metrics=None,
+        target_tensors=None,
+        **kwargs,
+    ):
+        """Configures training: the optimizer (a name, a Keras or a tf.train optimizer), the
+        loss (one, or one per output as a list or dict), metrics and loss weights."""
+        if kwargs:
+            raise TypeError(f"Invalid keyword argument(s) in `compile`: {sorted(kwargs)}")
+        if sample_weight_mode not in (None, "temporal"):
+            raise ValueError(
+                f"sample_weight_mode must be None or 'temporal', got {sample_weight_mode!r}"
+            )
+        if target_tensors is not None:
+            raise ValueError(
+                "compile(target_tensors=...) is not supported: feed targets to fit instead"
+            )
+        if loss is None:
+            raise ValueError("compile needs a `loss` (a name, a function or a Loss)")
+        self.optimizer = optimizers.get(optimizer)
+        self._compiled = {
+            "loss": loss,
+            "metrics": metrics,
+            "loss_weights": loss_weights,
+            "weighted_metrics": weighted_metrics,
+        }
+        self._train_graph = None
+        if self.outputs:
+            self._build_train_graph()
+
+    @property
+    def loss(self):
+        return self._compiled["loss"] if self._compiled else None
+
+    @property
+    def metrics_names(self) -> list:
+        g = self._train_graph
+        return list(g.names) if g is not None else ["loss"]
+
+    def _require_compiled(self, what: str) -> None:
+        if self._compiled is None:
+            raise RuntimeError(
+                f"You must compile your model before {what}. Use `model.compile(optimizer, loss)`."
+            )
+
+    def _build_train_graph(self) -> _Graph:
+        if self._train_graph is not None:
+            return self._train_graph
+        g = _Graph()
+        names = self.output_names
+        with self.outputs[0].graph.as_default():
+            loss_fns = [
+                losses.get(x) if x is not None else None
+                for x in _per_output(self._compiled["loss"], names, "loss")
+            ]
+            weights = _per_output(self._compiled["loss_weights"] or 1.0, names, "loss_weights")
+            totals = []
+            with ops.name_scope(None):
+                for name, out, fn, w in zip(names, self.outputs, loss_fns, weights):
+                    self._add_output_loss(g, name, out, fn, w, totals)
+                with ops.name_scope("loss"):
+                    reg = [math_ops.cast(x, backend.floatx()) for x in self.losses]
+                    total = totals[0]
+                    for t in totals[1:] + reg:
+                        total = total + t
+                    g.total_loss = total
+                self._add_metrics(g, names, loss_fns)
+                with ops.name_scope("training"):
+                    params = self.trainable_weights
+                    g.train_updates = list(self.optimizer.get_updates(g.total_loss, params))
+                    g.train_updates += [u.op if isinstance(u, Tensor) else u for u in self.updates]
+        g.names = (
+            ["loss"]
+            + ([f"{n}_loss" for n in names] if len(names) > 1 else [])
+            + [n for n, _ in g.metric_objs]
+        )
+        self._train_graph = g
+        return g
+
+    def _add_output_loss(self, g, name, out, fn, weight, totals) -> None:
+        rank = out.shape.rank
+        if rank is None:
+            raise ValueError(f"The output {name} has an unknown rank; Keras needs it")
+        with ops.name_scope(None):
+            target = array_ops.placeholder(
+                out.dtype.base_dtype, shape=(None,) * rank, name=f"{name}_target"
+            )
+            sw = array_ops.placeholder(
+                backend.floatx(), shape=(None,), name=f"{name}_sample_weights"
+            )
+        g.targets.append(target)
+        g.sample_weights.append(sw)
+        if fn is None:
+            g.output_losses.append(None)
+            return
+        with ops.name_scope(f"loss/{name}_loss"):
+            if isinstance(fn, losses.Loss):
+                value = fn(target, out, sample_weight=sw)
+            else:
+                value = losses.reduce_weighted(fn(target, out), sw)
+        g.output_losses.append(value)
+        totals.append(value * weight if weight != 1.0 else value)
+
+    def _add_metrics(self, g, names, loss_fns) -> None:
+        plain = _per_output(self._compiled["metrics"] or [], names, "metrics")
+        weighted = _per_output(self._compiled["weighted_metrics"] or [], names, "metrics")
+        seen = set()
+        for i, name in enumerate(names):
+            for ids, use_w in ((plain[i], False), (weighted[i], True)):
+                for ident in ids if isinstance(ids, (list, tuple)) else [ids]:
+                    if ident is None:
+                        continue
+                    m = metrics.resolve(ident, loss_fns[i], self.outputs[i])
+                    full = m.name if len(names) == 1 else f"{name}_{m.name}"
+                    if use_w:
+                        full = f"weighted_{full}"
+                    if full in seen:
+                        continue
+                    seen.add(full)
+                    with ops.name_scope(f"metrics/{m.name}"):
+                        stats = m.batch_stats(
+                            g.targets[i], self.outputs[i], g.sample_weights[i] if use_w else None
+                        )
+                    g.metric_objs.append((full, m))
+                    g.metric_stats.append(stats)
+
+    # -- the public loops ------------------------------------------------------------------
+
+    def fit(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        epochs=1,
+        verbose=1,
+        callbacks=None,
+        validation_split=0.0,
+        validation_data=None,
+        shuffle=True,
+        class_weight=None,
+        sample_weight=None,
+        initial_epoch=0,
+        steps_per_epoch=None,
+        validation_steps=None,
+        validation_freq=1,
+        **kwargs,
+    ):
+        """Trains for ``epochs`` passes over ``x``/``y``; returns the History."""
+        return loops.fit(
+            self,
+            x,
+            y,
+            batch_size=batch_size,
+            epochs=epochs,
+            verbose=verbose,
+            callbacks=callbacks,
+            validation_split=validation_split,
+            validation_data=validation_data,
+            shuffle=shuffle,
+            class_weight=class_weight,
+            sample_weight=sample_weight,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=steps_per_epoch,
+            validation_steps=validation_steps,
+            validation_freq=validation_freq,
+            **kwargs,
+        )
+
+    def evaluate(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        verbose=1,
+        sample_weight=None,
+        steps=None,
+        callbacks=None,
+        **kwargs,
+    ):
+        """The loss (and metrics) over ``x``/``y``: a scalar, or a list as ``metrics_names``."""
+        return loops.evaluate(
+            self,
+            x,
+            y,
+            batch_size=batch_size,
+            verbose=verbose,
+            sample_weight=sample_weight,
+            steps=steps,
+            callbacks=callbacks,
+            **kwargs,
+        )
+
+    def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None, **kwargs):
+        """The model's outputs for ``x``, batch by batch (an array, or a list of arrays)."""
+        del callbacks  # predict runs no callbacks here
+        return loops.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps, **kwargs)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, reset_metrics=True):  # noqa: ARG002 - metrics are per batch here
+        return loops.run_one_batch(self, x, y, sample_weight, class_weight, train=True)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True):  # noqa: ARG002
+        return loops.run_one_batch(self, x, y, sample_weight, None, train=False)
+
+    def predict_on_batch(self, x):
+        return loops.predict(self, x, batch_size=None, whole=True)
+
+    def fit_generator(
+        self,
+        generator,
+        steps_per_epoch=None,
+        epochs=1,
+        verbose=1,
+        callbacks=None,
+        validation_data=None,
+        validation_steps=None,
+        class_weight=None,
+        initial_epoch=0,
+        shuffle=True,
+        **kwargs,
+    ):  # noqa: ARG002
+        del shuffle, kwargs  # generators are consumed in order
+        return loops.fit_generator(
+            self,
+            generator,
+            steps_per_epoch,
+            epochs,
+            verbose,
+            callbacks,
+            validation_data,
+            validation_steps,
+            class_weight,
+            initial_epoch,
+        )
+
+    def evaluate_generator(self, generator, steps=None, verbose=0, **kwargs):  # noqa: ARG002
+        return loops.evaluate_generator(self, generator, steps, verbose)
+
+    def predict_generator(self, generator, steps=None, verbose=0, **kwargs):  # noqa: ARG002
+        return loops.predict_generator(self, generator, steps)
+
+    def reset_metrics(self) -> None:
+        """Nothing to reset: the loops accumulate metrics per call."""
+
+    # -- weights on disk -------------------------------------------------------------------
+
+    def save_weights(self, filepath, overwrite=True, save_format=None) -> None:
+        loops.save_weights(self, filepath, overwrite=overwrite, save_format=save_format)
+
+    def load_weights(self, filepath, by_name=False) -> None:
+        loops.load_weights(self, filepath, by_name=by_name)

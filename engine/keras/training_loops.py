@@ -1,0 +1,473 @@
+"""The loops behind ``fit``, ``evaluate`` and ``predict`` (TF1 Keras' array loops): inputs
+checked against the model's, batches fed to one session run each, losses and metrics
+accumulated over the epoch (each batch weighted by its size, so an epoch's value is the mean
+over its samples), callbacks and the progress display."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from engine.keras import backend
+from engine.keras import callbacks as cbks
+from engine.keras.data_adapter import (
+    batches,
+    check_array_lengths,
+    class_weights_to_samples,
+    slice_arrays,
+    standardize_inputs,
+    standardize_targets,
+)
+from engine.keras.progbar import Progbar
+from engine.training.saver import Saver
+
+__all__ = ["evaluate", "fit", "predict", "run_one_batch"]
+
+
+def _feed(model, g, xs, ys=None, sws=None, phase=None) -> dict:
+    feed = dict(zip(model.inputs, xs))
+    if ys is not None:
+        feed.update(zip(g.targets, ys))
+        feed.update(zip(g.sample_weights, sws))
+    lp = backend.learning_phase_placeholder()
+    if phase is not None and lp is not None:
+        feed[lp] = phase
+    return feed
+
+
+def _fetches(g, train: bool) -> list:
+    fetch = [g.total_loss] + [x for x in g.output_losses if x is not None]
+    if len(g.output_losses) == 1:
+        fetch = fetch[:1]
+    stats = [s for group in g.metric_stats for s in group]
+    return [fetch, stats, g.train_updates if train else []]
+
+
+class _Aggregator:
+    """Sums batch losses (times batch size) and metric sums over an epoch."""
+
+    def __init__(self, g):
+        self.g = g
+        self.loss_sums = None
+        self.stats = None
+        self.samples = 0
+
+    def add(self, loss_values, stats, n) -> None:
+        vals = np.asarray(loss_values, np.float64) * n
+        self.loss_sums = vals if self.loss_sums is None else self.loss_sums + vals
+        arr = [np.asarray(s, np.float64) for s in stats]
+        self.stats = arr if self.stats is None else [a + b for a, b in zip(self.stats, arr)]
+        self.samples += n
+
+    def results(self) -> list:
+        out = list(self.loss_sums / max(self.samples, 1)) if self.loss_sums is not None else []
+        i = 0
+        for (_, m), group in zip(self.g.metric_objs, self.g.metric_stats):
+            out.append(m.result_of(self.stats[i : i + len(group)]))
+            i += len(group)
+        return out
+
+
+def _prepare(model, x, y, sample_weight, class_weight, what: str):
+    model._require_compiled(what)
+    xs = standardize_inputs(model, x)
+    if not model.outputs:
+        model._build_from_data(xs)
+        xs = standardize_inputs(model, x)
+    g = model._build_train_graph()
+    if y is None:
+        raise ValueError(f"{what} needs targets `y` for a model compiled with a loss")
+    ys = standardize_targets(model, y)
+    sws = class_weights_to_samples(model, ys, sample_weight, class_weight)
+    check_array_lengths(xs, ys, sws)
+    return g, xs, ys, sws
+
+
+def _run_epoch(model, g, arrays, batch_size, index, train, callbacks, progbar):
+    xs, ys, sws = arrays
+    agg = _Aggregator(g)
+    session = backend.get_session()
+    fetches = _fetches(g, train)
+    for b, idx in enumerate(batches(index, batch_size)):
+        xb, yb, wb = (slice_arrays(a, idx) for a in (xs, ys, sws))
+        logs = {"batch": b, "size": len(idx)}
+        if callbacks is not None:
+            callbacks.on_batch_begin(b, logs)
+        loss_values, stats, _ = session.run(
+            fetches, feed_dict=_feed(model, g, xb, yb, wb, phase=bool(train))
+        )
+        agg.add(loss_values, stats, len(idx))
+        if callbacks is not None:
+            logs.update(zip(g.names, _batch_values(g, loss_values, stats)))
+            callbacks.on_batch_end(b, logs)
+        if progbar is not None:
+            progbar.update(agg.samples, list(zip(g.names, agg.results())), finalize=False)
+        if train and model.stop_training:
+            break
+    return agg.results()
+
+
+def _batch_values(g, loss_values, stats) -> list:
+    out, i = list(loss_values), 0
+    for (_, m), group in zip(g.metric_objs, g.metric_stats):
+        out.append(m.result_of([np.asarray(s, np.float64) for s in stats[i : i + len(group)]]))
+        i += len(group)
+    return out
+
+
+def _split_validation(model, arrays, validation_split, validation_data, sample_weight):
+    xs, ys, sws = arrays
+    if validation_data is not None:
+        if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+            raise ValueError(
+                "When passing validation_data, it must contain 2 (x_val, y_val) or 3 "
+                f"(x_val, y_val, val_sample_weights) items, however it contains "
+                f"{len(validation_data) if isinstance(validation_data, (list, tuple)) else 1}"
+            )
+        vx = standardize_inputs(model, validation_data[0])
+        vy = standardize_targets(model, validation_data[1])
+        vw = class_weights_to_samples(
+            model, vy, validation_data[2] if len(validation_data) == 3 else None, None
+        )
+        check_array_lengths(vx, vy, vw)
+        return arrays, (vx, vy, vw)
+    if validation_split:
+        if not 0 < validation_split < 1:
+            raise ValueError(f"validation_split must be in (0, 1), got {validation_split}")
+        n = len(xs[0])
+        split = int(n * (1.0 - validation_split))
+        head = tuple([a[:split] for a in group] for group in (xs, ys, sws))
+        tail = tuple([a[split:] for a in group] for group in (xs, ys, sws))
+        return head, tail
+    del sample_weight
+    return arrays, None
+
+
+def fit(
+    model,
+    x,
+    y,
+    batch_size=None,
+    epochs=1,
+    verbose=1,
+    callbacks=None,
+    validation_split=0.0,
+    validation_data=None,
+    shuffle=True,
+    class_weight=None,
+    sample_weight=None,
+    initial_epoch=0,
+    steps_per_epoch=None,
+    validation_steps=None,
+    validation_freq=1,
+    **kwargs,
+):
+    if kwargs:
+        raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
+    if steps_per_epoch is not None or validation_steps is not None:
+        raise ValueError(
+            "steps_per_epoch/validation_steps apply to datasets and generators; "
+            "with arrays, use batch_size (or fit_generator)"
+        )
+    g, xs, ys, sws = _prepare(model, x, y, sample_weight, class_weight, "training")
+    batch_size = _batch_size(batch_size)
+    train, val = _split_validation(
+        model, (xs, ys, sws), validation_split, validation_data, sample_weight
+    )
+    n = len(train[0][0])
+    if verbose and val is not None:
+        print(f"Train on {n} samples, validate on {len(val[0][0])} samples")
+    elif verbose:
+        print(f"Train on {n} samples")
+    val_names = [f"val_{name}" for name in g.names] if val is not None else []
+    history, cb = cbks.configure(
+        model,
+        callbacks,
+        {
+            "batch_size": batch_size,
+            "epochs": epochs,
+            "steps": None,
+            "samples": n,
+            "verbose": verbose,
+            "do_validation": val is not None,
+            "metrics": list(g.names) + val_names,
+        },
+    )
+    model.stop_training = False
+    cb.on_train_begin()
+    for epoch in range(initial_epoch, epochs):
+        cb.on_epoch_begin(epoch)
+        index = np.arange(n)
+        if shuffle == "batch":
+            index = _batch_shuffle(index, batch_size)
+        elif shuffle:
+            np.random.shuffle(index)
+        if verbose:
+            print(f"Epoch {epoch + 1}/{epochs}")
+        bar = Progbar(n, verbose=verbose, stateful_metrics=g.names) if verbose else None
+        values = _run_epoch(model, g, train, batch_size, index, True, cb, bar)
+        logs = dict(zip(g.names, values))
+        if val is not None and (epoch + 1) % validation_freq == 0:
+            vvalues = _run_epoch(
+                model, g, val, batch_size, np.arange(len(val[0][0])), False, None, None
+            )
+            logs.update(zip(val_names, vvalues))
+        if bar is not None:
+            bar.finish(list(logs.items()))
+        cb.on_epoch_end(epoch, logs)
+        if model.stop_training:
+            break
+    cb.on_train_end()
+    model.history = history
+    return history
+
+
+def _batch_size(batch_size) -> int:
+    if batch_size is None:
+        return 32
+    if int(batch_size) <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+    return int(batch_size)
+
+
+def _batch_shuffle(index, batch_size):
+    whole = len(index) // batch_size * batch_size
+    head = index[:whole].reshape(-1, batch_size)
+    np.random.shuffle(head)
+    return np.append(head.flatten(), index[whole:])
+
+
+def evaluate(
+    model,
+    x,
+    y,
+    batch_size=None,
+    verbose=1,
+    sample_weight=None,
+    steps=None,
+    callbacks=None,
+    **kwargs,
+):
+    if kwargs:
+        raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
+    if steps is not None:
+        raise ValueError("evaluate(steps=...) applies to datasets and generators")
+    del callbacks
+    g, xs, ys, sws = _prepare(model, x, y, sample_weight, None, "evaluating")
+    n = len(xs[0])
+    bar = Progbar(n, verbose=verbose, stateful_metrics=g.names) if verbose else None
+    values = _run_epoch(
+        model, g, (xs, ys, sws), _batch_size(batch_size), np.arange(n), False, None, bar
+    )
+    if bar is not None:
+        bar.finish(list(zip(g.names, values)))
+    values = [_scalar(v) for v in values]
+    return values[0] if len(values) == 1 else values
+
+
+def _scalar(v):
+    return np.float32(v) if np.ndim(v) == 0 else np.asarray(v, np.float32)
+
+
+def predict(model, x, batch_size=None, verbose=0, steps=None, whole=False, **kwargs):
+    if kwargs:
+        raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
+    del verbose
+    if steps is not None:
+        raise ValueError("predict(steps=...) applies to datasets and generators")
+    xs = standardize_inputs(model, x)
+    if not model.outputs:
+        model._build_from_data(xs)
+        xs = standardize_inputs(model, x)
+    check_array_lengths(xs, [], [])
+    n = len(xs[0])
+    session = backend.get_session()
+    size = n if whole else _batch_size(batch_size)
+    chunks = [[] for _ in model.outputs]
+    for idx in batches(np.arange(n), max(size, 1)):
+        outs = session.run(
+            model.outputs, feed_dict=_feed(model, None, slice_arrays(xs, idx), phase=False)
+        )
+        for c, o in zip(chunks, outs):
+            c.append(o)
+    result = [np.concatenate(c) if c else np.zeros((0,)) for c in chunks]
+    return result[0] if len(result) == 1 else result
+
+
+def run_one_batch(model, x, y, sample_weight, class_weight, train: bool):
+    g, xs, ys, sws = _prepare(
+        model, x, y, sample_weight, class_weight, "training" if train else "evaluating"
+    )
+    session = backend.get_session()
+    loss_values, stats, _ = session.run(
+        _fetches(g, train), feed_dict=_feed(model, g, xs, ys, sws, phase=train)
+    )
+    values = [_scalar(v) for v in _batch_values(g, loss_values, stats)]
+    return values[0] if len(values) == 1 else values
+
+
+# -- generators ----------------------------------------------------------------------------
+
+
+def _next_batch(gen, what: str):
+    try:
+        item = next(gen) if hasattr(gen, "__next__") else gen
+    except StopIteration:
+        raise ValueError(f"The {what} generator ran out of data") from None
+    if not isinstance(item, tuple) or len(item) not in (2, 3):
+        raise ValueError(
+            f"Output of generator should be a tuple `(x, y, sample_weight)` or "
+            f"`(x, y)`. Found: {type(item).__name__}"
+        )
+    return item
+
+
+def _steps(generator, steps, what: str) -> int:
+    if steps is None:
+        if hasattr(generator, "__len__"):
+            return len(generator)
+        raise ValueError(f"`{what}` must be given when the generator has no length")
+    return int(steps)
+
+
+def _iterate(generator):
+    if hasattr(generator, "__getitem__") and hasattr(generator, "__len__"):
+        while True:
+            for i in range(len(generator)):
+                yield generator[i]
+            if hasattr(generator, "on_epoch_end"):
+                generator.on_epoch_end()
+    else:
+        yield from generator
+
+
+def fit_generator(
+    model,
+    generator,
+    steps_per_epoch,
+    epochs,
+    verbose,
+    callbacks,
+    validation_data,
+    validation_steps,
+    class_weight,
+    initial_epoch,
+):
+    steps = _steps(generator, steps_per_epoch, "steps_per_epoch")
+    it = _iterate(generator)
+    val_it = None
+    if validation_data is not None and not isinstance(validation_data, tuple):
+        val_it = _iterate(validation_data)
+        validation_steps = _steps(validation_data, validation_steps, "validation_steps")
+    history = None
+    model.stop_training = False
+    history, cb = cbks.configure(
+        model, callbacks, {"epochs": epochs, "steps": steps, "verbose": verbose}
+    )
+    cb.on_train_begin()
+    for epoch in range(initial_epoch, epochs):
+        cb.on_epoch_begin(epoch)
+        if verbose:
+            print(f"Epoch {epoch + 1}/{epochs}")
+        g, agg = None, None
+        for b in range(steps):
+            item = _next_batch(it, "training")
+            g, xs, ys, sws = _prepare(
+                model,
+                item[0],
+                item[1],
+                item[2] if len(item) == 3 else None,
+                class_weight,
+                "training",
+            )
+            agg = agg or _Aggregator(g)
+            session = backend.get_session()
+            loss_values, stats, _ = session.run(
+                _fetches(g, True), feed_dict=_feed(model, g, xs, ys, sws, phase=True)
+            )
+            agg.add(loss_values, stats, len(xs[0]))
+            cb.on_batch_end(b, {"batch": b, "size": len(xs[0])})
+        logs = dict(zip(g.names, agg.results()))
+        if validation_data is not None:
+            vals = (
+                evaluate_generator(model, val_it, validation_steps, 0)
+                if val_it is not None
+                else evaluate(model, *validation_data[:2], verbose=0)
+            )
+            vals = vals if isinstance(vals, list) else [vals]
+            logs.update((f"val_{n}", v) for n, v in zip(g.names, vals))
+        if verbose:
+            print(" - ".join([f"{steps}/{steps}"] + [f"{k}: {v:.4f}" for k, v in logs.items()]))
+        cb.on_epoch_end(epoch, logs)
+        if model.stop_training:
+            break
+    cb.on_train_end()
+    model.history = history
+    return history
+
+
+def evaluate_generator(model, generator, steps, verbose):
+    del verbose
+    steps = _steps(generator, steps, "steps")
+    it = generator if hasattr(generator, "__next__") else _iterate(generator)
+    agg, g = None, None
+    for _ in range(steps):
+        item = _next_batch(it, "evaluation")
+        g, xs, ys, sws = _prepare(
+            model, item[0], item[1], item[2] if len(item) == 3 else None, None, "evaluating"
+        )
+        agg = agg or _Aggregator(g)
+        loss_values, stats, _ = backend.get_session().run(
+            _fetches(g, False), feed_dict=_feed(model, g, xs, ys, sws, phase=False)
+        )
+        agg.add(loss_values, stats, len(xs[0]))
+    values = [_scalar(v) for v in agg.results()]
+    return values[0] if len(values) == 1 else values
+
+
+def predict_generator(model, generator, steps):
+    steps = _steps(generator, steps, "steps")
+    it = generator if hasattr(generator, "__next__") else _iterate(generator)
+    outs = []
+    for _ in range(steps):
+        item = next(it)
+        x = item[0] if isinstance(item, tuple) else item
+        outs.append(predict(model, x, whole=True))
+    if isinstance(outs[0], list):
+        return [np.concatenate(parts) for parts in zip(*outs)]
+    return np.concatenate(outs)
+
+
+# -- weights on disk -----------------------------------------------------------------------
+
+
+def _saver(model, by_name=False) -> Saver:
+    weights = model.weights
+    if not weights:
+        raise ValueError(f"The model {model.name} has no weights to save or load")
+    del by_name
+    return Saver(var_list={w.op.name: w for w in weights}, write_version=2)
+
+
+def save_weights(model, filepath, overwrite=True, save_format=None) -> None:
+    """Writes the model's weights as a TF checkpoint at ``filepath`` (a prefix)."""
+    filepath = os.fspath(filepath)
+    if save_format not in (None, "tf") or filepath.endswith((".h5", ".keras", ".hdf5")):
+        raise ValueError(
+            "save_weights writes TF checkpoints only (save_format='tf'); HDF5 "
+            f"is not supported: {filepath}"
+        )
+    if not overwrite and os.path.exists(filepath + ".index"):
+        raise FileExistsError(f"{filepath} exists and overwrite=False")
+    _saver(model).save(backend.get_session(), filepath, write_meta_graph=False)
+
+
+def load_weights(model, filepath, by_name=False) -> None:
+    """Restores weights saved by :func:`save_weights` (matched by variable name)."""
+    filepath = os.fspath(filepath)
+    if filepath.endswith((".h5", ".keras", ".hdf5")):
+        raise ValueError(
+            f"load_weights reads TF checkpoints only; HDF5 is not supported: {filepath}"
+        )
+    _saver(model, by_name).restore(backend.get_session(), filepath)
