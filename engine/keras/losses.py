@@ -149,7 +149,7 @@ def _signed_labels(y_true):
     is_binary = reduction.reduce_all(
         math_ops.logical_or(math_ops.equal(y_true, 0.0), math_ops.equal(y_true, 1.0))
     )
-    return math_ops.where(is_binary, 2.0 * y_true - 1.0, y_true)
+    return math_ops.where_v2(is_binary, 2.0 * y_true - 1.0, y_true)
 
 
 def hinge(y_true, y_pred):

@@ -260,7 +260,7 @@ class _Confusion(Metric):
 
     def result_of(self, totals: list):
         out = np.asarray(self._value(*[np.asarray(t, np.float64) for t in totals]))
-        return float(out[0]) if out.size == 1 else out
+        return float(out.reshape(-1)[0]) if out.size == 1 else out
 
 
 def _div(a, b):

@@ -273,9 +273,10 @@ class TFOptimizer(Optimizer):
     def get_updates(self, loss, params) -> list:
         self._build_hyper()
         grads = self.get_gradients(loss, params)
-        return [
-            self.optimizer.apply_gradients(list(zip(grads, params)), global_step=self.iterations)
-        ]
+        op = self.optimizer.apply_gradients(list(zip(grads, params)), global_step=self.iterations)
+        for v in self.optimizer.variables():  # slots and powers: Keras' session starts them
+            backend.track_variable(v)
+        return [op]
 
 
 _BY_NAME = {

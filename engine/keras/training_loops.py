@@ -52,16 +52,24 @@ class _Aggregator:
         self.loss_sums = None
         self.stats = None
         self.samples = 0
+        self.batches = 0
 
     def add(self, loss_values, stats, n) -> None:
-        vals = np.asarray(loss_values, np.float64) * n
+        # The total loss counts each sample; each output's loss counts each batch once (TF1
+        # Keras keeps those in unweighted Mean metrics).
+        vals = np.asarray(loss_values, np.float64).copy()
+        vals[0] *= n
         self.loss_sums = vals if self.loss_sums is None else self.loss_sums + vals
+        self.batches += 1
         arr = [np.asarray(s, np.float64) for s in stats]
         self.stats = arr if self.stats is None else [a + b for a, b in zip(self.stats, arr)]
         self.samples += n
 
     def results(self) -> list:
-        out = list(self.loss_sums / max(self.samples, 1)) if self.loss_sums is not None else []
+        out = []
+        if self.loss_sums is not None:
+            out = [self.loss_sums[0] / max(self.samples, 1)]
+            out += list(self.loss_sums[1:] / max(self.batches, 1))
         i = 0
         for (_, m), group in zip(self.g.metric_objs, self.g.metric_stats):
             out.append(m.result_of(self.stats[i : i + len(group)]))
