@@ -120,7 +120,7 @@ class Conv(Layer):
         dims = _dims(input_shape)
         if dims is None or len(dims) != self.rank + 2:
             raise ValueError(
-                f"Input 0 of layer {self.name} is incompatible with the layer: expected "
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
                 f"ndim={self.rank + 2}, found ndim={None if dims is None else len(dims)}. "
                 f"Full shape received: {input_shape}"
             )

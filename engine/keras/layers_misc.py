@@ -137,7 +137,8 @@ class LeakyReLU(_Elementwise):
         super().__init__(**kwargs)
         if alpha is None:
             raise ValueError(
-                "The alpha value of a Leaky ReLU layer cannot be None, needs a float. Got None"
+                "The alpha value of a Leaky ReLU layer cannot be None, Expecting a float. "
+                "Received: None"
             )
         self.alpha = float(alpha)
 
@@ -233,18 +234,16 @@ class ReLU(_Elementwise):
         super().__init__(**kwargs)
         if max_value is not None and max_value < 0.0:
             raise ValueError(
-                "max_value of a ReLU layer cannot be a negative value. "
-                f"Received: max_value={max_value}"
+                f"max_value of a ReLU layer cannot be a negative value. Received: {max_value}"
             )
         if negative_slope is None or negative_slope < 0.0:
             raise ValueError(
                 "negative_slope of a ReLU layer cannot be a negative value. "
-                f"Received: negative_slope={negative_slope}"
+                f"Received: {negative_slope}"
             )
         if threshold is None or threshold < 0.0:
             raise ValueError(
-                "threshold of a ReLU layer cannot be a negative value. "
-                f"Received: threshold={threshold}"
+                f"threshold of a ReLU layer cannot be a negative value. Received: {threshold}"
             )
         self.max_value = None if max_value is None else float(max_value)
         self.negative_slope = float(negative_slope)
@@ -425,7 +424,7 @@ class _SpatialDropout(Dropout):
         rank = inputs.shape.rank
         if rank is not None and rank != self._rank + 2:
             raise ValueError(
-                f"Input 0 of layer {self.name} is incompatible with the layer: expected "
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
                 f"ndim={self._rank + 2}, found ndim={rank}. Full shape received: {inputs.shape}"
             )
         shape = array_ops.shape(inputs)

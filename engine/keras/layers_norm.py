@@ -53,8 +53,8 @@ def _resolve_axes(axes: list, input_shape, layer) -> list[int]:
         b = a + rank if a < 0 else a
         if not 0 <= b < rank:
             raise ValueError(
-                f"Invalid axis. Expected 0 <= axis < inputs.rank (with inputs.rank={rank}). "
-                f"Received: layer.axis={layer.axis}"
+                "Invalid value for `axis` argument. Expected 0 <= axis < inputs.rank (with "
+                f"inputs.rank={rank}). Received: axis={tuple(layer.axis)}"
             )
         resolved.append(b)
     if len(set(resolved)) != len(resolved):

@@ -68,7 +68,7 @@ class Pooling(Layer):
         rank = inputs.shape.rank
         if rank is not None and rank != self.rank + 2:
             raise ValueError(
-                f"Input 0 of layer {self.name} is incompatible with the layer: expected "
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
                 f"ndim={self.rank + 2}, found ndim={rank}. Full shape received: {inputs.shape}"
             )
 
@@ -161,7 +161,7 @@ class GlobalPooling(Layer):
         rank = inputs.shape.rank
         if rank is not None and rank != self.rank + 2:
             raise ValueError(
-                f"Input 0 of layer {self.name} is incompatible with the layer: expected "
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
                 f"ndim={self.rank + 2}, found ndim={rank}. Full shape received: {inputs.shape}"
             )
         reduce = reduction.reduce_max if self.kind == "max" else reduction.reduce_mean

@@ -27,6 +27,9 @@ __all__ = [
 ]
 
 
+_WORDS = {1: "one", 2: "two", 3: "three"}
+
+
 def _pairs(value, rank: int, what: str) -> tuple:
     """An int, ``rank`` ints (symmetric) or ``rank`` pairs, as ``rank`` (before, after)
     pairs: Keras' ``padding``/``cropping`` arguments."""
@@ -38,7 +41,7 @@ def _pairs(value, rank: int, what: str) -> tuple:
             f"tuples of 2 ints. Received: {what}={value}."
         )
     if len(value) != rank:
-        raise ValueError(f"`{what}` should have {rank} elements. Received: {value}.")
+        raise ValueError(f"`{what}` should have {_WORDS[rank]} elements. Received: {value}.")
     ordinal = ("1st", "2nd", "3rd")
     return tuple(
         normalize_tuple(v, 2, f"{ordinal[i]} entry of {what}", allow_zero=True)
@@ -55,7 +58,7 @@ def _check_ndim(layer, inputs, ndim: int) -> None:
     rank = inputs.shape.rank
     if rank is not None and rank != ndim:
         raise ValueError(
-            f"Input 0 of layer {layer.name} is incompatible with the layer: expected "
+            f'Input 0 of layer "{layer.name}" is incompatible with the layer: expected '
             f"ndim={ndim}, found ndim={rank}. Full shape received: {inputs.shape}"
         )
 
@@ -187,9 +190,10 @@ class UpSampling2D(Layer):
         self.data_format = normalize_data_format(data_format)
         self.size = normalize_tuple(size, 2, "size")
         if interpolation not in ("nearest", "bilinear"):
-            raise ValueError(
-                '`interpolation` argument should be one of: "nearest", "bilinear". '
-                f'Received: "{interpolation}".'
+            # TF raises NotImplementedError for unknown names; the engine has only these two.
+            raise NotImplementedError(
+                f"Value not recognized for `interpolation`: {interpolation}. Supported values "
+                "are: nearest, bilinear"
             )
         self.interpolation = interpolation
         self.input_spec = InputSpec(ndim=4)
