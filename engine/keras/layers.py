@@ -6,6 +6,8 @@ from engine.keras import (
     layers_merge,
     layers_misc,
     layers_norm,
+    layers_pooling,
+    layers_reshaping,
     layers_rnn,
     layers_wrappers,
 )
@@ -16,6 +18,8 @@ from engine.keras.layers_conv import *  # noqa: F403
 from engine.keras.layers_merge import *  # noqa: F403
 from engine.keras.layers_misc import *  # noqa: F403
 from engine.keras.layers_norm import *  # noqa: F403
+from engine.keras.layers_pooling import *  # noqa: F403
+from engine.keras.layers_reshaping import *  # noqa: F403
 from engine.keras.layers_rnn import *  # noqa: F403
 from engine.keras.layers_wrappers import *  # noqa: F403
 
@@ -29,6 +33,8 @@ __all__ = [
     *layers_merge.__all__,
     *layers_misc.__all__,
     *layers_norm.__all__,
+    *layers_pooling.__all__,
+    *layers_reshaping.__all__,
     *layers_rnn.__all__,
     *layers_wrappers.__all__,
 ]
