@@ -110,7 +110,9 @@ class RNN(Layer):
         if isinstance(cell, (list, tuple)):
             cell = StackedRNNCells(cell)
         if not hasattr(cell, "call"):
-            raise ValueError(f"`cell` should have a `call` method. The RNN was passed: {cell}")
+            raise ValueError(
+                f"Argument `cell` should have a `call` method. The RNN was passed: cell={cell}"
+            )
         if not hasattr(cell, "state_size"):
             raise ValueError(
                 "The RNN cell should have an attribute `state_size` (tuple of integers, one "
@@ -145,8 +147,8 @@ class RNN(Layer):
         shape = TensorShape(input_shape)
         if shape.rank is not None and shape.rank < 3:
             raise ValueError(
-                f"Input 0 of layer {self.name} is incompatible with the layer: expected "
-                f"ndim=3, found ndim={shape.rank}. Full shape received: {shape.as_list()}"
+                f'Input 0 of layer "{self.name}" is incompatible with the layer: expected '
+                f"ndim=3, found ndim={shape.rank}. Full shape received: {shape}"
             )
         batch, depth = (shape[1], shape[2:]) if self.time_major else (shape[0], shape[2:])
         if isinstance(self.cell, Layer) and not self.cell.built:
@@ -173,7 +175,8 @@ class RNN(Layer):
             initial_state = [initial_state]
         if len(initial_state) != len(sizes):
             raise ValueError(
-                f"Layer {self.name} has {len(sizes)} states but was passed "
+                "An `initial_state` was passed that is not compatible with `cell.state_size`: "
+                f"layer {self.name} has {len(sizes)} states ({sizes}) but was passed "
                 f"{len(initial_state)} initial states."
             )
         return [self._as_state(s, size, inputs.dtype) for s, size in zip(initial_state, sizes)]
@@ -275,7 +278,11 @@ class _CellLayer(RNN):
             for k, v in self.cell.get_config().items()
             if k not in ("name", "trainable", "dtype")
         }
-        return {**self._rnn_config(), **cell_config}
+        return {
+            **self._rnn_config(),
+            **cell_config,
+            "activity_regularizer": self.activity_regularizer,
+        }
 
     @classmethod
     def from_config(cls, config: dict):

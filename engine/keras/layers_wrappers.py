@@ -27,7 +27,7 @@ class Wrapper(Layer):
         if not isinstance(layer, Layer):
             raise ValueError(
                 f"Please initialize `{type(self).__name__}` layer with a "
-                f"`tf.keras.layers.Layer` instance. You passed: {layer}"
+                f"`tf.keras.layers.Layer` instance. Received: {layer}"
             )
         super().__init__(**kwargs)
         self.layer = layer
@@ -49,7 +49,7 @@ class TimeDistributed(Wrapper):
         shape = TensorShape(input_shape)
         if shape.rank is None or shape.rank < 3:
             raise ValueError(
-                "`TimeDistributed` Layer should be passed an `input_shape` with at least 3 "
+                "`TimeDistributed` Layer should be passed an `input_shape ` with at least 3 "
                 f"dimensions, received: {shape}"
             )
         if not self.layer.built:
@@ -106,6 +106,7 @@ class Bidirectional(Wrapper):
         super().__init__(layer, **kwargs)
         self.__dict__["_layers"].remove(layer)  # only the two copies are tracked
         self.forward_layer = _copy_layer(layer)
+        self._custom_backward = backward_layer is not None
         if backward_layer is None:
             backward_layer = _copy_layer(layer, go_backwards=True)
         self.backward_layer = backward_layer
@@ -179,8 +180,7 @@ class Bidirectional(Wrapper):
         return output_mask if self.merge_mode is None else output_mask[0]
 
     def get_config(self) -> dict:
-        return {
-            **super().get_config(),
-            "merge_mode": self.merge_mode,
-            "backward_layer": self.backward_layer,
-        }
+        config = {**super().get_config(), "merge_mode": self.merge_mode}
+        if self._custom_backward:
+            config["backward_layer"] = self.backward_layer
+        return config
