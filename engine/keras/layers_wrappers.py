@@ -55,6 +55,9 @@ class TimeDistributed(Wrapper):
         if not self.layer.built:
             self.layer.build(TensorShape([shape[0].value]).concatenate(shape[2:]))
             self.layer.built = True
+            if self.layer._initial_weights is not None:  # the inner layer's `weights=`
+                self.layer.set_weights(self.layer._initial_weights)
+                self.layer._initial_weights = None
         self.built = True
 
     def call(self, inputs, training=None, mask=None):  # noqa: ARG002 - the time mask passes

@@ -37,6 +37,10 @@ def _shapes(layer) -> list[tuple]:
     return [tuple(w.shape.as_list()) for w in layer.weights]
 
 
+def _run(fetches, feed=None):
+    return tf.keras.backend.get_session().run(fetches, feed)
+
+
 @pytest.fixture
 def graph():
     g = tf.Graph()
@@ -44,7 +48,8 @@ def graph():
         yield sess
 
 
-def test_variable_names_and_weight_order(graph):  # noqa: ARG001 - a fresh graph
+@pytest.mark.usefixtures("graph")
+def test_variable_names_and_weight_order():
     x = tf.keras.Input((5, 3))
     lstm = layers.LSTM(4)
     lstm(x)
@@ -82,7 +87,8 @@ def test_variable_names_and_weight_order(graph):  # noqa: ARG001 - a fresh graph
     ]
 
 
-def test_default_initial_weights(graph):  # noqa: ARG001
+@pytest.mark.usefixtures("graph")
+def test_default_initial_weights():
     x = tf.keras.Input((5, 3))
     lstm = layers.LSTM(2)
     lstm(x)
@@ -110,7 +116,8 @@ def test_layer_defaults_are_tf1s():
     )
 
 
-def test_masks_propagate(graph):  # noqa: ARG001
+@pytest.mark.usefixtures("graph")
+def test_masks_propagate():
     x = tf.keras.Input((5, 3))
     m = layers.Masking()(x)
     seq = layers.LSTM(2, return_sequences=True)(m)
@@ -129,29 +136,30 @@ def _linear_rnn(units, **kwargs):
     return layers.SimpleRNN(units, activation=None, use_bias=False, return_sequences=True, **kwargs)
 
 
-def test_dropout_mask_is_drawn_once_per_sequence(graph):
+@pytest.mark.usefixtures("graph")
+def test_dropout_mask_is_drawn_once_per_sequence():
     x = tf.constant(np.ones((4, 3, 200), np.float32))
     out = _linear_rnn(200, dropout=0.5, recurrent_initializer="zeros")(x)
-    trained = tf.keras.backend.get_session().run(out, {tf.keras.backend.learning_phase(): True})
+    trained = _run(out, {tf.keras.backend.learning_phase(): True})
     assert set(np.unique(trained)) <= {0.0, 2.0}
     assert 0.4 < np.mean(trained == 0) < 0.6
     np.testing.assert_array_equal(trained[:, 0], trained[:, 2])  # one mask for every step
-    np.testing.assert_array_equal(
-        tf.keras.backend.get_session().run(out), np.ones((4, 3, 200))
-    )  # inference
+    np.testing.assert_array_equal(_run(out), np.ones((4, 3, 200)))  # inference
 
 
-def test_recurrent_dropout(graph):
+@pytest.mark.usefixtures("graph")
+def test_recurrent_dropout():
     x = tf.constant(np.ones((4, 3, 200), np.float32))
     out = _linear_rnn(200, recurrent_dropout=0.5)(x, training=True)
-    got = tf.keras.backend.get_session().run(out)
+    got = _run(out)
     np.testing.assert_array_equal(got[:, 0], np.ones((4, 200)))
     assert set(np.unique(got[:, 1])) <= {1.0, 3.0}  # 1 + h0 * (0 or 2)
     assert 0.4 < np.mean(got[:, 1] == 1) < 0.6
     np.testing.assert_array_equal(got[:, 2], np.where(got[:, 1] == 3, 7.0, 1.0))
 
 
-def test_dropout_layers_equal_plain_ones_in_inference(graph):
+@pytest.mark.usefixtures("graph")
+def test_dropout_layers_equal_plain_ones_in_inference():
     x = tf.constant(np.random.RandomState(3).randn(2, 5, 3).astype(np.float32))
     plain = layers.LSTM(4, return_sequences=True)
     dropped = layers.GRU(4, return_sequences=True, dropout=0.3, recurrent_dropout=0.3)
@@ -160,24 +168,24 @@ def test_dropout_layers_equal_plain_ones_in_inference(graph):
     outs = [plain(x), dropped_lstm(x), plain_gru(x), dropped(x)]
     dropped_lstm.set_weights(plain.get_weights())
     dropped.set_weights(plain_gru.get_weights())
-    a, b, c, d = tf.keras.backend.get_session().run(outs)
-    np.testing.assert_allclose(a, b, rtol=1e-6)
-    np.testing.assert_allclose(c, d, rtol=1e-6)
-    e, f = tf.keras.backend.get_session().run(
-        [outs[0], outs[1]], {tf.keras.backend.learning_phase(): True}
-    )
+    a, b, c, d = _run(outs)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(c, d, rtol=1e-6, atol=1e-6)
+    e, f = _run([outs[0], outs[1]], {tf.keras.backend.learning_phase(): True})
     assert not np.allclose(e, f)
     grads = tf.gradients(tf.reduce_sum(outs[1]), dropped_lstm.trainable_weights)
     assert all(g is not None for g in grads)
 
 
-def test_regularizer_losses(graph):  # noqa: ARG001
+@pytest.mark.usefixtures("graph")
+def test_regularizer_losses():
     lstm = layers.LSTM(2, kernel_regularizer="l2", recurrent_regularizer="l2")
     lstm(tf.keras.Input((5, 3)))
     assert len(lstm.losses) == 2
 
 
-def test_config_round_trip(graph):  # noqa: ARG001
+@pytest.mark.usefixtures("graph")
+def test_config_round_trip():
     lstm = layers.LSTM(3, return_sequences=True, go_backwards=True, dropout=0.25)
     copy = layers.LSTM.from_config(lstm.get_config())
     assert (copy.units, copy.return_sequences, copy.go_backwards, copy.dropout) == (
@@ -227,7 +235,8 @@ def test_bad_arguments(make, error, message):
         make()
 
 
-def test_bad_inputs(graph):  # noqa: ARG001
+@pytest.mark.usefixtures("graph")
+def test_bad_inputs():
     flat = tf.keras.Input((3,))
     with pytest.raises(ValueError, match="expected ndim=3, found ndim=2"):
         layers.LSTM(2)(flat)
@@ -239,14 +248,26 @@ def test_bad_inputs(graph):  # noqa: ARG001
         layers.GRU(2)(tf.keras.Input((5, 3)), initial_state=[tf.zeros((2, 3))])
 
 
-def test_unknown_time_steps_and_list_inputs(graph):
+@pytest.mark.usefixtures("graph")
+def test_unknown_time_steps_and_list_inputs():
     x = tf.placeholder(tf.float32, (None, None, 3))
     h0 = tf.placeholder(tf.float32, (None, 2))
     out, h = layers.GRU(2, return_sequences=True, return_state=True)([x, h0])
     assert out.shape.as_list() == [None, None, 2]
     value = np.random.RandomState(1).randn(3, 7, 3).astype(np.float32)
-    seq, last = tf.keras.backend.get_session().run(
-        [out, h], {x: value, h0: np.zeros((3, 2), np.float32)}
-    )
+    seq, last = _run([out, h], {x: value, h0: np.zeros((3, 2), np.float32)})
     assert seq.shape == (3, 7, 2)
     np.testing.assert_allclose(seq[:, -1], last)
+
+
+@pytest.mark.usefixtures("graph")
+def test_time_distributed_inner_weights_and_training():
+    kernel = np.arange(6, dtype=np.float32).reshape(3, 2)
+    td = layers.TimeDistributed(layers.Dense(2, weights=[kernel, np.ones(2, np.float32)]))
+    value = np.random.RandomState(2).randn(2, 4, 3).astype(np.float32)
+    got = _run(td(tf.constant(value)))
+    np.testing.assert_allclose(got, value @ kernel + 1, rtol=1e-6)
+    x = tf.constant(np.ones((2, 50, 40), np.float32))
+    dropped = layers.TimeDistributed(layers.Dropout(0.5))(x, training=True)
+    got = _run(dropped)
+    assert got.shape == (2, 50, 40) and 0.4 < np.mean(got == 0) < 0.6
