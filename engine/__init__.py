@@ -403,8 +403,8 @@ mul = multiply
 arg_max = argmax  # noqa: F405 - from engine.ops.reduction
 arg_min = argmin  # noqa: F405
 
-from engine import onnx  # noqa: E402 - ONNX import/export builds on the names above
-from engine import keras  # noqa: E402 - tf.keras (TF1 graph mode) builds on the names above
+# ONNX import/export and tf.keras (TF1 graph mode) build on the names above.
+from engine import keras, onnx  # noqa: E402
 
 # TF1 names whose subsystems the engine deliberately does not have (issue 12's scope): a
 # program using them gets an error naming why, not a bare missing attribute.

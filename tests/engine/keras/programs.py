@@ -255,7 +255,7 @@ class _Subclassed:
                 self.hidden = tf.keras.layers.Dense(7, activation="relu")
                 self.out = tf.keras.layers.Dense(3, activation="softmax")
 
-            def call(self, inputs, training=None):
+            def call(self, inputs, training=None):  # noqa: ARG002 - Keras passes it
                 return self.out(self.hidden(inputs))
 
         return TwoLayer()
