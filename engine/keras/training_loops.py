@@ -74,7 +74,7 @@ class _Aggregator:
         for (_, m), group in zip(self.g.metric_objs, self.g.metric_stats):
             out.append(m.result_of(self.stats[i : i + len(group)]))
             i += len(group)
-        return out
+        return [float(v) if np.ndim(v) == 0 else v for v in out]
 
 
 def _prepare(model, x, y, sample_weight, class_weight, what: str):
