@@ -1,13 +1,22 @@
 """A Keras model as a SavedModel its servers load: ``tf.keras.experimental.export_saved_model``
 and ``model.save(dir)``. The ``serving_default`` signature takes each input under its input
-layer's name and returns each output under its output layer's name, as TF's Keras exports."""
+layer's name and returns each output under its output layer's name, as TF's Keras exports.
+
+What is exported is the inference graph: the model replayed with ``training=False`` (so
+Dropout and BatchNormalization take their inference paths without a learning-phase ``cond``)
+with the current weights frozen into constants, in a graph of its own. TensorFlow's SavedModel
+format then holds it, and TF Serving as well as flowserve serve it."""
 
 from __future__ import annotations
 
 import os
 
+from engine.framework.graph import Graph
+from engine.graph_util import convert_variables_to_constants
 from engine.keras import backend
+from engine.saving.graph_def import import_graph_def
 from engine.saving.saved_model import simple_save
+from engine.session import Session
 
 __all__ = ["export_saved_model", "save_model"]
 
@@ -39,9 +48,24 @@ def export_saved_model(
     path = os.fspath(saved_model_path)
     if os.path.exists(path) and os.listdir(path):
         raise FileExistsError(f"Export directory already exists and is not empty: {path}")
-    inputs = dict(zip(model.input_names, model.inputs))
-    outputs = dict(zip(model.output_names, model.outputs))
-    return simple_save(backend.get_session(), path, inputs=inputs, outputs=outputs, format=format)
+    graph = model.outputs[0].graph
+    with graph.as_default():
+        replayed = model(model.inputs if len(model.inputs) > 1 else model.inputs[0], training=False)
+        replayed = replayed if isinstance(replayed, list) else [replayed]
+        frozen = convert_variables_to_constants(
+            backend.get_session(), graph.as_graph_def(), [t.op.name for t in replayed]
+        )
+    export = Graph()
+    with export.as_default():
+        import_graph_def(frozen, name="")
+        inputs = {
+            n: export.get_tensor_by_name(t.name) for n, t in zip(model.input_names, model.inputs)
+        }
+        outputs = {
+            n: export.get_tensor_by_name(t.name) for n, t in zip(model.output_names, replayed)
+        }
+        with Session(graph=export) as session:
+            return simple_save(session, path, inputs=inputs, outputs=outputs, format=format)
 
 
 def save_model(
