@@ -8,6 +8,8 @@ learning-rate callbacks work), ``decay``, ``clipnorm`` and ``clipvalue``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.gradients import gradients
@@ -30,6 +32,12 @@ __all__ = [
     "TFOptimizer",
     "get",
 ]
+
+
+def _one_minus(x: float) -> float:
+    """``1 - x`` as TF's float32 kernels compute it (``1 - float32(x)``, not in float64): Adam's
+    ``1 - 0.999`` differs by 1.3e-5 between the two, which Adam's normalization amplifies."""
+    return float(np.float32(1) - np.float32(x))
 
 
 def _hyper_kwargs(kwargs: dict, allowed=("lr", "decay", "clipnorm", "clipvalue", "name")):
@@ -107,7 +115,9 @@ class Optimizer:
         """The ops of one training step on ``params`` (then ``iterations`` += 1)."""
         self._build_hyper()
         grads = self.get_gradients(loss, params)
-        with ops.name_scope(self._name):
+        # Every gradient is computed before any variable changes: a layer's update must not
+        # be seen by the gradients of the layers below it (variables are read in place).
+        with ops.name_scope(self._name), ops.control_dependencies(grads):
             step = math_ops.cast(self.iterations, backend.floatx())
             lr = self.lr
             if self.decay_value:
@@ -167,8 +177,8 @@ class Adam(Optimizer):
         b1t = math_ops.pow(self.beta_1, t)
         b2t = math_ops.pow(self.beta_2, t)
         lr_t = lr * math_ops.sqrt(1.0 - b2t) / (1.0 - b1t)
-        m_t = state.assign(m, m + (g - m) * (1.0 - self.beta_1))
-        v_t = state.assign(v, v + (g * g - v) * (1.0 - self.beta_2))
+        m_t = state.assign(m, m + (g - m) * _one_minus(self.beta_1))
+        v_t = state.assign(v, v + (g * g - v) * _one_minus(self.beta_2))
         if self.amsgrad:
             vhat = self._slot(p, "vhat")
             v_t = state.assign(vhat, math_ops.maximum(vhat, v_t))
@@ -193,11 +203,11 @@ class RMSprop(Optimizer):
 
     def _update(self, p, g, lr, t):  # noqa: ARG002 - no step count
         rms = self._slot(p, "rms")
-        rms_t = state.assign(rms, self.rho * rms + (1.0 - self.rho) * g * g)
+        rms_t = state.assign(rms, self.rho * rms + _one_minus(self.rho) * g * g)
         denom = rms_t
         if self.centered:
             mg = self._slot(p, "mg")
-            mg_t = state.assign(mg, self.rho * mg + (1.0 - self.rho) * g)
+            mg_t = state.assign(mg, self.rho * mg + _one_minus(self.rho) * g)
             denom = rms_t - mg_t * mg_t
         if self.momentum:
             mom = self._slot(p, "momentum")
@@ -239,10 +249,10 @@ class Adadelta(Optimizer):
 
     def _update(self, p, g, lr, t):  # noqa: ARG002 - no step count
         acc, acc_up = self._slot(p, "accum_grad"), self._slot(p, "accum_var")
-        acc_t = state.assign(acc, self.rho * acc + (1.0 - self.rho) * g * g)
+        acc_t = state.assign(acc, self.rho * acc + _one_minus(self.rho) * g * g)
         update = math_ops.sqrt(acc_up + self.epsilon) / math_ops.sqrt(acc_t + self.epsilon) * g
         with ops.control_dependencies([acc_t]):
-            up_t = state.assign(acc_up, self.rho * acc_up + (1.0 - self.rho) * update * update)
+            up_t = state.assign(acc_up, self.rho * acc_up + _one_minus(self.rho) * update * update)
         with ops.control_dependencies([up_t]):
             return p - lr * update
 
@@ -257,7 +267,7 @@ class Adamax(Optimizer):
 
     def _update(self, p, g, lr, t):
         m, u = self._slot(p, "m"), self._slot(p, "v")
-        m_t = state.assign(m, m + (g - m) * (1.0 - self.beta_1))
+        m_t = state.assign(m, m + (g - m) * _one_minus(self.beta_1))
         u_t = state.assign(u, math_ops.maximum(self.beta_2 * u, math_ops.abs(g)))
         lr_t = lr / (1.0 - math_ops.pow(self.beta_1, t))
         return p - lr_t * m_t / (u_t + self.epsilon)

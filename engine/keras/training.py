@@ -49,6 +49,7 @@ class _Graph:
         self.metric_stats: list = []  # per metric, its batch sums
         self.train_updates: list = []
         self.names: list = []
+        self.step_fns: dict = {}  # (session id, train) -> (session, compiled step)
 
 
 class Training:

@@ -92,19 +92,40 @@ def _prepare(model, x, y, sample_weight, class_weight, what: str):
     return g, xs, ys, sws
 
 
+def _step_fn(model, g, train: bool):
+    """``fn(xs, ys, sws) -> (loss values, metric sums)``: one batch through a callable the
+    session compiled once per (session, train or test)."""
+    session = backend.get_session()
+    key = (id(session), bool(train))
+    cached = g.step_fns.get(key)
+    if cached is not None and cached[0] is session:
+        return cached[1]
+    losses, stats, updates = _fetches(g, train)
+    lp = backend.learning_phase_placeholder()
+    feeds = list(model.inputs) + list(g.targets) + list(g.sample_weights)
+    feeds += [lp] if lp is not None else []
+    call = session.make_callable(losses + stats + updates, feed_list=feeds)
+    n_loss, n_stats = len(losses), len(stats)
+
+    def fn(xs, ys, sws):
+        args = [*xs, *ys, *sws] + ([bool(train)] if lp is not None else [])
+        out = call(*args)
+        return out[:n_loss], out[n_loss : n_loss + n_stats]
+
+    g.step_fns[key] = (session, fn)
+    return fn
+
+
 def _run_epoch(model, g, arrays, batch_size, index, train, callbacks, progbar):
     xs, ys, sws = arrays
     agg = _Aggregator(g)
-    session = backend.get_session()
-    fetches = _fetches(g, train)
+    step = _step_fn(model, g, train)
     for b, idx in enumerate(batches(index, batch_size)):
         xb, yb, wb = (slice_arrays(a, idx) for a in (xs, ys, sws))
         logs = {"batch": b, "size": len(idx)}
         if callbacks is not None:
             callbacks.on_batch_begin(b, logs)
-        loss_values, stats, _ = session.run(
-            fetches, feed_dict=_feed(model, g, xb, yb, wb, phase=bool(train))
-        )
+        loss_values, stats = step(xb, yb, wb)
         agg.add(loss_values, stats, len(idx))
         if callbacks is not None:
             logs.update(zip(g.names, _batch_values(g, loss_values, stats)))
@@ -278,6 +299,25 @@ def _scalar(v):
     return np.float32(v) if np.ndim(v) == 0 else np.asarray(v, np.float32)
 
 
+def _predict_fn(model):
+    """``fn(xs) -> outputs`` in inference mode, compiled once per session."""
+    session = backend.get_session()
+    cached = getattr(model, "_predict_cache", None)
+    outs = tuple(model.outputs)
+    if cached is not None and cached[0] is session and cached[1] == tuple(map(id, outs)):
+        return cached[2]
+    lp = backend.learning_phase_placeholder()
+    call = session.make_callable(
+        list(model.outputs), feed_list=list(model.inputs) + ([lp] if lp is not None else [])
+    )
+
+    def fn(xs):
+        return call(*xs, *([False] if lp is not None else []))
+
+    model._predict_cache = (session, tuple(map(id, outs)), fn)
+    return fn
+
+
 def predict(model, x, batch_size=None, verbose=0, steps=None, whole=False, **kwargs):
     if kwargs:
         raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
@@ -290,14 +330,11 @@ def predict(model, x, batch_size=None, verbose=0, steps=None, whole=False, **kwa
         xs = standardize_inputs(model, x)
     check_array_lengths(xs, [], [])
     n = len(xs[0])
-    session = backend.get_session()
+    run = _predict_fn(model)
     size = n if whole else _batch_size(batch_size)
     chunks = [[] for _ in model.outputs]
     for idx in batches(np.arange(n), max(size, 1)):
-        outs = session.run(
-            model.outputs, feed_dict=_feed(model, None, slice_arrays(xs, idx), phase=False)
-        )
-        for c, o in zip(chunks, outs):
+        for c, o in zip(chunks, run(slice_arrays(xs, idx))):
             c.append(o)
     result = [np.concatenate(c) if c else np.zeros((0,)) for c in chunks]
     return result[0] if len(result) == 1 else result
