@@ -184,6 +184,7 @@ class Bidirectional(Wrapper):
 
     def get_config(self) -> dict:
         config = {**super().get_config(), "merge_mode": self.merge_mode}
+        config.pop("backward_layer", None)
         if self._custom_backward:
             config["backward_layer"] = self.backward_layer
         return config
