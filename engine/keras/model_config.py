@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from engine.keras import layer_config, layers
+from engine.keras import hdf5_weights, layer_config, layers
 from engine.keras.base_layer import Layer, keras_history
 from engine.keras.input_layer import InputLayer
 from engine.keras.network import Model, Sequential
@@ -31,8 +31,8 @@ __all__ = [
     "to_json",
 ]
 
-KERAS_VERSION = "2.21.0"  # the tf_keras whose format is written (and TF 1.15's reads too)
-MAX_JSON_CHARS = 64 << 20  # a model config larger than this is not a model config
+KERAS_VERSION = hdf5_weights.KERAS_VERSION
+MAX_JSON_CHARS = hdf5_weights.MAX_CONFIG_CHARS
 MAX_NODES = 100_000
 
 _NESTED_LAYER_KEYS = ("layer", "backward_layer", "cell")
@@ -147,7 +147,9 @@ def _functional_config(model) -> dict:
             for n in nodes
             if n.input_tensors
         ]
-        layer_configs.append({**serialize_layer(layer), "name": layer.name, "inbound_nodes": inbound})
+        layer_configs.append(
+            {**serialize_layer(layer), "name": layer.name, "inbound_nodes": inbound}
+        )
     return {
         "name": model.name,
         "trainable": model.trainable,
@@ -202,7 +204,9 @@ def _node_inputs(node_data, outputs_by_layer: dict):
         raise ValueError(f"An inbound node must be a list of tensor references, got {node_data!r}")
     for item in node_data:
         if not isinstance(item, list) or len(item) not in (3, 4):
-            raise ValueError(f"A tensor reference must be [layer, node, tensor(, kwargs)]: {item!r}")
+            raise ValueError(
+                f"A tensor reference must be [layer, node, tensor(, kwargs)]: {item!r}"
+            )
         name, node_index, tensor_index = item[:3]
         made = outputs_by_layer.get(name)
         if made is None or not isinstance(node_index, int) or node_index >= len(made):
@@ -238,7 +242,10 @@ def _functional_from_config(config: dict, custom_objects):
             outputs_by_layer.setdefault(name, []).append(list(outs))
         if len(waiting) == len(pending):
             names = sorted({n for n, _ in waiting})
-            raise ValueError(f"The model config's layer graph cannot be built: the inputs of {names} are never made")
+            raise ValueError(
+                f"The model config's layer graph cannot be built: the inputs of {names} are "
+                "never made"
+            )
         pending = waiting
 
     def tensor(ref):
