@@ -62,8 +62,9 @@ def open_file(filepath, mode: str):
 # -- bounded reads -------------------------------------------------------------------------
 
 
-def str_attr(obj, key: str, limit: int = MAX_CONFIG_CHARS):
+def str_attr(obj, key: str, limit: int | None = None):
     """A string attribute (None when absent), at most ``limit`` characters."""
+    limit = MAX_CONFIG_CHARS if limit is None else limit
     if key not in obj.attrs:
         return None
     attr = obj.attrs.get_id(key)
