@@ -106,8 +106,12 @@ def init_arg_config(layer) -> dict:
         if name == "cell" and name not in own:
             continue  # LSTM and the like build their own cell; they take none
         value = getattr(layer, name, _MISSING)
-        if value is not _MISSING and not inspect.ismethod(value):
+        if value is _MISSING or inspect.ismethod(value):
+            continue
+        try:
             config[name] = serialize_arg(name, value)
+        except (TypeError, ValueError):
+            pass  # an attribute that is not the argument (a custom layer's own get_config rules)
     return config
 
 

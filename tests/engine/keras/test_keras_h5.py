@@ -158,6 +158,23 @@ def test_serialized_initializers_regularizers_constraints_are_keras_json():
     assert config["activation"] == "relu"
 
 
+def test_custom_layers_get_their_arguments_in_the_config():
+    class Scale(L.Layer):
+        def __init__(self, factor, table=None, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+            self.table = object() if table is None else table  # not an argument value
+
+        def call(self, x):
+            return x * self.factor
+
+    config = Scale(2.5, name="scale").get_config()
+    assert config == {"name": "scale", "trainable": True, "dtype": "float32", "factor": 2.5}
+    spec = {"class_name": "Scale", "config": config}
+    rebuilt = model_config.deserialize_layer(spec, custom_objects={"Scale": Scale})
+    assert (type(rebuilt), rebuilt.factor, rebuilt.name) == (Scale, 2.5, "scale")
+
+
 # -- model configs -------------------------------------------------------------------------
 
 
