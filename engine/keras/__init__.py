@@ -12,10 +12,12 @@ from engine.keras import (
     backend_ops,
     callbacks,
     datasets,
+    hdf5,
     initializers,
     layers,
     losses,
     metrics,
+    model_config,
     optimizers,
     regularizers,
     saving,
@@ -49,7 +51,18 @@ for _name in backend_ops.__all__:
     setattr(backend, _name, getattr(backend_ops, _name))
 
 Model.save = saving.save_model
-models = SimpleNamespace(Model=Model, Sequential=Sequential, save_model=saving.save_model)
+Model.get_config = model_config.get_config
+Model.to_json = model_config.to_json
+Model.from_config = classmethod(model_config.from_config)
+models = SimpleNamespace(
+    Model=Model,
+    Sequential=Sequential,
+    save_model=saving.save_model,
+    load_model=hdf5.load_model,
+    model_from_json=model_config.model_from_json,
+    model_from_config=model_config.model_from_config,
+    clone_model=model_config.clone_model,
+)
 constraints = SimpleNamespace(
     MaxNorm=regularizers.MaxNorm,
     NonNeg=regularizers.NonNeg,

@@ -18,7 +18,7 @@ import numpy as np
 from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import Tensor
-from engine.keras import backend, initializers, regularizers
+from engine.keras import backend, initializers, layer_config, regularizers
 from engine.ops import array as array_ops
 from engine.tensor_shape import TensorShape
 from engine.variables import Variable
@@ -401,11 +401,11 @@ class Layer:
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
         if hasattr(self, "_batch_input_shape"):
             config["batch_input_shape"] = self._batch_input_shape
-        return config
+        return {**config, **layer_config.init_arg_config(self)}
 
     @classmethod
     def from_config(cls, config: dict):
-        return cls(**config)
+        return cls(**layer_config.deserialize_args(config))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name}>"

@@ -265,6 +265,7 @@ class ActivityRegularization(Layer):
     def __init__(self, l1=0.0, l2=0.0, **kwargs):  # noqa: E741 - Keras' names
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.supports_masking = True
+        self.l1, self.l2 = l1, l2  # its config
 
 
 class Masking(Layer):

@@ -54,7 +54,9 @@ class InputLayer(Layer):
             "batch_input_shape": self._batch_input_shape,
             "dtype": self.dtype,
             "sparse": False,
+            "ragged": False,
             "name": self.name,
+            "optional": False,
         }
 
 

@@ -463,9 +463,7 @@ class SeparableConv(Conv):
         return self._finish(outputs)
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.pop("groups")
-        return {**config, "depth_multiplier": self.depth_multiplier}
+        return {**super().get_config(), "depth_multiplier": self.depth_multiplier}
 
 
 class SeparableConv1D(SeparableConv):
@@ -561,8 +559,8 @@ class DepthwiseConv2D(Conv2D):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        for key in ("filters", "groups"):
-            config.pop(key)
+        for key in ("filters", "kernel_initializer", "kernel_regularizer", "kernel_constraint"):
+            config.pop(key, None)
         return {**config, "depth_multiplier": self.depth_multiplier}
 
 

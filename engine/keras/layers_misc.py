@@ -442,6 +442,9 @@ class SpatialDropout1D(_SpatialDropout):
     def __init__(self, rate, **kwargs):
         super().__init__(rate, data_format="channels_last", **kwargs)
 
+    def get_config(self) -> dict:
+        return {k: v for k, v in super().get_config().items() if k != "data_format"}
+
 
 class SpatialDropout2D(_SpatialDropout):
     """Drops whole feature maps of images while training."""

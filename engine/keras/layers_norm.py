@@ -310,7 +310,7 @@ class LayerNormalization(Layer):
     def get_config(self) -> dict:
         return {
             **super().get_config(),
-            "axis": self.axis,
+            "axis": self.axis if len(self.axis) > 1 else self.axis[0],
             "epsilon": self.epsilon,
             "center": self.center,
             "scale": self.scale,

@@ -184,6 +184,12 @@ class Bidirectional(Wrapper):
 
     def get_config(self) -> dict:
         config = {**super().get_config(), "merge_mode": self.merge_mode}
-        if self._custom_backward:
-            config["backward_layer"] = self.backward_layer
+        config.pop("backward_layer", None)
+        if self._custom_backward:  # as it was given: without the "backward_" prefix
+            backward = self.backward_layer.get_config()
+            backward["name"] = backward["name"].removeprefix("backward_")
+            config["backward_layer"] = {
+                "class_name": type(self.backward_layer).__name__,
+                "config": backward,
+            }
         return config

@@ -13,7 +13,7 @@ import os
 
 from engine.framework.graph import Graph
 from engine.graph_util import convert_variables_to_constants
-from engine.keras import backend
+from engine.keras import backend, hdf5
 from engine.saving.graph_def import import_graph_def
 from engine.saving.saved_model import simple_save
 from engine.session import Session
@@ -76,14 +76,12 @@ def save_model(
     save_format=None,
     **kwargs,
 ):
-    """``model.save``: a SavedModel directory (HDF5 files are not written)."""
-    del include_optimizer, kwargs  # the serving graph holds no optimizer
+    """``model.save``: a SavedModel directory, or a Keras HDF5 file (``.h5``, ``.hdf5``,
+    ``.keras`` or ``save_format="h5"``)."""
+    del kwargs
     filepath = os.fspath(filepath)
-    if save_format == "h5" or filepath.endswith((".h5", ".hdf5", ".keras")):
-        raise ValueError(
-            f"Saving to HDF5/.keras is not supported: {filepath}; save to a "
-            "directory (a SavedModel) instead"
-        )
+    if hdf5.is_hdf5_path(filepath, save_format):
+        return hdf5.save_model(model, filepath, overwrite, include_optimizer)
     if os.path.exists(filepath) and os.listdir(filepath):
         if not overwrite:
             raise FileExistsError(f"{filepath} exists and overwrite=False")

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from engine.keras import backend
+from engine.keras import backend, hdf5_weights
 from engine.keras import callbacks as cbks
 from engine.keras.data_adapter import (
     batches,
@@ -498,11 +498,10 @@ def _saver(model, by_name=False) -> Saver:
 def save_weights(model, filepath, overwrite=True, save_format=None) -> None:
     """Writes the model's weights as a TF checkpoint at ``filepath`` (a prefix)."""
     filepath = os.fspath(filepath)
-    if save_format not in (None, "tf") or filepath.endswith((".h5", ".keras", ".hdf5")):
-        raise ValueError(
-            "save_weights writes TF checkpoints only (save_format='tf'); HDF5 "
-            f"is not supported: {filepath}"
-        )
+    if hdf5_weights.is_hdf5_path(filepath, save_format):
+        return hdf5_weights.save_weights(model, filepath, overwrite)
+    if save_format not in (None, "tf"):
+        raise ValueError(f"save_format must be 'tf' or 'h5', got {save_format!r}")
     if not overwrite and os.path.exists(filepath + ".index"):
         raise FileExistsError(f"{filepath} exists and overwrite=False")
     _saver(model).save(backend.get_session(), filepath, write_meta_graph=False)
@@ -511,8 +510,6 @@ def save_weights(model, filepath, overwrite=True, save_format=None) -> None:
 def load_weights(model, filepath, by_name=False) -> None:
     """Restores weights saved by :func:`save_weights` (matched by variable name)."""
     filepath = os.fspath(filepath)
-    if filepath.endswith((".h5", ".keras", ".hdf5")):
-        raise ValueError(
-            f"load_weights reads TF checkpoints only; HDF5 is not supported: {filepath}"
-        )
+    if hdf5_weights.is_hdf5_path(filepath):
+        return hdf5_weights.load_weights(model, filepath, by_name=by_name)
     _saver(model, by_name).restore(backend.get_session(), filepath)
