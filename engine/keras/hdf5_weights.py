@@ -12,6 +12,7 @@ strings read from a file are bounded.
 from __future__ import annotations
 
 import os
+import zipfile
 
 import numpy as np
 
@@ -51,6 +52,11 @@ def open_file(filepath, mode: str):
     path = os.fspath(filepath)
     if mode == "r" and not os.path.exists(path):
         raise FileNotFoundError(f"No file or directory found at {path}")
+    if mode == "r" and zipfile.is_zipfile(path):
+        raise OSError(
+            f"{path} is a Keras 3 '.keras' archive (a zip), which is not supported: save the "
+            "model as HDF5 (model.save('m.h5')) or as a SavedModel and load that"
+        )
     try:
         return h5py.File(path, mode)
     except OSError as e:

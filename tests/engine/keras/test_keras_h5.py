@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 
 import numpy as np
 import pytest
@@ -415,6 +416,10 @@ def test_truncated_corrupt_and_foreign_files_are_clear_errors(tmp_path):
             tf.keras.Sequential([L.Dense(1, input_shape=(2,))]).load_weights(str(tmp_path / path))
     with pytest.raises(FileNotFoundError, match="No file or directory"):
         tf.keras.models.load_model(str(tmp_path / "missing.h5"))
+    with zipfile.ZipFile(tmp_path / "keras3.keras", "w") as z:
+        z.writestr("config.json", "{}")
+    with pytest.raises(OSError, match="Keras 3 '.keras' archive"):
+        tf.keras.models.load_model(str(tmp_path / "keras3.keras"))
     with h5py.File(tmp_path / "empty.h5", "w") as f:
         f.attrs["model_config"] = "{broken"
     with pytest.raises(ValueError, match="model config .* is not valid JSON"):
