@@ -7,6 +7,10 @@ first epoch's mean losses agree (within 1%: rounding differences reach the Adam 
 where a ReLU's pre-activation sits at zero, after which they drift apart slowly) before
 printing samples/s and the ratios.
 
+Then the same for an Embedding(1000, 32) -> LSTM(32) -> Dense(1, sigmoid) text classifier
+(1024 sequences of 40 ids, batch 64, Adam, binary cross-entropy): ``fit`` per epoch and
+``predict`` at batch 256, engine vs TF (no numpy by hand for this one).
+
     python bench/keras_fit.py [--epochs 3] [--tf-python /tmp/tfvenv/bin/python]
 """
 
@@ -67,6 +71,32 @@ def time_keras(tf, weights, x, y, epochs):
     return float(first.history["loss"][0]), (time.perf_counter() - t0) / epochs
 
 
+def time_lstm(tf, epochs):
+    """(seconds per fit epoch, seconds per predict pass) of the LSTM text classifier."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(1, 1000, (1024, 40))
+    y = rng.integers(0, 2, 1024)
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    model = tf.keras.Sequential(
+        [
+            layers.Embedding(1000, 32, input_length=40),
+            layers.LSTM(32),
+            layers.Dense(1, activation="sigmoid"),
+        ]
+    )
+    model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    model.fit(x[:64], y[:64], epochs=1, verbose=0)
+    model.predict(x[:256], batch_size=256)
+    t0 = time.perf_counter()
+    model.fit(x, y, batch_size=64, epochs=epochs, verbose=0)
+    fit_s = (time.perf_counter() - t0) / epochs
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        model.predict(x, batch_size=256)
+    return fit_s, (time.perf_counter() - t0) / epochs
+
+
 def time_numpy(weights, x, y, epochs):
     import train_step  # noqa: PLC0415 - the bench's own module, after sys.path is set
 
@@ -89,7 +119,9 @@ tf.disable_v2_behavior()
 import keras_fit as b
 d = np.load({path!r})
 first, dt = b.time_keras(tf, [d[f"w{{i}}"] for i in range(6)], d["x"], d["y"], {epochs})
-print(json.dumps({{"first": first, "dt": dt, "version": tensorflow.__version__}}))
+lstm_fit, lstm_predict = b.time_lstm(tf, {epochs})
+print(json.dumps({{"first": first, "dt": dt, "lstm_fit": lstm_fit, "lstm_predict": lstm_predict,
+                  "version": tensorflow.__version__}}))
 """
 
 
@@ -137,6 +169,17 @@ def main() -> None:
         print(
             f"  {name:<32} {dt * 1e3:8.1f} ms/epoch  {N / dt:8.0f} samples/s  "
             f"{dt / np_dt:5.2f}x numpy"
+        )
+    lstm_fit, lstm_predict = time_lstm(tf, args.epochs)
+    result.update(engine_lstm_fit_s=lstm_fit, engine_lstm_predict_s=lstm_predict)
+    print("Embedding -> LSTM(32) -> Dense text classifier, 1024 sequences of 40 ids")
+    print(f"  engine   fit {lstm_fit * 1e3:7.1f} ms/epoch   predict {lstm_predict * 1e3:6.1f} ms")
+    if args.tf_python:
+        result.update(tf_lstm_fit_s=res["lstm_fit"], tf_lstm_predict_s=res["lstm_predict"])
+        print(
+            f"  TF       fit {res['lstm_fit'] * 1e3:7.1f} ms/epoch   predict "
+            f"{res['lstm_predict'] * 1e3:6.1f} ms   (engine/TF: fit "
+            f"{lstm_fit / res['lstm_fit']:.2f}x, predict {lstm_predict / res['lstm_predict']:.2f}x)"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
