@@ -343,6 +343,8 @@ class Layer:
         previous_mask = _collect_mask(inputs)
         if "mask" not in kwargs and _accepts(self.call, "mask") and previous_mask is not None:
             kwargs["mask"] = previous_mask
+        if "training" in kwargs and not _accepts(self.call, "training"):
+            kwargs.pop("training")  # as Keras: layers that do not take it are called without
         with ops.name_scope(self._name):
             self._maybe_build(inputs)
             outputs = self.call(inputs, *args, **kwargs)

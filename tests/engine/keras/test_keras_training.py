@@ -244,3 +244,12 @@ def test_numpy_utilities():
     )
     with pytest.raises(ValueError, match='Padding type "middle"'):
         pad([[1]], padding="middle")
+
+
+def test_training_argument_reaches_only_layers_that_take_it():
+    K.clear_session()
+    x = tf.keras.Input((4,))
+    h = layers.Dense(4, kernel_initializer="ones")(x, training=True)  # Dense takes no flag
+    out = layers.Dropout(0.5)(h, training=True)  # always drops, whatever the phase
+    values = K.get_session().run(out, {x: np.ones((64, 4), np.float32)})
+    assert set(np.unique(values)) <= {0.0, 8.0} and (values == 0).any()
