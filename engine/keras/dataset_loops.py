@@ -194,6 +194,8 @@ class _DatasetSource:
     """Batches from a Dataset (through an initializable iterator of its own) or a given
     Iterator, as numpy; ``get_next`` is built once."""
 
+    weights_by_size = False
+
     def __init__(self, data):
         self.is_dataset = isinstance(data, tf_data.Dataset)
         graph = (data._variant if self.is_dataset else data._handle).graph
@@ -242,6 +244,7 @@ class _GeneratorSource:
     """Batches from a Python generator (consumed as it goes) or a Sequence."""
 
     is_dataset = False
+    weights_by_size = True
 
     def __init__(self, data, shuffle=False):
         self.stream = _sequence_stream(data, shuffle) if is_sequence(data) else iter(data)
@@ -313,7 +316,7 @@ def _steps_for(data, steps, epochs: int, steps_name: str):
         return int(steps), False
     if steps is None:
         return infer_steps(data, None, epochs, steps_name), True
-    return infer_steps(data, int(steps), epochs, steps_name), False
+    return int(steps), False  # TF checks the size only when it infers the steps
 
 
 def _generator_steps(data, steps, steps_name: str) -> int:
@@ -357,7 +360,7 @@ class _Pass:
                 loops._fetches(g, self.train),
                 feed_dict=loops._feed(self.model, g, xs, ys, sws, phase=self.train),
             )
-            agg.add(loss_values, stats, 1)  # step-wise: each batch counts once
+            agg.add(loss_values, stats, self._weight(len(xs[0])))
             if callbacks is not None:
                 logs.update(zip(g.names, loops._batch_values(g, loss_values, stats)))
                 callbacks.on_batch_end(step, logs)
@@ -367,9 +370,15 @@ class _Pass:
                 break
         if agg is None:
             raise ValueError("Empty training data.")
-        if self.steps is not None:
+        if not self.train and self.steps is not None:
             agg.samples = self.steps  # TF divides by the steps asked for, even when cut short
         return agg.results()
+
+    def _weight(self, batch_size: int) -> int:
+        """How much a batch's loss counts: TF's legacy Keras weights training batches from a
+        generator by their size, and every other batch (training on tf.data, evaluating)
+        once."""
+        return batch_size if self.train and self.source.weights_by_size else 1
 
     def _out_of_data(self, step: int) -> None:
         if self.source.is_dataset and not self.steps:
