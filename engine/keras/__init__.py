@@ -17,6 +17,8 @@ from engine.keras import (
     losses,
     metrics,
     optimizers,
+    preprocessing_sequence,
+    preprocessing_text,
     regularizers,
     saving,
     utils,
@@ -62,4 +64,9 @@ constraints = SimpleNamespace(
     get=regularizers.get_constraint,
 )
 experimental = SimpleNamespace(export_saved_model=saving.export_saved_model)
-preprocessing = SimpleNamespace(sequence=SimpleNamespace(pad_sequences=utils.pad_sequences))
+preprocessing = SimpleNamespace(
+    sequence=SimpleNamespace(
+        **{n: getattr(preprocessing_sequence, n) for n in preprocessing_sequence.__all__}
+    ),
+    text=SimpleNamespace(**{n: getattr(preprocessing_text, n) for n in preprocessing_text.__all__}),
+)

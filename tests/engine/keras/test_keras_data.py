@@ -141,3 +141,77 @@ def test_verbose_fit_on_dataset_prints_steps(capsys):
     _model().fit(_ds(), epochs=1, verbose=2, validation_data=_ds(16))
     out = capsys.readouterr().out
     assert out.startswith("Train on 5 steps, validate on 3 steps\nEpoch 1/1\n")
+
+
+# -- preprocessing ---------------------------------------------------------------------------
+
+text = tf.keras.preprocessing.text
+
+
+def test_tokenizer_reads_tensorflows_json():
+    tok = text.tokenizer_from_json(str(RECORDED["tokenizer_json_tf"]))
+    np.testing.assert_array_equal(
+        tok.texts_to_matrix(["low held"], mode="count"), RECORDED["tokchar_json_count"]
+    )
+    assert tok.index_word[1] == "l" and tok.num_words == 8
+
+
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        ("not json", "not valid JSON"),
+        ("[1, 2]", '"config" object'),
+        ('{"config": {"word_counts": "{}"}}', "missing"),
+        (
+            '{"config": {"word_counts": "{}", "word_docs": "{}", "index_docs": "{}", '
+            '"index_word": "{\\"x\\": \\"a\\"}", "word_index": "{}"}}',
+            "non-integer key",
+        ),
+        (
+            '{"config": {"num_words": "7", "word_counts": "{}", "word_docs": "{}", '
+            '"index_docs": "{}", "index_word": "{}", "word_index": "{}"}}',
+            "num_words has the wrong type",
+        ),
+        (
+            '{"config": {"evil": 1, "word_counts": "{}", "word_docs": "{}", '
+            '"index_docs": "{}", "index_word": "{}", "word_index": "{}"}}',
+            "unknown keys",
+        ),
+    ],
+)
+def test_tokenizer_from_json_rejects_bad_documents(doc, match):
+    with pytest.raises(ValueError, match=match):
+        text.tokenizer_from_json(doc)
+
+
+def test_tokenizer_errors():
+    with pytest.raises(ValueError, match="Specify a dimension"):
+        text.Tokenizer().texts_to_matrix(["a"])
+    tok = text.Tokenizer(num_words=5)
+    with pytest.raises(ValueError, match="Fit the Tokenizer"):
+        tok.texts_to_matrix(["a"], mode="tfidf")
+    with pytest.raises(ValueError, match="Unknown vectorization mode"):
+        tok.texts_to_matrix(["a"], mode="bm25")
+    with pytest.raises(TypeError, match="Unrecognized keyword"):
+        text.Tokenizer(vocabulary=3)
+    with pytest.raises(TypeError, match="list of texts"):
+        tok.fit_on_texts("one text")
+
+
+def test_one_hot_uses_pythons_hash_in_range():
+    got = text.one_hot("a b c a", 5)
+    assert len(got) == 4 and got[0] == got[3] and all(1 <= v <= 4 for v in got)
+    assert got == [hash(w) % 4 + 1 for w in "a b c a".split()]
+    with pytest.raises(ValueError, match="n >= 2"):
+        text.hashing_trick("a", 1)
+
+
+def test_timeseries_generator_errors():
+    seq = tf.keras.preprocessing.sequence
+    with pytest.raises(ValueError, match="same length"):
+        seq.TimeseriesGenerator(np.zeros(5), np.zeros(4), length=2)
+    with pytest.raises(ValueError, match="disallowed"):
+        seq.TimeseriesGenerator(np.zeros(5), np.zeros(5), length=6)
+    gen = seq.TimeseriesGenerator(np.zeros(5), np.zeros(5), length=2, batch_size=2)
+    with pytest.raises(IndexError, match="out of range"):
+        gen[len(gen)]
