@@ -17,6 +17,7 @@ from engine.keras import (
     losses,
     metrics,
     optimizers,
+    preprocessing_image,
     preprocessing_sequence,
     preprocessing_text,
     regularizers,
@@ -69,4 +70,7 @@ preprocessing = SimpleNamespace(
         **{n: getattr(preprocessing_sequence, n) for n in preprocessing_sequence.__all__}
     ),
     text=SimpleNamespace(**{n: getattr(preprocessing_text, n) for n in preprocessing_text.__all__}),
+    image=SimpleNamespace(
+        **{n: getattr(preprocessing_image, n) for n in preprocessing_image.__all__}
+    ),
 )

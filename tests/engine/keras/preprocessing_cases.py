@@ -4,7 +4,10 @@ array}`` with ragged lists flattened next to their lengths."""
 
 from __future__ import annotations
 
+import io
+import os
 import random
+import tempfile
 
 import numpy as np
 
@@ -119,3 +122,124 @@ def tokenizer_json(tf) -> str:
     tok = tf.keras.preprocessing.text.Tokenizer(char_level=True, num_words=8)
     tok.fit_on_texts(["hello world", "Hold"])
     return tok.to_json()
+
+
+IMAGES = (np.random.RandomState(5).rand(7, 6, 5, 3) * 255).astype(np.float32)
+
+
+def image_utilities(tf) -> dict:
+    image = tf.keras.preprocessing.image
+    out = {}
+    img = image.array_to_img(IMAGES[0])
+    out["imu_scaled"] = image.img_to_array(img)
+    out["imu_raw_cf"] = image.img_to_array(image.array_to_img(IMAGES[1], scale=False),
+                                           data_format="channels_first")  # fmt: skip
+    out["imu_gray"] = image.img_to_array(image.array_to_img(IMAGES[2][:, :, :1], scale=False))
+    buf = io.BytesIO()
+    image.save_img(buf, IMAGES[3], file_format="png", scale=False)
+    for mode in ("rgb", "grayscale", "rgba"):
+        buf.seek(0)
+        loaded = image.load_img(buf, color_mode=mode, target_size=(4, 3), interpolation="bilinear")
+        out[f"imu_load_{mode}"] = image.img_to_array(loaded)
+    return out
+
+
+def image_standardize(tf) -> dict:
+    image = tf.keras.preprocessing.image
+    out = {}
+    gen = image.ImageDataGenerator(
+        rescale=1 / 255.0, featurewise_center=True, featurewise_std_normalization=True
+    )
+    gen.fit(IMAGES)
+    out["ims_mean"], out["ims_std"] = gen.mean, gen.std
+    out["ims_feature"] = gen.standardize(IMAGES.copy())
+    gen = image.ImageDataGenerator(samplewise_center=True, samplewise_std_normalization=True)
+    out["ims_sample"] = gen.standardize(IMAGES[0].copy())
+    gen = image.ImageDataGenerator(zca_whitening=True)
+    gen.fit(IMAGES[:, :3, :3, :1] / 255.0)
+    out["ims_zca"] = gen.zca_whitening_matrix
+    out["ims_zca_x"] = gen.standardize(IMAGES[:2, :3, :3, :1] / 255.0)
+    return out
+
+
+def image_random_parameters(tf) -> dict:
+    image = tf.keras.preprocessing.image
+    gen = image.ImageDataGenerator(
+        rotation_range=30, width_shift_range=0.2, height_shift_range=[1, 2, 3],
+        shear_range=10, zoom_range=0.2, channel_shift_range=5.0, brightness_range=(0.5, 1.5),
+        horizontal_flip=True, vertical_flip=True,
+    )  # fmt: skip
+    keys = ["theta", "tx", "ty", "shear", "zx", "zy", "flip_horizontal", "flip_vertical",
+            "channel_shift_intensity", "brightness"]  # fmt: skip
+
+    def value(v):
+        return np.nan if v is None else float(v)
+
+    rows = [[value(gen.get_random_transform((6, 5, 3), seed=s)[k]) for k in keys]
+            for s in range(4)]  # fmt: skip
+    ints = image.ImageDataGenerator(
+        width_shift_range=3, height_shift_range=4.0, zoom_range=(0.5, 0.9)
+    )
+    rows += [[value(ints.get_random_transform((6, 5, 3), seed=s)[k]) for k in keys]
+             for s in range(3)]  # fmt: skip
+    return {"imp_params": np.asarray(rows)}
+
+
+def image_flow(tf) -> dict:
+    image = tf.keras.preprocessing.image
+    out = {}
+    labels = np.arange(7)
+    weights = np.linspace(0.5, 1.5, 7)
+    gen = image.ImageDataGenerator(rescale=0.5, horizontal_flip=True, vertical_flip=True)
+    it = gen.flow(IMAGES, labels, batch_size=3, seed=7, sample_weight=weights)
+    out["imf_len"] = np.asarray(len(it))
+    for i in range(len(it)):
+        x, y, w = it[i]
+        out[f"imf_x{i}"], out[f"imf_y{i}"], out[f"imf_w{i}"] = x, y, w
+    it = gen.flow(IMAGES, labels, batch_size=4, seed=3)
+    for i in range(4):  # next(): the index stream, epochs reshuffled
+        out[f"imf_next_x{i}"], out[f"imf_next_y{i}"] = next(it)
+    plain = image.ImageDataGenerator(rescale=2.0).flow(
+        [IMAGES, labels * 10], batch_size=5, shuffle=False
+    )
+    out["imf_plain_x"], out["imf_plain_misc"] = plain[1][0], plain[1][1]
+    shifted = image.ImageDataGenerator(channel_shift_range=40.0, brightness_range=(0.6, 1.4))
+    out["imf_shift"] = shifted.flow(IMAGES, batch_size=7, seed=1)[0]
+    sub = image.ImageDataGenerator(validation_split=0.3).flow(
+        IMAGES, labels % 2, batch_size=8, shuffle=False, subset="validation"
+    )
+    out["imf_subset_y"] = sub[0][1]
+    return out
+
+
+def image_directory(tf) -> dict:
+    image = tf.keras.preprocessing.image
+    out = {}
+    with tempfile.TemporaryDirectory() as root:
+        for c, name in enumerate(["dog", "cat", "bird"]):
+            os.makedirs(os.path.join(root, name, "sub"))
+            for k in range(c + 2):
+                where = os.path.join(root, name, "sub" if k == 2 else "", f"im{k}.png")
+                x = IMAGES[(c + k) % 7][: 4 + k, : 6 - c]
+                image.save_img(where, x, scale=False)
+        with open(os.path.join(root, "cat", "notes.txt"), "w") as f:
+            f.write("not an image")
+        gen = image.ImageDataGenerator(rescale=1 / 255.0, validation_split=0.5)
+        it = gen.flow_from_directory(
+            root, target_size=(4, 5), batch_size=4, shuffle=False, interpolation="bilinear"
+        )
+        out["imd_filenames"] = np.asarray([f.replace(os.sep, "/") for f in it.filenames])
+        out["imd_classes"] = np.asarray(it.classes, np.int64)
+        out["imd_class_names"] = np.asarray(sorted(it.class_indices, key=it.class_indices.get))
+        for i in range(len(it)):
+            out[f"imd_x{i}"], out[f"imd_y{i}"] = it[i]
+        it = gen.flow_from_directory(
+            root, target_size=(3, 3), color_mode="grayscale", class_mode="sparse",
+            classes=["cat", "dog"], batch_size=10, shuffle=True, seed=2, subset="training",
+        )  # fmt: skip
+        out["imd_gray_x"], out["imd_gray_y"] = it[0]
+        out["imd_none_x"] = gen.flow_from_directory(root, (2, 2), class_mode=None, shuffle=False)[0]
+    return out
+
+
+CASES += [image_utilities, image_standardize, image_random_parameters, image_flow, image_directory]

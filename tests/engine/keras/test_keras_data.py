@@ -4,11 +4,13 @@ legacy Keras recorded for the same programs (``data_programs.py`` and
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
 import engine as tf
-from engine.keras import dataset_loops
+from engine.keras import dataset_loops, preprocessing_affine, preprocessing_image
 from tests.engine.fixtures.oracle import assert_recorded, load
 from tests.engine.keras import data_programs, preprocessing_cases
 from tests.engine.keras.programs import Y_REG, X
@@ -215,3 +217,102 @@ def test_timeseries_generator_errors():
     gen = seq.TimeseriesGenerator(np.zeros(5), np.zeros(5), length=2, batch_size=2)
     with pytest.raises(IndexError, match="out of range"):
         gen[len(gen)]
+
+
+# -- image preprocessing: what TF's recording cannot cover (it has no SciPy) -------------------
+
+image = tf.keras.preprocessing.image
+SQUARE = np.arange(25, dtype=np.float32).reshape(5, 5, 1)
+
+
+def test_quarter_turn_is_a_rotation_of_the_pixels():
+    got = image.apply_affine_transform(SQUARE, theta=90, row_axis=0, col_axis=1, channel_axis=2)
+    np.testing.assert_allclose(got[:, :, 0], np.rot90(SQUARE[:, :, 0]), atol=1e-4)
+    back = image.apply_affine_transform(got, theta=-90, row_axis=0, col_axis=1, channel_axis=2)
+    np.testing.assert_allclose(back, SQUARE, atol=1e-4)
+
+
+def test_whole_pixel_shift_moves_pixels_and_fills():
+    got = image.apply_affine_transform(
+        SQUARE, tx=2, row_axis=0, col_axis=1, channel_axis=2, fill_mode="constant", cval=-1
+    )[:, :, 0]
+    moved = [np.full((5, 5), -1.0, np.float32) for _ in range(4)]
+    moved[0][:, :3], moved[1][:, 2:] = SQUARE[:, 2:, 0], SQUARE[:, :3, 0]
+    moved[2][:3], moved[3][2:] = SQUARE[2:, :, 0], SQUARE[:3, :, 0]
+    assert any(np.allclose(got, m, atol=1e-4) for m in moved)
+    nearest = image.apply_affine_transform(SQUARE, tx=2, row_axis=0, col_axis=1, channel_axis=2)
+    assert set(np.unique(nearest)) <= set(np.unique(SQUARE))
+
+
+def test_bilinear_sampling_is_exact_on_a_linear_ramp():
+    rows, cols = np.indices((8, 9), dtype=np.float64)
+    ramp = 2 * rows + 3 * cols
+    m, off = np.array([[0.8, 0.3], [-0.2, 0.9]]), np.array([0.7, 0.4])
+    got = preprocessing_affine.affine_sample(ramp, m, off, order=1, fill_mode="constant", cval=-9)
+    r, c = np.einsum("ij,jkl->ikl", m, np.indices((8, 9))) + off[:, None, None]
+    eps = 1e-9
+    inside = (r >= -eps) & (r <= 7 + eps) & (c >= -eps) & (c <= 8 + eps)
+    np.testing.assert_allclose(got[inside], (2 * r + 3 * c)[inside], atol=1e-9)
+    assert (got[~inside] == -9).all() and inside.sum() > 30
+
+
+def test_random_transforms_keep_invariants():
+    gen = image.ImageDataGenerator(
+        rotation_range=40, width_shift_range=0.2, shear_range=15, zoom_range=0.3,
+        horizontal_flip=True,
+    )  # fmt: skip
+    flat = np.full((6, 5, 3), 7.0, np.float32)
+    np.testing.assert_allclose(gen.random_transform(flat, seed=1), flat, atol=1e-4)
+    np.random.seed(0)
+    flips = [gen.get_random_transform((6, 5, 3))["flip_horizontal"] for _ in range(400)]
+    assert 160 < sum(flips) < 240  # a fair coin
+    x = (np.random.RandomState(2).rand(6, 5, 3) * 10).astype(np.float32)
+    moved = gen.random_transform(x, seed=3)
+    assert (
+        moved.shape == x.shape and moved.min() >= x.min() - 1e-4 and moved.max() <= x.max() + 1e-4
+    )
+    assert not np.allclose(moved, x)
+
+
+def test_flow_feeds_fit_generator_like_arrays():
+    x = np.random.RandomState(3).rand(9, 4, 4, 1).astype(np.float32)
+    y = np.random.RandomState(4).rand(9, 1).astype(np.float32)
+
+    def train(fit):
+        tf.keras.backend.clear_session()
+        model = tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(4, 4, 1)),
+                                     tf.keras.layers.Dense(1)])  # fmt: skip
+        model.set_weights([np.full((16, 1), 0.1, np.float32), np.zeros(1, np.float32)])
+        model.compile("sgd", "mse")
+        return fit(model).history["loss"]
+
+    flowed = train(lambda m: m.fit_generator(
+        image.ImageDataGenerator().flow(x, y, batch_size=4, shuffle=False), epochs=2, verbose=0,
+        shuffle=False,
+    ))  # fmt: skip
+    arrays = train(lambda m: m.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0))
+    np.testing.assert_allclose(flowed, arrays, rtol=1e-6)
+
+
+def test_image_errors(monkeypatch):
+    with pytest.raises(ValueError, match="rank 3"):
+        image.array_to_img(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="hasn't been fit"):
+        image.ImageDataGenerator(featurewise_center=True).standardize(np.zeros((2, 2, 1)))
+    with pytest.raises(ValueError, match="rank 4"):
+        image.ImageDataGenerator().flow(np.zeros((3, 2, 2)))
+    with pytest.raises(ValueError, match="fill_mode"):
+        image.apply_affine_transform(SQUARE, theta=5, channel_axis=2, row_axis=0,
+                                     col_axis=1, fill_mode="mirror")  # fmt: skip
+    buf = io.BytesIO()
+    image.save_img(buf, np.zeros((8, 8, 3)), file_format="png")
+    buf.seek(0)
+    with pytest.raises(ValueError, match="color_mode"):
+        image.load_img(buf, color_mode="cmyk")
+    buf.seek(0)
+    with pytest.raises(ValueError, match="Invalid interpolation"):
+        image.load_img(buf, target_size=(2, 2), interpolation="cubic-ish")
+    monkeypatch.setattr(preprocessing_image, "MAX_IMAGE_PIXELS", 63)
+    buf.seek(0)
+    with pytest.raises(ValueError, match="more than MAX_IMAGE_PIXELS"):
+        image.load_img(buf)
