@@ -19,6 +19,9 @@ from engine.keras import (
     metrics,
     model_config,
     optimizers,
+    preprocessing_image,
+    preprocessing_sequence,
+    preprocessing_text,
     regularizers,
     saving,
     utils,
@@ -75,4 +78,12 @@ constraints = SimpleNamespace(
     get=regularizers.get_constraint,
 )
 experimental = SimpleNamespace(export_saved_model=saving.export_saved_model)
-preprocessing = SimpleNamespace(sequence=SimpleNamespace(pad_sequences=utils.pad_sequences))
+preprocessing = SimpleNamespace(
+    sequence=SimpleNamespace(
+        **{n: getattr(preprocessing_sequence, n) for n in preprocessing_sequence.__all__}
+    ),
+    text=SimpleNamespace(**{n: getattr(preprocessing_text, n) for n in preprocessing_text.__all__}),
+    image=SimpleNamespace(
+        **{n: getattr(preprocessing_image, n) for n in preprocessing_image.__all__}
+    ),
+)

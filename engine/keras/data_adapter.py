@@ -46,8 +46,8 @@ def _as_arrays(data, names: list, what: str) -> list:
 def _column(a):
     if hasattr(a, "initializer") or hasattr(a, "make_one_shot_iterator"):
         raise TypeError(
-            "fit/evaluate/predict take numpy arrays here (a tf.data Dataset or iterator is "
-            "not supported: use numpy arrays, or fit_generator with a Python generator)"
+            "A tf.data Dataset or iterator must be passed as `x` itself (yielding (x, y) "
+            "batches), not inside a list or dict of arrays"
         )
     a = np.asarray(a)
     if a.dtype == object:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from engine.framework import graph as ops
 from engine.framework.graph import Tensor
-from engine.keras import backend, losses, metrics, optimizers
+from engine.keras import backend, dataset_loops, losses, metrics, optimizers
 from engine.keras import training_loops as loops
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
@@ -217,7 +217,8 @@ class Training:
         **kwargs,
     ):
         """Trains for ``epochs`` passes over ``x``/``y``; returns the History."""
-        return loops.fit(
+        fit = dataset_loops.fit_function(x) or loops.fit
+        return fit(
             self,
             x,
             y,
@@ -249,6 +250,9 @@ class Training:
         **kwargs,
     ):
         """The loss (and metrics) over ``x``/``y``: a scalar, or a list as ``metrics_names``."""
+        if dataset_loops.is_step_input(x):
+            del callbacks
+            return dataset_loops.evaluate(self, x, y, batch_size, verbose, sample_weight, steps)
         return loops.evaluate(
             self,
             x,
@@ -264,6 +268,8 @@ class Training:
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None, **kwargs):
         """The model's outputs for ``x``, batch by batch (an array, or a list of arrays)."""
         del callbacks  # predict runs no callbacks here
+        if dataset_loops.is_step_input(x):
+            return dataset_loops.predict(self, x, batch_size, verbose, steps)
         return loops.predict(self, x, batch_size=batch_size, verbose=verbose, steps=steps, **kwargs)
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, reset_metrics=True):  # noqa: ARG002 - metrics are per batch here
@@ -289,25 +295,28 @@ class Training:
         shuffle=True,
         **kwargs,
     ):  # noqa: ARG002
-        del shuffle, kwargs  # generators are consumed in order
-        return loops.fit_generator(
+        freq = kwargs.pop("validation_freq", 1)
+        del kwargs  # workers, max_queue_size, use_multiprocessing: batches are made in order
+        return dataset_loops.fit_generator(
             self,
             generator,
             steps_per_epoch,
             epochs,
             verbose,
-            callbacks,
-            validation_data,
-            validation_steps,
-            class_weight,
-            initial_epoch,
+            callbacks=callbacks,
+            validation_data=validation_data,
+            validation_steps=validation_steps,
+            class_weight=class_weight,
+            initial_epoch=initial_epoch,
+            shuffle=shuffle,
+            validation_freq=freq,
         )
 
     def evaluate_generator(self, generator, steps=None, verbose=0, **kwargs):  # noqa: ARG002
-        return loops.evaluate_generator(self, generator, steps, verbose)
+        return dataset_loops.evaluate(self, generator, verbose=verbose, steps=steps)
 
     def predict_generator(self, generator, steps=None, verbose=0, **kwargs):  # noqa: ARG002
-        return loops.predict_generator(self, generator, steps)
+        return dataset_loops.predict(self, generator, verbose=verbose, steps=steps)
 
     def reset_metrics(self) -> None:
         """Nothing to reset: the loops accumulate metrics per call."""
