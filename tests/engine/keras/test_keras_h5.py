@@ -73,6 +73,8 @@ def test_layer_config_round_trips_what_tf_writes(class_name):
 
 
 ENGINE_LAYERS = [
+    lambda: L.CuDNNLSTM(3, return_sequences=True, unit_forget_bias=False),
+    lambda: L.CuDNNGRU(2, go_backwards=True),
     lambda: L.Conv3D(2, 3, kernel_regularizer=tf.keras.regularizers.l2(0.1)),
     lambda: L.SeparableConv1D(3, 2, pointwise_initializer="he_uniform"),
     lambda: L.GlobalMaxPooling2D(),
