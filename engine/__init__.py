@@ -21,6 +21,7 @@ from engine import (
     dtypes,
     errors,
     estimator,
+    feature_column,
     flags,
     graph_util,
     image,
