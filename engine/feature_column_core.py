@@ -116,12 +116,22 @@ class _LazyBuilder:
         if rank == 0:
             raise ValueError(f"Feature (key: {key}) cannot have rank 0. Given: {tensor}")
         if rank is None:
-            raise ValueError(f"Feature (key: {key}) must have a known rank. Given: {tensor}")
+            return _at_least_rank_2(tensor)
         if rank != 1:
             return tensor
         if isinstance(tensor, SparseTensor):
             return sparse_rows(tensor, 1)
         return array_ops.expand_dims(tensor, -1)
+
+
+def _at_least_rank_2(tensor):
+    """A feature of unknown rank with a unit dimension appended when its rank is 1 (TF's
+    ``cond(rank == 1, expand_dims, identity)``): its shape padded with ones to rank 2."""
+    is_sparse = isinstance(tensor, SparseTensor)
+    shape = tensor.dense_shape if is_sparse else array_ops.shape(tensor, out_type=dtypes.int64)
+    missing = math_ops.maximum(2 - array_ops.size(shape), 0)
+    padded = array_transform.concat([shape, array_ops.ones([missing], dtypes.int64)], 0)
+    return sparse_reshape(tensor, padded) if is_sparse else array_ops.reshape(tensor, padded)
 
 
 def sparse_rows(sp: SparseTensor, width: int = -1) -> SparseTensor:
