@@ -8,6 +8,8 @@ import pytest
 
 import engine as tf
 from tests.engine.fixtures.make_canned_estimator_fixtures import (
+    CHECKPOINTED,
+    CHECKPOINTS,
     DATA,
     LABELS,
     MODELS,
@@ -143,3 +145,16 @@ def test_variables_are_named_as_tensorflows(trained):
     for var in recorded:
         shape = str(next(v for v in TF[f"{name}/variables"] if str(v).startswith(var + ":")))
         assert list(est.get_variable_value(var).shape) == eval(shape.split(":")[1]), var
+
+
+@pytest.mark.parametrize("name", CHECKPOINTED)
+def test_tensorflows_checkpoints_restore(name, tmp_path):
+    """TF's trained variables (saved by the fixture script under TF 1.15's names) restore
+    into the engine's estimator, which then predicts what TF predicted."""
+    head = MODELS[name][1]
+    est = _estimator(name, tmp_path, None)
+    prefix = str(CHECKPOINTS / name / "model.ckpt")
+    predictions = list(est.predict(_input_fn(head, 1), checkpoint_path=prefix))
+    key = "logistic" if head == "binary" else "probabilities"
+    got = np.stack([p[key] for p in predictions])
+    np.testing.assert_allclose(got, TF[f"{name}/prediction/{key}"], rtol=2e-5, atol=1e-6)
