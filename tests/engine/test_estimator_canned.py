@@ -13,8 +13,8 @@ from tests.engine.fixtures.make_canned_estimator_fixtures import (
     DATA,
     LABELS,
     MODELS,
-    N,
     STEPS,
+    N,
     dnn_columns,
     initial_value,
     linear_columns,
@@ -34,10 +34,10 @@ class _LossHook(tf.train.SessionRunHook):
     def begin(self):
         self._loss = tf.get_collection(tf.GraphKeys.LOSSES)[-1]  # the reduced loss comes last
 
-    def before_run(self, run_context):
+    def before_run(self, run_context):  # noqa: ARG002 - SessionRunHook's signature
         return tf.train.SessionRunArgs(self._loss)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context, run_values):  # noqa: ARG002
         self.losses.append(run_values.results)
 
 
