@@ -240,9 +240,11 @@ def _dnn_logits(features, mode, units, hidden_units, feature_columns, activation
         if rate is not None and is_training:
             net = dropout(net, rate=rate, training=True)
         if bn:
-            net = batch_normalization(
-                net, momentum=0.999, training=is_training, name=f"batchnorm_{layer_id}"
-            )
+            # TF 1.15 builds the layer inside the hidden layer's scope.
+            with variable_scope(name):
+                net = batch_normalization(
+                    net, momentum=0.999, training=is_training, name=f"batchnorm_{layer_id}"
+                )
         _hidden_layer_summary(net, f"{scope}/{name}")
     logits = dense(
         net, units, activation=None, kernel_initializer=glorot_uniform_initializer(), name="logits"

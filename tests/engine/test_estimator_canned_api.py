@@ -164,3 +164,14 @@ def test_bad_optimizer_and_labels_raise_at_train_time(tmp_path):
     est = tf.estimator.LinearClassifier(COLUMNS, model_dir=str(tmp_path / "d"))
     with pytest.raises(tf.errors.InvalidArgumentError, match="Labels must <= n_classes - 1"):
         est.train(_input_fn(np.array([0, 1, 2, 1])), steps=1)
+
+
+def test_batch_norm_variables_are_named_as_tensorflow_1_15s(tmp_path):
+    est = tf.estimator.DNNRegressor([3, 2], COLUMNS, model_dir=str(tmp_path), batch_norm=True)
+    labels = np.array([1.0, 2.0, 0.5, 3.0], np.float32)
+    est.train(_input_fn(labels), steps=2)
+    names = set(est.get_variable_names())
+    for i in (0, 1):
+        for v in ("gamma", "beta", "moving_mean", "moving_variance"):
+            assert f"dnn/hiddenlayer_{i}/batchnorm_{i}/{v}" in names
+    assert not np.all(est.get_variable_value("dnn/hiddenlayer_0/batchnorm_0/moving_mean") == 0)
