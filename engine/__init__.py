@@ -21,6 +21,7 @@ from engine import (
     dtypes,
     errors,
     estimator,
+    feature_column,
     flags,
     graph_util,
     image,
@@ -41,6 +42,7 @@ from engine import (
     train,
 )
 from engine import data_files as _data_files
+from engine import estimator_canned as _estimator_canned
 from engine import losses_more as _losses_more
 from engine import tf_logging as logging
 from engine import tf_namespaces as _tf_namespaces
@@ -444,6 +446,10 @@ queue = _namespace(  # tf.queue (TF 1.13+'s names for the queues)
     QueueBase=QueueBase,
     RandomShuffleQueue=RandomShuffleQueue,
 )
+# tf.estimator's canned estimators (LinearClassifier, DNNClassifier, ...) are defined over
+# engine.estimator.Estimator, so they join its namespace here rather than in it.
+for _name in _estimator_canned.__all__:
+    setattr(estimator, _name, getattr(_estimator_canned, _name))
 gfile = _gfile_namespace()  # tf.gfile (TF1's CamelCase file API; tf.io.gfile is snake_case)
 audio = _namespace(  # tf.audio (TF 1.14+); the spectrogram and MFCC ops TF keeps in raw ops
     "tf.audio",

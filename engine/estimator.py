@@ -17,8 +17,9 @@ Evaluation restores the newest checkpoint, runs the metrics' update ops until th
     >>> est.evaluate(tf.estimator.inputs.numpy_input_fn({"x": xs}, ys, shuffle=False))
     {'accuracy': 0.93, 'loss': 0.21, 'global_step': 100}
 
-Out of scope: canned estimators (``DNNClassifier``, ``LinearRegressor``, ... need feature
-columns and heads), distribution strategies, ``Exporter``s, and TRAIN/EVAL meta graphs in
+The canned estimators (``DNNClassifier``, ``LinearRegressor``, ...) are in
+``engine/estimator_canned.py`` and join this namespace from ``engine/__init__.py``.
+Out of scope: distribution strategies, ``Exporter``s, and TRAIN/EVAL meta graphs in
 exports. ``train_and_evaluate`` trains to ``max_steps`` then evaluates once (TF also
 evaluates after checkpoints while training).
 """
