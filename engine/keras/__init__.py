@@ -14,6 +14,7 @@ from engine.keras import (
     datasets,
     hdf5,
     initializers,
+    keras_estimator,
     layers,
     losses,
     metrics,
@@ -38,6 +39,7 @@ __all__ = [
     "callbacks",
     "constraints",
     "datasets",
+    "estimator",
     "experimental",
     "initializers",
     "layers",
@@ -78,6 +80,7 @@ constraints = SimpleNamespace(
     get=regularizers.get_constraint,
 )
 experimental = SimpleNamespace(export_saved_model=saving.export_saved_model)
+estimator = SimpleNamespace(model_to_estimator=keras_estimator.model_to_estimator)
 preprocessing = SimpleNamespace(
     sequence=SimpleNamespace(
         **{n: getattr(preprocessing_sequence, n) for n in preprocessing_sequence.__all__}

@@ -405,7 +405,7 @@ def load(
     names (with ``import_scope`` prefixed), dtypes and shapes.
     """
     options = options or LoadOptions()
-    export_dir = os.fspath(export_dir)
+    export_dir = os.fsdecode(export_dir)  # TF's exports return bytes paths; TF loads those too
     meta = _select(read_saved_model(export_dir, tags), tags, export_dir)
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
     if not os.path.isfile(path):
