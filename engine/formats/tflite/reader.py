@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.formats.tflite.errors import TFLiteFormatError
+from engine.formats.tflite.errors import TFLiteFormatError, UnsupportedModelError
 
 try:  # optional dependency: pip install flowserve[tflite]
     import tflite
@@ -246,7 +246,7 @@ class _Reader:
             if len(sig) != len(shape):
                 raise TFLiteFormatError(f"tensor {name!r}: shape_signature rank != shape rank")
         if t.Sparsity() is not None:
-            raise TFLiteFormatError(f"tensor {name!r}: sparse tensors are not supported")
+            raise UnsupportedModelError(f"tensor {name!r}: sparse tensors are not supported")
         tensor = TensorDef(index, name, int(t.Type()), shape, sig, self._quant(t, name))
         tensor.data = self._buffer(int(t.Buffer()), tensor)
         return tensor
@@ -285,7 +285,9 @@ class _Reader:
             return None
         dtype = tensor.dtype
         if dtype is None:
-            raise TFLiteFormatError(f"tensor {tensor.name!r}: constant of type {tensor.type_name}")
+            raise UnsupportedModelError(
+                f"tensor {tensor.name!r}: constants of type {tensor.type_name}"
+            )
         if any(d < 0 for d in tensor.shape):
             raise TFLiteFormatError(f"tensor {tensor.name!r}: constant with unknown dims")
         expected = int(np.prod(tensor.shape, dtype=np.int64)) * dtype.itemsize
