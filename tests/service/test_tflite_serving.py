@@ -1,6 +1,8 @@
 """A version directory holding ``model.tflite`` (TF Serving's layout for TFLite models) is
 served by both protocols, with the values TF Lite's interpreter computes."""
 
+import asyncio
+import re
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +91,28 @@ async def test_bad_models_fail_with_the_reason(client, model, reason):
     assert reason in status["status"]["error_message"]
     r = await client.post(f"/v1/models/{model}:predict", json={"instances": [[1.0] * 4]})
     assert r.status == 503
+
+
+async def test_tflite_models_batch_on_their_unknown_batch_dim(aiohttp_client, tmp_path):
+    (tmp_path / "cnn" / "1").mkdir(parents=True)
+    data = (FIXTURES / "tflite" / "cnn.tflite").read_bytes()
+    (tmp_path / "cnn" / "1" / "model.tflite").write_bytes(data)
+    cfg = ServerConfig(
+        model_repository=str(tmp_path), poll_interval=0.0, port=0, enable_batching=True
+    ).validate()
+    client = await aiohttp_client(create_app(cfg))
+    images = RECORDED["cnn/serving_default/in/image"]
+    want = RECORDED["cnn/serving_default/out/probs"]
+
+    async def call(i):
+        body = {"inputs": {"image": images[i : i + 1].tolist()}}
+        r = await client.post("/v1/models/cnn:predict", json=body)
+        assert r.status == 200, await r.text()
+        return np.asarray((await r.json())["outputs"], np.float32)
+
+    outs = await asyncio.gather(*(call(i % len(images)) for i in range(12)))
+    for i, out in enumerate(outs):
+        np.testing.assert_allclose(out, want[i % len(images)][None], rtol=0, atol=1e-5)
+    metrics = await (await client.get("/metrics")).text()
+    rows = re.search(r'flowserve_batch_size_rows_sum\{model="cnn",version="1"\} (\S+)', metrics)
+    assert rows and float(rows.group(1)) == 12

@@ -227,8 +227,9 @@ def _signatures(model: TFLiteModel) -> list[tuple[str, int, dict, dict]]:
         out = [(s.key, s.subgraph, s.inputs, s.outputs) for s in model.signatures]
     else:
         sub = model.subgraphs[0]
-        names = lambda ids: {sub.tensors[i].name: i for i in ids}  # noqa: E731
-        out = [(DEFAULT_SIGNATURE, 0, names(sub.inputs), names(sub.outputs))]
+        inputs = {sub.tensors[i].name: i for i in sub.inputs}
+        outputs = {sub.tensors[i].name: i for i in sub.outputs}
+        out = [(DEFAULT_SIGNATURE, 0, inputs, outputs)]
     keys = [s[0] for s in out]
     if len(set(keys)) != len(keys):
         raise TFLiteFormatError(f"signature keys repeat: {keys}")

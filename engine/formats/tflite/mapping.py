@@ -276,8 +276,12 @@ def _fully_connected(ctx, op):
     flat = array.reshape(x, [-1, depth])
     y = _bias(ctx, op, matmul(flat, w, transpose_b=True), 2)
     if o.get("KeepNumDims", False) and x.shape.ndims not in (None, 2):
-        lead = array.shape(x)[:-1]
-        y = array.reshape(y, array_transform.concat([lead, constant([units], dtypes.int32)], 0))
+        lead = x.shape.as_list()[:-1]
+        if lead.count(None) <= 1:  # a static target shape keeps the output's shape known
+            y = array.reshape(y, [-1 if d is None else d for d in lead] + [units])
+        else:
+            dims = [array.shape(x)[:-1], constant([units], dtypes.int32)]
+            y = array.reshape(y, array_transform.concat(dims, 0))
     return [fused_activation(y, op)]
 
 

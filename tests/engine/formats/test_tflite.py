@@ -50,10 +50,13 @@ def _run(path, key: str, feeds: dict, fetch=None):
         meta = tflite.load(sess, str(path))
         sig = meta.signature_def[key]
         names = fetch or list(sig.outputs)
-        return sess.run(
+        got = sess.run(
             {n: sig.outputs[n].name for n in names},
             {sig.inputs[k].name: v for k, v in feeds.items()},
         )
+    for name, value in got.items():  # the static shapes agree with the computed ones
+        assert sig.outputs[name].shape.is_compatible_with(value.shape), name
+    return got
 
 
 @pytest.mark.parametrize(
