@@ -195,7 +195,10 @@ class _Reader:
 
     def read(self) -> TFLiteModel:
         m = self.model
-        codes = [self._opcode(i) for i in range(_count(m.OperatorCodesLength(), 10_000, "ops"))]
+        codes = [
+            self._opcode(i)
+            for i in range(_count(m.OperatorCodesLength(), 10_000, "operator_codes"))
+        ]
         n = _count(m.SubgraphsLength(), MAX_SUBGRAPHS, "subgraphs")
         if n == 0:
             raise TFLiteFormatError("the model has no subgraphs")
