@@ -5,8 +5,9 @@ A directory is a model when its name is valid and it holds at least one version 
 ``config.json`` (or Triton's ``config.pbtxt``, read where there is no ``config.json``:
 ``service.triton_config``); anything else (scripts, data, hidden entries) is ignored.
 Every version directory is a version: one holding a model the server reads (the engine's
-``saved_model.msgpack``, TensorFlow's ``saved_model.pb``, ``model.onnx``) is loaded as it
-is, and one holding none shows as a failed version with the reason, never silently skipped.
+``saved_model.msgpack``, TensorFlow's ``saved_model.pb``, ``model.onnx``, TF Serving's
+``model.tflite``) is loaded as it is, and one holding none shows as a failed version with
+the reason, never silently skipped.
 A version copied in file by file may be read before it is complete, so each version has a
 *stamp* (the names, sizes and modification times of every file under it): a version that
 failed to load is retried when its stamp changes. Symlinks that lead out of the repository

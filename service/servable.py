@@ -29,6 +29,7 @@ import engine as tf
 from engine import devices as engine_devices
 from engine import errors as engine_errors
 from engine import graph_inspection
+from engine.formats import tflite as tflite_format
 from engine.runtime import Cancellation
 from service import tf_warmup
 from service.config import ModelConfig
@@ -440,7 +441,8 @@ class Servable:
         )
 
     def _load_meta(self, session: tf.Session) -> MetaGraphDef:
-        """Loads the version into ``session``: a SavedModel, else an ONNX ``model.onnx``."""
+        """Loads the version into ``session``: a SavedModel, else an ONNX ``model.onnx``,
+        else a TensorFlow Lite ``model.tflite`` (TF Serving's layout for TFLite models)."""
         if (
             not (self.path / "saved_model.msgpack").is_file()
             and (self.path / tf.onnx.MODEL_FILENAME).is_file()
@@ -449,6 +451,12 @@ class Servable:
                 return tf.onnx.load(session, str(self.path))
             except tf.onnx.OnnxFormatError as e:
                 raise LoadError(f"cannot load {tf.onnx.MODEL_FILENAME}: {e}") from None
+        saved = any((self.path / n).is_file() for n in ("saved_model.msgpack", "saved_model.pb"))
+        if not saved and (self.path / tflite_format.MODEL_FILENAME).is_file():
+            try:
+                return tflite_format.load(session, str(self.path))
+            except tflite_format.TFLiteFormatError as e:
+                raise LoadError(f"cannot load {tflite_format.MODEL_FILENAME}: {e}") from None
         return tf.saved_model.load(
             session,
             [tf.saved_model.SERVING],
