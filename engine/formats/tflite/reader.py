@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.formats.tflite import metadata_signatures
 from engine.formats.tflite.errors import TFLiteFormatError, UnsupportedModelError
 
 try:  # optional dependency: pip install flowserve[tflite]
@@ -207,6 +208,8 @@ class _Reader:
             self._signature(m.SignatureDefs(i), subgraphs)
             for i in range(_count(m.SignatureDefsLength(), MAX_SUBGRAPHS, "signature_defs"))
         ]
+        if not signatures:
+            signatures = metadata_signatures.read_signatures(m, self, subgraphs, Signature)
         return TFLiteModel(int(m.Version()), _text(m.Description()), subgraphs, signatures)
 
     def _opcode(self, i: int) -> tuple[str, str]:

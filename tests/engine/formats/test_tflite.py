@@ -134,6 +134,25 @@ def test_a_model_without_signatures_is_served_by_tensor_names():
     )
 
 
+def test_signatures_kept_in_metadata_name_the_inputs_and_outputs():
+    """The older way (TF's set_signature_defs; TF Serving's half_plus_two_tflite_with_sigdef
+    test model): a FlexBuffer map of serialized SignatureDefs in the model's metadata."""
+    with tf.Session(graph=tf.Graph()) as sess:
+        meta = tflite.load(sess, str(MODELS / "mlp_metadata_signatures.tflite"))
+        sig = meta.signature_def["serving_default"]
+        assert sorted(sig.inputs) == ["features"] and sorted(sig.outputs) == ["scores"]
+        x = _recorded("mlp", "serving_default", "in")["x"]
+        got = sess.run(sig.outputs["scores"].name, {sig.inputs["features"].name: x})
+    np.testing.assert_allclose(
+        got, _recorded("mlp", "serving_default", "out")["probs"], rtol=0, atol=1e-5
+    )
+    with (
+        tf.Session(graph=tf.Graph()) as sess,
+        pytest.raises(TFLiteFormatError, match="signature 'serving_default' is not a SignatureDef"),
+    ):
+        tflite.load(sess, str(MODELS / "bad_metadata_signature.tflite"))
+
+
 def test_half_plus_two_in_a_version_directory(tmp_path):
     (tmp_path / "model.tflite").write_bytes((MODELS / "half_plus_two.tflite").read_bytes())
     got = _run(tmp_path, "serving_default", {"x": np.array([1, 2, 5, 0.5], np.float32)})
