@@ -3,7 +3,7 @@
 #   CPU (default):  docker build -t flowserve .
 #   GPU (CUDA 12):  docker build -t flowserve:gpu \
 #                     --build-arg BASE_IMAGE=nvidia/cuda:12.6.3-runtime-ubuntu24.04 \
-#                     --build-arg EXTRAS=fast,image,gpu .
+#                     --build-arg EXTRAS=fast,image,tflite,gpu .
 #   run:            docker run -p 8501:8501 -p 8500:8500 [-v /path/to/repository:/models:ro] flowserve
 #                   docker run --gpus all -p 8501:8501 -e FLOWSERVE_DEVICE=gpu:0 flowserve:gpu
 #
@@ -26,8 +26,10 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 # --- stage 2: the runtime image ---------------------------------------------------------
 FROM ${BASE_IMAGE}
 # Extras of the flowserve package to install: "fast" (uvloop, pysimdjson), "image" (Pillow, for
-# models that decode images), "gpu" (cupy-cuda12x): "fast,image" on CPU, "fast,image,gpu".
-ARG EXTRAS="fast,image"
+# models that decode images), "tflite" (tflite, flatbuffers: pure-Python readers of .tflite
+# models, as TF Serving serves them), "gpu" (cupy-cuda12x): "fast,image,tflite" on CPU,
+# "fast,image,tflite,gpu".
+ARG EXTRAS="fast,image,tflite"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
