@@ -4,25 +4,23 @@ create their variables on first call, ``Sequential`` and functional models that 
 callbacks around them.
 """
 
-from types import SimpleNamespace
-
 from engine.keras import (
     activations,
     backend,
     backend_ops,
     callbacks,
+    constraints,
     datasets,
-    hdf5,
+    estimator,
+    experimental,
     initializers,
-    keras_estimator,
     layers,
     losses,
     metrics,
     model_config,
+    models,
     optimizers,
-    preprocessing_image,
-    preprocessing_sequence,
-    preprocessing_text,
+    preprocessing,
     regularizers,
     saving,
     utils,
@@ -59,34 +57,3 @@ Model.save = saving.save_model
 Model.get_config = model_config.get_config
 Model.to_json = model_config.to_json
 Model.from_config = classmethod(model_config.from_config)
-models = SimpleNamespace(
-    Model=Model,
-    Sequential=Sequential,
-    save_model=saving.save_model,
-    load_model=hdf5.load_model,
-    model_from_json=model_config.model_from_json,
-    model_from_config=model_config.model_from_config,
-    clone_model=model_config.clone_model,
-)
-constraints = SimpleNamespace(
-    MaxNorm=regularizers.MaxNorm,
-    NonNeg=regularizers.NonNeg,
-    UnitNorm=regularizers.UnitNorm,
-    MinMaxNorm=regularizers.MinMaxNorm,
-    max_norm=regularizers.MaxNorm,
-    non_neg=regularizers.NonNeg,
-    unit_norm=regularizers.UnitNorm,
-    min_max_norm=regularizers.MinMaxNorm,
-    get=regularizers.get_constraint,
-)
-experimental = SimpleNamespace(export_saved_model=saving.export_saved_model)
-estimator = SimpleNamespace(model_to_estimator=keras_estimator.model_to_estimator)
-preprocessing = SimpleNamespace(
-    sequence=SimpleNamespace(
-        **{n: getattr(preprocessing_sequence, n) for n in preprocessing_sequence.__all__}
-    ),
-    text=SimpleNamespace(**{n: getattr(preprocessing_text, n) for n in preprocessing_text.__all__}),
-    image=SimpleNamespace(
-        **{n: getattr(preprocessing_image, n) for n in preprocessing_image.__all__}
-    ),
-)

@@ -19,8 +19,17 @@ _NUMBER = re.compile(r"[-+]?\d+\.\d+(?:[eE][-+]?\d+)?")
 
 def run(program: str, tf_module, contrib=None) -> list[str]:
     """The lines ``program`` prints when ``import tensorflow`` gives ``tf_module``."""
-    saved = {k: sys.modules.get(k) for k in ("tensorflow", "tensorflow.contrib")}
+    # ``from tensorflow.keras.layers import Dense`` must reach tf_module's own submodules:
+    # each loaded ``<tf_module>.x.y`` is also ``tensorflow.x.y`` while the program runs.
+    prefix = tf_module.__name__ + "."
+    aliases = {
+        "tensorflow." + k[len(prefix) :]: m
+        for k, m in list(sys.modules.items())
+        if k.startswith(prefix) and m is not None
+    }
+    saved = {k: sys.modules.get(k) for k in ("tensorflow", "tensorflow.contrib", *aliases)}
     sys.modules["tensorflow"] = tf_module
+    sys.modules.update(aliases)
     if contrib is not None:
         sys.modules["tensorflow.contrib"] = contrib
     sys.path.insert(0, TUTORIALS)

@@ -253,3 +253,31 @@ def test_training_argument_reaches_only_layers_that_take_it():
     out = layers.Dropout(0.5)(h, training=True)  # always drops, whatever the phase
     values = K.get_session().run(out, {x: np.ones((64, 4), np.float32)})
     assert set(np.unique(values)) <= {0.0, 8.0} and (values == 0).any()
+
+
+def test_keras_submodules_import_as_tf1_programs_write_them():
+    import importlib  # noqa: PLC0415 - the imports under test
+
+    names = {
+        "models": ["Sequential", "Model", "load_model", "model_from_json", "clone_model"],
+        "layers": ["Dense", "LSTM", "Conv2D"],
+        "optimizers": ["Adam", "RMSprop"],
+        "callbacks": ["EarlyStopping", "ModelCheckpoint"],
+        "preprocessing.sequence": ["pad_sequences", "skipgrams"],
+        "preprocessing.text": ["Tokenizer"],
+        "preprocessing.image": ["ImageDataGenerator"],
+        "utils": ["to_categorical"],
+        "constraints": ["max_norm"],
+        "experimental": ["export_saved_model"],
+        "estimator": ["model_to_estimator"],
+        "backend": ["get_session", "mean"],
+    }
+    for sub, attrs in names.items():
+        module = importlib.import_module(f"engine.keras.{sub}")
+        namespace = tf.keras
+        for part in sub.split("."):
+            namespace = getattr(namespace, part)
+        assert namespace is module, sub
+        for attr in attrs:
+            assert getattr(module, attr) is not None, (sub, attr)
+    assert importlib.import_module("engine.keras.models").Sequential is tf.keras.Sequential

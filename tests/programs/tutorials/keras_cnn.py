@@ -1,4 +1,7 @@
 import tensorflow as tf
+from tensorflow.keras.layers import Conv2D, Dense, Flatten, MaxPooling2D
+from tensorflow.keras.models import Sequential
+from tensorflow.keras.utils import to_categorical
 
 import mnist_standin as input_data
 from mnist_standin import init as randn
@@ -6,18 +9,18 @@ from mnist_standin import init as randn
 mnist = input_data.read_data_sets("/tmp/data/", one_hot=False)
 x_train = mnist.train.images.reshape(-1, 28, 28, 1)[:192]
 x_test = mnist.test.images.reshape(-1, 28, 28, 1)[:64]
-y_train = tf.keras.utils.to_categorical(mnist.train.labels[:192], 10)
-y_test = tf.keras.utils.to_categorical(mnist.test.labels[:64], 10)
+y_train = to_categorical(mnist.train.labels[:192], 10)
+y_test = to_categorical(mnist.test.labels[:64], 10)
 
-model = tf.keras.models.Sequential(
+model = Sequential(
     [
-        tf.keras.layers.Conv2D(8, (3, 3), activation="relu", input_shape=(28, 28, 1)),
-        tf.keras.layers.MaxPooling2D((2, 2)),
-        tf.keras.layers.Conv2D(16, (3, 3), activation="relu", padding="same"),
-        tf.keras.layers.MaxPooling2D(pool_size=2),
-        tf.keras.layers.Flatten(),
-        tf.keras.layers.Dense(32, activation="relu"),
-        tf.keras.layers.Dense(10, activation="softmax"),
+        Conv2D(8, (3, 3), activation="relu", input_shape=(28, 28, 1)),
+        MaxPooling2D((2, 2)),
+        Conv2D(16, (3, 3), activation="relu", padding="same"),
+        MaxPooling2D(pool_size=2),
+        Flatten(),
+        Dense(32, activation="relu"),
+        Dense(10, activation="softmax"),
     ]
 )
 model.set_weights([randn(w.shape, 20 + i) for i, w in enumerate(model.get_weights())])
