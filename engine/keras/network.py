@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend
-from engine.keras.base_layer import Layer, flatten, keras_history
+from engine.keras.base_layer import Layer, flatten, keras_history, keras_mask
 from engine.keras.input_layer import Input, InputLayer
+from engine.keras.network_weights import NetworkWeights
 from engine.keras.summary import print_summary
 from engine.keras.training import Training
 
@@ -54,7 +56,7 @@ def _trace(outputs: list) -> list:
     return order
 
 
-class Model(Training, Layer):
+class Model(Training, NetworkWeights, Layer):
     """A model: ``Model(inputs, outputs)`` from Keras tensors, or a subclass that creates
     layers in ``__init__`` and computes in ``call``.
 
@@ -144,6 +146,12 @@ class Model(Training, Layer):
     def output_shape(self):
         shapes = [backend.int_shape(t) for t in self.outputs]
         return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_mask(self):
+        """The Keras masks of the outputs (None where unmasked), as TF1's ``Network``."""
+        masks = [keras_mask(t) for t in self.outputs]
+        return masks[0] if len(masks) == 1 else masks
 
     def _require_inputs(self, what: str) -> None:
         if not self.inputs:
@@ -235,6 +243,17 @@ class Model(Training, Layer):
         self._set_inputs(inputs[0] if len(inputs) == 1 else inputs)
 
 
+def _first_input_layer(layer):
+    """The layer whose ``_batch_input_shape`` gives a Sequential its input: ``layer``, or the
+    first layer of the deepest functional/Sequential model it starts with (TF1's
+    ``get_input_shape_and_dtype``); None when there is none."""
+    while getattr(layer, "_is_graph_network", False) or isinstance(layer, Sequential):
+        if not layer.layers:
+            raise ValueError("An empty Model cannot be used as a Layer.")
+        layer = layer.layers[0]
+    return layer if getattr(layer, "_batch_input_shape", None) is not None else None
+
+
 def _call_params(layer) -> set:
     code = getattr(type(layer).call, "__code__", None)
     return set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]) if code else set()
@@ -288,9 +307,10 @@ class Sequential(Model):
         elif isinstance(layer, InputLayer):
             self.inputs = [layer._inbound_nodes[0].outputs[0]]
             self._connect(self.inputs[0])
-        elif getattr(layer, "_batch_input_shape", None) is not None:
+        elif _first_input_layer(layer) is not None:
+            first = _first_input_layer(layer)
             x = Input(
-                batch_shape=layer._batch_input_shape, dtype=layer._dtype, name=f"{layer.name}_input"
+                batch_shape=first._batch_input_shape, dtype=first._dtype, name=f"{layer.name}_input"
             )
             self._layers.insert(len(self._layers) - 1, keras_history(x)[0])
             self.inputs = [x]
@@ -322,8 +342,9 @@ class Sequential(Model):
         self._layers.insert(0, keras_history(x[0])[0])
         self.inputs = x
         out = x[0]
-        for layer in self.layers:
-            out = layer(out)
+        with ops.name_scope(self._name):  # TF1 builds them as calls of the model itself
+            for layer in self.layers:
+                out = layer(out)
         self._connect(out)
 
     def call(self, inputs, training=None, mask=None):
