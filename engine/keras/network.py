@@ -15,6 +15,7 @@ from engine.framework.graph import Tensor
 from engine.keras import backend
 from engine.keras.base_layer import Layer, flatten, keras_history, keras_mask
 from engine.keras.input_layer import Input, InputLayer
+from engine.keras.network_order import ordered_layers
 from engine.keras.network_weights import NetworkWeights
 from engine.keras.summary import print_summary
 from engine.keras.training import Training
@@ -103,11 +104,7 @@ class Model(Training, NetworkWeights, Layer):
                 )
         self._input_layers = [keras_history(t)[0] for t in self.inputs]
         self._output_layers = [keras_history(t)[0] for t in self.outputs]
-        layers = list(self._input_layers)
-        for node in self._nodes:
-            if all(node.layer is not x for x in layers):
-                layers.append(node.layer)
-        object.__setattr__(self, "_layers", [x for x in layers])
+        object.__setattr__(self, "_layers", ordered_layers(self.inputs, self.outputs))
         self._is_graph_network = True
         self.built = True
 

@@ -309,6 +309,180 @@ def _callbacks(tf) -> dict:
         return callbacks_probe(tf, d)
 
 
+def backend_probe(tf) -> dict:
+    """K.function with updates, the learning phase (fed, and fixed by set_learning_phase),
+    Dense on rank-3 inputs, Reshape/Flatten/Permute shapes."""
+    tf.keras.backend.clear_session()
+    K = tf.keras.backend
+    layers = tf.keras.layers
+    x = K.placeholder(shape=(None, 3))
+    v = K.variable(np.zeros(3, np.float32))
+    f = K.function([x], [K.sum(x, axis=1)], updates=[K.update_add(v, K.mean(x, axis=0))])
+    out = {"kb_fn": f([X[:4, :3]])[0]}
+    f([X[4:8, :3]])
+    out["kb_var"] = K.get_value(v)
+    drop_in = tf.keras.Input(shape=(4,))
+    drop = layers.Dropout(0.5)(drop_in)
+    g = K.function([drop_in, K.learning_phase()], [drop])
+    out["kb_phase0"] = g([X[:3], 0])[0]
+    out["kb_phase_kept"] = np.asarray(
+        np.count_nonzero(g([np.ones((50, 4), np.float32), 1])[0] == 0) > 0
+    )
+    inp = tf.keras.Input(shape=(5, 3))
+    dense = layers.Dense(2, name="d3")
+    y3 = dense(inp)
+    m3 = tf.keras.Model(
+        inp,
+        [
+            y3,
+            layers.Flatten()(y3),
+            layers.Permute((2, 1))(y3),
+            layers.Reshape((-1, 5))(y3),
+            layers.Reshape((10,))(y3),
+        ],
+    )
+    _set_weights(m3, 12)
+    outs = m3.predict(SEQ)
+    for i, o in enumerate(outs):
+        out[f"kb_rank3_{i}"] = o
+    out["kb_rank3_shapes"] = np.asarray([str(K.int_shape(t)) for t in m3.outputs])
+    out["kb_kernel_shape"] = np.asarray(str(K.int_shape(dense.kernel)))
+    flat = layers.Flatten()(tf.keras.Input(shape=(None, 3)))
+    out["kb_flat_unknown"] = np.asarray(str(K.int_shape(flat)))
+    out["kb_reshape_bad"] = np.asarray(
+        _error(lambda: layers.Reshape((4, 4))(tf.keras.Input(shape=(5, 3))))
+    )
+    out["kb_reshape_two_unknown"] = np.asarray(
+        _error(lambda: layers.Reshape((-1, -1))(tf.keras.Input(shape=(5, 3))))
+    )
+    out["kb_permute_bad"] = np.asarray(_error(lambda: layers.Permute((0, 1))))
+    K.set_learning_phase(1)
+    d_in = tf.keras.Input(shape=(4,))
+    d_out = layers.Dropout(0.5)(d_in)
+    h = K.function([d_in], [d_out])
+    out["kb_fixed_phase_zeros"] = np.asarray(
+        np.count_nonzero(h([np.ones((50, 4), np.float32)])[0] == 0) > 0
+    )
+    out["kb_phase_value"] = np.asarray(K.learning_phase())
+    K.set_learning_phase(0)
+    return out
+
+
+def loss_reductions(tf) -> dict:
+    """Loss objects' reductions with rank-2 targets and sample weights of rank 1 and 2."""
+    tf.keras.backend.clear_session()
+    L = tf.keras.losses
+    r = np.random.RandomState(13)
+    t = r.rand(4, 3, 2).astype(np.float32)
+    p = r.rand(4, 3, 2).astype(np.float32)
+    w1 = r.rand(4).astype(np.float32)
+    w2 = r.rand(4, 3).astype(np.float32)
+    fetch = {}
+    for red in ["sum_over_batch_size", "sum", "none"]:
+        fetch[f"lr_mse_{red}_w1"] = L.MeanSquaredError(reduction=red)(t, p, sample_weight=w1)
+        fetch[f"lr_mse_{red}_w2"] = L.MeanSquaredError(reduction=red)(t, p, sample_weight=w2)
+        fetch[f"lr_mae_{red}_scalar"] = L.MeanAbsoluteError(reduction=red)(t, p, sample_weight=2.0)
+    onehot = np.eye(3, dtype=np.float32)[r.randint(0, 3, (4, 5))]
+    probs = r.rand(4, 5, 3).astype(np.float32) + 0.1
+    probs /= probs.sum(-1, keepdims=True)
+    fetch["lr_cce_w2"] = L.CategoricalCrossentropy()(onehot, probs, sample_weight=r.rand(4, 5))
+    fetch["lr_scce_rank2"] = L.SparseCategoricalCrossentropy()(
+        np.argmax(onehot, -1), probs, sample_weight=r.rand(4, 5)
+    )
+    fetch["lr_bce_w1"] = L.BinaryCrossentropy(label_smoothing=0.2)(onehot, probs, sample_weight=w1)
+    fetch["lr_fn_mse_rank3"] = L.mse(t, p)
+    out = dict(tf.keras.backend.get_session().run(fetch))
+    out["lr_bad_reduction"] = np.asarray(_error(lambda: L.MeanSquaredError(reduction="mean")))
+    return out
+
+
+def loops_probe(tf) -> dict:
+    """validation_split with shuffle=True (the split is taken before shuffling),
+    batch_size defaults, evaluate/predict with partial last batches, predict on a
+    multi-output model, History.params, errors of mismatched data."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    model = tf.keras.Sequential([layers.Dense(2, input_shape=(4,))])
+    _set_weights(model, 14)
+    model.compile(tf.keras.optimizers.SGD(0.0), "mse", metrics=["mae"])
+    h = model.fit(X, Y_REG, epochs=2, validation_split=0.3, shuffle=True, verbose=0)
+    out = _history("lp", h)
+    out["lp_params"] = np.asarray(sorted(f"{k}={v}" for k, v in h.params.items()))
+    out["lp_eval_default"] = np.asarray(model.evaluate(X, Y_REG, verbose=0))
+    out["lp_eval_7"] = np.asarray(model.evaluate(X, Y_REG, batch_size=7, verbose=0))
+    out["lp_predict_4"] = model.predict(X, batch_size=4)
+    out["lp_predict_single"] = model.predict(X[:1])
+    out["lp_err_len"] = np.asarray(_error(lambda: model.fit(X, Y_REG[:10], verbose=0)))
+    out["lp_err_shape"] = np.asarray(_error(lambda: model.fit(X[:, :3], Y_REG, verbose=0)))
+    out["lp_err_target"] = np.asarray(_error(lambda: model.fit(X, Y_REG[:, :1], verbose=0)))
+    out["lp_err_uncompiled"] = np.asarray(
+        _error(lambda: tf.keras.Sequential([layers.Dense(1, input_shape=(4,))]).fit(X, Y_REG))
+    )
+    out["lp_err_eval_uncompiled"] = np.asarray(
+        _error(lambda: tf.keras.Sequential([layers.Dense(1, input_shape=(4,))]).evaluate(X, Y_REG))
+    )
+    out["lp_predict_uncompiled"] = tf.keras.Sequential(
+        [layers.Dense(1, input_shape=(4,), kernel_initializer="ones")]
+    ).predict(X[:3])
+    # Recompiled first: TF1's stateful metrics would otherwise carry evaluate's totals
+    # into train_on_batch's metric values (the engine's metrics are per batch).
+    model.compile(tf.keras.optimizers.SGD(0.0), "mse", metrics=["mae"])
+    tob = model.train_on_batch(X[:5], Y_REG[:5])
+    out["lp_tob"] = np.asarray(tob)
+    out["lp_tob_type"] = np.asarray(type(tob).__name__)
+    out["lp_eval_type"] = np.asarray(type(model.evaluate(X, Y_REG, verbose=0)).__name__)
+    return out
+
+
+def summaries(tf) -> dict:
+    """summary() of a Sequential, a nested functional model and a multi-input model."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    lines = []
+    seq = tf.keras.Sequential(
+        [layers.Dense(4, input_shape=(3,), name="a"), layers.Dropout(0.1), layers.Dense(2)],
+        name="seq",
+    )
+    seq.summary(print_fn=lines.append)
+    i1 = tf.keras.Input(shape=(3,), name="i1")
+    i2 = tf.keras.Input(shape=(2,), name="i2")
+    cat = layers.Concatenate(name="cat")([seq(i1), i2])
+    bn = layers.BatchNormalization(name="bn")(cat)
+    model = tf.keras.Model([i1, i2], [layers.Dense(1, name="o1")(bn), bn], name="outer")
+    model.layers[1].trainable = False
+    model.summary(print_fn=lines.append)
+    small = []
+    model.summary(line_length=70, positions=[0.4, 0.7, 0.85, 1.0], print_fn=small.append)
+    # tf_keras 2 prints a newer layout than TF 1.15 (the engine's); the rows' order and the
+    # totals are the same in both.
+    return {
+        "sum_rows": np.asarray([_row_name(line) for line in lines if _row_name(line)]),
+        "sum_totals": np.asarray(
+            [
+                int(line.split(":")[1].split()[0].replace(",", ""))
+                for line in lines + small
+                if line.split(":")[0].endswith("params")
+            ]
+        ),
+        "sum_count": np.asarray(model.count_params()),
+        "sum_layers": np.asarray([layer.name for layer in model.layers]),
+        "sum_weights": np.asarray([w.name for w in model.weights]),
+    }
+
+
+def _row_name(line: str) -> str:
+    """The layer's name of a summary row ("name (Type)"), or ""."""
+    words = line.split()
+    if (
+        len(words) > 1
+        and words[1].startswith("(")
+        and words[1].endswith(")")
+        and (words[0] != "Layer")
+    ):
+        return words[0]
+    return ""
+
+
 PROGRAMS = [
     sequential_deferred,
     nested_models,
@@ -318,4 +492,8 @@ PROGRAMS = [
     temporal_weights,
     masking,
     _callbacks,
+    backend_probe,
+    loss_reductions,
+    loops_probe,
+    summaries,
 ]
