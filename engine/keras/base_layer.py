@@ -19,6 +19,7 @@ from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend, initializers, layer_config, regularizers
+from engine.keras.layer_nodes import LayerNodes
 from engine.ops import array as array_ops
 from engine.tensor_shape import TensorShape
 from engine.variables import Variable
@@ -129,7 +130,7 @@ def _accepts(fn, arg: str) -> bool:
     return arg in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-class Layer:
+class Layer(LayerNodes):
     """The base of every Keras layer. Subclasses create weights in ``build(input_shape)``
     with :meth:`add_weight` and compute outputs in ``call(inputs)``."""
 
@@ -393,11 +394,11 @@ class Layer:
 
     @property
     def input_shape(self):
-        return map_structure(backend.int_shape, self._node("input shape").inputs)
+        return self._same_shape_of_all_nodes("input")  # TF1: one shape for every call
 
     @property
     def output_shape(self):
-        return map_structure(backend.int_shape, self._node("output shape").outputs)
+        return self._same_shape_of_all_nodes("output")
 
     def get_config(self) -> dict:
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}

@@ -7,6 +7,9 @@ so both runs compute the same numbers."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 
 rs = np.random.RandomState(11)
@@ -241,11 +244,9 @@ def masking(tf) -> dict:
     return out
 
 
-def callbacks_probe(tf, tmpdir: str) -> dict:
+def _callbacks_in(tf, tmpdir: str) -> dict:
     """History, EarlyStopping baseline/mode/restore, ReduceLROnPlateau cooldown,
     ModelCheckpoint save_best_only with {epoch}/{val_loss} in the path, initial_epoch."""
-    import os  # noqa: PLC0415
-
     tf.keras.backend.clear_session()
     layers = tf.keras.layers
     model = tf.keras.Sequential([layers.Dense(2, input_shape=(4,))])
@@ -302,11 +303,10 @@ def callbacks_probe(tf, tmpdir: str) -> dict:
     return out
 
 
-def _callbacks(tf) -> dict:
-    import tempfile  # noqa: PLC0415
-
+def callbacks(tf) -> dict:
+    """The callbacks' program, writing its checkpoints to a temporary directory."""
     with tempfile.TemporaryDirectory() as d:
-        return callbacks_probe(tf, d)
+        return _callbacks_in(tf, d)
 
 
 def backend_probe(tf) -> dict:
@@ -483,6 +483,156 @@ def _row_name(line: str) -> str:
     return ""
 
 
+def shared_and_stacked(tf) -> dict:
+    """A layer shared by two inputs, models called on models, layer outputs by node, and
+    errors of layers with several inbound nodes."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    shared = layers.Dense(3, activation="tanh", name="shared")
+    a = tf.keras.Input(shape=(4,), name="a")
+    b = tf.keras.Input(shape=(4,), name="b")
+    sa, sb = shared(a), shared(b)
+    m1 = tf.keras.Model([a, b], layers.Add(name="add")([sa, sb]), name="m1")
+    c = tf.keras.Input(shape=(4,), name="c")
+    m2 = tf.keras.Model(c, layers.Dense(2, name="top")(m1([c, c])), name="m2")
+    x = tf.keras.Input(shape=(4,), name="x")
+    m3 = tf.keras.Model(x, m2(x), name="m3")
+    _set_weights(m3, 15)
+    out = {
+        "sh_m1_layers": np.asarray([layer.name for layer in m1.layers]),
+        "sh_m3_layers": np.asarray([layer.name for layer in m3.layers]),
+        "sh_m3_weights": np.asarray([w.name for w in m3.weights]),
+        "sh_nodes": np.asarray(len(shared._inbound_nodes)),
+        "sh_output_err": np.asarray(_error(lambda: shared.output)),
+        "sh_output_shape_err": np.asarray(_error(lambda: m1.get_layer("add").get_output_at(3))),
+        "sh_unbuilt_shape": np.asarray(_error(lambda: layers.Dense(2).output_shape)),
+        "sh_output_at_1": np.asarray(str(tf.keras.backend.int_shape(shared.get_output_at(1)))),
+        "sh_input_shape_at_0": np.asarray(str(shared.get_input_shape_at(0))),
+        "sh_predict": m3.predict(X[:5]),
+        "sh_m1_predict": m1.predict([X[:3], X[3:6]]),
+        "sh_get_layer": np.asarray(m1.get_layer(index=2).name),
+        "sh_get_layer_err": np.asarray(_error(lambda: m1.get_layer("nope"))),
+    }
+    m3.compile(tf.keras.optimizers.SGD(0.1), "mse")
+    h = m3.fit(X, Y_REG, batch_size=10, epochs=2, shuffle=False, verbose=0)
+    out.update(_history("sh", h))
+    out["sh_kernel"] = shared.get_weights()[0]
+    return out
+
+
+def weights_api(tf) -> dict:
+    """set_weights errors, count_params before build, optimizer state after fit."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    model = tf.keras.Sequential([layers.Dense(3, input_shape=(4,)), layers.Dense(2)])
+    out = {
+        "wa_len_err": np.asarray(_error(lambda: model.set_weights([np.zeros((4, 3))]))),
+        "wa_shape_err": np.asarray(
+            _error(
+                lambda: model.set_weights(
+                    [np.zeros((3, 4)), np.zeros(3), np.zeros((3, 2)), np.zeros(2)]
+                )
+            )
+        ),
+        "wa_unbuilt_count": np.asarray(
+            _error(lambda: tf.keras.Sequential([layers.Dense(2)]).count_params())
+        ),
+        "wa_layer_count_err": np.asarray(_error(lambda: layers.Dense(2).count_params())),
+    }
+    _set_weights(model, 16)
+    model.compile(tf.keras.optimizers.Adam(0.01, decay=0.1), "mse")
+    model.fit(X, Y_REG, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    K = tf.keras.backend
+    out["wa_iterations"] = np.asarray(K.get_value(model.optimizer.iterations))
+    out["wa_lr"] = np.asarray(K.get_value(model.optimizer.lr))
+    out["wa_kernel"] = model.get_weights()[0]
+    out["wa_opt_shapes"] = np.asarray(
+        sorted(str(np.shape(w)) for w in model.optimizer.get_weights())
+    )
+    out["wa_opt_iter"] = np.asarray(model.optimizer.get_weights()[0])
+    cfg = model.optimizer.get_config()
+    out["wa_opt_config"] = np.asarray(
+        sorted(f"{k}={float(v):.6g}" for k, v in cfg.items() if k != "name")
+    )
+    model.pop()
+    model.add(layers.Dense(1, name="new_top"))
+    out["wa_pop_weights"] = np.asarray([w.name for w in model.weights])
+    out["wa_pop_shape"] = np.asarray(str(model.output_shape))
+    return out
+
+
+def subclassed_weights(tf) -> dict:
+    """A subclassed model with its own weight, a frozen sublayer and a nested Sequential."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+
+    class Net(tf.keras.Model):
+        def __init__(self):
+            super().__init__(name="net")
+            self.block = tf.keras.Sequential([layers.Dense(3), layers.BatchNormalization()])
+            self.head = layers.Dense(2)
+            self.scale = self.add_weight("scale", shape=(2,), initializer="ones")
+
+        def call(self, inputs, training=None):
+            return self.head(self.block(inputs, training=training)) * self.scale
+
+    net = Net()
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse")
+    net.fit(X[:4], Y_REG[:4], epochs=1, verbose=0)
+    out = {
+        "sc_weights": np.asarray([w.name for w in net.weights]),
+        "sc_trainable": np.asarray([w.name for w in net.trainable_weights]),
+        "sc_non_trainable": np.asarray([w.name for w in net.non_trainable_weights]),
+    }
+    _set_weights(net, 17)
+    net.head.trainable = False
+    net.compile(tf.keras.optimizers.SGD(0.05), "mse")
+    out["sc_frozen_trainable"] = np.asarray([w.name for w in net.trainable_weights])
+    h = net.fit(X, Y_REG, batch_size=10, epochs=2, shuffle=False, verbose=0)
+    out.update(_history("sc", h))
+    out["sc_predict"] = net.predict(X[:4])
+    for i, w in enumerate(net.get_weights()):
+        out[f"sc_w{i}"] = w
+    return out
+
+
+def metric_names(tf) -> dict:
+    """How compile names metrics given as strings, functions and objects, per loss."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    out = {}
+    M = tf.keras.metrics
+    cases = {
+        "bin": ("binary_crossentropy", 1, "sigmoid", ["accuracy", "acc", "crossentropy", "ce"]),
+        "cat": (
+            "categorical_crossentropy",
+            3,
+            "softmax",
+            ["accuracy", "top_k_categorical_accuracy", M.categorical_accuracy],
+        ),
+        "sparse": (
+            "sparse_categorical_crossentropy",
+            3,
+            "softmax",
+            ["acc", M.SparseCategoricalAccuracy(), "crossentropy"],
+        ),
+        "mse": ("mse", 2, None, ["mae", "mse", "mape", M.MeanSquaredError()]),
+    }
+    targets = {
+        "bin": Y_CLS[:, None].clip(0, 1).astype(np.float32),
+        "cat": np.eye(3, dtype=np.float32)[Y_CLS],
+        "sparse": Y_CLS,
+        "mse": Y_REG,
+    }
+    for key, (loss, units, act, metrics) in cases.items():
+        model = tf.keras.Sequential([layers.Dense(units, activation=act, input_shape=(4,))])
+        _set_weights(model, 18)
+        model.compile("sgd", loss, metrics=metrics)
+        out[f"mn_{key}_names"] = np.asarray(model.metrics_names)
+        out[f"mn_{key}_eval"] = np.asarray(model.evaluate(X, targets[key], batch_size=7, verbose=0))
+    return out
+
+
 PROGRAMS = [
     sequential_deferred,
     nested_models,
@@ -491,9 +641,13 @@ PROGRAMS = [
     class_weights,
     temporal_weights,
     masking,
-    _callbacks,
+    callbacks,
     backend_probe,
     loss_reductions,
     loops_probe,
     summaries,
+    shared_and_stacked,
+    weights_api,
+    subclassed_weights,
+    metric_names,
 ]
