@@ -21,6 +21,7 @@ from engine.framework.graph import Tensor
 from engine.keras import backend, initializers, layer_config, regularizers
 from engine.keras.layer_nodes import LayerNodes
 from engine.ops import array as array_ops
+from engine.ops import math as math_ops
 from engine.tensor_shape import TensorShape
 from engine.variables import Variable
 
@@ -355,7 +356,10 @@ class Layer(LayerNodes):
             if self.activity_regularizer is not None:
                 with ops.name_scope("ActivityRegularizer"):
                     for out in flatten(outputs):
-                        self._losses.append(self.activity_regularizer(out))
+                        # TF1 divides by the batch size (batch-agnostic strength).
+                        loss = self.activity_regularizer(out)
+                        batch = math_ops.cast(array_ops.shape(out)[0], loss.dtype)
+                        self._losses.append(loss / batch)
             mask = self.compute_mask(inputs, kwargs.get("mask", previous_mask))
         for out, m in zip(
             flatten(outputs),
