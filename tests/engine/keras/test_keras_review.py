@@ -11,11 +11,12 @@ import pytest
 import engine as tf
 from tests.engine.fixtures.oracle import assert_recorded, load
 from tests.engine.keras import review_programs as programs
+from tests.engine.keras import review_programs_more
 
 RECORDED = load("keras_review_tf.npz")
 
 
-@pytest.mark.parametrize("program", programs.PROGRAMS, ids=lambda p: p.__name__)
+@pytest.mark.parametrize("program", review_programs_more.PROGRAMS, ids=lambda p: p.__name__)
 def test_program_matches_tensorflow(program):
     got = program(tf)
     assert got
