@@ -19,6 +19,7 @@ from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend, initializers, layer_config, regularizers
+from engine.keras.input_spec_check import assert_input_compatibility
 from engine.keras.layer_nodes import LayerNodes
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
@@ -347,6 +348,7 @@ class Layer(LayerNodes):
             kwargs["mask"] = previous_mask
         if "training" in kwargs and not _accepts(self.call, "training"):
             kwargs.pop("training")  # as Keras: layers that do not take it are called without
+        assert_input_compatibility(self.input_spec, inputs, self.name)
         with ops.name_scope(self._name):
             self._maybe_build(inputs)
             outputs = self.call(inputs, *args, **kwargs)

@@ -96,12 +96,7 @@ class Model(Training, NetworkWeights, Layer):
         known = {id(t) for t in self.inputs}
         for node in self._nodes:
             if isinstance(node.layer, InputLayer) and id(node.output_tensors[0]) not in known:
-                raise ValueError(
-                    f"Graph disconnected: cannot obtain value for tensor "
-                    f'{node.output_tensors[0]} at layer "{node.layer.name}". The following '
-                    "previous layers were accessed without issue: "
-                    f"{[n.layer.name for n in self._nodes if n.layer is not node.layer][:5]}"
-                )
+                raise _disconnected(self._nodes, node.output_tensors[0])
         self._input_layers = [keras_history(t)[0] for t in self.inputs]
         self._output_layers = [keras_history(t)[0] for t in self.outputs]
         object.__setattr__(self, "_layers", ordered_layers(self.inputs, self.outputs))
@@ -249,6 +244,20 @@ def _first_input_layer(layer):
             raise ValueError("An empty Model cannot be used as a Layer.")
         layer = layer.layers[0]
     return layer if getattr(layer, "_batch_input_shape", None) is not None else None
+
+
+def _disconnected(nodes: list, missing) -> ValueError:
+    """TF1's error for an Input the model does not list: it names the layer that needs it
+    and the layers computed before that one."""
+    i, consumer = next(
+        (i, n) for i, n in enumerate(nodes) if any(t is missing for t in n.input_tensors)
+    )
+    done = [n.layer.name for n in nodes[:i] if not isinstance(n.layer, InputLayer)]
+    return ValueError(
+        f"Graph disconnected: cannot obtain value for tensor {missing} at layer "
+        f'"{consumer.layer.name}". The following previous layers were accessed without '
+        f"issue: {done}"
+    )
 
 
 def _call_params(layer) -> set:

@@ -363,6 +363,41 @@ def inputs_and_core(tf) -> dict:
     return out
 
 
+def error_types(tf) -> dict:
+    """The exception types of common mistakes in compile, fit, predict and the layers."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    x = tf.keras.Input(shape=(4,), name="x")
+    model = tf.keras.Model(x, [layers.Dense(2, name="r")(x), layers.Dense(1, name="c")(x)])
+    cases = {
+        "loss_name": lambda: model.compile("sgd", "no_such_loss"),
+        "optimizer_name": lambda: model.compile("no_such_opt", "mse"),
+        "loss_keys": lambda: model.compile("sgd", {"r": "mse", "zz": "mse"}),
+        "loss_list_len": lambda: model.compile("sgd", ["mse"]),
+        "metric_name": lambda: model.compile("sgd", "mse", metrics=["no_such_metric"]),
+    }
+    out = {f"et_{k}": np.asarray(_error(f)) for k, f in cases.items()}
+    model.compile("sgd", "mse")
+    fits = {
+        "y_dict_missing": lambda: model.fit(X, {"r": Y_REG}, verbose=0),
+        "x_dict_missing": lambda: model.fit({"nope": X}, [Y_REG, Y_REG[:, :1]], verbose=0),
+        "y_one_array": lambda: model.fit(X, Y_REG, verbose=0),
+        "predict_shape": lambda: model.predict(X[:, :3]),
+        "predict_rank": lambda: model.predict(X[:, :, None]),
+        "dense_rank1": lambda: layers.Dense(2)(tf.keras.Input(batch_shape=(4,))),
+        "concat_shapes": lambda: layers.Concatenate()(
+            [tf.keras.Input(shape=(2, 3)), tf.keras.Input(shape=(4, 3))]
+        ),
+        "add_shapes": lambda: layers.Add()(
+            [tf.keras.Input(shape=(2,)), tf.keras.Input(shape=(3,))]
+        ),
+        "model_not_input": lambda: tf.keras.Model(layers.Dense(2)(x), x),
+        "disconnected": lambda: tf.keras.Model(tf.keras.Input(shape=(4,)), model.outputs[0]),
+    }
+    out.update({f"et_{k}": np.asarray(_error(f)) for k, f in fits.items()})
+    return out
+
+
 PROGRAMS = [
     *base.PROGRAMS,
     shared_and_stacked,
@@ -374,4 +409,5 @@ PROGRAMS = [
     utils_probe,
     accuracy_callbacks,
     inputs_and_core,
+    error_types,
 ]

@@ -124,3 +124,32 @@ def test_nested_model_updates_use_only_outer_inputs():
     model.fit(programs.X, programs.Y_REG[:, :1], batch_size=30, epochs=1, verbose=0)
     moving_mean = inner.layers[1].get_weights()[2]
     np.testing.assert_allclose(moving_mean, 0.5 * programs.X.mean(0), rtol=1e-5)
+
+
+def test_input_spec_is_checked_before_each_call():
+    tf.keras.backend.clear_session()
+    with pytest.raises(
+        ValueError,
+        match=r"Input 0 of layer d is incompatible with the layer: "
+        r"expected min_ndim=2, found ndim=1. Full shape received: \[4\]",
+    ):
+        tf.keras.layers.Dense(2, name="d")(tf.keras.Input(batch_shape=(4,)))
+    conv = tf.keras.layers.Conv2D(2, 3, name="c")
+    conv(tf.keras.Input(shape=(8, 8, 3)))
+    with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
+        conv(tf.keras.Input(shape=(8, 8, 4)))
+    with pytest.raises(ValueError, match="expected ndim=4, found ndim=3"):
+        conv(tf.keras.Input(shape=(8, 3)))
+
+
+def test_graph_disconnected_names_the_layer_that_needs_the_input():
+    tf.keras.backend.clear_session()
+    a, b = tf.keras.Input(shape=(2,), name="a"), tf.keras.Input(shape=(2,), name="b")
+    h = tf.keras.layers.Dense(2, name="h")(a)
+    out = tf.keras.layers.Add(name="add")([h, b])
+    with pytest.raises(
+        ValueError,
+        match=r'at layer "add"\. The following previous layers '
+        r"were accessed without issue: \['h'\]",
+    ):
+        tf.keras.Model(a, out)
