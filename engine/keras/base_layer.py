@@ -19,7 +19,10 @@ from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend, initializers, layer_config, regularizers
+from engine.keras.input_spec_check import assert_input_compatibility
+from engine.keras.layer_nodes import LayerNodes
 from engine.ops import array as array_ops
+from engine.ops import math as math_ops
 from engine.tensor_shape import TensorShape
 from engine.variables import Variable
 
@@ -129,7 +132,7 @@ def _accepts(fn, arg: str) -> bool:
     return arg in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-class Layer:
+class Layer(LayerNodes):
     """The base of every Keras layer. Subclasses create weights in ``build(input_shape)``
     with :meth:`add_weight` and compute outputs in ``call(inputs)``."""
 
@@ -345,6 +348,7 @@ class Layer:
             kwargs["mask"] = previous_mask
         if "training" in kwargs and not _accepts(self.call, "training"):
             kwargs.pop("training")  # as Keras: layers that do not take it are called without
+        assert_input_compatibility(self.input_spec, inputs, self.name)
         with ops.name_scope(self._name):
             self._maybe_build(inputs)
             outputs = self.call(inputs, *args, **kwargs)
@@ -354,7 +358,10 @@ class Layer:
             if self.activity_regularizer is not None:
                 with ops.name_scope("ActivityRegularizer"):
                     for out in flatten(outputs):
-                        self._losses.append(self.activity_regularizer(out))
+                        # TF1 divides by the batch size (batch-agnostic strength).
+                        loss = self.activity_regularizer(out)
+                        batch = math_ops.cast(array_ops.shape(out)[0], loss.dtype)
+                        self._losses.append(loss / batch)
             mask = self.compute_mask(inputs, kwargs.get("mask", previous_mask))
         for out, m in zip(
             flatten(outputs),
@@ -393,11 +400,11 @@ class Layer:
 
     @property
     def input_shape(self):
-        return map_structure(backend.int_shape, self._node("input shape").inputs)
+        return self._same_shape_of_all_nodes("input")  # TF1: one shape for every call
 
     @property
     def output_shape(self):
-        return map_structure(backend.int_shape, self._node("output shape").outputs)
+        return self._same_shape_of_all_nodes("output")
 
     def get_config(self) -> dict:
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}

@@ -201,6 +201,13 @@ class Reshape(Layer):
                     f"output_shape = {self.target_shape}"
                 )
             target[target.index(-1)] = total // known
+        elif dims is not None and all(d is not None for d in dims[1:]):
+            # A fully given shape must hold as many elements as each sample (TF1 raises).
+            if int(np.prod(dims[1:], dtype=np.int64)) != int(np.prod(target, dtype=np.int64)):
+                raise ValueError(
+                    f"total size of new array must be unchanged, input_shape = "
+                    f"{list(dims[1:])}, output_shape = {list(self.target_shape)}"
+                )
         if -1 not in target:
             return array_ops.reshape(inputs, [-1, *target])
         batch = array_ops.shape(inputs)[:1]

@@ -113,34 +113,65 @@ def standardize_targets(model, y) -> list:
 
 
 def class_weights_to_samples(model, ys, sample_weight, class_weight) -> list:
+    """One weight array per output: ``sample_weight`` (per sample, or per timestep for
+    outputs compiled with ``sample_weight_mode="temporal"``) times the ``class_weight`` of
+    each sample's class (TF1's ``standardize_weights``); ones when neither is given."""
     names = model.output_names
-    if sample_weight is not None:
-        given = _as_arrays(sample_weight, names, "sample_weight")
-        out = []
-        for w, y in zip(given, ys):
-            w = np.asarray(w, backend.floatx())
-            if w.ndim != 1 or len(w) != len(y):
-                raise ValueError(
-                    f"Found a sample_weight array with shape {w.shape} for an "
-                    f"input with shape {y.shape}. sample_weight cannot be "
-                    "broadcast."
-                )
-            out.append(w)
-        return out
-    if class_weight:
-        per = (
-            class_weight
-            if isinstance(class_weight, dict)
-            and all(k in names for k in class_weight)
-            and len(names) > 1
-            else None
+    modes = model._sample_weight_modes()
+    given = (
+        _as_arrays(sample_weight, names, "sample_weight")
+        if sample_weight is not None
+        else [None] * len(ys)
+    )
+    per = (
+        class_weight
+        if isinstance(class_weight, dict)
+        and all(k in names for k in class_weight)
+        and len(names) > 1
+        else None
+    )
+    out = []
+    for name, y, w, mode in zip(names, ys, given, modes):
+        cw = (per.get(name) if per is not None else class_weight) if class_weight else None
+        out.append(_standardize_weights(y, w, cw, mode))
+    return out
+
+
+def _standardize_weights(y, w, class_weight, mode) -> np.ndarray:
+    if mode == "temporal" and y.ndim < 3:
+        raise ValueError(
+            f"Found a sample_weight array for an input with shape {y.shape}. Timestep-wise "
+            'sample weighting (use of sample_weight_mode="temporal") is restricted to '
+            "outputs that are at least 3D, i.e. that have a time dimension."
         )
-        out = []
-        for name, y in zip(names, ys):
-            cw = per.get(name) if per is not None else class_weight
-            out.append(_from_class_weight(y, cw) if cw else np.ones(len(y), backend.floatx()))
-        return out
-    return [np.ones(len(y), backend.floatx()) for y in ys]
+    if w is not None:
+        w = np.asarray(w, backend.floatx())
+        if mode == "temporal" and w.ndim != 2:
+            raise ValueError(
+                f"Found a sample_weight array with shape {w.shape}. In order to use "
+                "timestep-wise sample weighting, you should pass a 2D sample_weight array."
+            )
+        if mode != "temporal" and w.ndim != 1:
+            raise ValueError(
+                f"Found a sample_weight array with shape {w.shape}. In order to use "
+                'timestep-wise sample weights, you should specify sample_weight_mode="temporal" '
+                f'in compile(); found "{mode}" instead. If you just mean to use sample-wise '
+                "weights, make sure your sample_weight array is 1D."
+            )
+        if y.shape[: w.ndim] != w.shape:
+            raise ValueError(
+                f"Found a sample_weight array with shape {w.shape} for an input with shape "
+                f"{y.shape}. sample_weight cannot be broadcast."
+            )
+    if class_weight:
+        if y.ndim > 2:
+            raise ValueError("`class_weight` not supported for 3+ dimensional targets.")
+        cw = _from_class_weight(y, class_weight)
+        # TF1 multiplies the two when both are given.
+        w = cw if w is None else w * cw
+    if w is None:
+        w = np.ones(y.shape[:2] if mode == "temporal" else y.shape[:1], backend.floatx())
+    return w
 
 
 def _from_class_weight(y, class_weight) -> np.ndarray:

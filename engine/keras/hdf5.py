@@ -63,7 +63,7 @@ def training_config(model) -> dict | None:
             "metrics": _serialize_loss_like(compiled["metrics"]),
             "weighted_metrics": _serialize_loss_like(compiled["weighted_metrics"]),
             "loss_weights": _serialize_loss_like(compiled["loss_weights"]),
-            "sample_weight_mode": None,
+            "sample_weight_mode": compiled.get("sample_weight_mode"),
             "optimizer_config": _optimizer_config(model.optimizer),
         }
     except TypeError as e:

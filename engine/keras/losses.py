@@ -272,6 +272,10 @@ def reduce_weighted(values, sample_weight, reduction_key="auto"):
         if w.shape.rank is not None and values.shape.rank is not None:
             while w.shape.rank > values.shape.rank and w.shape.as_tuple()[-1] == 1:
                 w = array_ops.squeeze(w, [-1])
+            # Per-sample weights of per-timestep losses weight every timestep (TF's
+            # squeeze_or_expand_dimensions + broadcast_weights).
+            while w.shape.rank < values.shape.rank:
+                w = array_ops.expand_dims(w, -1)
         values = values * w
     if reduction_key == "none":
         return values

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend
-from engine.keras.base_layer import Layer, flatten, keras_history
+from engine.keras.base_layer import Layer, flatten, keras_history, keras_mask
 from engine.keras.input_layer import Input, InputLayer
+from engine.keras.network_order import ordered_layers
+from engine.keras.network_weights import NetworkWeights
 from engine.keras.summary import print_summary
 from engine.keras.training import Training
 
@@ -54,7 +57,7 @@ def _trace(outputs: list) -> list:
     return order
 
 
-class Model(Training, Layer):
+class Model(Training, NetworkWeights, Layer):
     """A model: ``Model(inputs, outputs)`` from Keras tensors, or a subclass that creates
     layers in ``__init__`` and computes in ``call``.
 
@@ -93,19 +96,10 @@ class Model(Training, Layer):
         known = {id(t) for t in self.inputs}
         for node in self._nodes:
             if isinstance(node.layer, InputLayer) and id(node.output_tensors[0]) not in known:
-                raise ValueError(
-                    f"Graph disconnected: cannot obtain value for tensor "
-                    f'{node.output_tensors[0]} at layer "{node.layer.name}". The following '
-                    "previous layers were accessed without issue: "
-                    f"{[n.layer.name for n in self._nodes if n.layer is not node.layer][:5]}"
-                )
+                raise _disconnected(self._nodes, node.output_tensors[0])
         self._input_layers = [keras_history(t)[0] for t in self.inputs]
         self._output_layers = [keras_history(t)[0] for t in self.outputs]
-        layers = list(self._input_layers)
-        for node in self._nodes:
-            if all(node.layer is not x for x in layers):
-                layers.append(node.layer)
-        object.__setattr__(self, "_layers", [x for x in layers])
+        object.__setattr__(self, "_layers", ordered_layers(self.inputs, self.outputs))
         self._is_graph_network = True
         self.built = True
 
@@ -144,6 +138,12 @@ class Model(Training, Layer):
     def output_shape(self):
         shapes = [backend.int_shape(t) for t in self.outputs]
         return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_mask(self):
+        """The Keras masks of the outputs (None where unmasked), as TF1's ``Network``."""
+        masks = [keras_mask(t) for t in self.outputs]
+        return masks[0] if len(masks) == 1 else masks
 
     def _require_inputs(self, what: str) -> None:
         if not self.inputs:
@@ -235,6 +235,31 @@ class Model(Training, Layer):
         self._set_inputs(inputs[0] if len(inputs) == 1 else inputs)
 
 
+def _first_input_layer(layer):
+    """The layer whose ``_batch_input_shape`` gives a Sequential its input: ``layer``, or the
+    first layer of the deepest functional/Sequential model it starts with (TF1's
+    ``get_input_shape_and_dtype``); None when there is none."""
+    while getattr(layer, "_is_graph_network", False) or isinstance(layer, Sequential):
+        if not layer.layers:
+            raise ValueError("An empty Model cannot be used as a Layer.")
+        layer = layer.layers[0]
+    return layer if getattr(layer, "_batch_input_shape", None) is not None else None
+
+
+def _disconnected(nodes: list, missing) -> ValueError:
+    """TF1's error for an Input the model does not list: it names the layer that needs it
+    and the layers computed before that one."""
+    i, consumer = next(
+        (i, n) for i, n in enumerate(nodes) if any(t is missing for t in n.input_tensors)
+    )
+    done = [n.layer.name for n in nodes[:i] if not isinstance(n.layer, InputLayer)]
+    return ValueError(
+        f"Graph disconnected: cannot obtain value for tensor {missing} at layer "
+        f'"{consumer.layer.name}". The following previous layers were accessed without '
+        f"issue: {done}"
+    )
+
+
 def _call_params(layer) -> set:
     code = getattr(type(layer).call, "__code__", None)
     return set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]) if code else set()
@@ -288,9 +313,10 @@ class Sequential(Model):
         elif isinstance(layer, InputLayer):
             self.inputs = [layer._inbound_nodes[0].outputs[0]]
             self._connect(self.inputs[0])
-        elif getattr(layer, "_batch_input_shape", None) is not None:
+        elif _first_input_layer(layer) is not None:
+            first = _first_input_layer(layer)
             x = Input(
-                batch_shape=layer._batch_input_shape, dtype=layer._dtype, name=f"{layer.name}_input"
+                batch_shape=first._batch_input_shape, dtype=first._dtype, name=f"{layer.name}_input"
             )
             self._layers.insert(len(self._layers) - 1, keras_history(x)[0])
             self.inputs = [x]
@@ -322,8 +348,9 @@ class Sequential(Model):
         self._layers.insert(0, keras_history(x[0])[0])
         self.inputs = x
         out = x[0]
-        for layer in self.layers:
-            out = layer(out)
+        with ops.name_scope(self._name):  # TF1 builds them as calls of the model itself
+            for layer in self.layers:
+                out = layer(out)
         self._connect(out)
 
     def call(self, inputs, training=None, mask=None):

@@ -8,6 +8,8 @@ learning-rate callbacks work), ``decay``, ``clipnorm`` and ``clipvalue``.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from engine.framework import graph as ops
@@ -75,6 +77,7 @@ class Optimizer:
         self.weights = []
         with ops.name_scope(None), ops.name_scope(self._name), ops.control_dependencies(None):
             self.iterations = self._variable(0, "iter", "int64")
+            self.weights = [self.iterations]  # TF1's OptimizerV2: iterations, then slots
             self.lr = self._variable(self._initial_lr, "learning_rate")
             self.decay = self._variable(self.decay_value, "decay")
 
@@ -135,8 +138,29 @@ class Optimizer:
     def _update(self, p, g, lr, t):
         raise NotImplementedError
 
+    def get_weights(self) -> list:
+        return backend.batch_get_value(self.weights)
+
+    def set_weights(self, weights) -> None:
+        if len(weights) != len(self.weights):
+            raise ValueError(
+                f"You called `set_weights(weights)` on optimizer {self._name} with a weight "
+                f"list of length {len(weights)}, but the optimizer was expecting "
+                f"{len(self.weights)} weights."
+            )
+        backend.batch_set_value(list(zip(self.weights, weights)))
+
     def get_config(self) -> dict:
-        return {"name": self._name, "learning_rate": self._initial_lr, "decay": self.decay_value}
+        config = {"name": self._name, "learning_rate": self._initial_lr, "decay": self.decay_value}
+        # The subclass's own hyperparameters (beta_1, momentum, ...) as TF's get_config.
+        for name in inspect.signature(type(self).__init__).parameters:
+            value = getattr(self, name, None)
+            if name not in config and isinstance(value, (bool, int, float)):
+                config[name] = value
+        for name in ("clipnorm", "clipvalue"):
+            if getattr(self, name) is not None:
+                config[name] = getattr(self, name)
+        return config
 
 
 class SGD(Optimizer):

@@ -13,6 +13,8 @@ __all__ = ["print_summary"]
 def _row(fields, positions, print_fn) -> None:
     line = ""
     for i, field in enumerate(fields):
+        if i > 0:  # a field that filled its column keeps one space before the next
+            line = line[:-1] + " "
         line = (line + str(field))[: positions[i]]
         line += " " * (positions[i] - len(line))
     print_fn(line)

@@ -10,6 +10,7 @@ from engine.framework import graph as ops
 from engine.framework.graph import Tensor
 from engine.keras import backend, dataset_loops, losses, metrics, optimizers
 from engine.keras import training_loops as loops
+from engine.keras.relevance import feedable_from
 from engine.ops import array as array_ops
 from engine.ops import math as math_ops
 
@@ -35,6 +36,10 @@ def _per_output(value, names: list, what: str) -> list:
             )
         return list(value)
     return [value] * len(names)
+
+
+def _as_seq(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 class _Graph:
@@ -78,10 +83,12 @@ class Training:
         loss (one, or one per output as a list or dict), metrics and loss weights."""
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `compile`: {sorted(kwargs)}")
-        if sample_weight_mode not in (None, "temporal"):
-            raise ValueError(
-                f"sample_weight_mode must be None or 'temporal', got {sample_weight_mode!r}"
-            )
+        modes = sample_weight_mode
+        for mode in modes.values() if isinstance(modes, dict) else _as_seq(modes):
+            if mode not in (None, "temporal"):
+                raise ValueError(
+                    f"sample_weight_mode must be None or 'temporal', got {sample_weight_mode!r}"
+                )
         if target_tensors is not None:
             raise ValueError(
                 "compile(target_tensors=...) is not supported: feed targets to fit instead"
@@ -94,6 +101,7 @@ class Training:
             "metrics": metrics,
             "loss_weights": loss_weights,
             "weighted_metrics": weighted_metrics,
+            "sample_weight_mode": sample_weight_mode,
         }
         self._train_graph = None
         if self.outputs:
@@ -107,6 +115,11 @@ class Training:
     def metrics_names(self) -> list:
         g = self._train_graph
         return list(g.names) if g is not None else ["loss"]
+
+    def _sample_weight_modes(self) -> list:
+        """Per output: "temporal" (weights per sample and timestep) or None."""
+        mode = self._compiled.get("sample_weight_mode") if self._compiled else None
+        return _per_output(mode, self.output_names, "sample_weight_mode")
 
     def _require_compiled(self, what: str) -> None:
         if self._compiled is None:
@@ -126,11 +139,14 @@ class Training:
             ]
             weights = _per_output(self._compiled["loss_weights"] or 1.0, names, "loss_weights")
             totals = []
+            modes = self._sample_weight_modes()
             with ops.name_scope(None):
-                for name, out, fn, w in zip(names, self.outputs, loss_fns, weights):
-                    self._add_output_loss(g, name, out, fn, w, totals)
+                for name, out, fn, w, mode in zip(names, self.outputs, loss_fns, weights, modes):
+                    self._add_output_loss(g, name, out, fn, w, totals, mode)
                 with ops.name_scope("loss"):
-                    reg = [math_ops.cast(x, backend.floatx()) for x in self.losses]
+                    # Only losses/updates of this model's inputs (not a nested model's own).
+                    own_losses = feedable_from(self.losses, self.inputs)
+                    reg = [math_ops.cast(x, backend.floatx()) for x in own_losses]
                     total = totals[0]
                     for t in totals[1:] + reg:
                         total = total + t
@@ -139,7 +155,8 @@ class Training:
                 with ops.name_scope("training"):
                     params = self.trainable_weights
                     g.train_updates = list(self.optimizer.get_updates(g.total_loss, params))
-                    g.train_updates += [u.op if isinstance(u, Tensor) else u for u in self.updates]
+                    own_updates = feedable_from(self.updates, self.inputs)
+                    g.train_updates += [u.op if isinstance(u, Tensor) else u for u in own_updates]
         g.names = (
             ["loss"]
             + ([f"{n}_loss" for n in names] if len(names) > 1 else [])
@@ -148,7 +165,7 @@ class Training:
         self._train_graph = g
         return g
 
-    def _add_output_loss(self, g, name, out, fn, weight, totals) -> None:
+    def _add_output_loss(self, g, name, out, fn, weight, totals, mode=None) -> None:
         rank = out.shape.rank
         if rank is None:
             raise ValueError(f"The output {name} has an unknown rank; Keras needs it")
@@ -157,7 +174,9 @@ class Training:
                 out.dtype.base_dtype, shape=(None,) * rank, name=f"{name}_target"
             )
             sw = array_ops.placeholder(
-                backend.floatx(), shape=(None,), name=f"{name}_sample_weights"
+                backend.floatx(),
+                shape=(None, None) if mode == "temporal" else (None,),
+                name=f"{name}_sample_weights",
             )
         g.targets.append(target)
         g.sample_weights.append(sw)
@@ -182,9 +201,10 @@ class Training:
                     if ident is None:
                         continue
                     m = metrics.resolve(ident, loss_fns[i], self.outputs[i])
-                    full = m.name if len(names) == 1 else f"{name}_{m.name}"
-                    if use_w:
-                        full = f"weighted_{full}"
+                    # TF1: "weighted_" joins the metric's name, then the output's name
+                    # prefixes it (reg_weighted_mse).
+                    full = f"weighted_{m.name}" if use_w else m.name
+                    full = full if len(names) == 1 else f"{name}_{full}"
                     if full in seen:
                         continue
                     seen.add(full)
