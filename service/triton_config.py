@@ -5,7 +5,8 @@ declares the fields flowserve honours) and becomes a ``config.json`` document:
 
 - ``name`` must be the model directory's name; ``platform``/``backend`` one of those that name
   a model flowserve loads (``flowserve``, ``tensorflow``, ``tensorflow_savedmodel``,
-  ``tensorflow_graphdef``, ``onnxruntime``, ``onnxruntime_onnx``) or empty;
+  ``tensorflow_graphdef``, ``onnxruntime``, ``onnxruntime_onnx``, and ``armnn_tflite``, the
+  Triton backend of ``model.tflite`` versions) or empty;
 - ``max_batch_size`` > 0 turns batching on with that maximum, 0 turns it off;
   ``dynamic_batching.max_queue_delay_microseconds`` is the batch timeout
   (``preferred_batch_size`` is accepted: flowserve forms batches up to the maximum);
@@ -39,6 +40,7 @@ _PLATFORMS = {
     "tensorflow_graphdef",
     "onnxruntime",
     "onnxruntime_onnx",
+    "armnn_tflite",
 }
 _MAX_BYTES = 1 << 20
 

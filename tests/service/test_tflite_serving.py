@@ -28,6 +28,14 @@ async def client(aiohttp_client, tmp_path):
         (tmp_path / model / "1").mkdir(parents=True)
         data = (FIXTURES / "tflite" / f"{fixture}.tflite").read_bytes()
         (tmp_path / model / "1" / "model.tflite").write_bytes(data)
+    # Triton's layout: config.pbtxt naming the TFLite backend.
+    (tmp_path / "triton_hpt" / "1").mkdir(parents=True)
+    (tmp_path / "triton_hpt" / "1" / "model.tflite").write_bytes(
+        (FIXTURES / "tflite" / "half_plus_two.tflite").read_bytes()
+    )
+    (tmp_path / "triton_hpt" / "config.pbtxt").write_text(
+        'name: "triton_hpt"\nbackend: "armnn_tflite"\nmax_batch_size: 0\n'
+    )
     (tmp_path / "truncated" / "1").mkdir(parents=True)
     data = (FIXTURES / "tflite" / "mlp.tflite").read_bytes()
     (tmp_path / "truncated" / "1" / "model.tflite").write_bytes(data[: len(data) // 2])
@@ -44,6 +52,13 @@ async def test_half_plus_two_over_rest(client):
     assert r.status == 200, await r.text()
     want = RECORDED["half_plus_two/serving_default/out/y"]
     assert (await r.json())["predictions"] == want.tolist() == [2.5, 3.0, 4.5]
+
+
+async def test_triton_config_with_the_tflite_backend(client):
+    body = {"inputs": [{"name": "x", "shape": [3], "datatype": "FP32", "data": [1, 2, 5]}]}
+    r = await client.post("/v2/models/triton_hpt/infer", json=body)
+    assert r.status == 200, await r.text()
+    assert (await r.json())["outputs"][0]["data"] == [2.5, 3.0, 4.5]
 
 
 async def test_a_named_signature_over_rest(client):
