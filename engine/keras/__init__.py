@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from engine.keras import (
     activations,
+    applications,
     backend,
     backend_ops,
     callbacks,
@@ -31,6 +32,7 @@ __all__ = [
     "Model",
     "Sequential",
     "activations",
+    "applications",
     "backend",
     "callbacks",
     "constraints",

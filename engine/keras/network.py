@@ -14,6 +14,7 @@ from engine.framework.graph import Tensor
 from engine.keras import backend
 from engine.keras.base_layer import Layer, flatten, keras_history
 from engine.keras.input_layer import Input, InputLayer
+from engine.keras.layer_order import keras_layer_order
 from engine.keras.summary import print_summary
 from engine.keras.training import Training
 
@@ -101,11 +102,9 @@ class Model(Training, Layer):
                 )
         self._input_layers = [keras_history(t)[0] for t in self.inputs]
         self._output_layers = [keras_history(t)[0] for t in self.outputs]
-        layers = list(self._input_layers)
-        for node in self._nodes:
-            if all(node.layer is not x for x in layers):
-                layers.append(node.layer)
-        object.__setattr__(self, "_layers", [x for x in layers])
+        output_nodes = [h[0]._inbound_nodes[h[1]] for h in map(keras_history, self.outputs)]
+        layers = keras_layer_order(self._nodes, output_nodes, self._input_layers)
+        object.__setattr__(self, "_layers", layers)
         self._is_graph_network = True
         self.built = True
 
