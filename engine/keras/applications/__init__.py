@@ -8,16 +8,24 @@ engine never downloads.
 """
 
 from engine.keras.applications import (
+    densenet,
     imagenet_utils,
+    inception_v3,
     mobilenet,
     mobilenet_v2,
+    nasnet,
     resnet,
     vgg,
+    xception,
 )
+from engine.keras.applications.densenet import DenseNet121, DenseNet169, DenseNet201
+from engine.keras.applications.inception_v3 import InceptionV3
 from engine.keras.applications.mobilenet import MobileNet
 from engine.keras.applications.mobilenet_v2 import MobileNetV2
+from engine.keras.applications.nasnet import NASNetLarge, NASNetMobile
 from engine.keras.applications.resnet import ResNet50, ResNet101, ResNet152
 from engine.keras.applications.vgg import VGG16, VGG19
+from engine.keras.applications.xception import Xception
 
 resnet50 = resnet
 vgg16 = vgg
@@ -26,16 +34,27 @@ vgg19 = vgg
 __all__ = [
     "VGG16",
     "VGG19",
+    "DenseNet121",
+    "DenseNet169",
+    "DenseNet201",
+    "InceptionV3",
     "MobileNet",
     "MobileNetV2",
+    "NASNetLarge",
+    "NASNetMobile",
     "ResNet50",
     "ResNet101",
     "ResNet152",
+    "Xception",
+    "densenet",
     "imagenet_utils",
+    "inception_v3",
     "mobilenet",
     "mobilenet_v2",
+    "nasnet",
     "resnet",
     "resnet50",
     "vgg16",
     "vgg19",
+    "xception",
 ]

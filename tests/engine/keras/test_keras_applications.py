@@ -57,7 +57,7 @@ def test_structure_and_predictions_match_tf(name):
     assert [row[0] for row in got] == [row[0] for row in want["layers"]]
     assert got == want["layers"]
     assert model.count_params() == want["count_params"]
-    cases.set_weights(model)
+    cases.set_weights(model, tf.keras.backend)
     _assert_predictions(model, name)
 
 
@@ -98,6 +98,18 @@ def test_imagenet_weights_come_from_keras_cache(tmp_path, monkeypatch):
             {"include_top": False},
         ),
         ("MobileNet", "mobilenet_5_0_160_tf.h5", {"alpha": 0.5, "input_shape": (160, 160, 3)}),
+        (
+            "DenseNet121",
+            "densenet121_weights_tf_dim_ordering_tf_kernels_notop.h5",
+            {"include_top": False},
+        ),
+        ("InceptionV3", "inception_v3_weights_tf_dim_ordering_tf_kernels.h5", {}),
+        (
+            "Xception",
+            "xception_weights_tf_dim_ordering_tf_kernels_notop.h5",
+            {"include_top": False},
+        ),
+        ("NASNetMobile", "nasnet_mobile.h5", {}),
         (
             "MobileNetV2",
             "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_96_no_top.h5",
@@ -152,6 +164,26 @@ def test_bad_arguments_are_refused(tmp_path, monkeypatch, app, kwargs, match):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # the checks come before any file
     with pytest.raises(ValueError, match=match):
         getattr(A, app)(**kwargs)
+
+
+def test_input_tensor_becomes_the_model_input():
+    x = tf.keras.Input((32, 32, 3))
+    model = A.MobileNet(alpha=0.25, include_top=False, weights=None, input_tensor=x)
+    assert model.inputs[0] is x
+    tf.keras.backend.clear_session()
+    placeholder = tf.placeholder(tf.float32, (None, 32, 32, 3))
+    model = A.ResNet50(include_top=False, weights=None, input_tensor=placeholder, pooling="avg")
+    assert model.inputs[0] is placeholder
+    assert model.output_shape == (None, 2048)
+
+
+def test_nasnet_and_inception_arguments_are_checked():
+    with pytest.raises(ValueError, match="multiple of 24"):
+        A.nasnet.NASNet(penultimate_filters=100, weights=None)
+    with pytest.raises(ValueError, match="at least 75x75"):
+        A.InceptionV3(weights=None, include_top=False, input_shape=(64, 64, 3))
+    with pytest.raises(ValueError, match="at least 71x71"):
+        A.Xception(weights=None, include_top=False, input_shape=(70, 80, 3))
 
 
 def test_unknown_keyword_is_a_type_error_where_keras_has_no_kwargs():
