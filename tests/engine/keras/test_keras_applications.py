@@ -61,6 +61,10 @@ def test_structure_and_predictions_match_tf(name):
     _assert_predictions(model, name)
 
 
+def test_functional_models_list_layers_as_keras_does():
+    assert [layer.name for layer in cases.branched_model(tf).layers] == META["branched_layers"]
+
+
 @needs_h5py
 def test_weights_file_from_tf_loads_by_path_and_by_name():
     name = cases.SAVED[0]
