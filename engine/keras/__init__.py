@@ -6,6 +6,7 @@ callbacks around them.
 
 from engine.keras import (
     activations,
+    applications,
     backend,
     backend_ops,
     callbacks,
@@ -33,6 +34,7 @@ __all__ = [
     "Model",
     "Sequential",
     "activations",
+    "applications",
     "backend",
     "callbacks",
     "constraints",
