@@ -57,17 +57,22 @@ def _warm_start_checkpoint(name: str, directory) -> str:
 def _estimator(name: str, model_dir, warm_start):
     kind, head, weight_column, extra = MODELS[name]
     common = {"model_dir": str(model_dir), "weight_column": weight_column}
-    if head != "regression":
+    classifier = head in ("binary", "multi")
+    if head == "regression2":
+        common["label_dimension"] = 2
+    if classifier:
         common["n_classes"] = 2 if head == "binary" else 3
         if head == "multi":
             common["label_vocabulary"] = ["a", "b", "c"]
-    classifier = head != "regression"
     if kind == "dnn":
         cls = tf.estimator.DNNClassifier if classifier else tf.estimator.DNNRegressor
         return cls(extra["hidden_units"], dnn_columns(fc), warm_start_from=warm_start, **common)
     if kind == "linear":
         cls = tf.estimator.LinearClassifier if classifier else tf.estimator.LinearRegressor
-        return cls(linear_columns(fc), warm_start_from=warm_start, **common)
+        combiner = extra.get("sparse_combiner", "sum")
+        return cls(
+            linear_columns(fc), warm_start_from=warm_start, sparse_combiner=combiner, **common
+        )
     if kind == "combined":
         return tf.estimator.DNNLinearCombinedClassifier(
             linear_feature_columns=linear_columns(fc),
@@ -131,8 +136,9 @@ def test_predictions_match_tensorflow(trained):
         "binary": {"logits", "logistic", "probabilities", "class_ids", "classes"},
         "multi": {"logits", "probabilities", "class_ids", "classes"},
         "regression": {"predictions"},
+        "regression2": {"predictions"},
     }[head]
-    if head != "regression":
+    if head in ("binary", "multi"):
         expected_keys |= {"all_class_ids", "all_classes"}
     assert set(predictions[0]) == expected_keys
 
@@ -158,3 +164,16 @@ def test_tensorflows_checkpoints_restore(name, tmp_path):
     key = "logistic" if head == "binary" else "probabilities"
     got = np.stack([p[key] for p in predictions])
     np.testing.assert_allclose(got, TF[f"{name}/prediction/{key}"], rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", CHECKPOINTED)
+def test_warm_start_from_tensorflows_checkpoint(name, tmp_path):
+    """Warm-started from TF's trained checkpoint (all trainable variables, by TF 1.15's
+    names), the first training step sees the loss TF had after its ``STEPS`` steps."""
+    head = MODELS[name][1]
+    settings = tf.estimator.WarmStartSettings(str(CHECKPOINTS / name / "model.ckpt"))
+    est = _estimator(name, tmp_path, settings)
+    hook = _LossHook()
+    est.train(_input_fn(head, None), steps=1, hooks=[hook])
+    np.testing.assert_allclose(hook.losses, [TF[f"{name}/loss"]], rtol=2e-5)
+    assert est.get_variable_value("global_step") == 1  # the step is not warm-started
