@@ -179,13 +179,17 @@ class _VocabularyListCategoricalColumn(
         return len(self.vocabulary_list) + self.num_oov_buckets
 
 
-def _vocabulary_dtype(vocabulary_list) -> dtypes.DType:
+def _vocabulary_dtype(vocabulary_list, key) -> dtypes.DType:
     if all(isinstance(v, (str, bytes)) for v in vocabulary_list):
         return dtypes.string
     if all(isinstance(v, int) and not isinstance(v, bool) for v in vocabulary_list):
         return dtypes.int64
-    kinds = sorted({type(v).__name__ for v in vocabulary_list})
-    raise ValueError(f"vocabulary_list dtype must be string or integer. Given types: {kinds}")
+    # TF's message names the dtype numpy gives the list (float64 for floats).
+    kinds = {type(v) for v in vocabulary_list}
+    kind = "float64" if kinds <= {int, float} else ("bool" if kinds == {bool} else "mixed")
+    raise ValueError(
+        f"column_name: {key} vocabulary dtype must be string or integer. dtype: <dtype: '{kind}'>."
+    )
 
 
 def _check_oov(num_oov_buckets, default_value, no_default, key) -> None:
@@ -208,7 +212,7 @@ def categorical_column_with_vocabulary_list(
         raise ValueError(f"vocabulary_list {vocabulary_list} must be non-empty, column_name: {key}")
     if len(set(vocabulary_list)) != len(vocabulary_list):
         raise ValueError(f"Duplicate keys in vocabulary_list {vocabulary_list}, column_name: {key}")
-    vocabulary_dtype = _vocabulary_dtype(vocabulary_list)
+    vocabulary_dtype = _vocabulary_dtype(vocabulary_list, key)
     _check_oov(num_oov_buckets, default_value, -1, key)
     if dtype is None:
         dtype = vocabulary_dtype

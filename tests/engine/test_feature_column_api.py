@@ -119,6 +119,11 @@ BAD_COLUMNS = [
     (lambda: fc.categorical_column_with_vocabulary_list("x", []), ValueError, "non-empty"),
     (lambda: fc.categorical_column_with_vocabulary_list("x", ["a", "a"]), ValueError, "Duplicate"),
     (
+        lambda: fc.categorical_column_with_vocabulary_list("x", [1.5, 2.5]),
+        ValueError,
+        "column_name: x vocabulary dtype must be string or integer. dtype: <dtype: 'float64'>",
+    ),
+    (
         lambda: fc.categorical_column_with_vocabulary_list(
             "x", ["a"], default_value=0, num_oov_buckets=1
         ),
