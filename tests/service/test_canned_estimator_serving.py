@@ -97,3 +97,22 @@ async def test_regressor(aiohttp_client, make_config, tmp_path, label_dimension)
     resp = await client.post("/v1/models/est:regress", json={"examples": EXAMPLES})
     assert resp.status == 400
     assert "[batch] or [batch, 1], got float32 [4, 2]" in (await resp.json())["error"]
+
+
+async def test_client_mistakes_are_400s(aiohttp_client, make_config, tmp_path):
+    _, repo = _trained_export(
+        lambda d: tf.estimator.LinearClassifier(COLUMNS, model_dir=d),
+        np.array([0, 1, 1, 0]),
+        tmp_path,
+    )
+    client = await aiohttp_client(create_app(make_config(model_repository=str(repo))))
+    bad = [  # (examples, TF's parse error)
+        ([{"color": "red"}], "Feature: x (data type: float) is required"),
+        ([{"x": ["a", "b"], "color": "red"}], "Key: x, Index: 0.  Data types don't match"),
+        ([{"x": [1.0], "color": "red"}], "Values size: 1 but output shape: [2]"),
+        ([{"x": [1.0, 2.0], "color": 3}], "Key: color, Index: 0.  Data types don't match"),
+    ]
+    for examples, message in bad:
+        resp = await client.post("/v1/models/est:classify", json={"examples": examples})
+        body = await resp.json()
+        assert resp.status == 400 and message in body["error"], (examples, body)
