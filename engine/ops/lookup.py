@@ -18,7 +18,7 @@ import numpy as np
 
 from engine import dtypes, errors
 from engine.framework.constant_op import convert_to_tensor
-from engine.framework.graph import GraphKeys, get_default_graph, name_scope
+from engine.framework.graph import GraphKeys, Tensor, get_default_graph, name_scope
 from engine.framework.registry import Attr, OpFlags, op
 from engine.ops._common import create
 from engine.ops.control_flow import group
@@ -359,9 +359,13 @@ class StaticHashTable:
         return self._init_op
 
     def lookup(self, keys, name=None):
-        keys = convert_to_tensor(keys, dtype=self.key_dtype)
+        # A tensor of another dtype is TF's TypeError, not a failed conversion.
+        if not isinstance(keys, Tensor):
+            keys = convert_to_tensor(keys, dtype=self.key_dtype)
         if keys.dtype.base_dtype is not self.key_dtype:
-            raise TypeError(f"Lookup keys are {keys.dtype.name}, the table's are {self.key_dtype}")
+            raise TypeError(
+                f"Signature mismatch. Keys must be dtype {self.key_dtype}, got {keys.dtype}."
+            )
         with name_scope(name, "lookup", [self._handle, keys]) as scope:
             return create(
                 "LookupTableFindV2", [self._handle, keys, self._default], {}, scope

@@ -164,6 +164,17 @@ def test_bad_optimizer_and_labels_raise_at_train_time(tmp_path):
     est = tf.estimator.LinearClassifier(COLUMNS, model_dir=str(tmp_path / "d"))
     with pytest.raises(tf.errors.InvalidArgumentError, match="Labels must <= n_classes - 1"):
         est.train(_input_fn(np.array([0, 1, 2, 1])), steps=1)
+    # A binary head looks integer labels up in its string vocabulary: TF's lookup error.
+    est = tf.estimator.DNNClassifier(
+        [2], COLUMNS, model_dir=str(tmp_path / "e"), label_vocabulary=["n", "y"]
+    )
+    with pytest.raises(TypeError, match="Signature mismatch. Keys must be dtype <dtype: 'string'>"):
+        est.train(_input_fn(labels), steps=1)
+    est = tf.estimator.DNNClassifier(
+        [2], COLUMNS, model_dir=str(tmp_path / "f"), n_classes=3, label_vocabulary=["a", "b", "c"]
+    )
+    with pytest.raises(ValueError, match="Labels dtype should be string if there is a vocabulary"):
+        est.train(_input_fn(labels), steps=1)
 
 
 def test_batch_norm_variables_are_named_as_tensorflow_1_15s(tmp_path):
