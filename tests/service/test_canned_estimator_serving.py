@@ -71,6 +71,10 @@ async def test_classifier_with_label_vocabulary(aiohttp_client, make_config, tmp
     for row, p in zip(doc["predictions"], predicted):
         np.testing.assert_allclose(row["probabilities"], p["probabilities"], rtol=1e-5)
         assert row["classes"] == [p["classes"][0].decode()]
+    # Predict over the default (classification) signature: its classes and scores.
+    doc = await _post(client, "/v1/models/est:predict", {"instances": b64})
+    np.testing.assert_allclose([r["scores"] for r in doc["predictions"]], probabilities, rtol=1e-5)
+    assert doc["predictions"][0]["classes"] == ["lo", "mid", "hi"]
 
 
 @pytest.mark.parametrize("label_dimension", [1, 2])
