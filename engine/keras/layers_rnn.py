@@ -55,6 +55,25 @@ def _where(mask_t, new, old):
     return math_ops.where_v2(m, new, old)
 
 
+def run_unrolled(step, inputs, states: list, mask=None, zero_output_for_mask=False):
+    """``run_steps`` with the steps as straight-line ops, one set per time step (Keras'
+    ``unroll=True``, for a length known when the graph is built): no loop to run, more ops."""
+    xs = array_transform.unstack(inputs, axis=0)
+    masks = array_transform.unstack(mask, axis=0) if mask is not None else [None] * len(xs)
+    outputs, prev = [], None
+    for x_t, mask_t in zip(xs, masks):
+        output, new_states = step(x_t, states)
+        if prev is None:
+            prev = array_ops.zeros_like(output)
+            zero_output = prev
+        if mask_t is not None:
+            output = _where(mask_t, output, zero_output if zero_output_for_mask else prev)
+            new_states = [_where(mask_t, n, s) for n, s in zip(new_states, states)]
+        outputs.append(output)
+        prev, states = output, list(new_states)
+    return prev if not zero_output_for_mask else outputs[-1], array_transform.stack(outputs), states
+
+
 def run_steps(step, inputs, states: list, mask=None, zero_output_for_mask=False):
     """Keras' ``K.rnn`` on time-major ``inputs`` ([time, batch, ...]) and a [time, batch]
     boolean ``mask``: returns ``(last_output, outputs [time, batch, ...], final states)``."""
@@ -210,7 +229,16 @@ class RNN(Layer):
         def step(x_t, states_t):
             return call_cell(self.cell, x_t, states_t, training)
 
-        last, outputs, final = run_steps(step, x, states, mask, self.zero_output_for_mask)
+        run = run_steps
+        if self.unroll:
+            if not x.shape.rank or x.shape[0].value is None:
+                raise ValueError(
+                    "Cannot unroll a RNN if the time dimension is undefined: give the layer "
+                    "(or the first layer of a Sequential model) an input_shape with the number "
+                    "of time steps, or use unroll=False"
+                )
+            run = run_unrolled
+        last, outputs, final = run(step, x, states, mask, self.zero_output_for_mask)
         if self.return_sequences:
             output = outputs if self.time_major else array_ops.transpose(outputs, [1, 0, 2])
         else:
