@@ -141,16 +141,27 @@ def _grid(t: TensorDef):
     return float(q.scale[0]), float(q.zero_point[0]), float(lo), float(hi)
 
 
-def quantize(x: Tensor, t: TensorDef) -> Tensor:
-    """``x``'s quantized integers on ``t``'s grid, as float32."""
+# TFLite's int8 RESIZE_BILINEAR rounds its interpolated integers half up. Bilinear weights
+# make exact .5 ties common, and float32 rounding error in ``x / scale`` can land a tie just
+# under .5, so those outputs are nudged by 1e-4 of a step (far below any real fraction).
+_ROUND_HALF_UP = frozenset(["RESIZE_BILINEAR"])
+
+
+def quantize(x: Tensor, t: TensorDef, half_up: bool = False) -> Tensor:
+    """``x``'s quantized integers on ``t``'s grid, as float32 (rounded half away from zero,
+    or half up with ``half_up``)."""
     scale, zero, lo, hi = _grid(t)
-    return clip_ops.clip_by_value(math.add(_round_half_away(math.realdiv(x, scale)), zero), lo, hi)
+    if half_up:
+        q = math.floor(math.add(math.realdiv(x, scale), 0.5 + 1e-4))
+    else:
+        q = _round_half_away(math.realdiv(x, scale))
+    return clip_ops.clip_by_value(math.add(q, zero), lo, hi)
 
 
-def fake_quantize(x: Tensor, t: TensorDef) -> Tensor:
+def fake_quantize(x: Tensor, t: TensorDef, half_up: bool = False) -> Tensor:
     """``x`` rounded to ``t``'s grid, still a real value."""
     scale, zero, _, _ = _grid(t)
-    return math.multiply(math.subtract(quantize(x, t), zero), scale)
+    return math.multiply(math.subtract(quantize(x, t, half_up), zero), scale)
 
 
 class _Context:
@@ -299,7 +310,7 @@ def _convert(ctx: _Context, op) -> None:
                     f"{op.op} operator {op.index}: {len(op.outputs)} outputs, built {len(outs)}"
                 )
             for index, y in zip(op.outputs, outs):
-                ctx.values[index] = _as_declared(y, ctx.tensor(index))
+                ctx.values[index] = _as_declared(y, ctx.tensor(index), op.op in _ROUND_HALF_UP)
     except TFLiteFormatError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, OpError) as e:
@@ -309,11 +320,11 @@ def _convert(ctx: _Context, op) -> None:
         ) from None
 
 
-def _as_declared(y: Tensor, t: TensorDef) -> Tensor:
+def _as_declared(y: Tensor, t: TensorDef, half_up: bool = False) -> Tensor:
     """An op's result as the model declares the tensor: on its grid when quantized, else
     in its declared type."""
     if _is_quantized(t):
-        return fake_quantize(y, t)
+        return fake_quantize(y, t, half_up)
     dt = _engine_dtype(t, "tensor")
     if y.dtype.base_dtype != dt:
         return math.cast(y, dt)
