@@ -55,6 +55,14 @@ def test_int8_elementwise_and_array_ops_match_exactly():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
+def test_int32_div_truncates_toward_zero():
+    got, want = _run("int_div")
+    np.testing.assert_array_equal(want["div"], [3, -3, -3, 3, 3, 0])  # not floor division
+    for name, value in want.items():
+        assert got[name].dtype == np.int32, name
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
 def test_a_constant_claiming_a_giant_shape_is_refused():
     with pytest.raises(TFLiteFormatError, match="needs 4611686018427387904 bytes, its buffer"):
         tflite.import_model(MODELS / "hostile_giant_constant.tflite")
