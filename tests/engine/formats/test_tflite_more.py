@@ -46,10 +46,12 @@ def test_float_cases_match_the_interpreter(case):
         np.testing.assert_allclose(got[name], value, rtol=0, atol=1e-5, err_msg=name)
 
 
-def test_int8_elementwise_and_array_ops_match_exactly():
-    # Conv, add/mul with different scales, logistic, tanh, concat, bilinear resize (whose
-    # integer kernel rounds ties half up), mean, dense, softmax: all on TFLite's steps.
-    got, want = _run("int_ops")
+@pytest.mark.parametrize("case", ["int_ops", "int_pool"])
+def test_int8_elementwise_array_and_pooling_ops_match_exactly(case):
+    # int_ops: conv, add/mul with different scales, logistic, tanh, concat, bilinear resize
+    # (whose kernel rounds ties half up), mean, dense, softmax. int_pool: average pools
+    # (whose kernel rounds the stored integers' mean half away from zero) and a mean.
+    got, want = _run(case)
     for name, value in want.items():
         assert got[name].dtype == np.int8, name
         np.testing.assert_array_equal(got[name], value, err_msg=name)
