@@ -64,6 +64,7 @@ def _value(t: Tensor, depth: int, memo: dict):
         and not op._opdef.flags.stateful
         and op._opdef.kernel is not None
         and not op._control_inputs
+        and _may_be_small(t)
     ):
         args = []
         for i in op._inputs:
@@ -86,6 +87,15 @@ def _value(t: Tensor, depth: int, memo: dict):
                     result = np.asarray(out)
     memo[key] = result
     return result
+
+
+def _may_be_small(t: Tensor) -> bool:
+    # Folding runs the kernel while the graph is built: a model file's Fill, Tile or
+    # BroadcastTo of constants to a huge static shape would allocate all of it first.
+    if t._shape.rank is None:
+        return True
+    known = [d for d in t._shape.as_list() if d is not None]
+    return not known or int(np.prod(known, dtype=np.float64)) <= _MAX_ELEMENTS
 
 
 def constant_value_as_shape(tensor: Tensor) -> TensorShape:
@@ -130,6 +140,8 @@ def constant_value_as_shape(tensor: Tensor) -> TensorShape:
     v = constant_value(tensor)
     if v is not None:
         return TensorShape([None if int(d) < 0 else int(d) for d in np.reshape(v, -1)])
-    if s.rank == 1 and s.as_tuple()[0] is not None:
+    # TF's TensorShape holds at most 254 dims; a longer shape vector (a file's Tile to
+    # length 2^30) would otherwise build a tuple of that many unknown dims.
+    if s.rank == 1 and s.as_tuple()[0] is not None and s.as_tuple()[0] <= 254:
         return unknown_shape(rank=s.as_tuple()[0])
     return unknown_shape()

@@ -24,6 +24,7 @@ async def client(aiohttp_client, tmp_path):
         ("two", "two_signatures"),
         ("cnn", "cnn"),
         ("custom", "bad_custom_op"),
+        ("giant", "hostile_giant_constant"),
     ]:
         (tmp_path / model / "1").mkdir(parents=True)
         data = (FIXTURES / "tflite" / f"{fixture}.tflite").read_bytes()
@@ -97,6 +98,7 @@ async def test_cnn_over_kserve_v2(client):
     [
         ("custom", "cannot load model.tflite: model uses 1 unsupported operator(s): custom op"),
         ("truncated", "cannot load model.tflite: damaged TFLite model"),
+        ("giant", "shape [1073741824, 1073741824] of FLOAT32 needs 4611686018427387904 bytes"),
     ],
 )
 async def test_bad_models_fail_with_the_reason(client, model, reason):
@@ -131,3 +133,37 @@ async def test_tflite_models_batch_on_their_unknown_batch_dim(aiohttp_client, tm
     metrics = await (await client.get("/metrics")).text()
     rows = re.search(r'flowserve_batch_size_rows_sum\{model="cnn",version="1"\} (\S+)', metrics)
     assert rows and float(rows.group(1)) == 12
+
+
+@pytest.mark.parametrize("batching", [False, True])
+async def test_a_fixed_batch_of_one_refuses_two_rows_with_a_400(aiohttp_client, tmp_path, batching):
+    """A model converted with a fixed [1, ...] input (TF Lite's default for concrete shapes)
+    is served one row at a time: two rows are the client's mistake (400 naming the shape),
+    and the batcher never merges requests of such an input into a batch of 2."""
+    (tmp_path / "convs" / "1").mkdir(parents=True)
+    data = (FIXTURES / "tflite" / "more_convs.tflite").read_bytes()
+    (tmp_path / "convs" / "1" / "model.tflite").write_bytes(data)
+    cfg = ServerConfig(
+        model_repository=str(tmp_path), poll_interval=0.0, port=0, enable_batching=batching
+    ).validate()
+    client = await aiohttp_client(create_app(cfg))
+    more = np.load(FIXTURES / "tflite_more_tf.npz")
+    img = more["convs/in/img"]
+    r = await client.post(
+        "/v1/models/convs:predict", json={"inputs": {"img": np.concatenate([img, img]).tolist()}}
+    )
+    expected = "input 'img' has shape [2, 7, 8, 3]; the model expects [1, 7, 8, 3]"
+    assert r.status == 400 and expected in (await r.json())["error"]
+    two = np.concatenate([img, img])
+    tensor = {"name": "img", "datatype": "FP32", "shape": list(two.shape)}
+    tensor["data"] = two.ravel().tolist()
+    r = await client.post("/v2/models/convs/infer", json={"inputs": [tensor]})
+    assert r.status == 400 and expected in (await r.json())["error"]
+
+    async def call():
+        r = await client.post("/v1/models/convs:predict", json={"inputs": {"img": img.tolist()}})
+        assert r.status == 200, await r.text()
+        return np.asarray((await r.json())["outputs"]["same_s2_k2"], np.float32)
+
+    for out in await asyncio.gather(*(call() for _ in range(6))):
+        np.testing.assert_allclose(out, more["convs/out/same_s2_k2"], rtol=0, atol=1e-5)

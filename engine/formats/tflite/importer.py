@@ -141,16 +141,34 @@ def _grid(t: TensorDef):
     return float(q.scale[0]), float(q.zero_point[0]), float(lo), float(hi)
 
 
-def quantize(x: Tensor, t: TensorDef) -> Tensor:
-    """``x``'s quantized integers on ``t``'s grid, as float32."""
+# How an op's integer kernel rounds its result, where it is not "half away from zero before
+# adding the zero point" (QUANTIZE, and the rescaling of accumulators): RESIZE_BILINEAR
+# rounds half up, AVERAGE_POOL_2D rounds the mean of the stored integers (zero point
+# included) half away from zero. Both average, so exact .5 ties are common, and float32
+# error in ``x / scale`` can land a tie just under .5: these are nudged by 1e-4 of a step
+# (far below any other fraction they produce). Measured against TF 2.21's interpreter.
+_ROUNDING = {"RESIZE_BILINEAR": "half_up", "AVERAGE_POOL_2D": "stored_away"}
+_TIE = 0.5 + 1e-4
+
+
+def quantize(x: Tensor, t: TensorDef, rounding: str = "away") -> Tensor:
+    """``x``'s quantized integers on ``t``'s grid, as float32 (``rounding``: "away",
+    "half_up" or "stored_away", see ``_ROUNDING``)."""
     scale, zero, lo, hi = _grid(t)
-    return clip_ops.clip_by_value(math.add(_round_half_away(math.realdiv(x, scale)), zero), lo, hi)
+    if rounding == "half_up":  # an integer zero point does not change where ties go
+        q = math.add(math.floor(math.add(math.realdiv(x, scale), _TIE)), zero)
+    elif rounding == "stored_away":
+        v = math.add(math.realdiv(x, scale), zero)
+        q = math.multiply(math.sign(v), math.floor(math.add(math.abs(v), _TIE)))
+    else:
+        q = math.add(_round_half_away(math.realdiv(x, scale)), zero)
+    return clip_ops.clip_by_value(q, lo, hi)
 
 
-def fake_quantize(x: Tensor, t: TensorDef) -> Tensor:
+def fake_quantize(x: Tensor, t: TensorDef, rounding: str = "away") -> Tensor:
     """``x`` rounded to ``t``'s grid, still a real value."""
     scale, zero, _, _ = _grid(t)
-    return math.multiply(math.subtract(quantize(x, t), zero), scale)
+    return math.multiply(math.subtract(quantize(x, t, rounding), zero), scale)
 
 
 class _Context:
@@ -299,7 +317,7 @@ def _convert(ctx: _Context, op) -> None:
                     f"{op.op} operator {op.index}: {len(op.outputs)} outputs, built {len(outs)}"
                 )
             for index, y in zip(op.outputs, outs):
-                ctx.values[index] = _as_declared(y, ctx.tensor(index))
+                ctx.values[index] = _as_declared(y, ctx.tensor(index), _ROUNDING.get(op.op, "away"))
     except TFLiteFormatError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, OpError) as e:
@@ -309,11 +327,11 @@ def _convert(ctx: _Context, op) -> None:
         ) from None
 
 
-def _as_declared(y: Tensor, t: TensorDef) -> Tensor:
+def _as_declared(y: Tensor, t: TensorDef, rounding: str = "away") -> Tensor:
     """An op's result as the model declares the tensor: on its grid when quantized, else
     in its declared type."""
     if _is_quantized(t):
-        return fake_quantize(y, t)
+        return fake_quantize(y, t, rounding)
     dt = _engine_dtype(t, "tensor")
     if y.dtype.base_dtype != dt:
         return math.cast(y, dt)

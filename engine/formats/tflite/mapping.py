@@ -29,6 +29,7 @@ from engine.ops import (
     partition_ops,
     reduction,
 )
+from engine.ops.math_more import truncatediv
 from engine.ops.matmul import matmul
 
 __all__ = ["TABLE", "converts", "fused_activation"]
@@ -105,7 +106,7 @@ def _binary(ctx, op):
 def _div(ctx, op):
     a, b = ctx.input(op, 0), ctx.input(op, 1)
     if a.dtype.base_dtype.is_integer:  # TFLite's integer DIV truncates toward zero
-        return [fused_activation(math.truncatediv(a, b), op)]
+        return [fused_activation(truncatediv(a, b), op)]
     return [fused_activation(math.realdiv(a, b), op)]
 
 

@@ -5,11 +5,12 @@ tests/engine/fixtures/make_tflite_fixtures.py (TF 2.21's TFLiteConverter from sm
 tf.function models). Float models match within 1e-5. Quantized models are emulated in float
 (engine/formats/tflite/importer.py explains how), with these measured deviations:
 
-* full-integer int8 CNN: 4 of 120 output values one quantization step from TFLite's, none
-  further (with float input and output, QUANTIZE/DEQUANTIZE at its edges: 1 of 120).
-  TFLite's integer kernels rescale accumulators with fixed-point multipliers and round
-  there; the emulation rounds the exact real value, so a value near a rounding boundary may
-  land on the neighbouring step. The test allows 1 step, on at most 10% of the values.
+* full-integer int8 CNN: all 120 output values equal TFLite's (also with float input and
+  output, QUANTIZE/DEQUANTIZE at its edges), since AVERAGE_POOL_2D rounds as its kernel
+  does (before: 4 of 120 one step away, and 1 of 120). TFLite's integer kernels rescale
+  accumulators with fixed-point multipliers and round there; the emulation rounds the
+  exact real value, so a value near a rounding boundary may land on the neighbouring
+  step. The tests allow 1 step, on at most 2 values.
 * dynamic-range CNN (int8 weights): max |diff| 1.1e-4 on softmax outputs. TFLite's hybrid
   kernels quantize each activation row to int8 on the fly before the integer product; the
   engine multiplies the float activations with the dequantized weights, which is the value
@@ -79,7 +80,7 @@ def test_full_integer_model_is_within_one_quantization_step():
     assert got.dtype == np.int8 and want.dtype == np.int8
     steps = np.abs(got.astype(np.int32) - want.astype(np.int32))
     assert steps.max() <= 1
-    assert np.count_nonzero(steps) <= 0.1 * steps.size
+    assert np.count_nonzero(steps) <= 2
     assert np.array_equal(got.argmax(-1), want.argmax(-1))
 
 
@@ -93,7 +94,7 @@ def test_int8_model_with_float_io_quantizes_and_dequantizes_at_its_edges():
     np.testing.assert_allclose(got * 256, np.rint(got * 256), atol=1e-3)  # on the int8 grid
     steps = np.rint(np.abs(got - want) * 256).astype(np.int32)
     assert steps.max() <= 1
-    assert np.count_nonzero(steps) <= 0.1 * steps.size
+    assert np.count_nonzero(steps) <= 2
     assert np.array_equal(got.argmax(-1), want.argmax(-1))
 
 
@@ -170,7 +171,7 @@ def test_the_table_covers_the_operators_converted_models_use():
     assert [op for op in ops if op not in tflite.TABLE] == []
     # and the recorded models exercise every one of them.
     used = set()
-    for path in MODELS.glob("[!b]*.tflite"):
+    for path in MODELS.glob("[!bh]*.tflite"):  # not bad_* or hostile_*
         used.update(op.op for g in tflite.read_model(path).subgraphs for op in g.operators)
     assert set(ops) - used == set()
 
