@@ -92,8 +92,21 @@ def babi_two_inputs(tf) -> dict:
     model = tf.keras.models.Model([sentence, question], preds)
     model.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy"])
     _seed_weights(model, 3)
-    out = _step("babi", model, [story, query], _onehot(rng, 8, 20))
+    answers = _onehot(rng, 8, 20)
+    out = _step("babi", model, [story, query], answers)
     out["babi_story"], out["babi_query"] = story, query
+    history = model.fit(
+        [story, query],
+        answers,
+        batch_size=3,
+        epochs=2,
+        validation_split=0.25,
+        shuffle=False,
+        verbose=0,
+    )
+    for key in ("loss", "acc", "val_loss", "val_acc"):
+        out[f"babi_fit_{key}"] = np.asarray(history.history[key], "float32")
+    out["babi_evaluate"] = np.asarray(model.evaluate([story, query], answers, batch_size=3))
     return out
 
 
@@ -232,6 +245,13 @@ def text_generation(tf) -> dict:
     x = _onehot(rng, (8, 10), 6).astype(bool)
     out = _step("text", model, x, _onehot(rng, 8, 6).astype(bool))
     out["text_one"] = model.predict(x[:1].astype("float64"), verbose=0)[0]
+    seen = []
+    callback = tf.keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: seen.append([epoch, logs["loss"], len(logs)])
+    )
+    y = _onehot(rng, 8, 6).astype(bool)
+    model.fit(x, y, batch_size=3, epochs=2, shuffle=False, callbacks=[callback], verbose=0)
+    out["text_epoch_ends"] = np.asarray(seen, "float32")
     return out
 
 
