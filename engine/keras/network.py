@@ -8,6 +8,8 @@ topological order; calling it on new tensors replays them.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from engine.framework import graph as ops
@@ -321,6 +323,24 @@ class Sequential(Model):
             self._layers.insert(len(self._layers) - 1, keras_history(x)[0])
             self.inputs = [x]
             self._connect(layer(x))
+
+    def predict_proba(self, x, batch_size=32, verbose=0):
+        """``predict``'s output, checked to lie in [0, 1] (TF 1.x's ``Sequential``)."""
+        preds = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if preds.min() < 0.0 or preds.max() > 1.0:
+            warnings.warn(
+                "Network returning invalid probability values. The last layer might not "
+                "normalize predictions into probabilities (like softmax or sigmoid would).",
+                stacklevel=2,
+            )
+        return preds
+
+    def predict_classes(self, x, batch_size=32, verbose=0):
+        """Class indices: the argmax of the last axis, or ``p > 0.5`` (int32) for one unit."""
+        proba = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if proba.shape[-1] > 1:
+            return proba.argmax(axis=-1)
+        return (proba > 0.5).astype("int32")
 
     def _connect(self, output) -> None:
         if len(flatten(output)) != 1:

@@ -1,17 +1,19 @@
 """``tf.keras.utils`` and ``tf.keras.preprocessing.sequence``: ``to_categorical``,
-``normalize``, ``Progbar``, ``Sequence`` (batches for ``fit_generator``), ``pad_sequences``
-and ``get_source_inputs``."""
+``normalize``, ``Progbar``, ``get_file`` (cache only), ``Sequence`` (batches for
+``fit_generator``), ``pad_sequences`` and ``get_source_inputs``."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from engine.keras.base_layer import keras_history
+from engine.keras.data_utils import get_file
 from engine.keras.progbar import Progbar
 
 __all__ = [
     "Progbar",
     "Sequence",
+    "get_file",
     "get_source_inputs",
     "normalize",
     "pad_sequences",
