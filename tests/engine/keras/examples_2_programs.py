@@ -1,0 +1,100 @@
+"""Small programs distilled from Keras 2.x's example scripts (the VAEs, siamese and
+transfer-learning MNIST, the CIFAR-10 CNN/ResNet, conv-LSTM, AC-GAN, SWWAE, Net2Net, filter
+visualization, seq2seq): each runs with ``tf`` either TF1's Keras (the fixture script) or the
+engine (the tests), with fixed weights, so that what they compute can be compared."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.engine.keras.review_programs import _error, _history, _set_weights
+
+rs = np.random.RandomState(2)
+X8 = rs.rand(12, 8).astype(np.float32)
+Y3 = rs.rand(12, 3).astype(np.float32)
+
+
+def add_loss_only(tf) -> dict:
+    """The VAE pattern: ``compile`` without a loss, the whole objective from ``add_loss``;
+    fit and evaluate without targets, ``validation_data=(x, None)``; a two-output model
+    with a loss on one output only, whose targets alone are fed."""
+    tf.keras.backend.clear_session()
+    K = tf.keras.backend
+    layers = tf.keras.layers
+    inp = tf.keras.Input(shape=(8,))
+    h = layers.Dense(4, activation="tanh")(inp)
+    out = layers.Dense(8, activation="sigmoid")(h)
+    model = tf.keras.Model(inp, out)
+    model.add_loss(K.mean(K.sum(K.square(inp - out), axis=-1)) + 0.1 * K.mean(K.square(h)))
+    model.compile(tf.keras.optimizers.SGD(0.1))
+    _set_weights(model, 21)
+    res = {
+        "al_names": np.asarray(model.metrics_names),
+        "al_eval0": np.asarray(model.evaluate(X8, verbose=0)),
+        "al_tob": np.asarray(model.train_on_batch(X8[:4])),
+        "al_y_err": np.asarray(_error(lambda: model.fit(X8, Y3, verbose=0))),
+    }
+    hist = model.fit(
+        X8, batch_size=4, epochs=2, shuffle=False, verbose=0, validation_data=(X8, None)
+    )
+    res.update(_history("al", hist))
+    res["al_predict"] = model.predict(X8[:3])
+    two = tf.keras.Model(inp, [out, layers.Dense(3, name="aux")(h)])
+    two.add_loss(0.5 * K.mean(K.square(out - inp)))
+    two.compile(tf.keras.optimizers.SGD(0.1), loss=[None, "mse"], metrics=["mae"])
+    _set_weights(two, 22)
+    res["al_two_names"] = np.asarray(two.metrics_names)
+    res["al_two_eval"] = np.asarray(two.evaluate(X8, Y3, verbose=0))
+    hist = two.fit(X8, Y3, batch_size=6, epochs=2, shuffle=False, verbose=0)
+    res.update(_history("al2", hist))
+    bare = tf.keras.Model(inp, out)
+    res["al_noloss_err"] = np.asarray(_error(lambda: bare.compile("sgd")))
+    return res
+
+
+def siamese_contrastive(tf) -> dict:
+    """mnist_siamese: one base network shared by two inputs, a ``Lambda`` distance with an
+    ``output_shape`` function, the contrastive loss, and a metric of ``K.mean`` over a
+    boolean tensor (Keras casts booleans to floatx in mean/var/std, anything to bool in
+    any/all)."""
+    tf.keras.backend.clear_session()
+    K = tf.keras.backend
+    layers = tf.keras.layers
+
+    def distance(v):
+        a, b = v
+        return K.sqrt(K.maximum(K.sum(K.square(a - b), axis=1, keepdims=True), K.epsilon()))
+
+    def contrastive(y_true, y_pred):
+        return K.mean(y_true * K.square(y_pred) + (1 - y_true) * K.square(K.maximum(1 - y_pred, 0)))
+
+    def accuracy(y_true, y_pred):
+        return K.mean(K.equal(y_true, K.cast(y_pred < 0.5, y_true.dtype)))
+
+    base_in = tf.keras.Input(shape=(8,))
+    base = tf.keras.Model(base_in, layers.Dense(5, activation="relu")(base_in))
+    a, b = tf.keras.Input(shape=(8,)), tf.keras.Input(shape=(8,))
+    dist = layers.Lambda(distance, output_shape=lambda s: (s[0][0], 1))([base(a), base(b)])
+    model = tf.keras.Model([a, b], dist)
+    model.compile(loss=contrastive, optimizer=tf.keras.optimizers.RMSprop(0.01), metrics=[accuracy])
+    _set_weights(model, 23)
+    pairs_y = (np.arange(12) % 2).astype(np.float32)
+    hist = model.fit([X8, X8[::-1]], pairs_y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    res = _history("sc", hist)
+    res["sc_predict"] = model.predict([X8[:4], X8[4:8]])
+    flags = K.constant([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]]) > 0.5
+    f = K.function(
+        [],
+        [
+            K.mean(flags),
+            K.var(flags),
+            K.std(flags, axis=0),
+            K.any(X8[:2]),
+            K.all(X8[:2] - X8[:2], axis=1),
+        ],
+    )
+    res.update({f"sc_bool_{i}": v for i, v in enumerate(f([]))})
+    return res
+
+
+PROGRAMS = [add_loss_only, siamese_contrastive]

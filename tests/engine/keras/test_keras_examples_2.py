@@ -1,0 +1,33 @@
+"""Patterns of Keras 2.x's example scripts (VAEs, siamese networks, transfer learning,
+CIFAR-10 CNN/ResNet, conv-LSTM, AC-GAN, SWWAE, Net2Net, filter visualization, seq2seq) run
+as small programs with fixed weights and compared with what TF1's Keras recorded
+(``tests/engine/fixtures/make_keras_examples_2_fixtures.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine as tf
+from tests.engine.fixtures.oracle import assert_recorded, load
+from tests.engine.keras import examples_2_programs
+
+RECORDED = load("keras_examples_2_tf.npz")
+
+
+@pytest.mark.parametrize("program", examples_2_programs.PROGRAMS, ids=lambda p: p.__name__)
+def test_program_matches_tensorflow(program):
+    got = program(tf)
+    assert got
+    for key, value in got.items():
+        assert key in RECORDED.files, f"{key} was not recorded"
+        expected = RECORDED[key]
+        if expected.dtype.kind in "US":
+            assert np.asarray(value).astype(str).tolist() == expected.tolist(), key
+        elif expected.dtype.kind == "f":
+            assert_recorded(np.asarray(value, expected.dtype), expected, key, rtol=2e-4, atol=2e-5)
+        else:
+            assert_recorded(np.asarray(value).astype(expected.dtype), expected, key, rtol=0)
+    prefix = next(iter(got)).split("_")[0]
+    program_keys = {k for k in RECORDED.files if k.split("_")[0] == prefix}
+    assert program_keys <= set(got), sorted(program_keys - set(got))
