@@ -392,6 +392,6 @@ def save_weights(model, filepath, overwrite=True, save_format=None) -> None:
 def load_weights(model, filepath, by_name=False) -> None:
     """Restores weights saved by :func:`save_weights` (matched by variable name)."""
     filepath = os.fspath(filepath)
-    if hdf5_weights.is_hdf5_path(filepath):
+    if hdf5_weights.is_hdf5_path(filepath) or hdf5_weights.is_hdf5_file(filepath):
         return hdf5_weights.load_weights(model, filepath, by_name=by_name)
     _saver(model, by_name).restore(backend.get_session(), filepath)

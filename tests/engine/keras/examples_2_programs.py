@@ -5,6 +5,11 @@ engine (the tests), with fixed weights, so that what they compute can be compare
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import tempfile
+
 import numpy as np
 
 from tests.engine.keras.review_programs import _error, _history, _set_weights
@@ -97,4 +102,47 @@ def siamese_contrastive(tf) -> dict:
     return res
 
 
-PROGRAMS = [add_loss_only, siamese_contrastive]
+def checkpoint_full_model(tf) -> dict:
+    """cifar10_resnet's ModelCheckpoint (save_best_only, verbose=1, the default
+    save_weights_only=False): the whole model is saved, as HDF5 even without an .h5 name, and
+    an epoch that does not improve says so; ``load_weights`` reads such a file."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    model = tf.keras.Sequential([layers.Dense(3, activation="softmax", input_shape=(8,))])
+    model.compile(tf.keras.optimizers.Adam(0.05), "categorical_crossentropy", ["accuracy"])
+    _set_weights(model, 24)
+    y = np.eye(3, dtype=np.float32)[np.arange(12) % 3]
+    with tempfile.TemporaryDirectory() as d:
+        ckpt = tf.keras.callbacks.ModelCheckpoint(
+            os.path.join(d, "m-{epoch:02d}"), monitor="val_acc", verbose=1, save_best_only=True
+        )
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            model.fit(
+                X8,
+                y,
+                validation_data=(X8[:6], y[:6]),
+                epochs=4,
+                batch_size=6,
+                shuffle=False,
+                verbose=0,
+                callbacks=[ckpt],
+            )
+        text = out.getvalue()
+        files = sorted(os.listdir(d))
+        last = os.path.join(d, files[-1])
+        loaded = tf.keras.models.load_model(last)
+        fresh = tf.keras.Sequential([layers.Dense(3, activation="softmax", input_shape=(8,))])
+        fresh.load_weights(last)
+        res = {
+            "ck_files": np.asarray(files),
+            "ck_improved": np.asarray(text.count("val_acc improved from")),
+            "ck_not_improved": np.asarray(text.count("val_acc did not improve from")),
+            "ck_loaded_predict": loaded.predict(X8[:3]),
+            "ck_weights_predict": fresh.predict(X8[:3]),
+            "ck_loaded_opt": np.asarray(type(loaded.optimizer).__name__),
+        }
+    return res
+
+
+PROGRAMS = [add_loss_only, siamese_contrastive, checkpoint_full_model]
