@@ -55,6 +55,12 @@ def _where(mask_t, new, old):
     return math_ops.where_v2(m, new, old)
 
 
+def _swap_batch_time(x):
+    """``[batch, time, ...]`` <-> ``[time, batch, ...]`` (any rank: ConvLSTM2D's are 5-D)."""
+    rank = x.shape.rank if x.shape.rank is not None else 3
+    return array_ops.transpose(x, [1, 0, *range(2, rank)])
+
+
 def run_unrolled(step, inputs, states: list, mask=None, zero_output_for_mask=False):
     """``run_steps`` with the steps as straight-line ops, one set per time step (Keras'
     ``unroll=True``, for a length known when the graph is built): no loop to run, more ops."""
@@ -215,7 +221,7 @@ class RNN(Layer):
         if isinstance(mask, list):
             mask = mask[0]
         states = self._initial_states(inputs, initial_state)
-        x = inputs if self.time_major else array_ops.transpose(inputs, [1, 0, 2])
+        x = inputs if self.time_major else _swap_batch_time(inputs)
         if mask is not None:
             mask = math_ops.cast(mask, dtypes.bool)
             if not self.time_major:
@@ -240,7 +246,7 @@ class RNN(Layer):
             run = run_unrolled
         last, outputs, final = run(step, x, states, mask, self.zero_output_for_mask)
         if self.return_sequences:
-            output = outputs if self.time_major else array_ops.transpose(outputs, [1, 0, 2])
+            output = outputs if self.time_major else _swap_batch_time(outputs)
         else:
             output = last
         return [output, *final] if self.return_state else output

@@ -145,4 +145,64 @@ def checkpoint_full_model(tf) -> dict:
     return res
 
 
-PROGRAMS = [add_loss_only, siamese_contrastive, checkpoint_full_model]
+def conv_lstm(tf) -> dict:
+    """conv_lstm: stacked ConvLSTM2D (return_sequences, 'same' padding) with batch norm and a
+    Conv3D head, trained with binary cross-entropy; then 'valid' padding, strides, the last
+    state, go_backwards and return_state; the weights' names and shapes and the config."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    rs = np.random.RandomState(5)
+    movies = (rs.rand(4, 3, 6, 6, 1) > 0.6).astype(np.float32)
+    seq = tf.keras.Sequential(
+        [
+            layers.ConvLSTM2D(
+                3, (3, 3), input_shape=(None, 6, 6, 1), padding="same", return_sequences=True
+            ),
+            layers.BatchNormalization(),
+            layers.ConvLSTM2D(2, (3, 3), padding="same", return_sequences=True),
+            layers.Conv3D(1, (3, 3, 3), activation="sigmoid", padding="same"),
+        ]
+    )
+    seq.compile(loss="binary_crossentropy", optimizer=tf.keras.optimizers.SGD(0.5))
+    _set_weights(seq, 25)
+    res = {
+        # TF 1.15 names the layer conv_lst_m2d (its to_snake_case, the engine's), TF 2's
+        # legacy Keras conv_lstm2d.
+        "cl_names": np.asarray(
+            [w.name.replace("conv_lst_m2d", "conv_lstm2d") for w in seq.weights]
+        ),
+        "cl_shapes": np.asarray([str(w.shape.as_list()) for w in seq.weights]),
+        "cl_out_shape": np.asarray(str(seq.output_shape)),
+        "cl_predict": seq.predict(movies),
+    }
+    hist = seq.fit(movies, movies, batch_size=2, epochs=2, shuffle=False, verbose=0)
+    res.update(_history("cl", hist))
+    inp = tf.keras.Input(shape=(3, 7, 6, 2))
+    layer = layers.ConvLSTM2D(
+        2, 3, strides=(2, 1), go_backwards=True, return_state=True, recurrent_activation="sigmoid"
+    )
+    out, h, c = layer(inp)
+    model = tf.keras.Model(inp, [out, h, c])
+    _set_weights(model, 26)
+    x = rs.rand(2, 3, 7, 6, 2).astype(np.float32)
+    for i, v in enumerate(model.predict(x)):
+        res[f"cl_state_{i}"] = v
+    cfg = layer.get_config()
+    res["cl_config"] = np.asarray(
+        [
+            f"{k}={cfg[k]}"
+            for k in (
+                "filters",
+                "kernel_size",
+                "strides",
+                "padding",
+                "return_state",
+                "go_backwards",
+                "unit_forget_bias",
+            )
+        ]
+    )
+    return res
+
+
+PROGRAMS = [add_loss_only, siamese_contrastive, checkpoint_full_model, conv_lstm]
