@@ -31,3 +31,17 @@ def test_program_matches_tensorflow(program):
     prefix = next(iter(got)).split("_")[0]
     program_keys = {k for k in RECORDED.files if k.split("_")[0] == prefix}
     assert program_keys <= set(got), sorted(program_keys - set(got))
+
+
+def test_merge_layers_refuse_a_list_inside_their_input_list():
+    """mnist_swwae's Lambda around K.gradients returns a list; merging it with a tensor used
+    to pack the list into one tensor of an extra axis (TF fails on it too)."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    inp = tf.keras.Input(shape=(3,))
+    grads = layers.Lambda(lambda x: tf.keras.backend.gradients(tf.keras.backend.sum(x * x), x))(inp)
+    assert isinstance(grads, list) and len(grads) == 1
+    for merge in (layers.multiply, layers.add, layers.concatenate):
+        with pytest.raises(TypeError, match="input 1 is a list of 1"):
+            merge([inp, grads])
+    assert layers.multiply([inp, grads[0]]).shape.as_list() == [None, 3]
