@@ -8,6 +8,7 @@ from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.gradients import gradients as _gradients
 from engine.keras import activations, backend, losses
+from engine.keras.base_layer import keras_history
 from engine.keras.core import smart_cond
 from engine.ops import array as array_ops
 from engine.ops import array_transform, clip_ops, linalg, nn, nn_impl, reduction, state
@@ -15,6 +16,7 @@ from engine.ops import math as math_ops
 from engine.ops import random as random_ops
 from engine.ops.matmul import matmul
 from engine.ops.slicing import gather as _gather
+from engine.variables import Variable
 
 __all__ = [
     "abs",
@@ -39,6 +41,7 @@ __all__ = [
     "function",
     "gather",
     "gradients",
+    "is_keras_tensor",
     "greater",
     "greater_equal",
     "in_test_phase",
@@ -120,6 +123,16 @@ min = _r(reduction.reduce_min)  # noqa: A001
 prod = _r(reduction.reduce_prod)
 any = _r(reduction.reduce_any, _to_bool)  # noqa: A001
 all = _r(reduction.reduce_all, _to_bool)  # noqa: A001
+
+
+def is_keras_tensor(x) -> bool:
+    """Whether ``x`` is a Keras tensor: an ``Input`` or a tensor a Keras layer produced."""
+    if not isinstance(x, (ops.Tensor, Variable)):
+        raise ValueError(
+            f"Unexpectedly found an instance of type `{type(x)}`. Expected a symbolic tensor "
+            "instance."
+        )
+    return keras_history(x) is not None
 
 
 def var(x, axis=None, keepdims=False):

@@ -75,6 +75,11 @@ class ConvLSTM2DCell(_CellBase):
     def state_size(self):
         return [self.filters, self.filters]
 
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("units", None)  # Keras' config says filters
+        return config
+
     def build(self, input_shape):
         shape = TensorShape(input_shape)
         axis = -1 if self.data_format == "channels_last" else 1
@@ -153,6 +158,11 @@ class ConvLSTM2D(_CellLayer):
 
     def __init__(self, filters, kernel_size, **kwargs):
         super().__init__(filters, kernel_size=kernel_size, **kwargs)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("units", None)  # Keras' config says filters
+        return config
 
     def build(self, input_shape):
         if isinstance(input_shape, (list, tuple)) and not isinstance(input_shape, TensorShape):

@@ -18,7 +18,7 @@ import inspect
 
 from engine import dtypes
 from engine.framework.constant_op import constant
-from engine.keras.base_layer import Layer
+from engine.keras.base_layer import Layer, keras_history
 from engine.keras.layers_rnn_cells import (
     GRUCell,
     LSTMCell,
@@ -184,8 +184,16 @@ class RNN(Layer):
     def __call__(self, inputs, initial_state=None, **kwargs):
         if isinstance(inputs, (list, tuple)) and initial_state is None:
             inputs, initial_state = inputs[0], list(inputs[1:]) or None
-        if initial_state is not None:
-            kwargs["initial_state"] = initial_state
+        if initial_state is None:
+            return super().__call__(inputs, **kwargs)
+        states = (
+            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        )
+        if states and all(keras_history(s) is not None for s in states):
+            # As Keras: Keras tensors as initial states are inputs of the layer's node (so
+            # the model's graph and its saved config hold them), not call arguments.
+            return super().__call__([inputs, *states], **kwargs)
+        kwargs["initial_state"] = initial_state
         return super().__call__(inputs, **kwargs)
 
     def _initial_states(self, inputs, initial_state) -> list:
@@ -218,6 +226,8 @@ class RNN(Layer):
         return state
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(inputs, (list, tuple)):  # [inputs, *initial states]
+            inputs, initial_state = inputs[0], list(inputs[1:]) or initial_state
         if isinstance(mask, list):
             mask = mask[0]
         states = self._initial_states(inputs, initial_state)

@@ -188,6 +188,7 @@ def conv_lstm(tf) -> dict:
     for i, v in enumerate(model.predict(x)):
         res[f"cl_state_{i}"] = v
     cfg = layer.get_config()
+    res["cl_config_keys"] = np.asarray(sorted(cfg))
     res["cl_config"] = np.asarray(
         [
             f"{k}={cfg[k]}"
@@ -205,4 +206,48 @@ def conv_lstm(tf) -> dict:
     return res
 
 
-PROGRAMS = [add_loss_only, siamese_contrastive, checkpoint_full_model, conv_lstm]
+def lstm_seq2seq(tf) -> dict:
+    """lstm_seq2seq: the decoder LSTM starts from the encoder's states (Keras tensors given
+    as ``initial_state`` become inputs of the layer's node), the model saved to HDF5 and
+    loaded back, and the inference models built from the same layers with Input states."""
+    tf.keras.backend.clear_session()
+    layers = tf.keras.layers
+    rs = np.random.RandomState(7)
+    enc_x = rs.rand(6, 4, 5).astype(np.float32)
+    dec_x = rs.rand(6, 3, 6).astype(np.float32)
+    dec_y = np.eye(6, dtype=np.float32)[rs.randint(0, 6, (6, 3))]
+    enc_in = tf.keras.Input(shape=(None, 5))
+    _, h, c = layers.LSTM(4, return_state=True)(enc_in)
+    dec_in = tf.keras.Input(shape=(None, 6))
+    dec_lstm = layers.LSTM(4, return_sequences=True, return_state=True)
+    dec_seq, _, _ = dec_lstm(dec_in, initial_state=[h, c])
+    dense = layers.Dense(6, activation="softmax")
+    model = tf.keras.Model([enc_in, dec_in], dense(dec_seq))
+    model.compile(tf.keras.optimizers.RMSprop(0.01), "categorical_crossentropy", ["accuracy"])
+    _set_weights(model, 27)
+    hist = model.fit([enc_x, dec_x], dec_y, batch_size=3, epochs=2, shuffle=False, verbose=0)
+    res = _history("s2", hist)
+    node = model.get_config()["layers"][3]
+    res["s2_dec_inbound"] = np.asarray([f"{t[0]}:{t[1]}:{t[2]}" for t in node["inbound_nodes"][0]])
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "s2s.h5")
+        model.save(path)
+        loaded = tf.keras.models.load_model(path)
+        res["s2_loaded_predict"] = loaded.predict([enc_x[:2], dec_x[:2]])
+    res["s2_predict"] = model.predict([enc_x[:2], dec_x[:2]])
+    encoder = tf.keras.Model(enc_in, [h, c])
+    sh, sc = tf.keras.Input(shape=(4,)), tf.keras.Input(shape=(4,))
+    out, h2, c2 = dec_lstm(dec_in, initial_state=[sh, sc])
+    decoder = tf.keras.Model([dec_in, sh, sc], [dense(out), h2, c2])
+    states = encoder.predict(enc_x[:2])
+    step = decoder.predict([dec_x[:2, :1]] + states)
+    res["s2_step_probs"], res["s2_step_h"] = step[0], step[1]
+    res["s2_decoder_inputs"] = np.asarray(len(decoder.inputs))
+    K = tf.keras.backend
+    res["s2_is_keras_tensor"] = np.asarray(
+        [K.is_keras_tensor(t) for t in (h, enc_in, out, K.constant(1.0))]
+    )
+    return res
+
+
+PROGRAMS = [add_loss_only, siamese_contrastive, checkpoint_full_model, conv_lstm, lstm_seq2seq]
