@@ -248,7 +248,11 @@ def fit(
             np.random.shuffle(index)
         if verbose:
             print(f"Epoch {epoch + 1}/{epochs}")
-        bar = Progbar(n, verbose=verbose, stateful_metrics=g.names) if verbose else None
+        bar = (
+            Progbar(n, verbose=verbose, stateful_metrics=g.names, unit_name="sample")
+            if verbose
+            else None
+        )
         values = _run_epoch(model, g, train, batch_size, index, True, cb, bar)
         logs = dict(zip(g.names, values))
         if val is not None and (epoch + 1) % validation_freq == 0:
@@ -299,7 +303,11 @@ def evaluate(
     del callbacks
     g, xs, ys, sws = _prepare(model, x, y, sample_weight, None, "evaluating")
     n = len(xs[0])
-    bar = Progbar(n, verbose=verbose, stateful_metrics=g.names) if verbose else None
+    bar = (
+        Progbar(n, verbose=verbose, stateful_metrics=g.names, unit_name="sample")
+        if verbose
+        else None
+    )
     values = _run_epoch(
         model, g, (xs, ys, sws), _batch_size(batch_size), np.arange(n), False, None, bar
     )

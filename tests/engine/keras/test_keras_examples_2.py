@@ -45,3 +45,22 @@ def test_merge_layers_refuse_a_list_inside_their_input_list():
         with pytest.raises(TypeError, match="input 1 is a list of 1"):
             merge([inp, grads])
     assert layers.multiply([inp, grads[0]]).shape.as_list() == [None, 3]
+
+
+def test_progress_lines_name_their_unit(capsys):
+    """mnist_acgan drives a Progbar over batches: its last line counts time per step, as
+    Keras' (and fit_generator's); array fit/evaluate count per sample."""
+    bar = tf.keras.utils.Progbar(target=3)
+    for i in range(3):
+        bar.update(i + 1, [("loss", 0.5)])
+    assert "/step - loss: 0.5000" in capsys.readouterr().out
+    tf.keras.backend.clear_session()
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
+    model.compile("sgd", "mse")
+    x, y = np.ones((4, 2), np.float32), np.ones((4, 1), np.float32)
+    model.fit(x, y, epochs=1, verbose=1)
+    model.evaluate(x, y, verbose=1)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "/sample - loss: " in lines[-2] and "/sample - loss: " in lines[-1]
+    model.fit_generator(iter([(x, y)] * 2), steps_per_epoch=2, epochs=1, verbose=1)
+    assert "/step - loss: " in capsys.readouterr().out.strip().splitlines()[-1]
