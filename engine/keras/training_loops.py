@@ -248,11 +248,7 @@ def fit(
             np.random.shuffle(index)
         if verbose:
             print(f"Epoch {epoch + 1}/{epochs}")
-        bar = (
-            Progbar(n, verbose=verbose, stateful_metrics=g.names, unit_name="sample")
-            if verbose
-            else None
-        )
+        bar = _progbar(n, verbose, g)
         values = _run_epoch(model, g, train, batch_size, index, True, cb, bar)
         logs = dict(zip(g.names, values))
         if val is not None and (epoch + 1) % validation_freq == 0:
@@ -268,6 +264,13 @@ def fit(
     cb.on_train_end()
     model.history = history
     return history
+
+
+def _progbar(n, verbose, g):
+    """The progress bar of an array loop (counting samples), or None when quiet."""
+    if not verbose:
+        return None
+    return Progbar(n, verbose=verbose, stateful_metrics=g.names, unit_name="sample")
 
 
 def _batch_size(batch_size) -> int:
@@ -303,11 +306,7 @@ def evaluate(
     del callbacks
     g, xs, ys, sws = _prepare(model, x, y, sample_weight, None, "evaluating")
     n = len(xs[0])
-    bar = (
-        Progbar(n, verbose=verbose, stateful_metrics=g.names, unit_name="sample")
-        if verbose
-        else None
-    )
+    bar = _progbar(n, verbose, g)
     values = _run_epoch(
         model, g, (xs, ys, sws), _batch_size(batch_size), np.arange(n), False, None, bar
     )
