@@ -38,7 +38,6 @@ __all__ = [
     "get_value",
     "image_data_format",
     "int_shape",
-    "is_keras_tensor",
     "learning_phase",
     "manual_variable_initialization",
     "ndim",
@@ -249,15 +248,6 @@ def placeholder(shape=None, ndim=None, dtype=None, name=None) -> Tensor:
     if shape is None and ndim is not None:
         shape = (None,) * ndim
     return array_ops.placeholder(dtype or floatx(), shape=shape, name=name)
-
-
-def is_keras_tensor(x) -> bool:
-    if not isinstance(x, (Tensor, Variable)):
-        raise ValueError(
-            f"Unexpectedly found an instance of type `{type(x)}`. Expected a symbolic tensor "
-            "instance."
-        )
-    return hasattr(x, "_keras_history")
 
 
 def int_shape(x):

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from engine import dtypes
 from engine.framework import graph as ops
 from engine.framework.constant_op import convert_to_tensor
 from engine.gradients import gradients as _gradients
 from engine.keras import activations, backend, losses
+from engine.keras.base_layer import keras_history
 from engine.keras.core import smart_cond
 from engine.ops import array as array_ops
 from engine.ops import array_transform, clip_ops, linalg, nn, nn_impl, reduction, state
@@ -14,6 +16,7 @@ from engine.ops import math as math_ops
 from engine.ops import random as random_ops
 from engine.ops.matmul import matmul
 from engine.ops.slicing import gather as _gather
+from engine.variables import Variable
 
 __all__ = [
     "abs",
@@ -38,6 +41,7 @@ __all__ = [
     "function",
     "gather",
     "gradients",
+    "is_keras_tensor",
     "greater",
     "greater_equal",
     "in_test_phase",
@@ -92,25 +96,47 @@ __all__ = [
 # Keras' own names shadow Python builtins in this namespace (noqa: A001 below).
 
 
-def _r(fn):
+def _r(fn, cast=None):
+    """A Keras reduction; ``cast`` converts its input first (Keras': booleans to floatx for
+    mean/var/std, anything to bool for any/all)."""
+
     def reduce(x, axis=None, keepdims=False):
-        return fn(convert_to_tensor(x), axis=axis, keepdims=keepdims)
+        x = convert_to_tensor(x)
+        return fn(cast(x) if cast else x, axis=axis, keepdims=keepdims)
 
     reduce.__name__ = fn.__name__.replace("reduce_", "")
     return reduce
 
 
+def _bool_to_float(x):
+    return math_ops.cast(x, backend.floatx()) if x.dtype.base_dtype == dtypes.bool else x
+
+
+def _to_bool(x):
+    return math_ops.cast(x, dtypes.bool)
+
+
 sum = _r(reduction.reduce_sum)  # noqa: A001
-mean = _r(reduction.reduce_mean)
+mean = _r(reduction.reduce_mean, _bool_to_float)
 max = _r(reduction.reduce_max)  # noqa: A001
 min = _r(reduction.reduce_min)  # noqa: A001
 prod = _r(reduction.reduce_prod)
-any = _r(reduction.reduce_any)  # noqa: A001
-all = _r(reduction.reduce_all)  # noqa: A001
+any = _r(reduction.reduce_any, _to_bool)  # noqa: A001
+all = _r(reduction.reduce_all, _to_bool)  # noqa: A001
+
+
+def is_keras_tensor(x) -> bool:
+    """Whether ``x`` is a Keras tensor: an ``Input`` or a tensor a Keras layer produced."""
+    if not isinstance(x, (ops.Tensor, Variable)):
+        raise ValueError(
+            f"Unexpectedly found an instance of type `{type(x)}`. Expected a symbolic tensor "
+            "instance."
+        )
+    return keras_history(x) is not None
 
 
 def var(x, axis=None, keepdims=False):
-    x = convert_to_tensor(x)
+    x = _bool_to_float(convert_to_tensor(x))
     m = reduction.reduce_mean(x, axis=axis, keepdims=True)
     return reduction.reduce_mean(math_ops.square(x - m), axis=axis, keepdims=keepdims)
 

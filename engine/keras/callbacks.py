@@ -189,8 +189,10 @@ class EarlyStopping(_Monitor):
 
 
 class ModelCheckpoint(_Monitor):
-    """Saves the weights (a TF checkpoint) after each epoch, or only when ``monitor``
-    improves; ``filepath`` may hold ``{epoch:02d}`` and ``{val_loss:.2f}``-style fields."""
+    """Saves the model (HDF5, as TF1's ``model.save``) or with ``save_weights_only`` its
+    weights (a TF checkpoint, or HDF5 for an ``.h5`` path) after each epoch, or only when
+    ``monitor`` improves; ``filepath`` may hold ``{epoch:02d}`` and ``{val_loss:.2f}``-style
+    fields."""
 
     def __init__(
         self,
@@ -219,7 +221,14 @@ class ModelCheckpoint(_Monitor):
         path = self.filepath.format(epoch=epoch + 1, **(logs or {}))
         if self.save_best_only:
             value = self._current(logs)
-            if value is None or not self._improved(value):
+            if value is None:
+                return
+            if not self._improved(value):
+                if self.verbose:
+                    print(
+                        f"\nEpoch {epoch + 1:05d}: {self.monitor} did not improve from "
+                        f"{self.best:.5f}"
+                    )
                 return
             if self.verbose:
                 print(
@@ -229,7 +238,10 @@ class ModelCheckpoint(_Monitor):
             self.best = value
         elif self.verbose:
             print(f"\nEpoch {epoch + 1:05d}: saving model to {path}")
-        self.model.save_weights(path)
+        if self.save_weights_only:
+            self.model.save_weights(path, overwrite=True)
+        else:  # TF1's model.save writes HDF5 whatever the path's extension
+            self.model.save(path, overwrite=True, save_format="h5")
 
 
 class LearningRateScheduler(Callback):

@@ -101,23 +101,28 @@ def _is_sparse_loss(model, i: int) -> bool:
     return getattr(fn, "fn", fn) is losses.sparse_categorical_crossentropy
 
 
-def standardize_targets(model, y) -> list:
-    names = model.output_names
+def standardize_targets(model, y, fed=None) -> list:
+    """``y`` as one array per output with a loss (``fed``: their indices; all by default)."""
+    fed = range(len(model.outputs)) if fed is None else fed
+    names = [model.output_names[i] for i in fed]
     arrays = [_column(a) for a in _as_arrays(y, names, "target")]
     out = []
-    for i, (a, t, name) in enumerate(zip(arrays, model.outputs, names)):
+    for i, a, name in zip(fed, arrays, names):
+        t = model.outputs[i]
         sparse = _is_sparse_loss(model, i)
         _check_shape(a, t, name, "target", check_dims=not sparse)
         out.append(a.astype(t.dtype.base_dtype.as_numpy_dtype, copy=False))
     return out
 
 
-def class_weights_to_samples(model, ys, sample_weight, class_weight) -> list:
-    """One weight array per output: ``sample_weight`` (per sample, or per timestep for
-    outputs compiled with ``sample_weight_mode="temporal"``) times the ``class_weight`` of
-    each sample's class (TF1's ``standardize_weights``); ones when neither is given."""
-    names = model.output_names
-    modes = model._sample_weight_modes()
+def class_weights_to_samples(model, ys, sample_weight, class_weight, fed=None) -> list:
+    """One weight array per output with a loss (``fed``: their indices; all by default):
+    ``sample_weight`` (per sample, or per timestep for outputs compiled with
+    ``sample_weight_mode="temporal"``) times the ``class_weight`` of each sample's class
+    (TF1's ``standardize_weights``); ones when neither is given."""
+    fed = range(len(model.outputs)) if fed is None else fed
+    names = [model.output_names[i] for i in fed]
+    modes = [model._sample_weight_modes()[i] for i in fed]
     given = (
         _as_arrays(sample_weight, names, "sample_weight")
         if sample_weight is not None

@@ -436,7 +436,7 @@ class _Validation:
 
 def _run_fit(model, source, steps, reset_each, validation, epochs, verbose, callbacks, kw):
     """The epoch loop ``fit`` runs on a source of batches; returns the History."""
-    if verbose:
+    if verbose and not isinstance(source, _GeneratorSource):  # TF1's generator loop is quiet
         unit = "steps" if source.is_dataset else "samples"
         extra = f", validate on {validation.size} {unit}" if validation and validation.size else ""
         print(f"Train on {steps} {unit}{extra}")

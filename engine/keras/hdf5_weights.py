@@ -39,6 +39,15 @@ def is_hdf5_path(filepath, save_format=None) -> bool:
     return save_format == "h5" or os.fspath(filepath).endswith(H5_SUFFIXES)
 
 
+def is_hdf5_file(filepath) -> bool:
+    """Whether ``filepath`` is a file that starts with HDF5's signature (TF1's
+    ``load_weights`` reads a path that is no TF checkpoint as HDF5, whatever its name)."""
+    if not os.path.isfile(filepath):
+        return False
+    with open(filepath, "rb") as f:
+        return f.read(8) == b"\x89HDF\r\n\x1a\n"
+
+
 def require_h5py() -> None:
     if h5py is None:
         raise ImportError(

@@ -3,6 +3,7 @@
 from engine.keras import (
     core,
     layers_conv,
+    layers_conv_rnn,
     layers_cudnn,
     layers_merge,
     layers_misc,
@@ -16,6 +17,7 @@ from engine.keras.base_layer import InputSpec, Layer
 from engine.keras.core import *  # noqa: F403
 from engine.keras.input_layer import Input, InputLayer
 from engine.keras.layers_conv import *  # noqa: F403
+from engine.keras.layers_conv_rnn import *  # noqa: F403
 from engine.keras.layers_cudnn import *  # noqa: F403
 from engine.keras.layers_merge import *  # noqa: F403
 from engine.keras.layers_misc import *  # noqa: F403
@@ -32,6 +34,7 @@ __all__ = [
     "Layer",
     *(n for n in core.__all__ if n[0].isupper()),
     *layers_conv.__all__,
+    *layers_conv_rnn.__all__,
     *layers_cudnn.__all__,
     *layers_merge.__all__,
     *layers_misc.__all__,

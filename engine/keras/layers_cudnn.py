@@ -103,6 +103,8 @@ class _CuDNNLayer(_CellLayer):
         return {k: v for k, v in super().get_config().items() if k in allowed}
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(mask, list):  # inputs given with their initial states
+            mask = mask[0]
         if mask is not None:
             raise TypeError(
                 f"Layer {self.name} does not support masking, but was passed an input_mask"

@@ -85,6 +85,18 @@ class _Merge(Layer):
     def _merge_function(self, inputs):
         raise NotImplementedError
 
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, (list, tuple)):
+            for i, x in enumerate(inputs):
+                if isinstance(x, (list, tuple)):
+                    # Not packed into one tensor: a layer that returned a list (a Lambda
+                    # around K.gradients) gives its tensor as ``out[0]``.
+                    raise TypeError(
+                        f"A merge layer should be called on a list of tensors; input {i} is "
+                        f"a {type(x).__name__} of {len(x)} (take the tensor out of it)"
+                    )
+        return super().__call__(inputs, *args, **kwargs)
+
     def build(self, input_shape):
         shapes = _shape_list(input_shape, "A merge layer")
         if len(shapes) < 1:

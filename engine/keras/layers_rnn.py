@@ -18,7 +18,7 @@ import inspect
 
 from engine import dtypes
 from engine.framework.constant_op import constant
-from engine.keras.base_layer import Layer
+from engine.keras.base_layer import Layer, keras_history
 from engine.keras.layers_rnn_cells import (
     GRUCell,
     LSTMCell,
@@ -53,6 +53,12 @@ def _where(mask_t, new, old):
     for _ in range((new.shape.rank or 2) - 1):
         m = array_ops.expand_dims(m, -1)
     return math_ops.where_v2(m, new, old)
+
+
+def _swap_batch_time(x):
+    """``[batch, time, ...]`` <-> ``[time, batch, ...]`` (any rank: ConvLSTM2D's are 5-D)."""
+    rank = x.shape.rank if x.shape.rank is not None else 3
+    return array_ops.transpose(x, [1, 0, *range(2, rank)])
 
 
 def run_unrolled(step, inputs, states: list, mask=None, zero_output_for_mask=False):
@@ -178,8 +184,16 @@ class RNN(Layer):
     def __call__(self, inputs, initial_state=None, **kwargs):
         if isinstance(inputs, (list, tuple)) and initial_state is None:
             inputs, initial_state = inputs[0], list(inputs[1:]) or None
-        if initial_state is not None:
-            kwargs["initial_state"] = initial_state
+        if initial_state is None:
+            return super().__call__(inputs, **kwargs)
+        states = (
+            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        )
+        if states and all(keras_history(s) is not None for s in states):
+            # As Keras: Keras tensors as initial states are inputs of the layer's node (so
+            # the model's graph and its saved config hold them), not call arguments.
+            return super().__call__([inputs, *states], **kwargs)
+        kwargs["initial_state"] = initial_state
         return super().__call__(inputs, **kwargs)
 
     def _initial_states(self, inputs, initial_state) -> list:
@@ -212,10 +226,12 @@ class RNN(Layer):
         return state
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(inputs, (list, tuple)):  # [inputs, *initial states]
+            inputs, initial_state = inputs[0], list(inputs[1:]) or initial_state
         if isinstance(mask, list):
             mask = mask[0]
         states = self._initial_states(inputs, initial_state)
-        x = inputs if self.time_major else array_ops.transpose(inputs, [1, 0, 2])
+        x = inputs if self.time_major else _swap_batch_time(inputs)
         if mask is not None:
             mask = math_ops.cast(mask, dtypes.bool)
             if not self.time_major:
@@ -240,7 +256,7 @@ class RNN(Layer):
             run = run_unrolled
         last, outputs, final = run(step, x, states, mask, self.zero_output_for_mask)
         if self.return_sequences:
-            output = outputs if self.time_major else array_ops.transpose(outputs, [1, 0, 2])
+            output = outputs if self.time_major else _swap_batch_time(outputs)
         else:
             output = last
         return [output, *final] if self.return_state else output

@@ -107,7 +107,7 @@ class Progbar:
             unit = "us" if per < 1e-3 else "ms" if per < 1 else "s"
             scale = 1e6 if unit == "us" else 1e3 if unit == "ms" else 1
             line = (
-                f"{self._bar(current)} - {elapsed:.0f}s {per * scale:.0f}{unit}/sample"
+                f"{self._bar(current)} - {elapsed:.0f}s {per * scale:.0f}{unit}/{self.unit_name}"
                 f"{self._metrics()}"
             )
         sys.stdout.write(("\r" if self._dynamic else "") + line + "\n")

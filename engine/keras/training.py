@@ -48,6 +48,7 @@ class _Graph:
     def __init__(self):
         self.targets: list = []
         self.sample_weights: list = []
+        self.fed: list = []  # indices of the outputs with a loss (those fed targets)
         self.total_loss = None
         self.output_losses: list = []
         self.metric_objs: list = []  # (name, Metric)
@@ -93,8 +94,6 @@ class Training:
             raise ValueError(
                 "compile(target_tensors=...) is not supported: feed targets to fit instead"
             )
-        if loss is None:
-            raise ValueError("compile needs a `loss` (a name, a function or a Loss)")
         self.optimizer = optimizers.get(optimizer)
         self._compiled = {
             "loss": loss,
@@ -105,7 +104,11 @@ class Training:
         }
         self._train_graph = None
         if self.outputs:
-            self._build_train_graph()
+            try:
+                self._build_train_graph()
+            except ValueError:
+                self._compiled = None
+                raise
 
     @property
     def loss(self):
@@ -147,8 +150,12 @@ class Training:
                     # Only losses/updates of this model's inputs (not a nested model's own).
                     own_losses = feedable_from(self.losses, self.inputs)
                     reg = [math_ops.cast(x, backend.floatx()) for x in own_losses]
-                    total = totals[0]
-                    for t in totals[1:] + reg:
+                    if not totals and not reg:
+                        raise ValueError(
+                            "The model cannot be compiled because it has no loss to optimize."
+                        )
+                    total = (totals + reg)[0]
+                    for t in (totals + reg)[1:]:
                         total = total + t
                     g.total_loss = total
                 self._add_metrics(g, names, loss_fns)
@@ -159,7 +166,7 @@ class Training:
                     g.train_updates += [u.op if isinstance(u, Tensor) else u for u in own_updates]
         g.names = (
             ["loss"]
-            + ([f"{n}_loss" for n in names] if len(names) > 1 else [])
+            + ([f"{names[i]}_loss" for i in g.fed] if len(names) > 1 else [])
             + [n for n, _ in g.metric_objs]
         )
         self._train_graph = g
@@ -183,6 +190,7 @@ class Training:
         if fn is None:
             g.output_losses.append(None)
             return
+        g.fed.append(len(g.targets) - 1)
         with ops.name_scope(f"loss/{name}_loss"):
             if isinstance(fn, losses.Loss):
                 value = fn(target, out, sample_weight=sw)
@@ -196,6 +204,8 @@ class Training:
         weighted = _per_output(self._compiled["weighted_metrics"] or [], names, "metrics")
         seen = set()
         for i, name in enumerate(names):
+            if i not in g.fed:  # TF1 skips the metrics of outputs without a loss
+                continue
             for ids, use_w in ((plain[i], False), (weighted[i], True)):
                 for ident in ids if isinstance(ids, (list, tuple)) else [ids]:
                     if ident is None:

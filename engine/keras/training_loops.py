@@ -28,8 +28,8 @@ __all__ = ["evaluate", "fit", "predict", "run_one_batch"]
 def _feed(model, g, xs, ys=None, sws=None, phase=None) -> dict:
     feed = dict(zip(model.inputs, xs))
     if ys is not None:
-        feed.update(zip(g.targets, ys))
-        feed.update(zip(g.sample_weights, sws))
+        feed.update(zip([g.targets[i] for i in g.fed], ys))
+        feed.update(zip([g.sample_weights[i] for i in g.fed], sws))
     lp = backend.learning_phase_placeholder()
     if phase is not None and lp is not None:
         feed[lp] = phase
@@ -84,12 +84,25 @@ def _prepare(model, x, y, sample_weight, class_weight, what: str):
         model._build_from_data(xs)
         xs = standardize_inputs(model, x)
     g = model._build_train_graph()
-    if y is None:
-        raise ValueError(f"{what} needs targets `y` for a model compiled with a loss")
-    ys = standardize_targets(model, y)
-    sws = class_weights_to_samples(model, ys, sample_weight, class_weight)
+    ys, sws = _targets(model, g, y, sample_weight, class_weight, what)
     check_array_lengths(xs, ys, sws)
     return g, xs, ys, sws
+
+
+def _targets(model, g, y, sample_weight, class_weight, what: str):
+    """Targets and weights of the outputs compiled with a loss (none when every loss comes
+    from ``add_loss``, as in a VAE: then ``y`` must be None)."""
+    if not g.fed:
+        if y is not None:
+            raise ValueError(
+                "Error when checking model target: expected no data (the model has no "
+                f"output compiled with a loss), but got {type(y).__name__}"
+            )
+        return [], []
+    if y is None:
+        raise ValueError(f"{what} needs targets `y` for a model compiled with a loss")
+    ys = standardize_targets(model, y, g.fed)
+    return ys, class_weights_to_samples(model, ys, sample_weight, class_weight, g.fed)
 
 
 def _step_fn(model, g, train: bool):
@@ -102,7 +115,8 @@ def _step_fn(model, g, train: bool):
         return cached[1]
     losses, stats, updates = _fetches(g, train)
     lp = backend.learning_phase_placeholder()
-    feeds = list(model.inputs) + list(g.targets) + list(g.sample_weights)
+    feeds = list(model.inputs) + [g.targets[i] for i in g.fed]
+    feeds += [g.sample_weights[i] for i in g.fed]
     feeds += [lp] if lp is not None else []
     call = session.make_callable(losses + stats + updates, feed_list=feeds)
     n_loss, n_stats = len(losses), len(stats)
@@ -155,9 +169,9 @@ def _split_validation(model, arrays, validation_split, validation_data, sample_w
                 f"{len(validation_data) if isinstance(validation_data, (list, tuple)) else 1}"
             )
         vx = standardize_inputs(model, validation_data[0])
-        vy = standardize_targets(model, validation_data[1])
-        vw = class_weights_to_samples(
-            model, vy, validation_data[2] if len(validation_data) == 3 else None, None
+        vw = validation_data[2] if len(validation_data) == 3 else None
+        vy, vw = _targets(
+            model, model._build_train_graph(), validation_data[1], vw, None, "validation"
         )
         check_array_lengths(vx, vy, vw)
         return arrays, (vx, vy, vw)
@@ -234,7 +248,7 @@ def fit(
             np.random.shuffle(index)
         if verbose:
             print(f"Epoch {epoch + 1}/{epochs}")
-        bar = Progbar(n, verbose=verbose, stateful_metrics=g.names) if verbose else None
+        bar = _progbar(n, verbose, g)
         values = _run_epoch(model, g, train, batch_size, index, True, cb, bar)
         logs = dict(zip(g.names, values))
         if val is not None and (epoch + 1) % validation_freq == 0:
@@ -250,6 +264,13 @@ def fit(
     cb.on_train_end()
     model.history = history
     return history
+
+
+def _progbar(n, verbose, g):
+    """The progress bar of an array loop (counting samples), or None when quiet."""
+    if not verbose:
+        return None
+    return Progbar(n, verbose=verbose, stateful_metrics=g.names, unit_name="sample")
 
 
 def _batch_size(batch_size) -> int:
@@ -285,7 +306,7 @@ def evaluate(
     del callbacks
     g, xs, ys, sws = _prepare(model, x, y, sample_weight, None, "evaluating")
     n = len(xs[0])
-    bar = Progbar(n, verbose=verbose, stateful_metrics=g.names) if verbose else None
+    bar = _progbar(n, verbose, g)
     values = _run_epoch(
         model, g, (xs, ys, sws), _batch_size(batch_size), np.arange(n), False, None, bar
     )
@@ -378,6 +399,6 @@ def save_weights(model, filepath, overwrite=True, save_format=None) -> None:
 def load_weights(model, filepath, by_name=False) -> None:
     """Restores weights saved by :func:`save_weights` (matched by variable name)."""
     filepath = os.fspath(filepath)
-    if hdf5_weights.is_hdf5_path(filepath):
+    if hdf5_weights.is_hdf5_path(filepath) or hdf5_weights.is_hdf5_file(filepath):
         return hdf5_weights.load_weights(model, filepath, by_name=by_name)
     _saver(model, by_name).restore(backend.get_session(), filepath)

@@ -92,6 +92,7 @@ ENGINE_LAYERS = [
     lambda: L.RNN(L.SimpleRNNCell(3)),
     lambda: L.RNN([L.LSTMCell(2), L.GRUCell(3)], return_sequences=True),
     lambda: L.Embedding(7, 2, embeddings_initializer="uniform"),
+    lambda: L.ConvLSTM2D(2, 3, strides=2, padding="same", return_sequences=True, dropout=0.1),
 ]
 
 
@@ -130,6 +131,7 @@ def test_every_layer_class_has_a_config_test():
         "LSTMCell",
         "GRUCell",
         "StackedRNNCells",
+        "ConvLSTM2DCell",
         "RNN",
         "SpatialDropout3D",
         "UpSampling3D",
