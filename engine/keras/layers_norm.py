@@ -68,6 +68,27 @@ def _resolve_axes(axes: list, input_shape, layer) -> list[int]:
     return sorted(resolved)
 
 
+def _add_gamma_beta(layer, param_shape) -> None:
+    """The scale (``gamma``) and offset (``beta``) weights a normalization layer asks for."""
+    layer.gamma = layer.beta = None
+    if layer.scale:
+        layer.gamma = layer.add_weight(
+            "gamma",
+            param_shape,
+            initializer=layer.gamma_initializer,
+            regularizer=layer.gamma_regularizer,
+            constraint=layer.gamma_constraint,
+        )
+    if layer.center:
+        layer.beta = layer.add_weight(
+            "beta",
+            param_shape,
+            initializer=layer.beta_initializer,
+            regularizer=layer.beta_regularizer,
+            constraint=layer.beta_constraint,
+        )
+
+
 class BatchNormalization(Layer):
     """Normalizes each feature (``axis``) over the batch; scales by ``gamma`` and shifts by
     ``beta``; keeps ``moving_mean`` and ``moving_variance`` for inference.
@@ -142,23 +163,7 @@ class BatchNormalization(Layer):
             param_shape = (dims[self.axis[0]],)
         else:
             param_shape = tuple(dims[i] if i in self.axis else 1 for i in range(len(dims)))
-        self.gamma = self.beta = None
-        if self.scale:
-            self.gamma = self.add_weight(
-                "gamma",
-                param_shape,
-                initializer=self.gamma_initializer,
-                regularizer=self.gamma_regularizer,
-                constraint=self.gamma_constraint,
-            )
-        if self.center:
-            self.beta = self.add_weight(
-                "beta",
-                param_shape,
-                initializer=self.beta_initializer,
-                regularizer=self.beta_regularizer,
-                constraint=self.beta_constraint,
-            )
+        _add_gamma_beta(self, param_shape)
         self.moving_mean = self.add_weight(
             "moving_mean", param_shape, initializer=self.moving_mean_initializer, trainable=False
         )
@@ -273,23 +278,7 @@ class LayerNormalization(Layer):
         self.axis = _resolve_axes(self.axis, input_shape, self)
         dims = TensorShape(input_shape).as_list()
         param_shape = tuple(dims[a] for a in self.axis)
-        self.gamma = self.beta = None
-        if self.scale:
-            self.gamma = self.add_weight(
-                "gamma",
-                param_shape,
-                initializer=self.gamma_initializer,
-                regularizer=self.gamma_regularizer,
-                constraint=self.gamma_constraint,
-            )
-        if self.center:
-            self.beta = self.add_weight(
-                "beta",
-                param_shape,
-                initializer=self.beta_initializer,
-                regularizer=self.beta_regularizer,
-                constraint=self.beta_constraint,
-            )
+        _add_gamma_beta(self, param_shape)
         self.built = True
 
     def call(self, inputs):
