@@ -241,7 +241,9 @@ class LSTMCell(_CellBase):
         """The four pre-activations ``x W + h U + b``, per gate or in one product."""
         dp = self._input_masks(inputs, training)
         rdp = self._state_masks(h_tm1, training)
-        if self.implementation == 2:
+        # Without dropout masks the per-gate products (implementation 1) are the fused ones
+        # split by columns: one product each for x and h is the same math, 4x fewer ops.
+        if self.implementation == 2 or (dp is None and rdp is None):
             z = matmul(_masked(inputs, dp, 1)[0], self.kernel)
             z = z + matmul(_masked(h_tm1, rdp, 1)[0], self.recurrent_kernel)
             if self.bias is not None:
@@ -308,7 +310,7 @@ class GRUCell(_CellBase):
         dp = self._input_masks(inputs, training)
         rdp = self._state_masks(h_tm1, training)
         input_bias, recurrent_bias = self._biases()
-        if self.implementation == 2:
+        if self.implementation == 2 or (dp is None and rdp is None):  # same math, fewer ops
             x = _masked(inputs, dp, 1)[0]
             x_z, x_r, x_h, rec_z, rec_r, rec_h = self._fused(x, h_tm1, input_bias, recurrent_bias)
             h_for_candidate = h_tm1
