@@ -10,20 +10,24 @@ engine never downloads.
 from engine.keras.applications import (
     densenet,
     imagenet_utils,
+    inception_resnet_v2,
     inception_v3,
     mobilenet,
     mobilenet_v2,
     nasnet,
     resnet,
+    resnet_v2,
     vgg,
     xception,
 )
 from engine.keras.applications.densenet import DenseNet121, DenseNet169, DenseNet201
+from engine.keras.applications.inception_resnet_v2 import InceptionResNetV2
 from engine.keras.applications.inception_v3 import InceptionV3
 from engine.keras.applications.mobilenet import MobileNet
 from engine.keras.applications.mobilenet_v2 import MobileNetV2
 from engine.keras.applications.nasnet import NASNetLarge, NASNetMobile
 from engine.keras.applications.resnet import ResNet50, ResNet101, ResNet152
+from engine.keras.applications.resnet_v2 import ResNet50V2, ResNet101V2, ResNet152V2
 from engine.keras.applications.vgg import VGG16, VGG19
 from engine.keras.applications.xception import Xception
 
@@ -37,6 +41,7 @@ __all__ = [
     "DenseNet121",
     "DenseNet169",
     "DenseNet201",
+    "InceptionResNetV2",
     "InceptionV3",
     "MobileNet",
     "MobileNetV2",
@@ -45,15 +50,20 @@ __all__ = [
     "ResNet50",
     "ResNet101",
     "ResNet152",
+    "ResNet50V2",
+    "ResNet101V2",
+    "ResNet152V2",
     "Xception",
     "densenet",
     "imagenet_utils",
+    "inception_resnet_v2",
     "inception_v3",
     "mobilenet",
     "mobilenet_v2",
     "nasnet",
     "resnet",
     "resnet50",
+    "resnet_v2",
     "vgg16",
     "vgg19",
     "xception",

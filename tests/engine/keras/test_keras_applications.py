@@ -119,6 +119,17 @@ def test_imagenet_weights_come_from_keras_cache(tmp_path, monkeypatch):
             "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_96_no_top.h5",
             {"alpha": 0.35, "input_shape": (96, 96, 3), "include_top": False},
         ),
+        ("ResNet50V2", "resnet50v2_weights_tf_dim_ordering_tf_kernels.h5", {}),
+        (
+            "ResNet101V2",
+            "resnet101v2_weights_tf_dim_ordering_tf_kernels_notop.h5",
+            {"include_top": False, "input_shape": (32, 32, 3)},
+        ),
+        (
+            "InceptionResNetV2",
+            "inception_resnet_v2_weights_tf_dim_ordering_tf_kernels_notop.h5",
+            {"include_top": False, "input_shape": (75, 75, 3)},
+        ),
     ],
 )
 def test_missing_imagenet_file_is_named(tmp_path, monkeypatch, app, file, kwargs):
@@ -188,6 +199,14 @@ def test_nasnet_and_inception_arguments_are_checked():
         A.InceptionV3(weights=None, include_top=False, input_shape=(64, 64, 3))
     with pytest.raises(ValueError, match="at least 71x71"):
         A.Xception(weights=None, include_top=False, input_shape=(70, 80, 3))
+    with pytest.raises(ValueError, match="at least 75x75"):
+        A.InceptionResNetV2(weights=None, include_top=False, input_shape=(74, 80, 3))
+    with pytest.raises(ValueError, match="Unknown argument"):
+        A.InceptionResNetV2(weights=None, blocks=3)
+    with pytest.raises(ValueError, match="Unknown Inception-ResNet block type"):
+        A.inception_resnet_v2.inception_resnet_block(tf.keras.Input((8, 8, 32)), 0.1, "block9", 1)
+    with pytest.raises(ValueError, match="at least 32x32"):
+        A.ResNet152V2(weights=None, include_top=False, input_shape=(31, 32, 3))
 
 
 def test_unknown_keyword_is_a_type_error_where_keras_has_no_kwargs():
@@ -215,6 +234,8 @@ def test_preprocess_input_matches_tf(mode, fmt, shape):
 def test_family_preprocess_modes_and_in_place_update():
     x = cases.preprocess_image((1, 2, 2, 3))
     np.testing.assert_allclose(A.mobilenet.preprocess_input(x.copy()), x / 127.5 - 1.0, rtol=1e-6)
+    for family in (A.resnet_v2, A.inception_resnet_v2):
+        np.testing.assert_allclose(family.preprocess_input(x.copy()), x / 127.5 - 1.0, rtol=1e-6)
     np.testing.assert_allclose(
         A.resnet50.preprocess_input(x.copy()), x[..., ::-1] - [103.939, 116.779, 123.68], rtol=1e-6
     )
