@@ -7,7 +7,7 @@ in creation order, which this module keeps. Inputs are preprocessed in ``tf`` mo
 
 from __future__ import annotations
 
-from engine.keras import backend, layers
+from engine.keras import backend, layers, model_config
 from engine.keras.applications import imagenet_utils
 from engine.keras.applications.imagenet_utils import decode_predictions
 from engine.keras.base_layer import Layer
@@ -34,6 +34,10 @@ class CustomScaleLayer(Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape[0]
+
+
+# Models rebuilt from their config (model_from_json, load_model) find it by name, as in TF.
+model_config.LAYER_CLASSES.setdefault("CustomScaleLayer", CustomScaleLayer)
 
 
 def conv2d_bn(

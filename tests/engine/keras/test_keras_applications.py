@@ -291,3 +291,16 @@ def test_decode_predictions_errors(tmp_path, monkeypatch):
         _class_index(tmp_path, monkeypatch, bad)
         with pytest.raises(ValueError, match=match):
             A.imagenet_utils.decode_predictions(np.zeros((1, 1000)))
+
+
+def test_inception_resnet_scale_layer_rebuilds_from_config():
+    from engine.keras.applications.inception_resnet_v2 import CustomScaleLayer  # noqa: PLC0415
+
+    tf.keras.backend.clear_session()
+    a, b = tf.keras.Input((3,)), tf.keras.Input((3,))
+    model = tf.keras.Model([a, b], CustomScaleLayer(0.17)([a, b]))
+    rebuilt = tf.keras.models.model_from_json(model.to_json())
+    layer = rebuilt.layers[-1]
+    assert type(layer) is CustomScaleLayer and layer.scale == 0.17
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(rebuilt.predict([x, 2 * x]), x + 0.34, rtol=1e-6)
