@@ -72,12 +72,16 @@ def DenseNet(  # noqa: N802 - Keras' name
             x = _transition_block(x, 0.5, name=f"pool{stage + 2}")
     x = layers.BatchNormalization(axis=_bn_axis(), epsilon=_EPS, name="bn")(x)
     x = layers.Activation("relu", name="relu")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling, "avg_pool", "max_pool")
+    x = imagenet_utils.classifier_top(
+        x,
+        include_top,
+        classes,
+        classifier_activation,
+        weights,
+        pooling,
+        gap_name="avg_pool",
+        pool_names=("avg_pool", "max_pool"),
+    )
     name = _NAMES.get(tuple(blocks))
     notop = "" if include_top else "_notop"
     file = f"{name}_weights_tf_dim_ordering_tf_kernels{notop}.h5" if name else None

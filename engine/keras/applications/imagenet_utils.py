@@ -15,6 +15,7 @@ import numpy as np
 
 from engine.framework.constant_op import constant
 from engine.keras import backend, utils
+from engine.keras.core import Dense
 from engine.keras.input_layer import Input
 from engine.keras.layers_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
 from engine.keras.network import Model
@@ -284,6 +285,19 @@ def pool_features(x, pooling, avg_name=None, max_name=None):
     if pooling == "max":
         return GlobalMaxPooling2D(name=max_name)(x)
     return x
+
+
+def classifier_top(
+    x, include_top, classes, classifier_activation, weights, pooling, gap_name=None,
+    pool_names=(None, None),
+):  # fmt: skip
+    """The end shared by most families: global average pooling and the ``predictions`` Dense
+    layer with the model, or the ``pooling`` of the features without it."""
+    if not include_top:
+        return pool_features(x, pooling, *pool_names)
+    x = GlobalAveragePooling2D(name=gap_name)(x)
+    check_activation(classifier_activation, weights)
+    return Dense(classes, activation=classifier_activation, name="predictions")(x)
 
 
 def finish(img_input, input_tensor, x, name: str, weights, weight_file: str | None) -> Model:

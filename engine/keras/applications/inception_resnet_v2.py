@@ -158,12 +158,9 @@ def InceptionResNetV2(  # noqa: N802 - Keras' name
         x = inception_resnet_block(x, scale=0.2, block_type="block8", block_idx=i)
     x = inception_resnet_block(x, scale=1.0, activation=None, block_type="block8", block_idx=10)
     x = conv2d_bn(x, 1536, 1, name="conv_7b")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling)
+    x = imagenet_utils.classifier_top(
+        x, include_top, classes, classifier_activation, weights, pooling, gap_name="avg_pool"
+    )
     notop = "" if include_top else "_notop"
     file = f"inception_resnet_v2_weights_tf_dim_ordering_tf_kernels{notop}.h5"
     return imagenet_utils.finish(img_input, input_tensor, x, "inception_resnet_v2", weights, file)

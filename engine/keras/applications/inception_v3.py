@@ -120,12 +120,9 @@ def InceptionV3(  # noqa: N802 - Keras' name
     x = _reduce_17(x)
     for i in range(2):
         x = _mixed_8(x, i)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling)
+    x = imagenet_utils.classifier_top(
+        x, include_top, classes, classifier_activation, weights, pooling, gap_name="avg_pool"
+    )
     notop = "" if include_top else "_notop"
     file = f"inception_v3_weights_tf_dim_ordering_tf_kernels{notop}.h5"
     return imagenet_utils.finish(img_input, input_tensor, x, "inception_v3", weights, file)

@@ -154,12 +154,9 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     last_filters = _make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
     x = layers.Conv2D(last_filters, kernel_size=1, use_bias=False, name="Conv_1")(x)
     x = layers.ReLU(6.0, name="out_relu")(_bn(x, "Conv_1_bn"))
-    if include_top:
-        x = layers.GlobalAveragePooling2D()(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling)
+    x = imagenet_utils.classifier_top(
+        x, include_top, classes, classifier_activation, weights, pooling
+    )
     notop = "" if include_top else "_no_top"
     file = f"mobilenet_v2_weights_tf_dim_ordering_tf_kernels_{float(alpha)}_{rows}{notop}.h5"
     return imagenet_utils.finish(

@@ -255,12 +255,9 @@ def _nasnet(
     filters = penultimate_filters // 24
     x = _cells(x, filters, num_blocks, skip_reduction, filter_multiplier)
     x = layers.Activation("relu")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D()(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling)
+    x = imagenet_utils.classifier_top(
+        x, include_top, classes, classifier_activation, weights, pooling
+    )
     file = _FILES.get(default_size, (None, None))[0 if include_top else 1]
     return imagenet_utils.finish(img_input, input_tensor, x, "NASNet", weights, file)
 

@@ -68,12 +68,16 @@ def _resnet_v2(
     for stage, (filters, n) in enumerate(zip((64, 128, 256, 512), blocks, strict=True)):
         x = _stack(x, filters, n, stride1=1 if stage == 3 else 2, name=f"conv{stage + 2}")
     x = layers.Activation("relu", name="post_relu")(_bn(x, "post_bn"))
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling, "avg_pool", "max_pool")
+    x = imagenet_utils.classifier_top(
+        x,
+        include_top,
+        classes,
+        classifier_activation,
+        weights,
+        pooling,
+        gap_name="avg_pool",
+        pool_names=("avg_pool", "max_pool"),
+    )
     notop = "" if include_top else "_notop"
     return imagenet_utils.finish(
         img_input,

@@ -77,12 +77,9 @@ def Xception(  # noqa: N802 - Keras' name
     for i, filters in ((1, 1536), (2, 2048)):
         x = _sep_bn(x, filters, f"block14_sepconv{i}")
         x = layers.Activation("relu", name=f"block14_sepconv{i}_act")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        imagenet_utils.check_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = imagenet_utils.pool_features(x, pooling)
+    x = imagenet_utils.classifier_top(
+        x, include_top, classes, classifier_activation, weights, pooling, gap_name="avg_pool"
+    )
     notop = "" if include_top else "_notop"
     file = f"xception_weights_tf_dim_ordering_tf_kernels{notop}.h5"
     return imagenet_utils.finish(img_input, input_tensor, x, "xception", weights, file)

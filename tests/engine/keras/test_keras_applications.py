@@ -26,7 +26,9 @@ A = tf.keras.applications
 DIR = FIXTURES / "keras_applications"
 TF = np.load(DIR / "keras_applications_tf.npz")
 META = json.loads((DIR / "structure.json").read_text())
-needs_h5py = pytest.mark.skipif(h5py is None, reason="h5py is not installed")
+needs_h5py = pytest.mark.skipif(
+    h5py is None, reason="h5py is not installed: pip install flowserve[keras]"
+)
 
 
 @pytest.fixture(autouse=True)
