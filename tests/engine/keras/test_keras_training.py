@@ -162,7 +162,10 @@ def test_verbose_lines_are_tf1_keras_lines():
 
 
 def test_callbacks_write_files_their_readers_load(tmp_path):
-    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    ea = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator",
+        reason="TensorBoard reads the event files: pip install -e .[test]",
+    )
     model = _model()
     log = tmp_path / "log.csv"
     ckpt = tmp_path / "ckpt-{epoch:02d}"
